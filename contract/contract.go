@@ -1,0 +1,121 @@
+// Package contract defines the rate limiter interface that rlconform grades,
+// the errors it promises, and the capabilities a target declares.
+package contract
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// MaxUserIDBytes is the longest user id every conforming limiter must accept.
+const MaxUserIDBytes = 512
+
+// RateLimiterContract is an exact sliding-window log limiter.
+//
+// Configuration is a limit N >= 1 and a window W >= 1ms; time is integer
+// milliseconds. Each user u has a log of the instants of its allowed
+// requests; at instant t the active entries are those s with t-W < s <= t.
+//
+//   - AllowRequest(u) at t allows and logs t when fewer than N entries are
+//     active, else denies; a denied request is not logged
+//     (core/allow-within-limit, core/block-over-limit, strict/denied-not-logged).
+//   - An entry stops counting at exactly s+W: s+W-1 still counts
+//     (core/sliding-expiry, strict/rolling-expiry).
+//   - There is no fixed window: N just before any instant and N just after
+//     never add up to 2N within W (strict/boundary-burst-epoch,
+//     strict/boundary-burst-first).
+//   - Requests in the same millisecond all count (strict/same-millisecond-burst).
+//   - GetRemainingRequests(u) is max(0, N - active); expired entries never
+//     count (core/remaining, strict/lowered-limit).
+//   - Reset(u) empties u's log and no other (core/reset).
+//   - Configure(N, W) applies to every later decision, for every user and
+//     every existing log (core/reconfigure, strict/lowered-limit,
+//     strict/raised-limit); invalid values return [ErrInvalidConfig] and leave
+//     the old configuration in force.
+//   - Users are isolated (core/multi-user). A user id is any non-empty string
+//     of up to [MaxUserIDBytes] bytes, opaque and case-sensitive; the empty id
+//     returns [ErrInvalidUserID].
+//   - Under any concurrency, and across several instances sharing one store,
+//     the history is linearizable against the model: never more than N
+//     allowed, and nothing denied that a serial order would allow
+//     (core/concurrent-4, strict/shared-store, strict/shared-store-concurrent).
+//   - Store failures are returned as errors wrapping [ErrStore]; a failed
+//     AllowRequest reports false unless the limiter documents fail-open.
+//
+// Not promised: whether raising W brings back entries that had already left
+// the old, shorter window (a limiter may have pruned them); the order of
+// concurrent requests; ids longer than [MaxUserIDBytes].
+type RateLimiterContract interface {
+	// AllowRequest decides one request of userID now, and logs it if allowed.
+	AllowRequest(ctx context.Context, userID string) (bool, error)
+	// Configure sets the limit and the window for every later decision.
+	Configure(ctx context.Context, maxRequests int, window time.Duration) error
+	// GetRemainingRequests reports how many requests userID may make now.
+	GetRemainingRequests(ctx context.Context, userID string) (int, error)
+	// Reset forgets userID's history, and only userID's.
+	Reset(ctx context.Context, userID string) error
+}
+
+var (
+	// ErrInvalidConfig is returned by Configure for a limit below 1 or a
+	// window below 1ms.
+	ErrInvalidConfig = errors.New("invalid rate limiter configuration")
+	// ErrInvalidUserID is returned for an empty user id.
+	ErrInvalidUserID = errors.New("invalid user id")
+	// ErrStore wraps every failure of the limiter's backing store.
+	ErrStore = errors.New("rate limiter store failure")
+)
+
+// ValidateConfig returns an error wrapping [ErrInvalidConfig] unless
+// maxRequests >= 1 and window >= 1ms.
+func ValidateConfig(maxRequests int, window time.Duration) error {
+	if maxRequests < 1 {
+		return fmt.Errorf("%w: max requests %d, want at least 1", ErrInvalidConfig, maxRequests)
+	}
+	if window < time.Millisecond {
+		return fmt.Errorf("%w: window %v, want at least 1ms", ErrInvalidConfig, window)
+	}
+	return nil
+}
+
+// ValidateUserID returns an error wrapping [ErrInvalidUserID] for the empty
+// id. Ids longer than [MaxUserIDBytes] are not promised to work; this check
+// leaves that choice to each limiter.
+func ValidateUserID(userID string) error {
+	if userID == "" {
+		return fmt.Errorf("%w: empty", ErrInvalidUserID)
+	}
+	return nil
+}
+
+// Capabilities are what a target declares it supports. A spec that needs a
+// capability the target lacks is skipped, with the reason in the report, and
+// never counts as a pass.
+type Capabilities struct {
+	// Clock: the limiter takes "now" from the clock the suite gives it, so
+	// expiry is graded on a fake clock without waiting.
+	Clock bool
+	// Configure: Configure works at run time.
+	Configure bool
+	// Remaining: GetRemainingRequests is implemented.
+	Remaining bool
+	// Reset: Reset is implemented.
+	Reset bool
+	// SharedStore: several instances made by the target's factory for one
+	// spec share one store and must enforce one limit.
+	SharedStore bool
+	// StoreInspection: every key the limiter writes lives in the Redis the
+	// suite gave it, under the key prefix it gave, so the suite may read them.
+	StoreInspection bool
+	// FailOpen: when the store is down, the limiter allows requests (and
+	// still reports the error). Without it, a request during an outage must
+	// not be allowed.
+	FailOpen bool
+}
+
+// All is every capability a fully featured target declares (fail-closed).
+func All() Capabilities {
+	return Capabilities{Clock: true, Configure: true, Remaining: true, Reset: true, SharedStore: true, StoreInspection: true}
+}

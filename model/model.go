@@ -1,0 +1,192 @@
+// Package model is the executable specification of an exact sliding-window
+// log limiter: the oracle every rlconform check compares with.
+package model
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/fakeclock"
+)
+
+// State is the whole behaviour of DESIGN §1 as a pure value: the time of
+// every operation is an argument, and nothing reads a clock. It is not safe
+// for concurrent use; [Limiter] wraps it for that.
+//
+// Entries are pruned lazily, per user, when that user is next touched, with
+// the window in force at that moment, as a Redis ZSET limiter does; this only
+// matters for the unpromised case of raising the window (see
+// [contract.RateLimiterContract]).
+type State struct {
+	max    int
+	window int64 // ms
+	logs   map[string][]int64
+}
+
+// New returns an empty state with the given configuration.
+func New(maxRequests int, window time.Duration) (*State, error) {
+	if err := contract.ValidateConfig(maxRequests, window); err != nil {
+		return nil, err
+	}
+	return &State{max: maxRequests, window: window.Milliseconds(), logs: map[string][]int64{}}, nil
+}
+
+// Limit returns the configured maximum number of requests.
+func (s *State) Limit() int { return s.max }
+
+// Window returns the configured window.
+func (s *State) Window() time.Duration { return time.Duration(s.window) * time.Millisecond }
+
+// Allow decides a request of user at now and logs it if allowed.
+func (s *State) Allow(now time.Time, user string) (bool, error) {
+	if err := contract.ValidateUserID(user); err != nil {
+		return false, err
+	}
+	t := now.UnixMilli()
+	log := s.active(t, user)
+	if len(log) >= s.max {
+		return false, nil
+	}
+	s.logs[user] = append(log, t)
+	return true, nil
+}
+
+// Remaining reports max(0, N - active) for user at now.
+func (s *State) Remaining(now time.Time, user string) (int, error) {
+	if err := contract.ValidateUserID(user); err != nil {
+		return 0, err
+	}
+	return max(0, s.max-len(s.active(now.UnixMilli(), user))), nil
+}
+
+// RetryAfter reports how long from now until user may be allowed again: 0
+// when a request would be allowed now.
+func (s *State) RetryAfter(now time.Time, user string) time.Duration {
+	t := now.UnixMilli()
+	log := s.active(t, user)
+	if len(log) < s.max {
+		return 0
+	}
+	// The request is allowed once len(log)-max+1 entries have expired.
+	return time.Duration(log[len(log)-s.max]+s.window-t) * time.Millisecond
+}
+
+// Active returns how many entries of user count at now.
+func (s *State) Active(now time.Time, user string) int {
+	return len(s.active(now.UnixMilli(), user))
+}
+
+// Reset forgets user's log.
+func (s *State) Reset(user string) error {
+	if err := contract.ValidateUserID(user); err != nil {
+		return err
+	}
+	delete(s.logs, user)
+	return nil
+}
+
+// Configure sets the limit and window for every later decision; invalid
+// values leave the old ones in force.
+func (s *State) Configure(maxRequests int, window time.Duration) error {
+	if err := contract.ValidateConfig(maxRequests, window); err != nil {
+		return err
+	}
+	s.max, s.window = maxRequests, window.Milliseconds()
+	return nil
+}
+
+// Clone returns an independent copy of s.
+func (s *State) Clone() *State {
+	c := &State{max: s.max, window: s.window, logs: make(map[string][]int64, len(s.logs))}
+	for u, l := range s.logs {
+		c.logs[u] = append([]int64(nil), l...)
+	}
+	return c
+}
+
+// active prunes user's log of entries with e <= t-W and returns those with
+// e <= t. Entries after t (the clock was set back) are kept, not counted.
+func (s *State) active(t int64, user string) []int64 {
+	log := s.logs[user]
+	cut := sort.Search(len(log), func(i int) bool { return log[i] > t-s.window })
+	log = log[cut:]
+	if len(log) == 0 {
+		delete(s.logs, user)
+		return nil
+	}
+	s.logs[user] = log
+	end := sort.Search(len(log), func(i int) bool { return log[i] > t })
+	return log[:end]
+}
+
+// Limiter is the model as a [contract.RateLimiterContract] on a clock, safe
+// for concurrent use. Its operations are atomic, so it is linearizable by
+// construction; rlconform grades it alongside the reference to prove that
+// every spec agrees with the model.
+type Limiter struct {
+	clock fakeclock.Clock
+	mu    sync.Mutex
+	state *State
+}
+
+// NewLimiter returns a model limiter reading time from clock.
+func NewLimiter(clock fakeclock.Clock, maxRequests int, window time.Duration) (*Limiter, error) {
+	s, err := New(maxRequests, window)
+	if err != nil {
+		return nil, err
+	}
+	return &Limiter{clock: clock, state: s}, nil
+}
+
+// AllowRequest implements [contract.RateLimiterContract].
+func (l *Limiter) AllowRequest(ctx context.Context, userID string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.state.Allow(l.clock.Now(), userID)
+}
+
+// Configure implements [contract.RateLimiterContract].
+func (l *Limiter) Configure(ctx context.Context, maxRequests int, window time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.state.Configure(maxRequests, window)
+}
+
+// GetRemainingRequests implements [contract.RateLimiterContract].
+func (l *Limiter) GetRemainingRequests(ctx context.Context, userID string) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.state.Remaining(l.clock.Now(), userID)
+}
+
+// Reset implements [contract.RateLimiterContract].
+func (l *Limiter) Reset(ctx context.Context, userID string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.state.Reset(userID)
+}
+
+// Log returns the entries of user that count at now, oldest first.
+func (s *State) Log(now time.Time, user string) []time.Time {
+	log := s.active(now.UnixMilli(), user)
+	out := make([]time.Time, len(log))
+	for i, e := range log {
+		out[i] = time.UnixMilli(e)
+	}
+	return out
+}

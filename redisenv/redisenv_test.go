@@ -1,0 +1,109 @@
+package redisenv
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// redisServer returns the redis-server binary; its absence fails the test,
+// never skips it: a skipped Redis test is a test that tests nothing.
+func redisServer(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	require.NoError(t, err, "redis-server must be on PATH (apt-get install -y redis-server)")
+	return bin
+}
+
+func TestBinaryRungStartsAndStopsAServer(t *testing.T) {
+	redisServer(t)
+	t.Setenv("REDIS_URL", "")
+	ctx := context.Background()
+	r, err := Obtain(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, SourceBinary, r.Source)
+	assert.True(t, r.Owned())
+	require.NotNil(t, r.Server)
+	require.NoError(t, r.Client.Set(ctx, "k", "v", time.Minute).Err())
+
+	addr := r.Server.Addr()
+	require.NoError(t, r.Close())
+	probe := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer probe.Close()
+	assert.Error(t, probe.Ping(ctx).Err(), "the server must be gone after Close")
+}
+
+func TestServerRestartsOnTheSamePort(t *testing.T) {
+	ctx := context.Background()
+	srv, err := StartServer(ctx, redisServer(t))
+	require.NoError(t, err)
+	defer srv.Close()
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, DialTimeout: time.Second})
+	defer client.Close()
+	require.NoError(t, client.Ping(ctx).Err())
+
+	require.NoError(t, srv.Stop())
+	require.NoError(t, srv.Stop(), "stopping twice is harmless")
+	assert.Error(t, client.Ping(ctx).Err())
+
+	require.NoError(t, srv.Start(ctx))
+	assert.NoError(t, client.Ping(ctx).Err(), "the same client reconnects to the restarted server")
+}
+
+func TestURLRungIsTriedFirst(t *testing.T) {
+	ctx := context.Background()
+	srv, err := StartServer(ctx, redisServer(t))
+	require.NoError(t, err)
+	defer srv.Close()
+
+	for _, url := range []string{"redis://" + srv.Addr() + "/0", srv.Addr()} {
+		t.Setenv("REDIS_URL", url)
+		r, err := Obtain(ctx)
+		require.NoError(t, err, url)
+		assert.Equal(t, SourceURL, r.Source)
+		assert.False(t, r.Owned(), "a Redis found through REDIS_URL is never ours to flush")
+		assert.Nil(t, r.Server)
+		require.NoError(t, r.Client.Ping(ctx).Err())
+		require.NoError(t, r.Close())
+		assert.NoError(t, srv.Start(ctx), "closing a found Redis leaves the server running")
+	}
+}
+
+func TestUnreachableURLIsALoudError(t *testing.T) {
+	port, err := freePort()
+	require.NoError(t, err)
+	t.Setenv("REDIS_URL", "redis://127.0.0.1:"+itoa(port))
+	start := time.Now()
+	_, err = Obtain(context.Background())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "does not answer")
+	assert.Less(t, time.Since(start), 30*time.Second)
+
+	t.Setenv("REDIS_URL", "redis://[::1")
+	_, err = Obtain(context.Background())
+	assert.Error(t, err)
+}
+
+func TestContainerRungFallsBackCleanlyWithoutDocker(t *testing.T) {
+	t.Setenv("REDIS_URL", "")
+	t.Setenv("PATH", t.TempDir()) // no redis-server
+	t.Setenv("DOCKER_HOST", "unix:///nonexistent/rlconform-docker.sock")
+	t.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
+	start := time.Now()
+	_, err := Obtain(context.Background())
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, ErrNoRedis), "got %v", err)
+	for _, way := range []string{"REDIS_URL", "redis-server", "Docker"} {
+		assert.Contains(t, err.Error(), way, "the error names every way to get Redis")
+	}
+	assert.Less(t, time.Since(start), 30*time.Second)
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

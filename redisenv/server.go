@@ -1,0 +1,142 @@
+package redisenv
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Server is a redis-server process this process started on loopback. It
+// can be stopped and started again on the same port, to test how a limiter
+// lives through an outage. Its methods are safe for concurrent use.
+type Server struct {
+	binary string
+	port   int
+	dir    string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	done   chan struct{} // closed when cmd has exited
+	output *bytes.Buffer
+}
+
+// StartServer starts binary (a redis-server) on a free loopback port, with
+// no persistence, and waits until it answers PING.
+func StartServer(ctx context.Context, binary string) (*Server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, fmt.Errorf("redisenv: finding a free port: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "rlconform-redis-")
+	if err != nil {
+		return nil, fmt.Errorf("redisenv: %w", err)
+	}
+	s := &Server{binary: binary, port: port, dir: dir}
+	if err := s.Start(ctx); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return s, nil
+}
+
+// Addr is host:port of the server.
+func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+
+// Start starts the server again after Stop, on the same port, and waits
+// until it answers. Starting a running server does nothing.
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		return nil
+	}
+	cmd := exec.Command(s.binary,
+		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", s.dir,
+		"--protected-mode", "no", "--loglevel", "warning")
+	out := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	setDeathSignal(cmd)
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("redisenv: starting %s: %w", s.binary, err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	s.cmd, s.done, s.output = cmd, done, out
+
+	if err := waitReady(ctx, s.Addr(), done); err != nil {
+		s.stopLocked()
+		return fmt.Errorf("redisenv: %s on port %d did not become ready: %w\n%s", s.binary, s.port, err, out.String())
+	}
+	return nil
+}
+
+// Stop kills the server and waits for it to exit. Stopping a stopped server
+// does nothing.
+func (s *Server) Stop() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopLocked()
+}
+
+// Close stops the server and removes its working directory.
+func (s *Server) Close() error {
+	return errors.Join(s.Stop(), os.RemoveAll(s.dir))
+}
+
+func (s *Server) stopLocked() error {
+	if s.cmd == nil {
+		return nil
+	}
+	err := s.cmd.Process.Kill()
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+		err = errors.Join(err, fmt.Errorf("redisenv: redis-server pid %d did not exit", s.cmd.Process.Pid))
+	}
+	s.cmd = nil
+	if errors.Is(err, os.ErrProcessDone) {
+		err = nil
+	}
+	return err
+}
+
+func waitReady(ctx context.Context, addr string, exited <-chan struct{}) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second})
+	defer client.Close()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := client.Ping(ctx).Err()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			return errors.New("it exited")
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last: %v)", ctx.Err(), err)
+		case <-tick.C:
+		}
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

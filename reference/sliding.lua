@@ -1,0 +1,54 @@
+-- rlconform reference: one decision of an exact sliding-window log.
+--
+-- KEYS[1]  the user's log: a ZSET of allowed instants (score = ms)
+-- ARGV[1]  now in unix ms, or "" to read the server's TIME (one clock for
+--          every app instance, whatever their own clocks say)
+-- ARGV[2]  window W in ms (>= 1)
+-- ARGV[3]  limit N (>= 1)
+-- ARGV[4]  "1": decide and log the request if allowed; "0": only look
+--
+-- Returns {allowed 0|1, remaining, retry_after_ms}.
+local key = KEYS[1]
+local window = tonumber(ARGV[2])
+local limit = tonumber(ARGV[3])
+local now
+if ARGV[1] == "" then
+  local t = redis.call("TIME")
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+else
+  now = tonumber(ARGV[1])
+end
+
+-- An entry s counts while now-W < s <= now: it stops at exactly s+W.
+redis.call("ZREMRANGEBYSCORE", key, "-inf", now - window)
+local count = redis.call("ZCARD", key)
+
+local allowed = 0
+if ARGV[4] == "1" and count < limit then
+  -- Members must be unique or same-millisecond requests collapse into one.
+  -- All entries of one score are pruned together, so the k already at `now`
+  -- are named now, now-1 .. now-(k-1), and "now-k" is new. Short members
+  -- keep an entry at a few bytes.
+  local member = string.format("%d", now)
+  local same = redis.call("ZCOUNT", key, now, now)
+  if same > 0 then
+    member = member .. "-" .. same
+  end
+  redis.call("ZADD", key, now, member)
+  -- The newest entry lives W more; so does the key.
+  redis.call("PEXPIRE", key, window)
+  count = count + 1
+  allowed = 1
+end
+
+local retry = 0
+if count >= limit then
+  -- The next request is allowed once count-limit+1 entries have left.
+  local nth = redis.call("ZRANGE", key, count - limit, count - limit, "WITHSCORES")
+  retry = tonumber(nth[2]) + window - now
+end
+local remaining = limit - count
+if remaining < 0 then
+  remaining = 0
+end
+return {allowed, remaining, retry}

@@ -1,0 +1,146 @@
+package suite
+
+import (
+	"time"
+
+	"github.com/rlconform/rlconform/contract"
+)
+
+// coreSpecs are the eight behaviours every limiter must get right.
+func coreSpecs() []spec {
+	return []spec{
+		{id: "core/allow-within-limit", level: Core,
+			rule: "a user's first N requests in a window are allowed",
+			run:  allowWithinLimit},
+		{id: "core/block-over-limit", level: Core,
+			rule: "a user gets at most N requests in any window; the rest are denied",
+			run:  blockOverLimit},
+		{id: "core/sliding-expiry", level: Core, needs: []need{needClock},
+			rule: "an allowed request stops counting exactly W after it was made",
+			run:  slidingExpiry},
+		{id: "core/remaining", level: Core, needs: []need{needRemaining},
+			rule: "GetRemainingRequests is N less the active entries, never below 0",
+			run:  remaining},
+		{id: "core/reset", level: Core, needs: []need{needReset},
+			rule: "Reset(u) gives u a full quota again and touches no other user",
+			run:  reset},
+		{id: "core/concurrent-4", level: Core, needs: []need{needConfigure},
+			rule: "4 goroutines sending 2N requests at one user get exactly N allowed",
+			run:  concurrent4},
+		{id: "core/reconfigure", level: Core, needs: []need{needConfigure},
+			rule: "lowering or raising the limit applies at once to users that have history",
+			run:  reconfigure},
+		{id: "core/multi-user", level: Core,
+			rule: "users are isolated: one user's requests never spend another's quota",
+			run:  multiUser},
+	}
+}
+
+// tick moves a fake clock by d; in real time it does nothing (specs that
+// only tick, never wait for expiry, run in both modes with a long window).
+func (h *H) tick(d time.Duration) {
+	if h.fake != nil {
+		h.fake.Advance(d)
+	}
+}
+
+func allowWithinLimit(h *H) {
+	u := h.User("u")
+	for range h.N() {
+		h.Allow(u)
+		h.tick(h.W() / time.Duration(2*h.N()))
+	}
+}
+
+func blockOverLimit(h *H) {
+	u := h.User("u")
+	for range h.N() {
+		h.Allow(u)
+	}
+	for range h.N() {
+		h.tick(h.W() / time.Duration(2*h.N()))
+		h.Allow(u)
+	}
+}
+
+func slidingExpiry(h *H) {
+	u := h.User("u")
+	for range h.N() {
+		h.Allow(u)
+	}
+	h.At(h.W() - time.Millisecond)
+	h.Allow(u) // still within the window: denied
+	h.At(h.W())
+	for range h.N() + 1 { // every entry has left: N allowed again, then denied
+		h.Allow(u)
+	}
+}
+
+func remaining(h *H) {
+	u := h.User("u")
+	h.Remaining(u)
+	for range h.N() + 2 {
+		h.Allow(u)
+		h.Remaining(u)
+	}
+	if h.fake != nil {
+		h.At(h.W())
+		h.Remaining(u)
+		h.Allow(u)
+		h.Remaining(u)
+	}
+}
+
+func reset(h *H) {
+	a, ab := h.User("a"), h.User("ab")
+	for range h.N() + 1 {
+		h.Allow(a)
+		h.Allow(ab)
+	}
+	h.Reset(a)
+	for range h.N() + 1 {
+		h.Allow(a)
+	}
+	h.Allow(ab) // still denied: resetting "a" must not touch "ab"
+	h.Reset(h.User("never-seen"))
+}
+
+func concurrent4(h *H) {
+	// A larger limit gives a check-then-add race more chances to show.
+	h.Configure(25, h.W())
+	lim := h.Instance(0)
+	for i := range 4 {
+		u := h.User("u" + string(rune('1'+i)))
+		h.CheckBurst(u, 2*h.N(), 4, []contract.RateLimiterContract{lim})
+	}
+}
+
+func reconfigure(h *H) {
+	u, v := h.User("u"), h.User("v")
+	h.Configure(5, h.W())
+	for range 3 {
+		h.Allow(u)
+	}
+	h.Allow(v)
+	h.Configure(2, h.W()) // u has 3 active: over the new limit
+	h.Allow(u)
+	h.Allow(v)
+	h.Allow(v)
+	h.Configure(8, h.W()) // raised: u may make 5 more at once
+	for range 6 {
+		h.Allow(u)
+	}
+	h.Allow(v)
+}
+
+func multiUser(h *H) {
+	users := []string{h.User("alice"), h.User("bob"), h.User("carol")}
+	for range h.N() + 1 {
+		for _, u := range users[:2] {
+			h.Allow(u)
+		}
+	}
+	for range h.N() + 1 {
+		h.Allow(users[2])
+	}
+}

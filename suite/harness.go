@@ -1,0 +1,351 @@
+package suite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/onsi/gomega"
+
+	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/fakeclock"
+	"github.com/rlconform/rlconform/model"
+)
+
+// H is what a spec body gets: the target's instances, the clock, and the
+// model they are checked against. Its checking methods must be called from
+// the spec's own goroutine; concurrent phases use the raw methods and assert
+// once they are back.
+type H struct {
+	ctx    context.Context
+	spec   *spec
+	target Target
+	env    Env
+	fake   *fakeclock.Fake // nil in real time
+	start  time.Time
+	model  *model.State
+	tl     timeline
+	g      gomega.Gomega
+	rng    *rand.Rand
+	seed   uint64
+	run    *runner
+	tag    string // prefix of every user id of this spec
+
+	mu        sync.Mutex
+	instances []contract.RateLimiterContract
+	closers   []func() error
+}
+
+// failure and skipped end a spec body by panicking; the runner recovers them.
+type failure struct{ msg string }
+type skipped struct{ reason string }
+
+// Failf ends the spec as failed with a message, the configuration and the
+// timeline.
+func (h *H) Failf(format string, args ...any) {
+	panic(failure{h.report(fmt.Sprintf(format, args...))})
+}
+
+// Skipf ends the spec as skipped with a reason.
+func (h *H) Skipf(format string, args ...any) {
+	panic(skipped{fmt.Sprintf(format, args...)})
+}
+
+// Expect is Gomega's Expect; a failed assertion ends the spec with the
+// timeline appended.
+func (h *H) Expect(actual any, extra ...any) gomega.Assertion { return h.g.Expect(actual, extra...) }
+
+func (h *H) report(msg string) string {
+	var b strings.Builder
+	b.WriteString(strings.TrimRight(msg, "\n"))
+	fmt.Fprintf(&b, "\n  limit %d, window %v; user ids carry the spec's tag %q", h.model.Limit(), h.model.Window(), h.tag)
+	if h.fake != nil {
+		b.WriteString("\n  timeline (fake clock, ms since the spec's start):\n")
+	} else {
+		b.WriteString("\n  timeline (real clock, ms since the spec's start):\n")
+	}
+	b.WriteString(h.tl.String(h.instanceCount()))
+	return b.String()
+}
+
+// N is the limit in force; W the window.
+func (h *H) N() int          { return h.model.Limit() }
+func (h *H) W() time.Duration { return h.model.Window() }
+
+// User returns the id this spec uses for name: name behind the spec's tag,
+// so that specs sharing one limiter never share a user.
+func (h *H) User(name string) string { return h.tag + name }
+
+// short is the id as the timeline shows it.
+func (h *H) short(user string) string {
+	return strconv.Quote(strings.TrimPrefix(user, h.tag))
+}
+
+// Now is the instant the limiter sees.
+func (h *H) Now() time.Time { return h.env.Clock.Now() }
+
+// Elapsed is the time since the spec's start.
+func (h *H) Elapsed() time.Duration { return h.Now().Sub(h.start) }
+
+// Advance moves the fake clock by d.
+func (h *H) Advance(d time.Duration) { h.fakeClock().Advance(d) }
+
+// At moves the fake clock to the spec's start plus offset.
+func (h *H) At(offset time.Duration) { h.fakeClock().Set(h.start.Add(offset)) }
+
+func (h *H) fakeClock() *fakeclock.Fake {
+	if h.fake == nil {
+		panic(fmt.Sprintf("suite: spec %s moves the clock but does not declare the clock capability", h.spec.id))
+	}
+	return h.fake
+}
+
+// Instance returns instance i of the target (0 is made when the spec starts),
+// making instances up to i on the same store when needed.
+func (h *H) Instance(i int) contract.RateLimiterContract {
+	lim, err := h.instance(i)
+	if err != nil {
+		h.Failf("%v", err)
+	}
+	return lim
+}
+
+func (h *H) instance(i int) (contract.RateLimiterContract, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for len(h.instances) <= i {
+		n := len(h.instances) + 1
+		lim, closer, err := h.target.New(h.ctx, h.env)
+		if err != nil {
+			return nil, fmt.Errorf("making instance %d of %s: %w", n, h.target.Name, err)
+		}
+		if closer != nil {
+			h.closers = append(h.closers, closer)
+		}
+		if h.target.Capabilities.Configure {
+			if err := lim.Configure(h.ctx, h.model.Limit(), h.model.Window()); err != nil {
+				return nil, fmt.Errorf("Configure(%d, %v) on new instance %d: %w", h.model.Limit(), h.model.Window(), n, err)
+			}
+		}
+		h.instances = append(h.instances, lim)
+	}
+	return h.instances[i], nil
+}
+
+func (h *H) instanceCount() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.instances)
+}
+
+// Instances makes sure k instances exist and returns them.
+func (h *H) Instances(k int) []contract.RateLimiterContract {
+	h.Instance(k - 1)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]contract.RateLimiterContract(nil), h.instances[:k]...)
+}
+
+func (h *H) close() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var errs []error
+	for _, c := range h.closers {
+		errs = append(errs, c())
+	}
+	return errors.Join(errs...)
+}
+
+func (h *H) record(inst int, at time.Time, op, got string) {
+	h.tl.add(event{at: at.Sub(h.start), inst: inst, op: op, got: got})
+}
+
+func allowedWord(ok bool) string {
+	if ok {
+		return "allowed"
+	}
+	return "denied"
+}
+
+// Allow sends AllowRequest(user) to instance 0 and checks it with the model.
+func (h *H) Allow(user string) bool { return h.AllowOn(0, user) }
+
+// AllowOn sends AllowRequest(user) to instance i and checks the answer with
+// the model: the spec fails at the first answer the model would not give.
+func (h *H) AllowOn(i int, user string) bool {
+	lim := h.Instance(i)
+	now := h.Now()
+	before := h.model.Clone()
+	want, _ := h.model.Allow(now, user)
+	got, err := lim.AllowRequest(h.ctx, user)
+	op := "AllowRequest(" + h.short(user) + ")"
+	if err != nil {
+		h.record(i, now, op, "error")
+		h.Failf("step %d at %s: %s returned an error: %v", len(h.tl.events), fmtOffset(now.Sub(h.start)), op, err)
+	}
+	h.record(i, now, op, allowedWord(got))
+	if got != want {
+		h.Failf("step %d at %s: %s = %s, want %s\n  %s", len(h.tl.events), fmtOffset(now.Sub(h.start)), op,
+			allowedWord(got), allowedWord(want), h.explain(before, now, user))
+	}
+	return got
+}
+
+// Remaining sends GetRemainingRequests(user) to instance 0 and checks it.
+func (h *H) Remaining(user string) int { return h.RemainingOn(0, user) }
+
+// RemainingOn sends GetRemainingRequests(user) to instance i and checks it.
+func (h *H) RemainingOn(i int, user string) int {
+	lim := h.Instance(i)
+	now := h.Now()
+	before := h.model.Clone()
+	want, _ := h.model.Remaining(now, user)
+	got, err := lim.GetRemainingRequests(h.ctx, user)
+	op := "GetRemainingRequests(" + h.short(user) + ")"
+	if err != nil {
+		h.record(i, now, op, "error")
+		h.Failf("step %d at %s: %s returned an error: %v", len(h.tl.events), fmtOffset(now.Sub(h.start)), op, err)
+	}
+	h.record(i, now, op, strconv.Itoa(got))
+	if got != want {
+		h.Failf("step %d at %s: %s = %d, want %d\n  %s", len(h.tl.events), fmtOffset(now.Sub(h.start)), op,
+			got, want, h.explain(before, now, user))
+	}
+	return got
+}
+
+// Reset sends Reset(user) to instance 0 and applies it to the model.
+func (h *H) Reset(user string) {
+	lim := h.Instance(0)
+	now := h.Now()
+	op := "Reset(" + h.short(user) + ")"
+	if err := lim.Reset(h.ctx, user); err != nil {
+		h.record(0, now, op, "error")
+		h.Failf("step %d at %s: %s returned an error: %v", len(h.tl.events), fmtOffset(now.Sub(h.start)), op, err)
+	}
+	h.record(0, now, op, "ok")
+	h.model.Reset(user)
+}
+
+// Configure sends Configure(n, w) to every instance and to the model.
+func (h *H) Configure(n int, w time.Duration) {
+	h.Instance(0)
+	now := h.Now()
+	op := fmt.Sprintf("Configure(%d, %v)", n, w)
+	for i, lim := range h.Instances(h.instanceCount()) {
+		if err := lim.Configure(h.ctx, n, w); err != nil {
+			h.record(i, now, op, "error")
+			h.Failf("step %d at %s: %s returned an error: %v", len(h.tl.events), fmtOffset(now.Sub(h.start)), op, err)
+		}
+	}
+	h.record(0, now, op, "ok")
+	if err := h.model.Configure(n, w); err != nil {
+		panic(fmt.Sprintf("suite: spec %s configures invalid values: %v", h.spec.id, err))
+	}
+}
+
+// Note adds a line to the timeline for what a spec did outside the
+// checked operations (a concurrent phase, say).
+func (h *H) Note(op, outcome string) { h.record(0, h.Now(), op, outcome) }
+
+// explain says what the model knew about user just before the diverging
+// step, so that the reader sees which entries should have counted.
+func (h *H) explain(before *model.State, now time.Time, user string) string {
+	log := before.Log(now, user)
+	var b strings.Builder
+	lo, hi := now.Add(-before.Window()).Sub(h.start), now.Sub(h.start)
+	fmt.Fprintf(&b, "the model counts %d of limit %d for %s: the entries in (%s, %s]", len(log), before.Limit(), h.short(user), fmtOffset(lo), fmtOffset(hi))
+	if len(log) == 0 {
+		b.WriteString(" (none)")
+	} else {
+		b.WriteString(" at")
+		for i, e := range log {
+			if i == 8 {
+				fmt.Fprintf(&b, " … %d more", len(log)-8)
+				break
+			}
+			b.WriteString(" " + fmtOffset(e.Sub(h.start)))
+		}
+	}
+	return b.String()
+}
+
+// Outcome counts the answers of a concurrent phase.
+type Outcome struct {
+	Allowed, Denied int
+	Errors          []error
+}
+
+func (o Outcome) String() string {
+	s := fmt.Sprintf("%d allowed, %d denied", o.Allowed, o.Denied)
+	if len(o.Errors) > 0 {
+		s += fmt.Sprintf(", %d errors (first: %v)", len(o.Errors), o.Errors[0])
+	}
+	return s
+}
+
+// Burst sends total AllowRequest(user) from goroutines goroutines, spread
+// over the given instances round robin, with the clock standing still, and
+// returns the answers. It does not consult the model.
+func (h *H) Burst(user string, total, goroutines int, instances []contract.RateLimiterContract) Outcome {
+	var (
+		mu  sync.Mutex
+		out Outcome
+		wg  sync.WaitGroup
+	)
+	next := make(chan int, total)
+	for i := range total {
+		next <- i
+	}
+	close(next)
+	start := make(chan struct{})
+	for range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			for i := range next {
+				ok, err := instances[i%len(instances)].AllowRequest(h.ctx, user)
+				mu.Lock()
+				switch {
+				case err != nil:
+					out.Errors = append(out.Errors, err)
+				case ok:
+					out.Allowed++
+				default:
+					out.Denied++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return out
+}
+
+// CheckBurst runs Burst and checks that exactly as many requests were
+// allowed as the model allows, then brings the model up to date.
+func (h *H) CheckBurst(user string, total, goroutines int, instances []contract.RateLimiterContract) {
+	now := h.Now()
+	want := min(total, h.N()-h.model.Active(now, user))
+	out := h.Burst(user, total, goroutines, instances)
+	op := fmt.Sprintf("%d goroutines on %d instance(s) × AllowRequest(%s) ×%d", goroutines, len(instances), h.short(user), total)
+	h.record(0, now, op, out.String())
+	if len(out.Errors) > 0 {
+		h.Failf("at %s: %s: %d calls failed, first: %v", fmtOffset(now.Sub(h.start)), op, len(out.Errors), out.Errors[0])
+	}
+	if out.Allowed != want {
+		h.Failf("at %s: %s allowed %d, want exactly %d (the limit %d less the %d entries already active); "+
+			"more means two requests passed the same check, fewer means allowed requests were lost",
+			fmtOffset(now.Sub(h.start)), op, out.Allowed, want, h.N(), h.model.Active(now, user))
+	}
+	for range want {
+		h.model.Allow(now, user)
+	}
+}

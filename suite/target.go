@@ -1,0 +1,45 @@
+package suite
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/fakeclock"
+)
+
+// Target is a limiter to grade: a name, the capabilities it declares, and a
+// factory for fresh instances.
+type Target struct {
+	// Name appears in reports.
+	Name string
+	// Capabilities are what the target supports; specs needing anything
+	// else are skipped, with the reason in the report.
+	Capabilities contract.Capabilities
+	// NeedsRedis tells the suite to provide Env.Redis (obtaining one as
+	// redisenv.Obtain does when Config.Redis is nil).
+	NeedsRedis bool
+	// New makes one instance of the limiter for a spec. The suite calls it
+	// once per spec, and again for each further instance a spec wants; all
+	// calls of one spec get the same Env, so their instances share one store
+	// and must enforce one limit. Close, when not nil, is called when the
+	// spec ends.
+	New func(ctx context.Context, env Env) (lim contract.RateLimiterContract, close func() error, err error)
+}
+
+// Env is what a target's factory gets for one spec.
+type Env struct {
+	// Redis is the store the suite provisioned (nil unless Target.NeedsRedis).
+	Redis redis.UniversalClient
+	// Clock is "now" for the limiter: a fake clock the spec moves, or the
+	// real clock for specs that run in real time.
+	Clock fakeclock.Clock
+	// KeyPrefix is unique to the spec; a target with the StoreInspection
+	// capability writes every key under it.
+	KeyPrefix string
+	// MaxRequests and Window are the configuration to start with.
+	MaxRequests int
+	Window      time.Duration
+}
