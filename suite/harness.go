@@ -74,7 +74,7 @@ func (h *H) report(msg string) string {
 }
 
 // N is the limit in force; W the window.
-func (h *H) N() int          { return h.model.Limit() }
+func (h *H) N() int           { return h.model.Limit() }
 func (h *H) W() time.Duration { return h.model.Window() }
 
 // User returns the id this spec uses for name: name behind the spec's tag,
