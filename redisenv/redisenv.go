@@ -32,7 +32,7 @@ type Redis struct {
 	Client redis.UniversalClient
 	// Source says which rung gave it: SourceURL, SourceBinary or SourceContainer.
 	Source string
-	// Addr is where it listens, for messages.
+	// Addr is host:port (a comma-separated list for a cluster).
 	Addr string
 	// Server is the redis-server this process started, or nil. Only a Redis
 	// we started may be stopped (store-fault specs) or flushed.
@@ -83,7 +83,10 @@ func Obtain(ctx context.Context) (*Redis, error) {
 // comma-separated list of host:port (or redis:// URLs), and checks that it
 // answers PING.
 func FromURL(ctx context.Context, url string) (*Redis, error) {
-	var client redis.UniversalClient
+	var (
+		client redis.UniversalClient
+		addr   string
+	)
 	if parts := strings.Split(url, ","); len(parts) > 1 {
 		addrs := make([]string, 0, len(parts))
 		for _, p := range parts {
@@ -98,6 +101,7 @@ func FromURL(ctx context.Context, url string) (*Redis, error) {
 			addrs = append(addrs, p)
 		}
 		client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+		addr = strings.Join(addrs, ",")
 	} else {
 		if !strings.Contains(url, "://") {
 			url = "redis://" + url
@@ -107,12 +111,13 @@ func FromURL(ctx context.Context, url string) (*Redis, error) {
 			return nil, fmt.Errorf("redisenv: REDIS_URL %q: %w", url, err)
 		}
 		client = redis.NewClient(opts)
+		addr = opts.Addr
 	}
 	if err := ping(ctx, client); err != nil {
 		client.Close()
 		return nil, fmt.Errorf("redisenv: REDIS_URL %q does not answer: %w", url, err)
 	}
-	return &Redis{Client: client, Source: SourceURL, Addr: url}, nil
+	return &Redis{Client: client, Source: SourceURL, Addr: addr}, nil
 }
 
 func fromServer(ctx context.Context, srv *Server) (*Redis, error) {

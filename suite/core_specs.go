@@ -109,9 +109,9 @@ func concurrent4(h *H) {
 	// A larger limit gives a check-then-add race more chances to show.
 	h.Configure(25, h.W())
 	lim := h.Instance(0)
-	for i := range 4 {
+	for i := range 4 { // four rounds, a fresh user each
 		u := h.User("u" + string(rune('1'+i)))
-		h.CheckBurst(u, 2*h.N(), 4, []contract.RateLimiterContract{lim})
+		h.CheckBurst([]string{u}, 2*h.N(), 4, []contract.RateLimiterContract{lim})
 	}
 }
 

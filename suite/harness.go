@@ -264,13 +264,27 @@ func (h *H) explain(before *model.State, now time.Time, user string) string {
 		b.WriteString(" (none)")
 	} else {
 		b.WriteString(" at")
-		for i, e := range log {
-			if i == 8 {
-				fmt.Fprintf(&b, " … %d more", len(log)-8)
-				break
-			}
-			b.WriteString(" " + fmtOffset(e.Sub(h.start)))
+	}
+	// Entries at one instant are shown once, with a count.
+	for i, shown := 0, 0; i < len(log); shown++ {
+		j := i
+		for j < len(log) && log[j].Equal(log[i]) {
+			j++
 		}
+		if shown == 8 {
+			fmt.Fprintf(&b, " … %d more", len(log)-i)
+			break
+		}
+		b.WriteString(" " + fmtOffset(log[i].Sub(h.start)))
+		if j-i > 1 {
+			fmt.Fprintf(&b, "×%d", j-i)
+		}
+		i = j
+	}
+	if len(log) >= before.Limit() {
+		b.WriteString(": every slot is taken")
+	} else {
+		fmt.Fprintf(&b, ": %d slot(s) free", before.Limit()-len(log))
 	}
 	return b.String()
 }
@@ -289,36 +303,43 @@ func (o Outcome) String() string {
 	return s
 }
 
-// Burst sends total AllowRequest(user) from goroutines goroutines, spread
-// over the given instances round robin, with the clock standing still, and
-// returns the answers. It does not consult the model.
-func (h *H) Burst(user string, total, goroutines int, instances []contract.RateLimiterContract) Outcome {
-	var (
-		mu  sync.Mutex
-		out Outcome
-		wg  sync.WaitGroup
-	)
-	next := make(chan int, total)
-	for i := range total {
-		next <- i
+// Burst sends perUser AllowRequest to each of users from goroutines
+// goroutines, spread over instances round robin, and returns each user's
+// answers. It does not consult the model or move the clock.
+func (h *H) Burst(users []string, perUser, goroutines int, instances []contract.RateLimiterContract) map[string]*Outcome {
+	type req struct{ user, inst int }
+	next := make(chan req, len(users)*perUser)
+	for i := range perUser {
+		for u := range users {
+			next <- req{u, (i*len(users) + u) % len(instances)}
+		}
 	}
 	close(next)
+	var (
+		mu  sync.Mutex
+		out = map[string]*Outcome{}
+		wg  sync.WaitGroup
+	)
+	for _, u := range users {
+		out[u] = &Outcome{}
+	}
 	start := make(chan struct{})
 	for range goroutines {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			<-start
-			for i := range next {
-				ok, err := instances[i%len(instances)].AllowRequest(h.ctx, user)
+			for r := range next {
+				ok, err := instances[r.inst].AllowRequest(h.ctx, users[r.user])
 				mu.Lock()
+				o := out[users[r.user]]
 				switch {
 				case err != nil:
-					out.Errors = append(out.Errors, err)
+					o.Errors = append(o.Errors, err)
 				case ok:
-					out.Allowed++
+					o.Allowed++
 				default:
-					out.Denied++
+					o.Denied++
 				}
 				mu.Unlock()
 			}
@@ -329,23 +350,38 @@ func (h *H) Burst(user string, total, goroutines int, instances []contract.RateL
 	return out
 }
 
-// CheckBurst runs Burst and checks that exactly as many requests were
-// allowed as the model allows, then brings the model up to date.
-func (h *H) CheckBurst(user string, total, goroutines int, instances []contract.RateLimiterContract) {
+// CheckBurst runs Burst with the clock standing still and checks that each
+// user got exactly as many requests allowed as the model allows, then
+// brings the model up to date.
+func (h *H) CheckBurst(users []string, perUser, goroutines int, instances []contract.RateLimiterContract) {
 	now := h.Now()
-	want := min(total, h.N()-h.model.Active(now, user))
-	out := h.Burst(user, total, goroutines, instances)
-	op := fmt.Sprintf("%d goroutines on %d instance(s) × AllowRequest(%s) ×%d", goroutines, len(instances), h.short(user), total)
-	h.record(0, now, op, out.String())
-	if len(out.Errors) > 0 {
-		h.Failf("at %s: %s: %d calls failed, first: %v", fmtOffset(now.Sub(h.start)), op, len(out.Errors), out.Errors[0])
+	want := map[string]int{}
+	for _, u := range users {
+		want[u] = min(perUser, h.N()-h.model.Active(now, u))
 	}
-	if out.Allowed != want {
-		h.Failf("at %s: %s allowed %d, want exactly %d (the limit %d less the %d entries already active); "+
-			"more means two requests passed the same check, fewer means allowed requests were lost",
-			fmtOffset(now.Sub(h.start)), op, out.Allowed, want, h.N(), h.model.Active(now, user))
+	out := h.Burst(users, perUser, goroutines, instances)
+	for _, u := range users {
+		op := fmt.Sprintf("%d goroutines on %d instance(s): AllowRequest(%s) ×%d", goroutines, len(instances), h.short(u), perUser)
+		h.record(0, now, op, out[u].String())
 	}
-	for range want {
-		h.model.Allow(now, user)
+	for _, u := range users {
+		o := out[u]
+		if len(o.Errors) > 0 {
+			h.Failf("at %s: %d of %d concurrent AllowRequest(%s) failed, first: %v",
+				fmtOffset(now.Sub(h.start)), len(o.Errors), perUser, h.short(u), o.Errors[0])
+		}
+		if o.Allowed != want[u] {
+			h.Failf("at %s: %d goroutines on %d instance(s) sent %d AllowRequest(%s) with the clock standing still: "+
+				"%d allowed, want exactly %d (the limit %d less the %d entries already active); "+
+				"more means two requests passed the same check (a race, or instances not sharing one limit), "+
+				"fewer means allowed requests were lost",
+				fmtOffset(now.Sub(h.start)), goroutines, len(instances), perUser, h.short(u),
+				o.Allowed, want[u], h.N(), h.model.Active(now, u))
+		}
+	}
+	for _, u := range users {
+		for range want[u] {
+			h.model.Allow(now, u)
+		}
 	}
 }

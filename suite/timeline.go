@@ -68,5 +68,8 @@ func (tl *timeline) String(instances int) string {
 }
 
 func fmtOffset(d time.Duration) string {
+	if d < 0 {
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	}
 	return fmt.Sprintf("+%dms", d.Milliseconds())
 }

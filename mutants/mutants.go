@@ -1,0 +1,281 @@
+// Package mutants holds deliberately broken rate limiters, one constructor
+// each, whose doc names the rule it breaks and the spec that catches it.
+// rlconform's own tests run the catalogue on every one of them and assert
+// that the named spec fails: a check that cannot fail is a defect.
+package mutants
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/fakeclock"
+	"github.com/rlconform/rlconform/model"
+)
+
+// Store is what a mutant is built on: the same things the suite gives a
+// target for one spec.
+type Store struct {
+	Redis       redis.UniversalClient
+	Clock       fakeclock.Clock
+	Prefix      string
+	MaxRequests int
+	Window      time.Duration
+}
+
+// Mutant is one entry of the self-test table.
+type Mutant struct {
+	// Name is how the command line and the tests call it.
+	Name string
+	// Breaks is the rule it breaks.
+	Breaks string
+	// CaughtBy is the spec meant to catch it; the self-test asserts it fails.
+	CaughtBy string
+	// NeedsRedis is false for mutants that keep their state in memory.
+	NeedsRedis bool
+	// New makes one instance.
+	New func(Store) (contract.RateLimiterContract, error)
+}
+
+// All lists every mutant.
+func All() []Mutant {
+	return []Mutant{
+		{"fixed-window-epoch", "windows are fixed and aligned to the epoch", "strict/boundary-burst-epoch", true, FixedWindowEpoch},
+		{"fixed-window-first", "a fixed window opens at the user's first request", "strict/boundary-burst-first", true, FixedWindowFirstRequest},
+		{"two-window-approx", "the two-window counter approximates the log", "strict/boundary-burst-epoch", true, TwoWindowApprox},
+		{"same-ms-collision", "requests in one millisecond share one ZSET member", "strict/same-millisecond-burst", true, SameMillisecondCollision},
+		{"logs-denied", "denied requests are logged and keep the user locked out", "strict/denied-not-logged", true, LogsDenied},
+		{"off-by-one", "N+1 requests are allowed", "core/block-over-limit", true, OffByOne},
+		{"inclusive-boundary", "an entry still counts at exactly s+W", "strict/rolling-expiry", true, InclusiveBoundary},
+		{"reconfigure-ignored", "users seen before keep the old configuration", "core/reconfigure", true, ReconfigureIgnored},
+		{"remaining-no-prune", "GetRemainingRequests counts expired entries", "core/remaining", true, RemainingWithoutPruning},
+		{"remaining-no-clamp", "GetRemainingRequests goes negative when the limit is lowered", "strict/lowered-limit", true, RemainingNotClamped},
+		{"per-instance", "each instance keeps its own log: instances do not share one limit", "strict/shared-store", false, PerInstanceState},
+		{"window-unit-mixup", "the window in seconds is used as milliseconds", "core/sliding-expiry", true, WindowUnitMixup},
+		{"clock-ignored", "the limiter reads the server's clock, not the one it was given", "core/sliding-expiry", true, ClockIgnored},
+	}
+}
+
+//go:embed zset.lua
+var zsetSource string
+
+var zsetScript = redis.NewScript(zsetSource)
+
+//go:embed fixed.lua
+var fixedSource string
+
+var fixedScript = redis.NewScript(fixedSource)
+
+// scripted is a Redis limiter whose decisions come from one of the mutant
+// scripts, with Go-side faults on top.
+type scripted struct {
+	store  Store
+	script *redis.Script
+	mode   string // zset: the faults; fixed: the kind
+	cfg    atomic.Pointer[[2]int64]
+
+	serverTime  bool                // ignore the clock: the script reads TIME
+	secondsAsMs bool                // the window's seconds are taken as ms
+	perUserCfg  bool                // remember each user's first configuration
+	mu          sync.Mutex          // guards seenCfg
+	seenCfg     map[string][2]int64 // perUserCfg: what each user got first
+}
+
+func newScripted(s Store, script *redis.Script, mode string) (*scripted, error) {
+	if s.Redis == nil {
+		return nil, fmt.Errorf("mutant needs Redis")
+	}
+	if err := contract.ValidateConfig(s.MaxRequests, s.Window); err != nil {
+		return nil, err
+	}
+	l := &scripted{store: s, script: script, mode: mode, seenCfg: map[string][2]int64{}}
+	l.cfg.Store(&[2]int64{int64(s.MaxRequests), s.Window.Milliseconds()})
+	return l, nil
+}
+
+func (l *scripted) key(user string) string { return l.store.Prefix + "{" + user + "}" }
+
+func (l *scripted) config(user string) [2]int64 {
+	cfg := *l.cfg.Load()
+	if l.secondsAsMs {
+		cfg[1] = max(1, cfg[1]/1000)
+	}
+	if l.perUserCfg {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if seen, ok := l.seenCfg[user]; ok {
+			return seen
+		}
+		l.seenCfg[user] = cfg
+	}
+	return cfg
+}
+
+func (l *scripted) call(ctx context.Context, user string, record bool) (allowed bool, remaining int, err error) {
+	if err := contract.ValidateUserID(user); err != nil {
+		return false, 0, err
+	}
+	cfg := l.config(user)
+	now := ""
+	if !l.serverTime {
+		now = strconv.FormatInt(l.store.Clock.Now().UnixMilli(), 10)
+	}
+	rec := "0"
+	if record {
+		rec = "1"
+	}
+	res, err := l.script.Run(ctx, l.store.Redis, []string{l.key(user)}, now, cfg[1], cfg[0], rec, l.mode).Int64Slice()
+	if err != nil {
+		return false, 0, fmt.Errorf("%w: %w", contract.ErrStore, err)
+	}
+	return res[0] == 1, int(res[1]), nil
+}
+
+func (l *scripted) AllowRequest(ctx context.Context, user string) (bool, error) {
+	ok, _, err := l.call(ctx, user, true)
+	return ok, err
+}
+
+func (l *scripted) GetRemainingRequests(ctx context.Context, user string) (int, error) {
+	_, n, err := l.call(ctx, user, false)
+	return n, err
+}
+
+func (l *scripted) Reset(ctx context.Context, user string) error {
+	if err := contract.ValidateUserID(user); err != nil {
+		return err
+	}
+	if l.script == fixedScript {
+		// Fixed-window keys carry a window number after the user's key.
+		iter := l.store.Redis.Scan(ctx, 0, l.key(user)+"*", 100).Iterator()
+		for iter.Next(ctx) {
+			if k := iter.Val(); k == l.key(user) || k[len(l.key(user))] == ':' {
+				l.store.Redis.Del(ctx, k)
+			}
+		}
+		return iter.Err()
+	}
+	return l.store.Redis.Del(ctx, l.key(user)).Err()
+}
+
+func (l *scripted) Configure(_ context.Context, n int, w time.Duration) error {
+	if err := contract.ValidateConfig(n, w); err != nil {
+		return err
+	}
+	l.cfg.Store(&[2]int64{int64(n), w.Milliseconds()})
+	return nil
+}
+
+func zset(s Store, faults string) (contract.RateLimiterContract, error) {
+	return newScripted(s, zsetScript, faults)
+}
+
+// FixedWindowEpoch counts requests in fixed windows [kW, (k+1)W) aligned to
+// the epoch: N at the end of one window and N at the start of the next get
+// 2N through in a few milliseconds. Caught by strict/boundary-burst-epoch.
+func FixedWindowEpoch(s Store) (contract.RateLimiterContract, error) {
+	return newScripted(s, fixedScript, "epoch")
+}
+
+// FixedWindowFirstRequest opens a fixed window of W at a user's first
+// request and starts a new one at the first request after it ends: a burst
+// at the end of one and the start of the next gets 2N through. Caught by
+// strict/boundary-burst-first.
+func FixedWindowFirstRequest(s Store) (contract.RateLimiterContract, error) {
+	return newScripted(s, fixedScript, "first")
+}
+
+// TwoWindowApprox estimates the log with two epoch-aligned counters,
+// weighting the previous one by how much of it still overlaps the window:
+// it admits more than N when the previous window's requests came late.
+// Caught by strict/boundary-burst-epoch.
+func TwoWindowApprox(s Store) (contract.RateLimiterContract, error) {
+	return newScripted(s, fixedScript, "approx")
+}
+
+// SameMillisecondCollision uses the timestamp alone as the ZSET member, so
+// requests in one millisecond collapse into one entry and all pass. Caught
+// by strict/same-millisecond-burst.
+func SameMillisecondCollision(s Store) (contract.RateLimiterContract, error) {
+	return zset(s, "same-ms-collision")
+}
+
+// LogsDenied adds every request to the log, denied or not, so a user who
+// keeps trying while denied stays locked out. Caught by
+// strict/denied-not-logged.
+func LogsDenied(s Store) (contract.RateLimiterContract, error) {
+	return zset(s, "log-denied")
+}
+
+// OffByOne compares count <= N instead of count < N and admits N+1. Caught by
+// core/block-over-limit.
+func OffByOne(s Store) (contract.RateLimiterContract, error) {
+	return zset(s, "off-by-one")
+}
+
+// InclusiveBoundary prunes with an exclusive bound, so an entry at s still
+// counts at exactly s+W. Caught by strict/rolling-expiry.
+func InclusiveBoundary(s Store) (contract.RateLimiterContract, error) {
+	return zset(s, "inclusive-boundary")
+}
+
+// RemainingWithoutPruning answers GetRemainingRequests from the raw ZSET
+// size, counting entries that have expired. Caught by core/remaining.
+func RemainingWithoutPruning(s Store) (contract.RateLimiterContract, error) {
+	return zset(s, "remaining-no-prune")
+}
+
+// RemainingNotClamped answers N - count without clamping, so after the limit
+// is lowered below a user's active entries it reports a negative number.
+// Caught by strict/lowered-limit.
+func RemainingNotClamped(s Store) (contract.RateLimiterContract, error) {
+	return zset(s, "remaining-no-clamp")
+}
+
+// ReconfigureIgnored remembers the configuration in force when it first saw
+// a user and keeps applying it to that user. Caught by core/reconfigure.
+func ReconfigureIgnored(s Store) (contract.RateLimiterContract, error) {
+	l, err := newScripted(s, zsetScript, "")
+	if err != nil {
+		return nil, err
+	}
+	l.perUserCfg = true
+	return l, nil
+}
+
+// WindowUnitMixup takes the window's length in seconds as milliseconds: a
+// one-minute window lasts 60ms. Caught by core/sliding-expiry.
+func WindowUnitMixup(s Store) (contract.RateLimiterContract, error) {
+	l, err := newScripted(s, zsetScript, "")
+	if err != nil {
+		return nil, err
+	}
+	l.secondsAsMs = true
+	return l, nil
+}
+
+// ClockIgnored reads the Redis server's clock instead of the one it was
+// given, so time it is told has passed never passes. Caught by
+// core/sliding-expiry.
+func ClockIgnored(s Store) (contract.RateLimiterContract, error) {
+	l, err := newScripted(s, zsetScript, "")
+	if err != nil {
+		return nil, err
+	}
+	l.serverTime = true
+	return l, nil
+}
+
+// PerInstanceState is a correct sliding-window log kept in each instance's
+// memory: fine alone, but two instances behind a load balancer allow 2N.
+// Caught by strict/shared-store.
+func PerInstanceState(s Store) (contract.RateLimiterContract, error) {
+	return model.NewLimiter(s.Clock, s.MaxRequests, s.Window)
+}

@@ -1,0 +1,55 @@
+-- A sliding-window log like the reference's, with faults switched on by name.
+-- KEYS[1] the user's ZSET; ARGV: now ms ("" = server TIME), window ms, limit,
+-- "1" to record, then a list of faults separated by spaces.
+-- Returns {allowed 0|1, remaining}.
+local key = KEYS[1]
+local window = tonumber(ARGV[2])
+local limit = tonumber(ARGV[3])
+local record = ARGV[4] == "1"
+local faults = " " .. ARGV[5] .. " "
+local function fault(name) return string.find(faults, " " .. name .. " ", 1, true) ~= nil end
+
+local now
+if ARGV[1] == "" then
+  local t = redis.call("TIME")
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+else
+  now = tonumber(ARGV[1])
+end
+
+-- inclusive-boundary: keeps an entry at exactly now-W, so it counts at s+W.
+local cut = now - window
+if fault("inclusive-boundary") then cut = "(" .. cut end
+if record or not fault("remaining-no-prune") then
+  redis.call("ZREMRANGEBYSCORE", key, "-inf", cut)
+end
+local count = redis.call("ZCARD", key)
+
+local limitCheck = limit
+-- off-by-one: count <= limit admits N+1.
+if fault("off-by-one") then limitCheck = limit + 1 end
+
+local allowed = 0
+if record then
+  local member = string.format("%d", now)
+  -- same-ms-collision: the member is the timestamp alone.
+  if not fault("same-ms-collision") then
+    local same = redis.call("ZCOUNT", key, now, now)
+    if same > 0 then member = member .. "-" .. same end
+  end
+  if count < limitCheck then
+    allowed = 1
+  end
+  -- log-denied: every request is logged, allowed or not.
+  if allowed == 1 or fault("log-denied") then
+    redis.call("ZADD", key, now, member)
+    -- no-ttl: never sets an expiry.
+    if not fault("no-ttl") then redis.call("PEXPIRE", key, window) end
+    count = redis.call("ZCARD", key)
+  end
+end
+
+local remaining = limit - count
+-- remaining-no-clamp: a lowered limit makes remaining negative.
+if remaining < 0 and not fault("remaining-no-clamp") then remaining = 0 end
+return {allowed, remaining}

@@ -1,0 +1,204 @@
+package suite
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/rlconform/rlconform/model"
+)
+
+// dop is one operation of a differential schedule.
+type dop struct {
+	kind    byte          // 'a' allow, 'r' remaining, 'x' reset, 'c' configure, 't' advance
+	user    int           // index into the schedule's users
+	n       int           // configure: the new limit
+	advance time.Duration // advance: how far
+}
+
+func (o dop) String() string {
+	switch o.kind {
+	case 'a':
+		return fmt.Sprintf("AllowRequest(u%d)", o.user)
+	case 'r':
+		return fmt.Sprintf("GetRemainingRequests(u%d)", o.user)
+	case 'x':
+		return fmt.Sprintf("Reset(u%d)", o.user)
+	case 'c':
+		return fmt.Sprintf("Configure(%d, W)", o.n)
+	}
+	return fmt.Sprintf("advance %dms", o.advance.Milliseconds())
+}
+
+const (
+	diffSchedules = 12
+	diffOps       = 200
+	diffUsers     = 3
+	shrinkBudget  = 1500 // replays spent on shrinking a failure
+)
+
+// differential runs seeded random schedules on the target and the model;
+// the first divergence is shrunk to a minimal schedule and reported with the
+// seed that reproduces it.
+func differential(h *H) {
+	for i := range diffSchedules {
+		ops := genSchedule(h, diffOps)
+		if bad, _ := h.replay(ops, fmt.Sprintf("s%d.", i), false); bad < 0 {
+			continue
+		}
+		min := h.shrink(ops)
+		h.tl = timeline{}
+		bad, why := h.replay(min, "min.", true)
+		if bad < 0 {
+			h.Failf("schedule %d diverged from the model, but its shrunk form did not on replay (a flaky target?); seed %d", i, h.seed)
+		}
+		h.Failf("schedule %d of seed %d diverged from the model; shrunk from %d to %d operations:\n  %s\n"+
+			"  reproduce with seed %d (Config.Seed, or rlconform run --seed)",
+			i, h.seed, len(ops), len(min), why, h.seed)
+	}
+}
+
+// genSchedule draws a schedule. Clock steps land exactly on an entry's edge
+// (s+W, or s+W-1) often, since that is where limiters go wrong.
+func genSchedule(h *H, n int) []dop {
+	m, _ := model.New(h.run.cfg.Limit, h.W())
+	now := start
+	var ops []dop
+	for len(ops) < n {
+		u := h.rng.IntN(diffUsers)
+		var o dop
+		switch r := h.rng.IntN(100); {
+		case r < 50:
+			o = dop{kind: 'a', user: u}
+		case r < 62:
+			o = dop{kind: 'r', user: u}
+		case r < 66:
+			o = dop{kind: 'x', user: u}
+		case r < 70:
+			o = dop{kind: 'c', n: 1 + h.rng.IntN(2*h.N())}
+		default:
+			o = dop{kind: 't', advance: time.Duration(h.rng.Int64N(int64(h.W()/3/time.Millisecond))) * time.Millisecond}
+			if log := m.Log(now, "u"+strconv.Itoa(u)); len(log) > 0 && h.rng.IntN(2) == 0 {
+				edge := log[h.rng.IntN(len(log))].Add(h.W())
+				if h.rng.IntN(3) == 0 {
+					edge = edge.Add(-time.Millisecond)
+				}
+				o.advance = max(0, edge.Sub(now))
+			}
+		}
+		switch o.kind {
+		case 'a':
+			m.Allow(now, "u"+strconv.Itoa(o.user))
+		case 'x':
+			m.Reset("u" + strconv.Itoa(o.user))
+		case 'c':
+			m.Configure(o.n, h.W())
+		case 't':
+			now = now.Add(o.advance)
+		}
+		ops = append(ops, o)
+	}
+	return ops
+}
+
+// replay runs ops on instance 0 with users under a fresh tag and a fresh
+// model, from a clock moved well past anything earlier replays wrote. It
+// returns the index of the first divergence (-1 if none) and a description
+// of it; with record it writes the spec's timeline.
+func (h *H) replay(ops []dop, tag string, record bool) (int, string) {
+	lim := h.Instance(0)
+	// Start on an epoch-aligned window edge well past anything earlier
+	// replays wrote, so a replay sees the same window edges every time.
+	w := h.W().Milliseconds()
+	h.fakeClock().Set(time.UnixMilli((h.Now().UnixMilli()/w + 2) * w))
+	if err := h.configureAll(h.run.cfg.Limit, h.W()); err != nil {
+		return 0, fmt.Sprintf("Configure(%d, W) before the schedule: %v", h.run.cfg.Limit, err)
+	}
+	base := h.Now()
+	if record {
+		h.start = base // the report counts from the schedule's start
+	}
+	m, _ := model.New(h.run.cfg.Limit, h.W())
+	users := make([]string, diffUsers)
+	for i := range users {
+		users[i] = h.User(tag + "u" + strconv.Itoa(i))
+	}
+	step := 0
+	for i, o := range ops {
+		if o.kind != 't' {
+			step++
+		}
+		now := h.Now()
+		at := fmtOffset(now.Sub(base))
+		var got, want string
+		var err error
+		switch o.kind {
+		case 'a':
+			var ok, wok bool
+			wok, _ = m.Allow(now, users[o.user])
+			ok, err = lim.AllowRequest(h.ctx, users[o.user])
+			got, want = allowedWord(ok), allowedWord(wok)
+		case 'r':
+			var n, wn int
+			wn, _ = m.Remaining(now, users[o.user])
+			n, err = lim.GetRemainingRequests(h.ctx, users[o.user])
+			got, want = strconv.Itoa(n), strconv.Itoa(wn)
+		case 'x':
+			m.Reset(users[o.user])
+			err = lim.Reset(h.ctx, users[o.user])
+			got, want = "ok", "ok"
+		case 'c':
+			m.Configure(o.n, h.W())
+			err = h.configureAll(o.n, h.W())
+			got, want = "ok", "ok"
+		case 't':
+			h.Advance(o.advance)
+			continue
+		}
+		if err != nil {
+			got = "error: " + err.Error()
+		}
+		if record {
+			h.tl.add(event{at: now.Sub(base), op: o.String(), got: got})
+		}
+		if got != want {
+			return i, fmt.Sprintf("step %d at %s: %s = %s, want %s", step, at, o, got, want)
+		}
+	}
+	return -1, ""
+}
+
+// shrink removes operations one at a time, keeping each removal after which
+// the schedule still diverges, until no single removal does or the budget is
+// spent. Removing a clock step shifts every later operation earlier, which is
+// what lets a long schedule fold into a short one.
+func (h *H) shrink(ops []dop) []dop {
+	budget := shrinkBudget
+	if bad, _ := h.replay(ops, "k0.", false); bad >= 0 {
+		ops = ops[:bad+1] // nothing after the divergence matters
+	}
+	for changed := true; changed && budget > 0; {
+		changed = false
+		for i := len(ops) - 1; i >= 0 && budget > 0; i-- {
+			cand := append(append([]dop(nil), ops[:i]...), ops[i+1:]...)
+			budget--
+			if bad, _ := h.replay(cand, "k"+strconv.Itoa(budget)+".", false); bad >= 0 {
+				ops, changed = cand[:bad+1], true
+				if i > len(ops) {
+					i = len(ops)
+				}
+			}
+		}
+	}
+	return ops
+}
+
+// configureAll configures every instance, without the model or timeline.
+func (h *H) configureAll(n int, w time.Duration) error {
+	for _, l := range h.Instances(h.instanceCount()) {
+		if err := l.Configure(h.ctx, n, w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
