@@ -9,6 +9,7 @@ import (
 	_ "embed"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,6 +61,13 @@ func All() []Mutant {
 		{"per-instance", "each instance keeps its own log: instances do not share one limit", "strict/shared-store", false, PerInstanceState},
 		{"window-unit-mixup", "the window in seconds is used as milliseconds", "core/sliding-expiry", true, WindowUnitMixup},
 		{"clock-ignored", "the limiter reads the server's clock, not the one it was given", "core/sliding-expiry", true, ClockIgnored},
+		{"non-atomic", "count and add are separate round trips: concurrent requests pass the same check", "core/concurrent-4", true, NonAtomic},
+		{"reset-pattern", "Reset deletes every key matching the id as a prefix", "core/reset", true, ResetByPattern},
+		{"case-folded", "user ids are lower-cased", "robust/user-id-zoo", true, CaseFolded},
+		{"truncated-id", "user ids are cut to 256 bytes", "robust/user-id-zoo", true, TruncatedID},
+		{"no-ttl", "keys never expire", "robust/key-hygiene", true, NoTTL},
+		{"hangs-when-down", "retries forever, ignoring the context, while Redis is down", "robust/store-outage", true, HangsWhenDown},
+		{"allows-when-down", "allows every request, silently, while Redis is down", "robust/store-outage", true, AllowsWhenDown},
 	}
 }
 
@@ -81,11 +89,16 @@ type scripted struct {
 	mode   string // zset: the faults; fixed: the kind
 	cfg    atomic.Pointer[[2]int64]
 
-	serverTime  bool                // ignore the clock: the script reads TIME
-	secondsAsMs bool                // the window's seconds are taken as ms
-	perUserCfg  bool                // remember each user's first configuration
-	mu          sync.Mutex          // guards seenCfg
-	seenCfg     map[string][2]int64 // perUserCfg: what each user got first
+	serverTime   bool                // ignore the clock: the script reads TIME
+	secondsAsMs  bool                // the window's seconds are taken as ms
+	perUserCfg   bool                // remember each user's first configuration
+	foldCase     bool                // keys use the lower-cased id
+	truncate     int                 // keys use the id's first bytes (0: all)
+	resetPattern bool                // Reset deletes every key matching prefix{id*
+	nonAtomic    bool                // check and add in separate round trips
+	onError      string              // "hang": retry forever; "allow": swallow and allow
+	mu           sync.Mutex          // guards seenCfg
+	seenCfg      map[string][2]int64 // perUserCfg: what each user got first
 }
 
 func newScripted(s Store, script *redis.Script, mode string) (*scripted, error) {
@@ -100,7 +113,15 @@ func newScripted(s Store, script *redis.Script, mode string) (*scripted, error) 
 	return l, nil
 }
 
-func (l *scripted) key(user string) string { return l.store.Prefix + "{" + user + "}" }
+func (l *scripted) key(user string) string {
+	if l.foldCase {
+		user = strings.ToLower(user)
+	}
+	if l.truncate > 0 && len(user) > l.truncate {
+		user = user[:l.truncate]
+	}
+	return l.store.Prefix + "{" + user + "}"
+}
 
 func (l *scripted) config(user string) [2]int64 {
 	cfg := *l.cfg.Load()
@@ -131,11 +152,22 @@ func (l *scripted) call(ctx context.Context, user string, record bool) (allowed 
 	if record {
 		rec = "1"
 	}
-	res, err := l.script.Run(ctx, l.store.Redis, []string{l.key(user)}, now, cfg[1], cfg[0], rec, l.mode).Int64Slice()
-	if err != nil {
+	if l.nonAtomic {
+		return l.checkThenAdd(ctx, user, cfg, record)
+	}
+	for {
+		res, err := l.script.Run(ctx, l.store.Redis, []string{l.key(user)}, now, cfg[1], cfg[0], rec, l.mode).Int64Slice()
+		switch {
+		case err == nil:
+			return res[0] == 1, int(res[1]), nil
+		case l.onError == "allow":
+			return true, 0, nil
+		case l.onError == "hang":
+			ctx = context.Background() // "the caller gave up too early": retry until Redis answers
+			continue
+		}
 		return false, 0, fmt.Errorf("%w: %w", contract.ErrStore, err)
 	}
-	return res[0] == 1, int(res[1]), nil
 }
 
 func (l *scripted) AllowRequest(ctx context.Context, user string) (bool, error) {
@@ -151,6 +183,13 @@ func (l *scripted) GetRemainingRequests(ctx context.Context, user string) (int, 
 func (l *scripted) Reset(ctx context.Context, user string) error {
 	if err := contract.ValidateUserID(user); err != nil {
 		return err
+	}
+	if l.resetPattern {
+		iter := l.store.Redis.Scan(ctx, 0, l.store.Prefix+"{"+user+"*", 100).Iterator()
+		for iter.Next(ctx) {
+			l.store.Redis.Del(ctx, iter.Val())
+		}
+		return iter.Err()
 	}
 	if l.script == fixedScript {
 		// Fixed-window keys carry a window number after the user's key.

@@ -66,6 +66,7 @@ func fromContainer(ctx context.Context) (*Redis, error) {
 		_ = c.Terminate(context.Background())
 		return nil, fmt.Errorf("container address %q: %w", uri, err)
 	}
+	opts.ContextTimeoutEnabled = true
 	client := redis.NewClient(opts)
 	if err := ping(ctx, client); err != nil {
 		client.Close()

@@ -100,7 +100,7 @@ func FromURL(ctx context.Context, url string) (*Redis, error) {
 			}
 			addrs = append(addrs, p)
 		}
-		client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+		client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ContextTimeoutEnabled: true})
 		addr = strings.Join(addrs, ",")
 	} else {
 		if !strings.Contains(url, "://") {
@@ -110,6 +110,7 @@ func FromURL(ctx context.Context, url string) (*Redis, error) {
 		if err != nil {
 			return nil, fmt.Errorf("redisenv: REDIS_URL %q: %w", url, err)
 		}
+		opts.ContextTimeoutEnabled = true
 		client = redis.NewClient(opts)
 		addr = opts.Addr
 	}
@@ -121,7 +122,7 @@ func FromURL(ctx context.Context, url string) (*Redis, error) {
 }
 
 func fromServer(ctx context.Context, srv *Server) (*Redis, error) {
-	client := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 	if err := ping(ctx, client); err != nil {
 		client.Close()
 		return nil, errors.Join(fmt.Errorf("redisenv: started redis-server at %s does not answer: %w", srv.Addr(), err), srv.Close())

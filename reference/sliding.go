@@ -133,9 +133,8 @@ func (l *Limiter) Reset(ctx context.Context, userID string) error {
 	if err := contract.ValidateUserID(userID); err != nil {
 		return fmt.Errorf("reference: Reset: %w", err)
 	}
-	ctx, cancel := l.bound(ctx)
-	defer cancel()
-	if err := l.client.Del(ctx, l.Key(userID)).Err(); err != nil {
+	err := l.bounded(ctx, func(ctx context.Context) error { return l.client.Del(ctx, l.Key(userID)).Err() })
+	if err != nil {
 		return fmt.Errorf("reference: Reset(%q): %w: %w", userID, contract.ErrStore, err)
 	}
 	return nil
@@ -164,9 +163,11 @@ func (l *Limiter) run(ctx context.Context, op, userID string, record bool) (Deci
 	if record {
 		rec = "1"
 	}
-	ctx, cancel := l.bound(ctx)
-	defer cancel()
-	res, err := sliding.Run(ctx, l.client, []string{l.Key(userID)}, now, cfg.window, cfg.max, rec).Int64Slice()
+	var res []int64
+	err := l.bounded(ctx, func(ctx context.Context) (err error) {
+		res, err = sliding.Run(ctx, l.client, []string{l.Key(userID)}, now, cfg.window, cfg.max, rec).Int64Slice()
+		return err
+	})
 	if err != nil {
 		return Decision{Limit: cfg.max}, fmt.Errorf("reference: %s(%q): %w: %w", op, userID, contract.ErrStore, err)
 	}
@@ -181,9 +182,26 @@ func (l *Limiter) run(ctx context.Context, op, userID string, record bool) (Deci
 	}, nil
 }
 
-func (l *Limiter) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	if l.timeout < 0 {
-		return ctx, func() {}
+// bounded runs call with the caller's context, bounded by the limiter's
+// timeout, and returns when the context ends even if call has not: a
+// go-redis client without ContextTimeoutEnabled waits for its own read
+// timeout on an unresponsive server, whatever the context says. An
+// abandoned call may still take effect; its caller got an error.
+func (l *Limiter) bounded(ctx context.Context, call func(context.Context) error) error {
+	if l.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, l.timeout)
+		defer cancel()
 	}
-	return context.WithTimeout(ctx, l.timeout)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- call(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

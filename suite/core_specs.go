@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/rlconform/rlconform/contract"
@@ -11,28 +12,36 @@ func coreSpecs() []spec {
 	return []spec{
 		{id: "core/allow-within-limit", level: Core,
 			rule: "a user's first N requests in a window are allowed",
-			run:  allowWithinLimit},
+			run:  allowWithinLimit,
+			hint: "a fresh user must get its first N requests; check the comparison (count < N) and the configuration in force"},
 		{id: "core/block-over-limit", level: Core,
 			rule: "a user gets at most N requests in any window; the rest are denied",
-			run:  blockOverLimit},
+			run:  blockOverLimit,
+			hint: "the check must be count < N before adding (count <= N admits N+1), and the count must include every active entry"},
 		{id: "core/sliding-expiry", level: Core, needs: []need{needClock},
 			rule: "an allowed request stops counting exactly W after it was made",
-			run:  slidingExpiry},
+			run:  slidingExpiry,
+			hint: "an entry must stop counting exactly W after it was logged, on the clock the limiter was given (read now from it, not from the server; mind window units: ms vs s)"},
 		{id: "core/remaining", level: Core, needs: []need{needRemaining},
 			rule: "GetRemainingRequests is N less the active entries, never below 0",
-			run:  remaining},
+			run:  remaining,
+			hint: "prune expired entries before counting, and report max(0, N - count)"},
 		{id: "core/reset", level: Core, needs: []need{needReset},
 			rule: "Reset(u) gives u a full quota again and touches no other user",
-			run:  reset},
+			run:  reset,
+			hint: "Reset must delete exactly this user's key: never a pattern (KEYS/SCAN with *), a prefix, or a case-folded id"},
 		{id: "core/concurrent-4", level: Core, needs: []need{needConfigure},
 			rule: "4 goroutines sending 2N requests at one user get exactly N allowed",
-			run:  concurrent4},
+			run:  concurrent4,
+			hint: "check and add must be one atomic step (one Lua script or MULTI/EXEC with WATCH), and every request its own ZSET member"},
 		{id: "core/reconfigure", level: Core, needs: []need{needConfigure},
 			rule: "lowering or raising the limit applies at once to users that have history",
-			run:  reconfigure},
+			run:  reconfigure,
+			hint: "every decision must use the configuration in force now, also for users who have history"},
 		{id: "core/multi-user", level: Core,
 			rule: "users are isolated: one user's requests never spend another's quota",
-			run:  multiUser},
+			run:  multiUser,
+			hint: "key each user's log by its full, exact id"},
 	}
 }
 
@@ -109,8 +118,10 @@ func concurrent4(h *H) {
 	// A larger limit gives a check-then-add race more chances to show.
 	h.Configure(25, h.W())
 	lim := h.Instance(0)
-	for i := range 4 { // four rounds, a fresh user each
-		u := h.User("u" + string(rune('1'+i)))
+	// Sixteen rounds, a fresh user each: one round catches a check-then-add
+	// race about half the time on two cores, sixteen all but always.
+	for i := range 16 {
+		u := h.User(fmt.Sprintf("u%d", i+1))
 		h.CheckBurst([]string{u}, 2*h.N(), 4, []contract.RateLimiterContract{lim})
 	}
 }

@@ -83,7 +83,11 @@ func (h *H) User(name string) string { return h.tag + name }
 
 // short is the id as the timeline shows it.
 func (h *H) short(user string) string {
-	return strconv.Quote(strings.TrimPrefix(user, h.tag))
+	u := strings.TrimPrefix(user, h.tag)
+	if len(u) > 40 { // long ids: the head, the length and the tail
+		return fmt.Sprintf("%s…(%d bytes)…%s", strconv.Quote(u[:12]), len(user), strconv.Quote(u[len(u)-4:]))
+	}
+	return strconv.Quote(u)
 }
 
 // Now is the instant the limiter sees.
@@ -385,3 +389,7 @@ func (h *H) CheckBurst(users []string, perUser, goroutines int, instances []cont
 		}
 	}
 }
+
+// newRand returns a generator for a goroutine of a spec, seeded from the
+// spec's own generator so that a seed reproduces the run's choices.
+func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)) }

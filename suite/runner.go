@@ -226,6 +226,9 @@ func (h *H) execute() (res Result) {
 			res.Status = Passed
 		case failure:
 			res.Status, res.Message = Failed, h.spec.title()+"\n  "+v.msg
+			if h.spec.hint != "" {
+				res.Message += "  hint: " + h.spec.hint + "\n"
+			}
 		case skipped:
 			res.Status, res.Message = Skipped, v.reason
 		case inconclusive:

@@ -57,12 +57,14 @@ type spec struct {
 	rule  string
 	needs []need
 	run   func(h *H)
+	// hint is the usual cause of a failure, printed with it.
+	hint string
 }
 
 // catalogue is every spec, in the order they run. Ids are stable: never
 // rename one; retire it and add a new one.
 func catalogue() []spec {
-	return slices.Concat(coreSpecs(), strictSpecs())
+	return slices.Concat(coreSpecs(), strictSpecs(), robustSpecs())
 }
 
 // SpecInfo describes a spec for listings.

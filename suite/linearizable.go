@@ -1,0 +1,313 @@
+package suite
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/rlconform/rlconform/contract"
+)
+
+// linInput is one operation of a linearizability history.
+type linInput struct {
+	op   byte // 'a' allow, 'r' remaining, 'x' reset
+	user string
+	at   int64 // the fake clock's reading, ms: it stands still during a phase
+}
+
+// linOutput is what the target answered; unknown when the call failed or
+// timed out, in which case it may or may not have taken effect.
+type linOutput struct {
+	allowed   bool
+	remaining int
+	unknown   bool
+}
+
+// linModel is the model as porcupine wants it: per user (the partition), a
+// pure step over an immutable log of instants. An unknown outcome may have
+// happened or not, so the model is nondeterministic.
+func linModel(n int, w int64, short func(string) string) porcupine.Model {
+	type state = []int64 // one user's log, oldest first
+	prune := func(s state, t int64) state {
+		i := 0
+		for i < len(s) && s[i] <= t-w {
+			i++
+		}
+		return s[i:]
+	}
+	count := func(s state, t int64) int {
+		c := 0
+		for _, e := range s {
+			if e <= t {
+				c++
+			}
+		}
+		return c
+	}
+	nm := porcupine.NondeterministicModel{
+		Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
+			byUser := map[string][]porcupine.Operation{}
+			var users []string
+			for _, o := range history {
+				u := o.Input.(linInput).user
+				if _, ok := byUser[u]; !ok {
+					users = append(users, u)
+				}
+				byUser[u] = append(byUser[u], o)
+			}
+			out := make([][]porcupine.Operation, 0, len(users))
+			for _, u := range users {
+				out = append(out, byUser[u])
+			}
+			return out
+		},
+		Init: func() []any { return []any{state(nil)} },
+		Step: func(st, in, out any) []any {
+			s, i, o := prune(st.(state), in.(linInput).at), in.(linInput), out.(linOutput)
+			active := count(s, i.at)
+			switch i.op {
+			case 'a':
+				room := active < n
+				grown := append(slices.Clip(s), i.at)
+				switch {
+				case o.unknown && room:
+					return []any{s, grown}
+				case o.unknown:
+					return []any{s}
+				case o.allowed && room:
+					return []any{grown}
+				case !o.allowed && !room:
+					return []any{s}
+				}
+				return nil
+			case 'r':
+				if o.unknown || o.remaining == max(0, n-active) {
+					return []any{s}
+				}
+				return nil
+			default: // reset
+				if o.unknown {
+					return []any{s, state(nil)}
+				}
+				return []any{state(nil)}
+			}
+		},
+		Equal: func(a, b any) bool { return slices.Equal(a.(state), b.(state)) },
+		DescribeOperation: func(in, out any) string {
+			i, o := in.(linInput), out.(linOutput)
+			var got string
+			switch {
+			case o.unknown:
+				got = "unknown (failed)"
+			case i.op == 'a':
+				got = allowedWord(o.allowed)
+			case i.op == 'r':
+				got = fmt.Sprint(o.remaining)
+			default:
+				got = "ok"
+			}
+			name := map[byte]string{'a': "AllowRequest", 'r': "GetRemainingRequests", 'x': "Reset"}[i.op]
+			return fmt.Sprintf("@%dms %s(%s) = %s", i.at, name, short(i.user), got)
+		},
+		DescribeState: func(st any) string { return fmt.Sprintf("%d entries %v", len(st.(state)), st) },
+	}
+	return nm.ToModel()
+}
+
+// linCheckTimeout bounds porcupine; a check that runs out is inconclusive.
+const linCheckTimeout = 20 * time.Second
+
+// recorder collects a concurrent history with real-time call and return
+// stamps.
+type recorder struct {
+	origin time.Time
+	mu     sync.Mutex
+	ops    []porcupine.Operation
+	errs   []error
+}
+
+func (r *recorder) do(client int, in linInput, call func() (linOutput, error)) {
+	begin := time.Since(r.origin).Nanoseconds()
+	out, err := call()
+	end := time.Since(r.origin).Nanoseconds()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		out = linOutput{unknown: true}
+		end = -1 // fixed below: an unknown outcome may take effect any time later
+		r.errs = append(r.errs, err)
+	}
+	r.ops = append(r.ops, porcupine.Operation{ClientId: client, Input: in, Call: begin, Output: out, Return: end})
+}
+
+func (r *recorder) history() []porcupine.Operation {
+	var last int64
+	for _, o := range r.ops {
+		last = max(last, o.Return)
+	}
+	for i := range r.ops {
+		if r.ops[i].Return < 0 {
+			r.ops[i].Return = last + 1
+		}
+	}
+	return r.ops
+}
+
+// linearizable sends concurrent requests, remaining queries and resets
+// over several users, goroutines and two instances, in phases with the fake
+// clock standing still (so each operation's instant is known), and checks
+// the history with porcupine against the model.
+func linearizable(h *H) {
+	const goroutines, phases, opsPerPhase = 8, 5, 12
+	instances := h.Instances(2)
+	users := []string{h.User("a"), h.User("b"), h.User("c")}
+	rec := &recorder{origin: time.Now()}
+	for phase := range phases {
+		at := h.Now().UnixMilli()
+		var wg sync.WaitGroup
+		for g := range goroutines {
+			wg.Add(1)
+			seed := h.rng.Uint64()
+			go func() {
+				defer wg.Done()
+				linClient(h, rec, g, seed, at, users, instances, opsPerPhase)
+			}()
+		}
+		wg.Wait()
+		h.Note(fmt.Sprintf("phase %d: %d goroutines × %d operations on %d users over 2 instances", phase+1, goroutines, opsPerPhase, len(users)), "recorded")
+		h.Advance(h.W() / 3)
+	}
+	history := rec.history()
+	if len(rec.errs) > 0 {
+		h.Note(fmt.Sprintf("%d operations failed", len(rec.errs)), fmt.Sprintf("first: %v (counted as unknown outcomes)", rec.errs[0]))
+	}
+	m := linModel(h.N(), h.W().Milliseconds(), h.short)
+	res, info := porcupine.CheckOperationsVerbose(m, history, linCheckTimeout)
+	switch res {
+	case porcupine.Ok:
+		return
+	case porcupine.Unknown:
+		panic(inconclusive{h.report(fmt.Sprintf("the linearizability check of %d operations did not finish within %v: nothing is proven either way", len(history), linCheckTimeout))})
+	}
+	path := h.visualize(m, info)
+	h.Failf("the history of %d concurrent operations is not linearizable: no serial order of them gives these answers "+
+		"(more allowed than N, or a request denied that a serial order would allow).\n  porcupine's visualisation: %s",
+		len(history), path)
+}
+
+func linClient(h *H, rec *recorder, client int, seed uint64, at int64, users []string, instances []contract.RateLimiterContract, ops int) {
+	rng := newRand(seed)
+	caps := h.target.Capabilities
+	for range ops {
+		u := users[rng.IntN(len(users))]
+		lim := instances[rng.IntN(len(instances))]
+		k := rng.IntN(20)
+		switch {
+		case k < 2 && caps.Reset:
+			rec.do(client, linInput{'x', u, at}, func() (linOutput, error) { return linOutput{}, lim.Reset(h.ctx, u) })
+		case k < 6 && caps.Remaining:
+			rec.do(client, linInput{'r', u, at}, func() (linOutput, error) {
+				n, err := lim.GetRemainingRequests(h.ctx, u)
+				return linOutput{remaining: n}, err
+			})
+		default:
+			rec.do(client, linInput{'a', u, at}, func() (linOutput, error) {
+				ok, err := lim.AllowRequest(h.ctx, u)
+				return linOutput{allowed: ok}, err
+			})
+		}
+	}
+}
+
+// visualize writes porcupine's HTML for a failed check and returns its path.
+func (h *H) visualize(m porcupine.Model, info porcupine.LinearizationInfo) string {
+	dir := h.run.cfg.ReportDir
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	name := fmt.Sprintf("rlconform-%s-%s-%d.html", safeName(h.target.Name), safeName(h.spec.id), h.seed)
+	path := filepath.Join(dir, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Sprintf("(not written: %v)", err)
+	}
+	if err := porcupine.VisualizePath(m, info, path); err != nil {
+		return fmt.Sprintf("(not written: %v)", err)
+	}
+	return path
+}
+
+func safeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// resetRace hammers one user from 8 goroutines while Reset is called in
+// the middle; with the clock standing still, the requests that began after
+// Reset returned share one window, so at most N of them may be allowed.
+func resetRace(h *H) {
+	instances := []contract.RateLimiterContract{h.Instance(0)}
+	if h.target.Capabilities.SharedStore {
+		instances = h.Instances(2)
+	}
+	for round := range 3 {
+		u := h.User(fmt.Sprintf("u%d", round))
+		var (
+			mu       sync.Mutex
+			resetEnd time.Time
+			after    int // allowed requests that began after Reset returned
+			errs     []error
+			wg       sync.WaitGroup
+		)
+		started := make(chan struct{})
+		for g := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 3 * h.N() {
+					if g == 0 && i == h.N() {
+						close(started)
+					}
+					began := time.Now()
+					ok, err := instances[(g+i)%len(instances)].AllowRequest(h.ctx, u)
+					mu.Lock()
+					if err != nil {
+						errs = append(errs, err)
+					}
+					if ok && !resetEnd.IsZero() && began.After(resetEnd) {
+						after++
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+		<-started
+		err := instances[0].Reset(h.ctx, u)
+		mu.Lock()
+		resetEnd = time.Now()
+		mu.Unlock()
+		wg.Wait()
+		h.Note(fmt.Sprintf("8 goroutines × AllowRequest(%s) ×%d, Reset(%s) in the middle", h.short(u), 3*h.N(), h.short(u)),
+			fmt.Sprintf("%d allowed after Reset returned", after))
+		if err != nil {
+			h.Failf("Reset(%s) during requests: %v", h.short(u), err)
+		}
+		if len(errs) > 0 {
+			h.Failf("%d requests failed during the race, first: %v", len(errs), errs[0])
+		}
+		if after > h.N() {
+			h.Failf("%d requests that began after Reset(%s) returned were allowed, with the clock standing still: want at most N = %d",
+				after, h.short(u), h.N())
+		}
+		h.Advance(h.W())
+	}
+}

@@ -1,0 +1,339 @@
+package suite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rlconform/rlconform/contract"
+
+	. "github.com/onsi/gomega"
+)
+
+// robustSpecs grade what breaks in production: odd input, key hygiene and
+// store faults.
+func robustSpecs() []spec {
+	return []spec{
+		{id: "robust/user-id-zoo", level: Robust,
+			rule: "any non-empty id up to 512 bytes is its own user: no glob, no case folding, no truncation, no prefix matching",
+			run:  userIDZoo,
+			hint: "key by the exact id: never lower-case it, cut it, or use it in a KEYS/SCAN pattern"},
+		{id: "robust/empty-user-id", level: Robust,
+			rule: "the empty user id is an error and changes nothing",
+			run:  emptyUserID,
+			hint: "validate the id before touching the store, and return an error for the empty one"},
+		{id: "robust/invalid-config", level: Robust, needs: []need{needConfigure},
+			rule: "Configure with a limit below 1 or a window below 1ms is an error and leaves the old configuration in force",
+			run:  invalidConfig,
+			hint: "validate both values before storing either"},
+		{id: "robust/key-hygiene", level: Robust, needs: []need{needInspect},
+			rule: "every key the limiter leaves has a TTL covering its newest entry and at most a few windows, and lives under its prefix",
+			run:  keyHygiene,
+			hint: "PEXPIRE the key by W on every write, in the same script; build keys as prefix + id"},
+		{id: "robust/store-outage", level: Robust, needs: []need{needOwnRedis},
+			rule: "with Redis down every call returns an error within its deadline, nothing is allowed (unless fail-open), and the limiter recovers without a restart",
+			run:  storeOutage,
+			hint: "honour the context on every call, fail closed, and let the client reconnect: never cache a dead connection or retry forever"},
+		{id: "robust/context-cancel", level: Robust,
+			rule: "a cancelled context is honoured: the call returns an error and allows nothing",
+			run:  contextCancel,
+			hint: "pass the caller's context to every store call"},
+	}
+}
+
+// zoo is the ids robust/user-id-zoo tries; each must be its own user.
+func zoo(h *H) []string {
+	ids := []string{"a", "A", "ab", "a:b", "a:", "{a}", "{a", "a}", "a*", "*", "?", "a?", "[a]", "[", "a b", " a", "a ",
+		"é", "e\u0301", "日本", "🙂", "🙂🙂", `a"b`, `a\b`, "a\nb", "a\tb"}
+	for i := range ids {
+		ids[i] = h.User(ids[i])
+	}
+	// Two ids of the full 512 bytes that differ only in their last byte, and
+	// one that is a prefix of them.
+	pad := strings.Repeat("x", contract.MaxUserIDBytes-len(h.tag)-1)
+	ids = append(ids, h.tag+pad+"1", h.tag+pad+"2", h.tag+pad)
+	return ids
+}
+
+func userIDZoo(h *H) {
+	ids := zoo(h)
+	// Spend each id's quota but the last slot, in turns, so that any two ids
+	// that collide run out early.
+	for range h.N() - 1 {
+		for _, u := range ids {
+			h.Allow(u)
+		}
+	}
+	for _, u := range ids {
+		h.Allow(u)
+		h.Allow(u)
+	}
+	if h.target.Capabilities.Reset {
+		for _, u := range []string{h.User("a"), h.User("*"), h.User("[a]"), ids[len(ids)-1]} {
+			h.Reset(u)
+			for _, v := range ids {
+				h.Allow(v) // only u is allowed again
+			}
+		}
+	}
+}
+
+func emptyUserID(h *H) {
+	u := h.User("u")
+	h.Allow(u)
+	lim := h.Instance(0)
+	ok, err := lim.AllowRequest(h.ctx, "")
+	h.Note(`AllowRequest("")`, errWord(err, allowedWord(ok)))
+	if err == nil || ok {
+		h.Failf(`AllowRequest("") = %s, %v; want denied and an error (the empty id is not a user)`, allowedWord(ok), err)
+	}
+	if h.target.Capabilities.Remaining {
+		n, err := lim.GetRemainingRequests(h.ctx, "")
+		h.Note(`GetRemainingRequests("")`, errWord(err, fmt.Sprint(n)))
+		if err == nil {
+			h.Failf(`GetRemainingRequests("") = %d, nil; want an error`, n)
+		}
+	}
+	if h.target.Capabilities.Reset {
+		err := lim.Reset(h.ctx, "")
+		h.Note(`Reset("")`, errWord(err, "ok"))
+		if err == nil {
+			h.Failf(`Reset("") = nil; want an error`)
+		}
+	}
+	// Nothing changed for the real user.
+	for range h.N() {
+		h.Allow(u)
+	}
+}
+
+func errWord(err error, ok string) string {
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return ok
+}
+
+func invalidConfig(h *H) {
+	u := h.User("u")
+	h.Allow(u)
+	lim := h.Instance(0)
+	for _, bad := range []struct {
+		n int
+		w time.Duration
+	}{{0, h.W()}, {-1, h.W()}, {h.N(), 0}, {h.N(), -time.Second}, {h.N(), 500 * time.Microsecond}, {0, 0}} {
+		err := lim.Configure(h.ctx, bad.n, bad.w)
+		op := fmt.Sprintf("Configure(%d, %v)", bad.n, bad.w)
+		h.Note(op, errWord(err, "ok"))
+		if err == nil {
+			h.Failf("%s = nil; want an error (the limit must be >= 1 and the window >= 1ms)", op)
+		}
+	}
+	// The old configuration is in force: the model was never reconfigured.
+	for range h.N() {
+		h.Allow(u)
+	}
+	if h.target.Capabilities.Remaining {
+		h.Remaining(u)
+	}
+}
+
+func keyHygiene(h *H) {
+	red := h.env.Redis
+	users := []string{h.User("a"), h.User("b"), h.User("{c}")}
+	lastWrite := map[string]time.Time{}
+	for range h.N() + 1 {
+		for _, u := range users {
+			before := time.Now()
+			if h.Allow(u) {
+				lastWrite[u] = before
+			}
+		}
+	}
+	if h.target.Capabilities.Remaining {
+		h.Remaining(h.User("never-allowed"))
+	}
+	if h.target.Capabilities.Reset {
+		h.Reset(users[2])
+		delete(lastWrite, users[2])
+	}
+	oldest := time.Now()
+	for _, t := range lastWrite {
+		if t.Before(oldest) {
+			oldest = t
+		}
+	}
+	ctx := h.ctx
+	// Keys under the prefix: each must expire, not too early, not too late.
+	var keys []string
+	iter := red.Scan(ctx, 0, h.env.KeyPrefix+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		h.Failf("SCAN %s*: %v", h.env.KeyPrefix, err)
+	}
+	if len(keys) == 0 {
+		h.Failf("no key under the prefix %q after allowed requests: the target declares store inspection but writes elsewhere", h.env.KeyPrefix)
+	}
+	for _, k := range keys {
+		ttl, err := red.PTTL(ctx, k).Result()
+		if err != nil {
+			h.Failf("PTTL %s: %v", k, err)
+		}
+		h.Note("PTTL "+strings.TrimPrefix(k, h.env.KeyPrefix), ttl.String())
+		switch {
+		case ttl == -2: // gone since the SCAN
+			continue
+		case ttl == -1:
+			h.Failf("key %q has no TTL (PTTL = -1): every idle user's key is a leak", k)
+		case ttl > 3*h.W()+time.Second:
+			h.Failf("key %q has a TTL of %v, more than a few windows (W = %v): idle users cost memory long after their entries expired", k, ttl, h.W())
+		}
+		// The newest entry lives W from its write; the key must live as long.
+		floor := h.W() - time.Since(oldest) - time.Millisecond
+		if ttl < floor {
+			h.Failf("key %q has a TTL of %v, less than the %v its newest entry still counts: the key would expire while its entries still count", k, ttl, floor)
+		}
+	}
+	// Keys that carry this spec's user ids but not the prefix: written outside it.
+	iter = red.Scan(ctx, 0, "*"+h.tag+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		if k := iter.Val(); !strings.HasPrefix(k, h.env.KeyPrefix) {
+			h.Failf("key %q holds one of this spec's users but is outside the prefix %q", k, h.env.KeyPrefix)
+		}
+	}
+}
+
+// outageBound is how long past its context's deadline a call may take while
+// Redis does not answer.
+const outageBound = 3 * time.Second
+
+func storeOutage(h *H) {
+	srv := h.run.redis.Server
+	u := h.User("u")
+	h.Allow(u)
+	lim := h.Instance(0)
+
+	// Down: the server is gone, connections are refused.
+	if err := srv.Stop(); err != nil {
+		h.Failf("stopping Redis: %v", err)
+	}
+	defer func() { // whatever happens, leave Redis running for the next spec
+		srv.Resume()
+		srv.Start(context.Background())
+	}()
+	h.outageCalls(lim, u, "Redis stopped")
+
+	// Unresponsive: the server is frozen, connections hang.
+	if err := srv.Start(h.ctx); err != nil {
+		h.Failf("restarting Redis: %v", err)
+	}
+	if err := srv.Pause(); err == nil {
+		h.outageCalls(lim, u, "Redis frozen (SIGSTOP)")
+		if err := srv.Resume(); err != nil {
+			h.Failf("resuming Redis: %v", err)
+		}
+	}
+
+	// Back: the same instance must work again, without a restart. Redis
+	// lost its data (no persistence), so u starts afresh.
+	h.model.Reset(u)
+	probe := func() error {
+		ctx, cancel := context.WithTimeout(h.ctx, time.Second)
+		defer cancel()
+		if h.target.Capabilities.Remaining {
+			_, err := lim.GetRemainingRequests(ctx, h.User("probe"))
+			return err
+		}
+		_, err := lim.AllowRequest(ctx, h.User("probe"))
+		return err
+	}
+	h.g.Eventually(probe).WithTimeout(10*time.Second).WithPolling(50*time.Millisecond).Should(Succeed(),
+		"10s after Redis came back the limiter still fails: it must reconnect by itself, without a restart")
+	for range h.N() + 1 {
+		h.Allow(u)
+	}
+}
+
+// outageCalls makes each call with a 1s deadline while the store is out and
+// checks it ends with an error, in time, and allows nothing.
+func (h *H) outageCalls(lim contract.RateLimiterContract, u, state string) {
+	type answer struct {
+		ok  bool
+		err error
+	}
+	calls := []struct {
+		op string
+		do func(ctx context.Context) answer
+	}{
+		{"AllowRequest", func(ctx context.Context) answer { ok, err := lim.AllowRequest(ctx, u); return answer{ok, err} }},
+	}
+	if h.target.Capabilities.Remaining {
+		calls = append(calls, struct {
+			op string
+			do func(ctx context.Context) answer
+		}{"GetRemainingRequests", func(ctx context.Context) answer {
+			_, err := lim.GetRemainingRequests(ctx, u)
+			return answer{false, err}
+		}})
+	}
+	for _, c := range calls {
+		ctx, cancel := context.WithTimeout(h.ctx, time.Second)
+		done := make(chan answer, 1)
+		began := time.Now()
+		go func() {
+			defer func() {
+				if r := recover(); r != nil {
+					done <- answer{false, fmt.Errorf("panic: %v", r)}
+				}
+			}()
+			done <- c.do(ctx)
+		}()
+		var a answer
+		select {
+		case a = <-done:
+		case <-time.After(time.Second + outageBound):
+			cancel()
+			h.Note(c.op+"("+h.short(u)+")", "no answer")
+			h.Failf("%s: %s(%s) with a 1s deadline had not returned after %v: it hangs instead of failing", state, c.op, h.short(u), time.Second+outageBound)
+		}
+		cancel()
+		took := time.Since(began).Round(time.Millisecond)
+		h.Note(c.op+"("+h.short(u)+") ["+state+"]", errWord(a.err, allowedWord(a.ok))+" after "+took.String())
+		if a.err != nil && strings.HasPrefix(a.err.Error(), "panic: ") {
+			h.Failf("%s: %s(%s) panicked: %v", state, c.op, h.short(u), a.err)
+		}
+		if a.ok && !h.target.Capabilities.FailOpen {
+			h.Failf("%s: AllowRequest(%s) = allowed (error: %v): the target does not declare fail-open, so an outage must deny, not switch the limiter off",
+				state, h.short(u), a.err)
+		}
+		if a.err == nil {
+			h.Failf("%s: %s(%s) returned no error: a limiter that cannot reach its store must say so", state, c.op, h.short(u))
+		}
+	}
+}
+
+func contextCancel(h *H) {
+	u := h.User("u")
+	lim := h.Instance(0)
+	ctx, cancel := context.WithCancel(h.ctx)
+	cancel()
+	ok, err := lim.AllowRequest(ctx, u)
+	h.Note("AllowRequest("+h.short(u)+") [cancelled context]", errWord(err, allowedWord(ok)))
+	if ok {
+		h.Failf("AllowRequest with a cancelled context = allowed; want denied with an error")
+	}
+	if err == nil {
+		h.Failf("AllowRequest with a cancelled context returned no error: a cancelled caller must learn its request was not decided")
+	}
+	if !errors.Is(err, context.Canceled) && !errors.Is(err, contract.ErrStore) {
+		h.Note("note", "the error wraps neither context.Canceled nor contract.ErrStore")
+	}
+	// Nothing was logged: the user has a full quota.
+	for range h.N() + 1 {
+		h.Allow(u)
+	}
+}
