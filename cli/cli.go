@@ -3,13 +3,8 @@
 package cli
 
 import (
-	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
 
 	"github.com/rlconform/rlconform/suite"
@@ -25,10 +20,13 @@ const (
 const usage = `rlconform grades rate limiters against the exact sliding-window contract.
 
 usage:
-  rlconform run  [flags]   grade a limiter (default: the reference, on a Redis found or started)
+  rlconform run   [flags]  grade a limiter: the reference on a Redis found or started,
+                           or a protocol v1 server with --target URL
+  rlconform serve [flags]  serve a built-in limiter over protocol v1
   rlconform list           every spec id, its level, what it needs, what it proves
 
-run 'rlconform run -h' for the flags.
+run 'rlconform run -h' or 'rlconform serve -h' for the flags.
+exit codes: 0 conformant, 1 not conformant, 2 could not run.
 `
 
 // Main runs the command with args (without the program name) and returns
@@ -41,8 +39,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "run":
 		return run(args[1:], stdout, stderr)
+	case "serve":
+		return serve(args[1:], stdout, stderr)
 	case "list":
-		return list(stdout)
+		return listSpecs(stdout)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return ExitConformant
@@ -51,80 +51,28 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	return ExitCannotRun
 }
 
-func list(stdout io.Writer) int {
+func listSpecs(stdout io.Writer) int {
 	for _, s := range suite.Specs() {
 		needs := strings.Join(s.Needs, ",")
 		if needs == "" {
 			needs = "-"
 		}
-		fmt.Fprintf(stdout, "%-34s %-7s %-40s %s\n", s.ID, s.Level, needs, s.Rule)
+		fmt.Fprintf(stdout, "%-34s %-7s %-34s %s\n", s.ID, s.Level, needs, s.Rule)
 	}
 	return ExitConformant
 }
 
-// idList is a flag of comma-separated, repeatable spec ids.
-type idList []string
+// list is a flag of comma-separated, repeatable values.
+type list []string
 
-func (l *idList) String() string { return strings.Join(*l, ",") }
-func (l *idList) Set(v string) error {
-	for _, id := range strings.Split(v, ",") {
-		if id = strings.TrimSpace(id); id != "" {
-			*l = append(*l, id)
+func (l *list) String() string { return strings.Join(*l, ",") }
+
+// Set adds the comma-separated values of v.
+func (l *list) Set(v string) error {
+	for _, x := range strings.Split(v, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			*l = append(*l, x)
 		}
 	}
 	return nil
-}
-
-func run(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("rlconform run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	level := fs.String("level", "all", "highest level to grade: core, strict, robust or all")
-	seed := fs.Uint64("seed", 0, "seed for the randomised specs (0: pick one; the report shows it)")
-	var ids idList
-	fs.Var(&ids, "id", "only these spec ids, or prefixes ending in / (comma-separated, repeatable)")
-	if err := fs.Parse(args); err != nil {
-		return ExitCannotRun
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "rlconform run: unexpected argument %q\n", fs.Arg(0))
-		return ExitCannotRun
-	}
-	lvl, err := suite.ParseLevel(*level)
-	if err != nil {
-		fmt.Fprintf(stderr, "rlconform run: %v\n", err)
-		return ExitCannotRun
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-
-	cfg := suite.Config{Level: lvl, Seed: *seed, IDs: ids,
-		Progress: func(r suite.Result) { fmt.Fprintf(stderr, "  %-13s %s\n", r.Status, r.ID) }}
-	rep, err := suite.Check(ctx, cfg, suite.ReferenceTarget())
-	if err != nil {
-		fmt.Fprintf(stderr, "rlconform: %v\n", err)
-		return ExitCannotRun
-	}
-	for _, r := range rep.Results {
-		if r.Status == suite.Failed || r.Status == suite.Inconclusive {
-			fmt.Fprintf(stdout, "\n%s\n", r.Message)
-		}
-	}
-	fmt.Fprintf(stdout, "\n%s", rep.Table())
-	if err := rep.Err(); err != nil {
-		var lines []string
-		for _, e := range unwrapAll(err) {
-			lines = append(lines, e.Error())
-		}
-		fmt.Fprintf(stdout, "NOT CONFORMANT: %s\n", strings.Join(lines, "; "))
-		return ExitNotConformant
-	}
-	fmt.Fprintln(stdout, "CONFORMANT")
-	return ExitConformant
-}
-
-func unwrapAll(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	return []error{errors.Unwrap(err)}
 }

@@ -22,7 +22,7 @@ import (
 )
 
 // Store is what a mutant is built on: the same things the suite gives a
-// target for one spec.
+// target for one spec. A nil Clock means the Redis server's time.
 type Store struct {
 	Redis       redis.UniversalClient
 	Clock       fakeclock.Clock
@@ -145,7 +145,7 @@ func (l *scripted) call(ctx context.Context, user string, record bool) (allowed 
 	}
 	cfg := l.config(user)
 	now := ""
-	if !l.serverTime {
+	if !l.serverTime && l.store.Clock != nil { // no clock: the server's TIME
 		now = strconv.FormatInt(l.store.Clock.Now().UnixMilli(), 10)
 	}
 	rec := "0"

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/fakeclock"
 )
 
 // variant builds a correct ZSET limiter and lets change break it.
@@ -70,7 +71,11 @@ func AllowsWhenDown(s Store) (contract.RateLimiterContract, error) {
 // then write.
 func (l *scripted) checkThenAdd(ctx context.Context, user string, cfg [2]int64, record bool) (bool, int, error) {
 	r, key := l.store.Redis, l.key(user)
-	now := l.store.Clock.Now().UnixMilli()
+	clock := l.store.Clock
+	if clock == nil {
+		clock = fakeclock.Real{}
+	}
+	now := clock.Now().UnixMilli()
 	if err := r.ZRemRangeByScore(ctx, key, "-inf", fmt.Sprint(now-cfg[1])).Err(); err != nil {
 		return false, 0, fmt.Errorf("%w: %w", contract.ErrStore, err)
 	}

@@ -3,8 +3,13 @@ package suite
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/url"
+	"strings"
 	"sync"
+	"time"
 
+	"github.com/rlconform/rlconform/adapters"
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/reference"
@@ -61,4 +66,54 @@ func ModelTarget() Target {
 			}, nil
 		},
 	}
+}
+
+// RemoteTarget grades the protocol v1 limiter at urls; several URLs are
+// several instances of one limiter sharing a store. It asks the first URL
+// for its capabilities and probes every URL once (an allow and, when
+// supported, a remaining query for a probe user), so that a target that is
+// down, hangs or answers garbage is an error here rather than a run of
+// failed specs. timeout bounds each call (0: adapters.DefaultTimeout).
+func RemoteTarget(ctx context.Context, urls []string, timeout time.Duration) (Target, error) {
+	if len(urls) == 0 {
+		return Target{}, errors.New("no target URL")
+	}
+	clients := make([]*adapters.Client, len(urls))
+	for i, u := range urls {
+		if _, err := url.ParseRequestURI(u); err != nil || !strings.HasPrefix(u, "http") {
+			return Target{}, fmt.Errorf("target %q is not an http(s) URL", u)
+		}
+		clients[i] = adapters.NewClient(u, adapters.ClientOptions{Timeout: timeout})
+	}
+	caps, err := clients[0].Capabilities(ctx)
+	if err != nil {
+		return Target{}, fmt.Errorf("target %s: %w", urls[0], err)
+	}
+	probe := fmt.Sprintf("rlconform-probe-%d", time.Now().UnixNano())
+	for i, c := range clients {
+		if _, err := c.AllowRequest(ctx, probe); err != nil {
+			return Target{}, fmt.Errorf("target %s does not answer AllowRequest: %w", urls[i], err)
+		}
+		if caps.Remaining {
+			if _, err := c.GetRemainingRequests(ctx, probe); err != nil {
+				return Target{}, fmt.Errorf("target %s does not answer GetRemainingRequests: %w", urls[i], err)
+			}
+		}
+	}
+	caps.SharedStore = len(urls) > 1
+	name := urls[0]
+	if len(urls) > 1 {
+		name = fmt.Sprintf("%s (+%d more instances)", urls[0], len(urls)-1)
+	}
+	return Target{
+		Name:         name,
+		Capabilities: caps,
+		New: func(_ context.Context, env Env) (contract.RateLimiterContract, func() error, error) {
+			c := clients[env.Instance%len(clients)]
+			if caps.Clock {
+				c = c.WithClock(env.Clock)
+			}
+			return c, nil, nil
+		},
+	}, nil
 }

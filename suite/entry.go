@@ -118,3 +118,15 @@ func Register(cfg Config, targets ...Target) bool {
 	}
 	return true
 }
+
+// Count returns how many specs a run with cfg selects.
+func Count(cfg Config) int {
+	cfg = cfg.withDefaults()
+	n := 0
+	for _, s := range catalogue() {
+		if cfg.Level.includes(s.level) && s.matches(cfg.IDs) && s.hasLabel(cfg.Labels) {
+			n++
+		}
+	}
+	return n
+}

@@ -124,7 +124,9 @@ func (h *H) instance(i int) (contract.RateLimiterContract, error) {
 	defer h.mu.Unlock()
 	for len(h.instances) <= i {
 		n := len(h.instances) + 1
-		lim, closer, err := h.target.New(h.ctx, h.env)
+		env := h.env
+		env.Instance = n - 1
+		lim, closer, err := h.target.New(h.ctx, env)
 		if err != nil {
 			return nil, fmt.Errorf("making instance %d of %s: %w", n, h.target.Name, err)
 		}

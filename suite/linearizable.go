@@ -165,7 +165,10 @@ func (r *recorder) history() []porcupine.Operation {
 // the history with porcupine against the model.
 func linearizable(h *H) {
 	const goroutines, phases, opsPerPhase = 8, 5, 12
-	instances := h.Instances(2)
+	instances := []contract.RateLimiterContract{h.Instance(0)}
+	if h.target.Capabilities.SharedStore {
+		instances = h.Instances(2)
+	}
 	users := []string{h.User("a"), h.User("b"), h.User("c")}
 	rec := &recorder{origin: time.Now()}
 	for phase := range phases {
@@ -180,7 +183,7 @@ func linearizable(h *H) {
 			}()
 		}
 		wg.Wait()
-		h.Note(fmt.Sprintf("phase %d: %d goroutines × %d operations on %d users over 2 instances", phase+1, goroutines, opsPerPhase, len(users)), "recorded")
+		h.Note(fmt.Sprintf("phase %d: %d goroutines × %d operations on %d users over %d instance(s)", phase+1, goroutines, opsPerPhase, len(users), len(instances)), "recorded")
 		h.Advance(h.W() / 3)
 	}
 	history := rec.history()

@@ -47,6 +47,7 @@ const (
 	needShared    need = "shared-store"
 	needInspect   need = "store-inspection"
 	needOwnRedis  need = "owned-redis" // a Redis this run started, so it may stop it
+	needRealTime  need = "real-time"   // no clock control: the spec waits for real time
 )
 
 // spec is one entry of the catalogue: a stable id, the rule it proves, and
@@ -99,6 +100,19 @@ func (s *spec) labels() []string {
 
 // title is the spec's text in Ginkgo and in failure headers.
 func (s *spec) title() string { return s.id + ": " + s.rule }
+
+// hasLabel reports whether the spec carries any of labels (empty: all).
+func (s *spec) hasLabel(labels []string) bool {
+	if len(labels) == 0 {
+		return true
+	}
+	for _, l := range s.labels() {
+		if slices.Contains(labels, l) {
+			return true
+		}
+	}
+	return false
+}
 
 // matches reports whether the spec is selected by ids (exact ids or
 // prefixes ending in "/"; empty selects all).

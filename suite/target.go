@@ -39,6 +39,8 @@ type Env struct {
 	// KeyPrefix is unique to the spec; a target with the StoreInspection
 	// capability writes every key under it.
 	KeyPrefix string
+	// Instance is which instance of the spec is being made: 0 for the first.
+	Instance int
 	// MaxRequests and Window are the configuration to start with.
 	MaxRequests int
 	Window      time.Duration

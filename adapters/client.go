@@ -1,0 +1,232 @@
+package adapters
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/fakeclock"
+)
+
+// DefaultTimeout bounds every call of a [Client] when none is given.
+const DefaultTimeout = 5 * time.Second
+
+// maxBody bounds how much of an answer is read.
+const maxBody = 1 << 20
+
+// Client is a [contract.RateLimiterContract] that speaks protocol v1 to a
+// limiter at a base URL. Every call is bounded by a timeout as well as by
+// its context.
+//
+// Typical usage:
+//
+//	c := adapters.NewClient("http://localhost:8080", adapters.ClientOptions{})
+//	caps, err := c.Capabilities(ctx)
+//	ok, err := c.AllowRequest(ctx, "alice")
+type Client struct {
+	base    string
+	http    *http.Client
+	timeout time.Duration
+	clock   fakeclock.Clock
+}
+
+// ClientOptions configure a [Client].
+type ClientOptions struct {
+	// Timeout bounds each call (default [DefaultTimeout]).
+	Timeout time.Duration
+	// Clock, when set, is sent as X-Rlc-Now-Ms on every request: use it only
+	// for targets that declare clock control.
+	Clock fakeclock.Clock
+	// HTTPClient to use (default: a client of its own).
+	HTTPClient *http.Client
+}
+
+// NewClient returns a client for the protocol server at baseURL.
+func NewClient(baseURL string, opts ClientOptions) *Client {
+	c := &Client{base: strings.TrimRight(baseURL, "/"), http: opts.HTTPClient, timeout: opts.Timeout, clock: opts.Clock}
+	if c.http == nil {
+		c.http = &http.Client{}
+	}
+	if c.timeout <= 0 {
+		c.timeout = DefaultTimeout
+	}
+	return c
+}
+
+// WithClock returns a copy of c that sends clock's reading on every request.
+func (c *Client) WithClock(clock fakeclock.Clock) *Client {
+	d := *c
+	d.clock = clock
+	return &d
+}
+
+// Error is a failed protocol call: a non-2xx status, or an answer that is
+// not what protocol v1 says.
+type Error struct {
+	Op     string // "POST /rlc/v1/allow"
+	Status int    // 0 when the call did not get an answer
+	Body   string // the answer, cut to a readable length
+	Err    error  // the cause, possibly [contract.ErrInvalidConfig] or [contract.ErrInvalidUserID]
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Op)
+	if e.Status != 0 {
+		fmt.Fprintf(&b, ": status %d", e.Status)
+	}
+	if e.Err != nil {
+		fmt.Fprintf(&b, ": %v", e.Err)
+	}
+	if e.Body != "" {
+		fmt.Fprintf(&b, " (body %q)", e.Body)
+	}
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Capabilities asks the target what it supports. A 404 means configure,
+// remaining and reset but no clock.
+func (c *Client) Capabilities(ctx context.Context) (contract.Capabilities, error) {
+	var body capabilitiesBody
+	status, err := c.call(ctx, http.MethodGet, PathCapabilities, nil, &body, func(status int) bool { return status == http.StatusNotFound })
+	if err != nil {
+		return contract.Capabilities{}, err
+	}
+	if status == http.StatusNotFound {
+		return contract.Capabilities{Configure: true, Remaining: true, Reset: true}, nil
+	}
+	op := "GET " + PathCapabilities
+	var missing []string
+	get := func(name string, v *bool) bool {
+		if v == nil {
+			missing = append(missing, name)
+			return false
+		}
+		return *v
+	}
+	caps := contract.Capabilities{
+		Clock: get("clock", body.Clock), Configure: get("configure", body.Configure),
+		Remaining: get("remaining", body.Remaining), Reset: get("reset", body.Reset),
+	}
+	if len(missing) > 0 {
+		return caps, &Error{Op: op, Status: status, Err: fmt.Errorf("answer lacks %s", strings.Join(missing, ", "))}
+	}
+	return caps, nil
+}
+
+// AllowRequest implements [contract.RateLimiterContract].
+func (c *Client) AllowRequest(ctx context.Context, userID string) (bool, error) {
+	var body allowBody
+	if _, err := c.call(ctx, http.MethodPost, PathAllow, userBody{userID}, &body, nil); err != nil {
+		return false, err
+	}
+	if body.Allowed == nil {
+		return false, &Error{Op: "POST " + PathAllow, Status: 200, Err: errors.New(`answer lacks "allowed"`)}
+	}
+	return *body.Allowed, nil
+}
+
+// GetRemainingRequests implements [contract.RateLimiterContract].
+func (c *Client) GetRemainingRequests(ctx context.Context, userID string) (int, error) {
+	var body remainingBody
+	if _, err := c.call(ctx, http.MethodPost, PathRemaining, userBody{userID}, &body, nil); err != nil {
+		return 0, err
+	}
+	if body.Remaining == nil {
+		return 0, &Error{Op: "POST " + PathRemaining, Status: 200, Err: errors.New(`answer lacks "remaining"`)}
+	}
+	return *body.Remaining, nil
+}
+
+// Reset implements [contract.RateLimiterContract].
+func (c *Client) Reset(ctx context.Context, userID string) error {
+	_, err := c.call(ctx, http.MethodPost, PathReset, userBody{userID}, nil, nil)
+	return err
+}
+
+// Configure implements [contract.RateLimiterContract]. A 400 answer wraps
+// [contract.ErrInvalidConfig].
+func (c *Client) Configure(ctx context.Context, maxRequests int, window time.Duration) error {
+	_, err := c.call(ctx, http.MethodPost, PathConfigure, configureBody{maxRequests, window.Milliseconds()}, nil, nil)
+	return err
+}
+
+// call sends one request and decodes a 2xx answer into out (when not nil).
+// ok, when not nil, accepts further statuses without decoding.
+func (c *Client) call(ctx context.Context, method, path string, in, out any, ok func(int) bool) (int, error) {
+	op := method + " " + path
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return 0, &Error{Op: op, Err: err}
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return 0, &Error{Op: op, Err: err}
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.clock != nil {
+		req.Header.Set(HeaderNow, strconv.FormatInt(c.clock.Now().UnixMilli(), 10))
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if ctx.Err() == context.DeadlineExceeded {
+			err = fmt.Errorf("no answer within %v: %w", c.timeout, err)
+		}
+		return 0, &Error{Op: op, Err: err}
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return resp.StatusCode, &Error{Op: op, Status: resp.StatusCode, Err: fmt.Errorf("reading the answer: %w", err)}
+	}
+	if ok != nil && ok(resp.StatusCode) {
+		return resp.StatusCode, nil
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		e := &Error{Op: op, Status: resp.StatusCode, Body: cut(raw)}
+		if resp.StatusCode == http.StatusBadRequest {
+			var eb errorBody
+			json.Unmarshal(raw, &eb)
+			switch path {
+			case PathConfigure:
+				e.Err = fmt.Errorf("%w: %s", contract.ErrInvalidConfig, eb.Error)
+			default:
+				e.Err = fmt.Errorf("%w: %s", contract.ErrInvalidUserID, eb.Error)
+			}
+		}
+		return resp.StatusCode, e
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return resp.StatusCode, &Error{Op: op, Status: resp.StatusCode, Body: cut(raw), Err: fmt.Errorf("malformed answer: %w", err)}
+		}
+	}
+	return resp.StatusCode, nil
+}
+
+func cut(b []byte) string {
+	const n = 300
+	s := strings.TrimSpace(string(b))
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}

@@ -1,0 +1,43 @@
+// Package adapters reaches limiters over rlconform's HTTP control protocol
+// v1: a client that makes any protocol server a
+// [contract.RateLimiterContract], and a server that exposes any Go limiter.
+// The protocol is documented in docs/protocol.md.
+package adapters
+
+// Paths and header of protocol v1.
+const (
+	PathCapabilities = "/rlc/v1/capabilities"
+	PathConfigure    = "/rlc/v1/configure"
+	PathAllow        = "/rlc/v1/allow"
+	PathRemaining    = "/rlc/v1/remaining"
+	PathReset        = "/rlc/v1/reset"
+	// HeaderNow carries "now" in unix milliseconds to a target that declares
+	// clock control.
+	HeaderNow = "X-Rlc-Now-Ms"
+)
+
+// Wire bodies of protocol v1. Pointers tell a missing field from a zero one.
+type (
+	capabilitiesBody struct {
+		Clock     *bool `json:"clock"`
+		Configure *bool `json:"configure"`
+		Remaining *bool `json:"remaining"`
+		Reset     *bool `json:"reset"`
+	}
+	configureBody struct {
+		MaxRequests int   `json:"max_requests"`
+		WindowMs    int64 `json:"window_ms"`
+	}
+	userBody struct {
+		UserID string `json:"user_id"`
+	}
+	allowBody struct {
+		Allowed *bool `json:"allowed"`
+	}
+	remainingBody struct {
+		Remaining *int `json:"remaining"`
+	}
+	errorBody struct {
+		Error string `json:"error"`
+	}
+)

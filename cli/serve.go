@@ -1,0 +1,107 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rlconform/rlconform/adapters"
+	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/fakeclock"
+	"github.com/rlconform/rlconform/model"
+	"github.com/rlconform/rlconform/mutants"
+	"github.com/rlconform/rlconform/redisenv"
+	"github.com/rlconform/rlconform/reference"
+)
+
+func serve(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("rlconform serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	impl := fs.String("impl", "reference", "what to serve: reference, model, or mutant:NAME ("+mutantNames()+")")
+	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
+	limit := fs.Int("limit", 5, "initial limit N")
+	window := fs.Duration("window", time.Minute, "initial window W")
+	prefix := fs.String("prefix", "rlc-serve:", "key prefix in Redis")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitConformant
+		}
+		return ExitCannotRun
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	clock := fakeclock.New(time.Now())
+	lim, store, err := build(ctx, *impl, clock, *prefix, *limit, *window)
+	if err != nil {
+		fmt.Fprintf(stderr, "rlconform serve: %v\n", err)
+		return ExitCannotRun
+	}
+	if store != nil {
+		defer store.Close()
+	}
+	srv, err := adapters.Listen(*addr, lim, clock)
+	if err != nil {
+		fmt.Fprintf(stderr, "rlconform serve: %v\n", err)
+		return ExitCannotRun
+	}
+	fmt.Fprintf(stdout, "rlconform: serving %s over protocol v1 at %s (clock control: yes)\n", *impl, srv.URL)
+	if store != nil {
+		fmt.Fprintf(stdout, "rlconform: its keys are in redis://%s under %q (%s): --store-url redis://%s --store-prefix %s\n",
+			store.Addr, *prefix, store.Source, store.Addr, *prefix)
+	}
+	<-ctx.Done()
+	srv.Close()
+	return ExitConformant
+}
+
+// build makes the limiter to serve, and the Redis it uses (nil for the model).
+func build(ctx context.Context, impl string, clock fakeclock.Clock, prefix string, n int, w time.Duration) (contract.RateLimiterContract, *redisenv.Redis, error) {
+	if impl == "model" {
+		lim, err := model.NewLimiter(clock, n, w)
+		return lim, nil, err
+	}
+	var mutant *mutants.Mutant
+	if name, ok := strings.CutPrefix(impl, "mutant:"); ok {
+		for _, m := range mutants.All() {
+			if m.Name == name {
+				mutant = &m
+			}
+		}
+		if mutant == nil {
+			return nil, nil, fmt.Errorf("unknown mutant %q; known: %s", name, mutantNames())
+		}
+	} else if impl != "reference" {
+		return nil, nil, fmt.Errorf("unknown --impl %q: want reference, model or mutant:NAME", impl)
+	}
+	store, err := redisenv.Obtain(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	var lim contract.RateLimiterContract
+	if mutant != nil {
+		lim, err = mutant.New(mutants.Store{Redis: store.Client, Clock: clock, Prefix: prefix, MaxRequests: n, Window: w})
+	} else {
+		lim, err = reference.New(store.Client, reference.Options{MaxRequests: n, Window: w, Prefix: prefix, Clock: clock})
+	}
+	if err != nil {
+		store.Close()
+		return nil, nil, err
+	}
+	return lim, store, nil
+}
+
+func mutantNames() string {
+	var names []string
+	for _, m := range mutants.All() {
+		names = append(names, m.Name)
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,53 @@
+package suite_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/mutants"
+	"github.com/rlconform/rlconform/reference"
+	"github.com/rlconform/rlconform/suite"
+)
+
+// clockless is a target without clock control: it reads the Redis
+// server's TIME, so the suite grades it in real time.
+func clockless(name string, make func(suite.Env) (contract.RateLimiterContract, error)) suite.Target {
+	caps := contract.All()
+	caps.Clock = false
+	return suite.Target{Name: name, Capabilities: caps, NeedsRedis: true,
+		New: func(_ context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
+			lim, err := make(env)
+			return lim, nil, err
+		}}
+}
+
+func TestRealTimeMode(t *testing.T) {
+	ctx := context.Background()
+	ref := clockless("reference on Redis TIME", func(env suite.Env) (contract.RateLimiterContract, error) {
+		return reference.New(env.Redis, reference.Options{MaxRequests: env.MaxRequests, Window: env.Window, Prefix: env.KeyPrefix})
+	})
+	rep, err := suite.Check(ctx, suite.Config{Level: suite.Strict}, ref)
+	require.NoError(t, err)
+	assert.NoError(t, rep.Err(), rep.Table())
+	for _, r := range rep.Results {
+		if r.ID == "core/sliding-expiry-realtime" {
+			assert.Equal(t, suite.Passed, r.Status, r.Message)
+		}
+		if r.ID == "core/sliding-expiry" {
+			assert.Equal(t, suite.Skipped, r.Status, "needs a clock")
+		}
+	}
+
+	mixup := clockless("window-unit-mixup on Redis TIME", func(env suite.Env) (contract.RateLimiterContract, error) {
+		return mutants.WindowUnitMixup(mutants.Store{Redis: env.Redis, Clock: nil, Prefix: env.KeyPrefix, MaxRequests: env.MaxRequests, Window: env.Window})
+	})
+	rep, err = suite.Check(ctx, suite.Config{IDs: []string{"core/sliding-expiry-realtime"}}, mixup)
+	require.NoError(t, err)
+	require.Len(t, rep.Results, 1)
+	assert.Equal(t, suite.Failed, rep.Results[0].Status)
+	t.Log(rep.Results[0].Message)
+}
