@@ -1,0 +1,187 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlconform/rlconform/adapters"
+	"github.com/rlconform/rlconform/fakeclock"
+	"github.com/rlconform/rlconform/model"
+	"github.com/rlconform/rlconform/mutants"
+	"github.com/rlconform/rlconform/redisenv"
+	"github.com/rlconform/rlconform/suite"
+)
+
+// rlconform runs the command and returns its exit code and outputs.
+func rlconform(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := Main(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// serveModel serves the model over protocol v1; with clock false it has no
+// clock control and is graded in real time.
+func serveModel(t *testing.T, withClock bool) string {
+	t.Helper()
+	var clock *fakeclock.Fake
+	var read fakeclock.Clock = fakeclock.Real{}
+	if withClock {
+		clock = fakeclock.New(time.Now())
+		read = clock
+	}
+	lim, err := model.NewLimiter(read, 5, time.Minute)
+	require.NoError(t, err)
+	srv, err := adapters.NewServer(lim, clock)
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	return srv.URL
+}
+
+func TestRunGradesTheReferenceByDefault(t *testing.T) {
+	dir := t.TempDir()
+	code, out, _ := rlconform(t, "run", "--level", "core", "--json", filepath.Join(dir, "r.json"))
+	assert.Equal(t, ExitConformant, code, out)
+	assert.Contains(t, out, "CONFORMANT")
+	for _, id := range []string{"core/allow-within-limit", "core/block-over-limit", "core/sliding-expiry", "core/remaining",
+		"core/reset", "core/concurrent-4", "core/reconfigure", "core/multi-user"} {
+		assert.Regexp(t, `pass\s+`+id, out)
+	}
+	var rep struct {
+		Conformant bool `json:"conformant"`
+		Results    []struct{ ID, Status string }
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "r.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, &rep))
+	assert.True(t, rep.Conformant)
+	assert.Len(t, rep.Results, 9)
+}
+
+func TestRunRemoteTargets(t *testing.T) {
+	url := serveModel(t, true)
+	dir := t.TempDir()
+	junit, summary := filepath.Join(dir, "j.xml"), filepath.Join(dir, "s.md")
+	code, out, _ := rlconform(t, "run", "--target", url, "--target", url, "--level", "strict", "--junit", junit, "--summary", summary)
+	assert.Equal(t, ExitConformant, code, out)
+
+	raw, err := os.ReadFile(junit)
+	require.NoError(t, err)
+	var parsed struct {
+		Suites []struct {
+			Tests    int `xml:"tests,attr"`
+			Failures int `xml:"failures,attr"`
+		} `xml:"testsuite"`
+	}
+	require.NoError(t, xml.Unmarshal(raw, &parsed))
+	require.Len(t, parsed.Suites, 2)
+	assert.Zero(t, parsed.Suites[0].Failures+parsed.Suites[1].Failures)
+	md, err := os.ReadFile(summary)
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "| `strict/shared-store` | strict | ✅ pass |")
+}
+
+func TestRunInRealTimeWithoutClockControl(t *testing.T) {
+	url := serveModel(t, false)
+	start := time.Now()
+	code, out, _ := rlconform(t, "run", "--target", url)
+	assert.Equal(t, ExitConformant, code, out)
+	assert.Regexp(t, `pass\s+core/sliding-expiry-realtime`, out)
+	assert.Regexp(t, `skip\s+core/sliding-expiry .*needs clock control`, out)
+	assert.Less(t, time.Since(start), time.Minute)
+}
+
+func TestRunFailsABrokenRemoteLimiter(t *testing.T) {
+	red, err := redisenv.Obtain(context.Background())
+	require.NoError(t, err)
+	defer red.Close()
+	clock := fakeclock.New(time.Now())
+	lim, err := mutants.FixedWindowEpoch(mutants.Store{Redis: red.Client, Clock: clock, Prefix: "rlc-cli-test:", MaxRequests: 5, Window: time.Minute})
+	require.NoError(t, err)
+	srv, err := adapters.NewServer(lim, clock)
+	require.NoError(t, err)
+	defer srv.Close()
+
+	code, out, _ := rlconform(t, "run", "--target", srv.URL, "--level", "strict")
+	assert.Equal(t, ExitNotConformant, code)
+	assert.Contains(t, out, "strict/boundary-burst-epoch")
+	assert.Contains(t, out, `AllowRequest("u") = allowed, want denied`)
+	assert.Contains(t, out, "NOT CONFORMANT")
+
+	// Knowingly failing specs can be listed; only unexpected results count.
+	code, out, _ = rlconform(t, "run", "--target", srv.URL, "--id", "strict/boundary-burst-epoch,core/reset",
+		"--expect-fail", "strict/boundary-burst-epoch")
+	assert.Equal(t, ExitConformant, code, out)
+	assert.Contains(t, out, "(expected failure)")
+	code, out, _ = rlconform(t, "run", "--target", srv.URL, "--id", "core/reset", "--expect-fail", "core/reset")
+	assert.Equal(t, ExitNotConformant, code, "an expected failure that passes is reported: %s", out)
+	assert.Contains(t, out, "remove it from the list")
+}
+
+func TestRunCannotRun(t *testing.T) {
+	garbage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("<html>hello</html>"))
+	}))
+	defer garbage.Close()
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
+	}))
+	defer hang.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	refused := "http://" + l.Addr().String()
+	l.Close()
+
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"garbage", []string{"run", "--target", garbage.URL}, "malformed answer"},
+		{"hang", []string{"run", "--target", hang.URL, "--timeout", "300ms"}, "no answer within 300ms"},
+		{"refused", []string{"run", "--target", refused}, "refused"},
+		{"not a URL", []string{"run", "--target", "localhost:8080"}, "not an http(s) URL"},
+		{"bad level", []string{"run", "--level", "extreme"}, "unknown level"},
+		{"bad flag", []string{"run", "--frobnicate"}, "flag provided but not defined"},
+		{"store flags alone", []string{"run", "--target", refused, "--store-url", "redis://x"}, "go together"},
+		{"no spec", []string{"run", "--id", "core/nope"}, "no spec matches"},
+		{"no command", nil, "usage"},
+		{"unknown command", []string{"grade"}, "unknown command"},
+		{"unknown impl", []string{"serve", "--impl", "mutant:nope"}, "unknown mutant"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			code, out, errOut := rlconform(t, tt.args...)
+			assert.Equal(t, ExitCannotRun, code, out)
+			assert.Contains(t, errOut, tt.want)
+			assert.NotContains(t, errOut, "goroutine", "no stack traces")
+			assert.Less(t, time.Since(start), 10*time.Second)
+		})
+	}
+}
+
+func TestList(t *testing.T) {
+	code, out, _ := rlconform(t, "list")
+	assert.Equal(t, ExitConformant, code)
+	for _, id := range []string{"core/reset", "strict/linearizable", "robust/key-hygiene"} {
+		assert.Contains(t, out, id)
+	}
+	assert.Equal(t, len(suite.Specs()), strings.Count(out, "\n"))
+}
