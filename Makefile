@@ -1,14 +1,14 @@
 # The two jobs the README opens with. Both get a real Redis first.
 GO ?= go
 
-.PHONY: conformance test bench redis
+.PHONY: conformance test bench redis node-deps
 
 ## conformance: grade the reference limiter against real Redis and print the table
 conformance: redis
 	$(GO) run ./cmd/rlconform run
 
 ## test: every test, with the race detector
-test: redis
+test: redis node-deps
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
@@ -18,3 +18,8 @@ bench: redis
 
 redis:
 	@./scripts/ensure-redis
+
+# The Node.js example (examples/node) is graded over HTTP by the tests.
+node-deps:
+	@command -v node >/dev/null 2>&1 || { echo "make test grades examples/node: install Node.js and npm (apt-get install -y nodejs npm)" >&2; exit 1; }
+	@[ -d examples/node/node_modules/ioredis ] || (cd examples/node && npm ci --no-audit --no-fund --loglevel=error)
