@@ -22,6 +22,7 @@ type Server struct {
 	binary string
 	port   int
 	dir    string
+	extra  []string // further redis-server arguments
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -30,8 +31,8 @@ type Server struct {
 }
 
 // StartServer starts binary (a redis-server) on a free loopback port, with
-// no persistence, and waits until it answers PING.
-func StartServer(ctx context.Context, binary string) (*Server, error) {
+// no persistence and any extra arguments, and waits until it answers PING.
+func StartServer(ctx context.Context, binary string, extraArgs ...string) (*Server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, fmt.Errorf("redisenv: finding a free port: %w", err)
@@ -40,7 +41,7 @@ func StartServer(ctx context.Context, binary string) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redisenv: %w", err)
 	}
-	s := &Server{binary: binary, port: port, dir: dir}
+	s := &Server{binary: binary, port: port, dir: dir, extra: extraArgs}
 	if err := s.Start(ctx); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -63,6 +64,7 @@ func (s *Server) Start(ctx context.Context) error {
 		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", s.dir,
 		"--protected-mode", "no", "--loglevel", "warning")
+	cmd.Args = append(cmd.Args, s.extra...)
 	out := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	setDeathSignal(cmd)

@@ -69,8 +69,8 @@ func Run(t *testing.T, cfg Config, target Target) {
 // Register adds the catalogue for each target to the caller's Ginkgo tree,
 // one ordered container per target with one It per spec, labelled with the
 // spec's level and needs (label filters such as `--ginkgo.label-filter=core`
-// work). Call it at package level, once: Ginkgo runs one RunSpecs per
-// process, which the caller's suite owns.
+// work). Call it before RunSpecs (at package level, or in the test function),
+// once: Ginkgo runs one RunSpecs per process, which the caller's suite owns.
 //
 // Typical usage:
 //

@@ -169,16 +169,16 @@ func keyHygiene(h *H) {
 	// This spec's keys under the prefix (they carry its users' tag; with a
 	// per-spec prefix, all do): each must expire, not too early, not too late.
 	var keys, others []string
-	iter := red.Scan(ctx, 0, h.env.KeyPrefix+"*", 1000).Iterator()
-	for iter.Next(ctx) {
-		if strings.Contains(iter.Val(), h.tag) {
-			keys = append(keys, iter.Val())
-		} else {
-			others = append(others, iter.Val())
-		}
-	}
-	if err := iter.Err(); err != nil {
+	all, err := scanKeys(ctx, red, globEscape(h.env.KeyPrefix)+"*")
+	if err != nil {
 		h.Failf("SCAN %s*: %v", h.env.KeyPrefix, err)
+	}
+	for _, k := range all {
+		if strings.Contains(k, h.tag) {
+			keys = append(keys, k)
+		} else {
+			others = append(others, k)
+		}
 	}
 	attributed := true
 	if len(keys) == 0 && h.run.cfg.StorePrefix != "" {
@@ -210,9 +210,12 @@ func keyHygiene(h *H) {
 		}
 	}
 	// Keys that carry this spec's user ids but not the prefix: written outside it.
-	iter = red.Scan(ctx, 0, "*"+h.tag+"*", 1000).Iterator()
-	for iter.Next(ctx) {
-		if k := iter.Val(); !strings.HasPrefix(k, h.env.KeyPrefix) {
+	tagged, err := scanKeys(ctx, red, "*"+h.tag+"*")
+	if err != nil {
+		h.Failf("SCAN *%s*: %v", h.tag, err)
+	}
+	for _, k := range tagged {
+		if !strings.HasPrefix(k, h.env.KeyPrefix) {
 			h.Failf("key %q holds one of this spec's users but is outside the prefix %q", k, h.env.KeyPrefix)
 		}
 	}

@@ -310,11 +310,7 @@ func (r *runner) cleanKeys(prefix string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	iter := r.redis.Client.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-	var keys []string
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
-	}
+	keys, _ := scanKeys(ctx, r.redis.Client, globEscape(prefix)+"*")
 	for _, k := range keys {
 		r.redis.Client.Del(ctx, k) // one by one: keys may live in different cluster slots
 	}

@@ -1,0 +1,33 @@
+package reference_test
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlconform/rlconform/redisenv"
+	"github.com/rlconform/rlconform/suite"
+)
+
+// TestConformantOnACluster grades the reference on a three-master Redis
+// Cluster: every key is one user's, hash-tagged, so every script touches
+// one slot.
+func TestConformantOnACluster(t *testing.T) {
+	bin, err := exec.LookPath("redis-server")
+	require.NoError(t, err, "redis-server must be on PATH")
+	ctx := context.Background()
+	cluster, err := redisenv.StartCluster(ctx, bin, 3)
+	require.NoError(t, err)
+	defer cluster.Close()
+	client := cluster.Client()
+	defer client.Close()
+
+	red := &redisenv.Redis{Client: client, Source: redisenv.SourceURL, Addr: strings.Join(cluster.Addrs(), ",")}
+	rep, err := suite.Check(ctx, suite.Config{Redis: red, Level: suite.Robust}, suite.ReferenceTarget())
+	require.NoError(t, err)
+	require.NoError(t, rep.Err(), rep.Table())
+	t.Log("\n" + rep.Table())
+}

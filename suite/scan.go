@@ -1,0 +1,36 @@
+package suite
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// scanKeys lists the keys matching pattern, on every master of a cluster.
+func scanKeys(ctx context.Context, c redis.UniversalClient, pattern string) ([]string, error) {
+	var (
+		mu   sync.Mutex
+		keys []string
+	)
+	scan := func(ctx context.Context, c redis.UniversalClient) error {
+		iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
+		for iter.Next(ctx) {
+			mu.Lock()
+			keys = append(keys, iter.Val())
+			mu.Unlock()
+		}
+		return iter.Err()
+	}
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		err := cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error { return scan(ctx, node) })
+		return keys, err
+	}
+	return keys, scan(ctx, c)
+}
+
+// globEscape quotes the glob characters of s for a SCAN MATCH pattern.
+func globEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`, "]", `\]`).Replace(s)
+}
