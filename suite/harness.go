@@ -184,22 +184,13 @@ func (h *H) Allow(user string) bool { return h.AllowOn(0, user) }
 // AllowOn sends AllowRequest(user) to instance i and checks the answer with
 // the model: the spec fails at the first answer the model would not give.
 func (h *H) AllowOn(i int, user string) bool {
-	lim := h.Instance(i)
-	now := h.Now()
-	before := h.model.Clone()
-	want, _ := h.model.Allow(now, user)
-	got, err := lim.AllowRequest(h.ctx, user)
-	op := "AllowRequest(" + h.short(user) + ")"
-	if err != nil {
-		h.record(i, now, op, "error")
-		h.Failf("step %d at %s: %s returned an error: %v", len(h.tl.events), fmtOffset(now.Sub(h.start)), op, err)
-	}
-	h.record(i, now, op, allowedWord(got))
-	if got != want {
-		h.Failf("step %d at %s: %s = %s, want %s\n  %s", len(h.tl.events), fmtOffset(now.Sub(h.start)), op,
-			allowedWord(got), allowedWord(want), h.explain(before, now, user))
-	}
-	return got
+	got := h.checked(i, "AllowRequest", user,
+		func(now time.Time) string { ok, _ := h.model.Allow(now, user); return allowedWord(ok) },
+		func(lim contract.RateLimiterContract) (string, error) {
+			ok, err := lim.AllowRequest(h.ctx, user)
+			return allowedWord(ok), err
+		})
+	return got == allowedWord(true)
 }
 
 // Remaining sends GetRemainingRequests(user) to instance 0 and checks it.
@@ -207,20 +198,35 @@ func (h *H) Remaining(user string) int { return h.RemainingOn(0, user) }
 
 // RemainingOn sends GetRemainingRequests(user) to instance i and checks it.
 func (h *H) RemainingOn(i int, user string) int {
+	got := h.checked(i, "GetRemainingRequests", user,
+		func(now time.Time) string { n, _ := h.model.Remaining(now, user); return strconv.Itoa(n) },
+		func(lim contract.RateLimiterContract) (string, error) {
+			n, err := lim.GetRemainingRequests(h.ctx, user)
+			return strconv.Itoa(n), err
+		})
+	n, _ := strconv.Atoi(got)
+	return n
+}
+
+// checked performs one operation on instance i at the current instant: the
+// model answers first (want), then the target (call). The spec fails at an
+// error, or at an answer the model would not give, explaining what the model
+// counted.
+func (h *H) checked(i int, name, user string, want func(time.Time) string, call func(contract.RateLimiterContract) (string, error)) string {
 	lim := h.Instance(i)
 	now := h.Now()
 	before := h.model.Clone()
-	want, _ := h.model.Remaining(now, user)
-	got, err := lim.GetRemainingRequests(h.ctx, user)
-	op := "GetRemainingRequests(" + h.short(user) + ")"
+	w := want(now)
+	got, err := call(lim)
+	op := name + "(" + h.short(user) + ")"
+	at := fmtOffset(now.Sub(h.start))
 	if err != nil {
 		h.record(i, now, op, "error")
-		h.Failf("step %d at %s: %s returned an error: %v", len(h.tl.events), fmtOffset(now.Sub(h.start)), op, err)
+		h.Failf("step %d at %s: %s returned an error: %v", len(h.tl.events), at, op, err)
 	}
-	h.record(i, now, op, strconv.Itoa(got))
-	if got != want {
-		h.Failf("step %d at %s: %s = %d, want %d\n  %s", len(h.tl.events), fmtOffset(now.Sub(h.start)), op,
-			got, want, h.explain(before, now, user))
+	h.record(i, now, op, got)
+	if got != w {
+		h.Failf("step %d at %s: %s = %s, want %s\n  %s", len(h.tl.events), at, op, got, w, h.explain(before, now, user))
 	}
 	return got
 }
