@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -148,11 +150,29 @@ func TestRunCannotRun(t *testing.T) {
 	refused := "http://" + l.Addr().String()
 	l.Close()
 
+	// Answers well for the first requests, then hangs for good.
+	var served atomic.Int32
+	lim, _ := model.NewLimiter(fakeclock.Real{}, 5, time.Minute)
+	healthy := adapters.Handler(lim, nil)
+	dies := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if served.Add(1) > 20 {
+			io.Copy(io.Discard, r.Body)
+			select {
+			case <-r.Context().Done():
+			case <-time.After(10 * time.Second):
+			}
+			return
+		}
+		healthy.ServeHTTP(w, r)
+	}))
+	defer dies.Close()
+
 	tests := []struct {
 		name string
 		args []string
 		want string
 	}{
+		{"dies mid-run", []string{"run", "--target", dies.URL, "--timeout", "500ms"}, "stopped answering during core/"},
 		{"garbage", []string{"run", "--target", garbage.URL}, "malformed answer"},
 		{"hang", []string{"run", "--target", hang.URL, "--timeout", "300ms"}, "no answer within 300ms"},
 		{"refused", []string{"run", "--target", refused}, "refused"},

@@ -118,6 +118,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "rlconform: grading %s, %d specs\n", target.Name, total)
 	rep, err := suite.Check(ctx, cfg, target)
 	if err != nil {
+		if rep != nil && len(rep.Results) > 0 {
+			fmt.Fprintf(stdout, "\n%s\n", strings.TrimRight(rep.Results[len(rep.Results)-1].Message, "\n"))
+		}
 		fmt.Fprintf(stderr, "rlconform: %v\n", err)
 		return ExitCannotRun
 	}

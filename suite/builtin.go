@@ -89,16 +89,22 @@ func RemoteTarget(ctx context.Context, urls []string, timeout time.Duration) (Ta
 	if err != nil {
 		return Target{}, fmt.Errorf("target %s: %w", urls[0], err)
 	}
-	probe := fmt.Sprintf("rlconform-probe-%d", time.Now().UnixNano())
-	for i, c := range clients {
-		if _, err := c.AllowRequest(ctx, probe); err != nil {
-			return Target{}, fmt.Errorf("target %s does not answer AllowRequest: %w", urls[i], err)
-		}
-		if caps.Remaining {
-			if _, err := c.GetRemainingRequests(ctx, probe); err != nil {
-				return Target{}, fmt.Errorf("target %s does not answer GetRemainingRequests: %w", urls[i], err)
+	alive := func(ctx context.Context) error {
+		probe := fmt.Sprintf("rlconform-probe-%d", time.Now().UnixNano())
+		for i, c := range clients {
+			if _, err := c.AllowRequest(ctx, probe); err != nil {
+				return fmt.Errorf("target %s does not answer AllowRequest: %w", urls[i], err)
+			}
+			if caps.Remaining {
+				if _, err := c.GetRemainingRequests(ctx, probe); err != nil {
+					return fmt.Errorf("target %s does not answer GetRemainingRequests: %w", urls[i], err)
+				}
 			}
 		}
+		return nil
+	}
+	if err := alive(ctx); err != nil {
+		return Target{}, err
 	}
 	caps.SharedStore = len(urls) > 1
 	name := urls[0]
@@ -108,6 +114,7 @@ func RemoteTarget(ctx context.Context, urls []string, timeout time.Duration) (Ta
 	return Target{
 		Name:         name,
 		Capabilities: caps,
+		Alive:        alive,
 		New: func(_ context.Context, env Env) (contract.RateLimiterContract, func() error, error) {
 			c := clients[env.Instance%len(clients)]
 			if caps.Clock {

@@ -23,7 +23,11 @@ func Check(ctx context.Context, cfg Config, target Target) (*Report, error) {
 	defer r.close()
 	rep := &Report{Target: target.Name, Seed: r.cfg.Seed, Level: r.cfg.Level}
 	for _, s := range r.selected() {
-		rep.Results = append(rep.Results, r.runSpec(ctx, target, &s))
+		res := r.runSpec(ctx, target, &s)
+		rep.Results = append(rep.Results, res)
+		if err := r.stillAlive(ctx, target, res); err != nil {
+			return rep, err
+		}
 	}
 	return rep, nil
 }
@@ -49,6 +53,9 @@ func Run(t *testing.T, cfg Config, target Target) {
 	for _, s := range r.selected() {
 		t.Run(s.id, func(t *testing.T) {
 			res := r.runSpec(t.Context(), target, &s)
+			if err := r.stillAlive(t.Context(), target, res); err != nil {
+				t.Fatalf("rlconform: %v", err)
+			}
 			ran++
 			switch res.Status {
 			case Skipped:
@@ -97,6 +104,9 @@ func Register(cfg Config, targets ...Target) bool {
 				}
 				ginkgo.It(s.title(), ginkgo.Label(s.labels()...), func(ctx ginkgo.SpecContext) {
 					res := r.runSpec(ctx, target, &s)
+					if err := r.stillAlive(ctx, target, res); err != nil {
+						ginkgo.AbortSuite(res.Message + "\n" + err.Error())
+					}
 					graded++
 					switch res.Status {
 					case Skipped:

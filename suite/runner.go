@@ -203,6 +203,20 @@ func (r *runner) missing(t Target, s *spec) string {
 	return ""
 }
 
+// stillAlive asks a target whose spec just failed whether it still answers,
+// within 10s; an error means the run cannot go on.
+func (r *runner) stillAlive(ctx context.Context, t Target, res Result) error {
+	if t.Alive == nil || res.Status != Failed {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := t.Alive(ctx); err != nil {
+		return fmt.Errorf("suite: %s stopped answering during %s, the run cannot go on: %w", t.Name, res.ID, err)
+	}
+	return nil
+}
+
 // runSpec runs one spec on a fresh instance of target and never panics.
 func (r *runner) runSpec(ctx context.Context, t Target, s *spec) (res Result) {
 	r.count++

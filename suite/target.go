@@ -27,6 +27,11 @@ type Target struct {
 	// and must enforce one limit. Close, when not nil, is called when the
 	// spec ends.
 	New func(ctx context.Context, env Env) (lim contract.RateLimiterContract, close func() error, err error)
+	// Alive, when not nil, tells whether the target still answers. The run
+	// asks it after a spec fails and stops with an error if it does not, so
+	// that a target gone dead ends the run in seconds, not one timeout per
+	// spec.
+	Alive func(ctx context.Context) error
 }
 
 // Env is what a target's factory gets for one spec.
