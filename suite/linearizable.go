@@ -200,8 +200,8 @@ func linearizable(h *H) {
 	}
 	path := h.visualize(m, info)
 	h.Failf("the history of %d concurrent operations is not linearizable: no serial order of them gives these answers "+
-		"(more allowed than N, or a request denied that a serial order would allow).\n  porcupine's visualisation: %s",
-		len(history), path)
+		"(more allowed than N, or a request denied that a serial order would allow).\n  %s\n  porcupine's visualisation: %s",
+		len(history), h.busiest(history), path)
 }
 
 func linClient(h *H, rec *recorder, client int, seed uint64, at int64, users []string, instances []contract.RateLimiterContract, ops int) {
@@ -313,4 +313,30 @@ func resetRace(h *H) {
 		}
 		h.Advance(h.W())
 	}
+}
+
+// busiest names the user and instant with the most allowed requests: with
+// more than N there, the symptom needs no visualisation.
+func (h *H) busiest(history []porcupine.Operation) string {
+	type slot struct {
+		user string
+		at   int64
+	}
+	allowed := map[slot]int{}
+	var top slot
+	for _, o := range history {
+		in, out := o.Input.(linInput), o.Output.(linOutput)
+		if in.op == 'a' && out.allowed && !out.unknown {
+			k := slot{in.user, in.at}
+			allowed[k]++
+			if allowed[k] > allowed[top] {
+				top = k
+			}
+		}
+	}
+	if allowed[top] == 0 {
+		return "no request was allowed at all"
+	}
+	return fmt.Sprintf("the most allowed for one user at one instant: %d for %s at %s (limit %d; resets in between allow more)",
+		allowed[top], h.short(top.user), fmtOffset(time.UnixMilli(top.at).Sub(h.start)), h.N())
 }
