@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
 	"strings"
 	"testing"
@@ -241,4 +242,39 @@ func BenchmarkAllowRequest(b *testing.B) {
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "decisions/s")
 		})
 	}
+}
+
+// TestCallsEndWithTheirContextOnAFrozenServer: a go-redis client without
+// ContextTimeoutEnabled waits for its own read timeout when the server does
+// not answer; the limiter must return when the caller's context ends.
+func TestCallsEndWithTheirContextOnAFrozenServer(t *testing.T) {
+	srv, err := redisenv.StartServer(context.Background(), serverBinary(t))
+	require.NoError(t, err)
+	defer srv.Close()
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), ReadTimeout: time.Minute, WriteTimeout: time.Minute})
+	defer client.Close()
+	l, err := New(client, Options{MaxRequests: 1, Window: time.Minute, Timeout: -1})
+	require.NoError(t, err)
+	_, err = l.AllowRequest(context.Background(), "warm-up")
+	require.NoError(t, err)
+
+	require.NoError(t, srv.Pause())
+	defer srv.Resume()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { _, err := l.AllowRequest(ctx, "u"); done <- err }()
+	select {
+	case err := <-done:
+		assert.ErrorIs(t, err, contract.ErrStore)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+	case <-time.After(10 * time.Second):
+		t.Fatal("AllowRequest outlived its 200ms context by 10s on a frozen server")
+	}
+}
+
+func serverBinary(t *testing.T) string {
+	bin, err := exec.LookPath("redis-server")
+	require.NoError(t, err, "redis-server must be on PATH")
+	return bin
 }

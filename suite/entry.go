@@ -85,6 +85,7 @@ func Run(t *testing.T, cfg Config, target Target) {
 //
 //	func TestMine(t *testing.T) { RegisterFailHandler(Fail); RunSpecs(t, "mine") }
 func Register(cfg Config, targets ...Target) bool {
+	level := cfg.withDefaults().Level
 	for _, target := range targets {
 		ginkgo.Describe("rlconform "+target.Name, ginkgo.Ordered, ginkgo.ContinueOnFailure, func() {
 			var r *runner
@@ -99,7 +100,7 @@ func Register(cfg Config, targets ...Target) bool {
 				ginkgo.DeferCleanup(r.close)
 			})
 			for _, s := range catalogue() {
-				if !cfg.withDefaults().Level.includes(s.level) || !s.matches(cfg.IDs) {
+				if !level.includes(s.level) || !s.matches(cfg.IDs) || !s.hasLabel(cfg.Labels) {
 					continue
 				}
 				ginkgo.It(s.title(), ginkgo.Label(s.labels()...), func(ctx ginkgo.SpecContext) {
