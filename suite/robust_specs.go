@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rlconform/rlconform/contract"
+	"github.com/onsi/gomega"
 
-	. "github.com/onsi/gomega"
+	"github.com/rlconform/rlconform/contract"
 )
 
 // robustSpecs grade what breaks in production: odd input, key hygiene and
@@ -266,7 +266,7 @@ func storeOutage(h *H) {
 		_, err := lim.AllowRequest(ctx, h.User("probe"))
 		return err
 	}
-	h.g.Eventually(probe).WithTimeout(10*time.Second).WithPolling(50*time.Millisecond).Should(Succeed(),
+	h.g.Eventually(probe).WithTimeout(10*time.Second).WithPolling(50*time.Millisecond).Should(gomega.Succeed(),
 		"10s after Redis came back the limiter still fails: it must reconnect by itself, without a restart")
 	after := h.User("after-outage")
 	for range h.N() + 1 {
