@@ -98,15 +98,6 @@ func (s *State) Configure(maxRequests int, window time.Duration) error {
 	return nil
 }
 
-// Clone returns an independent copy of s.
-func (s *State) Clone() *State {
-	c := &State{max: s.max, window: s.window, logs: make(map[string][]int64, len(s.logs))}
-	for u, l := range s.logs {
-		c.logs[u] = append([]int64(nil), l...)
-	}
-	return c
-}
-
 // active prunes user's log of entries with e <= t-W and returns those with
 // e <= t. Entries after t (the clock was set back) are kept, not counted.
 func (s *State) active(t int64, user string) []int64 {

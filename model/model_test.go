@@ -155,15 +155,6 @@ func TestRetryAfter(t *testing.T) {
 		"with the limit lowered to 1, both entries must go: the later one leaves at 1300")
 }
 
-func TestCloneIsIndependent(t *testing.T) {
-	s, _ := New(1, time.Second)
-	s.Allow(time.UnixMilli(0), "u")
-	c := s.Clone()
-	require.NoError(t, c.Reset("u"))
-	assert.Equal(t, 1, s.Active(time.UnixMilli(0), "u"))
-	assert.Equal(t, 0, c.Active(time.UnixMilli(0), "u"))
-}
-
 func TestLimiterOnFakeClock(t *testing.T) {
 	ctx := context.Background()
 	clk := fakeclock.New(time.UnixMilli(1_700_000_000_000))

@@ -215,7 +215,7 @@ func (h *H) RemainingOn(i int, user string) int {
 func (h *H) checked(i int, name, user string, want func(time.Time) string, call func(contract.RateLimiterContract) (string, error)) string {
 	lim := h.Instance(i)
 	now := h.Now()
-	before := h.model.Clone()
+	before := h.snapshot(now, user)
 	w := want(now)
 	got, err := call(lim)
 	op := name + "(" + h.short(user) + ")"
@@ -265,13 +265,25 @@ func (h *H) Configure(n int, w time.Duration) {
 // checked operations (a concurrent phase, say).
 func (h *H) Note(op, outcome string) { h.record(0, h.Now(), op, outcome) }
 
+// snapshot is what the model knows of one user at one instant, kept before
+// a step so that a failing step can be explained.
+type snapshot struct {
+	log    []time.Time
+	limit  int
+	window time.Duration
+}
+
+func (h *H) snapshot(now time.Time, user string) snapshot {
+	return snapshot{log: h.model.Log(now, user), limit: h.model.Limit(), window: h.model.Window()}
+}
+
 // explain says what the model knew about user just before the diverging
 // step, so that the reader sees which entries should have counted.
-func (h *H) explain(before *model.State, now time.Time, user string) string {
-	log := before.Log(now, user)
+func (h *H) explain(before snapshot, now time.Time, user string) string {
+	log := before.log
 	var b strings.Builder
-	lo, hi := now.Add(-before.Window()).Sub(h.start), now.Sub(h.start)
-	fmt.Fprintf(&b, "the model counts %d of limit %d for %s: the entries in (%s, %s]", len(log), before.Limit(), h.short(user), fmtOffset(lo), fmtOffset(hi))
+	lo, hi := now.Add(-before.window).Sub(h.start), now.Sub(h.start)
+	fmt.Fprintf(&b, "the model counts %d of limit %d for %s: the entries in (%s, %s]", len(log), before.limit, h.short(user), fmtOffset(lo), fmtOffset(hi))
 	if len(log) == 0 {
 		b.WriteString(" (none)")
 	} else {
@@ -293,10 +305,10 @@ func (h *H) explain(before *model.State, now time.Time, user string) string {
 		}
 		i = j
 	}
-	if len(log) >= before.Limit() {
+	if len(log) >= before.limit {
 		b.WriteString(": every slot is taken")
 	} else {
-		fmt.Fprintf(&b, ": %d slot(s) free", before.Limit()-len(log))
+		fmt.Fprintf(&b, ": %d slot(s) free", before.limit-len(log))
 	}
 	return b.String()
 }
