@@ -3,8 +3,12 @@
 package cli
 
 import (
+	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"strings"
 
 	"github.com/rlconform/rlconform/suite"
@@ -15,6 +19,8 @@ const (
 	ExitConformant    = 0
 	ExitNotConformant = 1
 	ExitCannotRun     = 2
+	// ExitInterrupted: stopped by SIGINT or SIGTERM (128 + SIGINT).
+	ExitInterrupted = 130
 )
 
 const usage = `rlconform grades rate limiters against the exact sliding-window contract.
@@ -23,10 +29,14 @@ usage:
   rlconform run   [flags]  grade a limiter: the reference on a Redis found or started,
                            or a protocol v1 server with --target URL
   rlconform serve [flags]  serve a built-in limiter over protocol v1
-  rlconform list           every spec id, its level, what it needs, what it proves
+  rlconform list [--json] [LEVEL|ID-PREFIX]...
+                           spec ids, their level, what they need, what they prove
+  rlconform version        the version and revision of this build
 
 run 'rlconform run -h' or 'rlconform serve -h' for the flags.
-exit codes: 0 conformant, 1 not conformant, 2 could not run.
+exit codes: 0 conformant, 1 not conformant (a spec failed: the limiter is
+wrong), 2 undecided or could not run (a fault, an inconclusive spec, nothing
+graded, bad flags), 130 interrupted.
 `
 
 // Main runs the command with args (without the program name) and returns
@@ -42,7 +52,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case "serve":
 		return serve(args[1:], stdout, stderr)
 	case "list":
-		return listSpecs(stdout)
+		return listSpecs(args[1:], stdout, stderr)
+	case "version":
+		fmt.Fprintf(stdout, "rlconform %s\n", Version())
+		return ExitConformant
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return ExitConformant
@@ -51,8 +64,57 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	return ExitCannotRun
 }
 
-func listSpecs(stdout io.Writer) int {
-	for _, s := range suite.Specs() {
+func listSpecs(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("rlconform list", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print the catalogue as JSON")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: rlconform list [--json] [LEVEL | ID-PREFIX]...")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitConformant
+		}
+		return ExitCannotRun
+	}
+	specs := suite.Specs()
+	if fs.NArg() > 0 {
+		var picked []suite.SpecInfo
+		for _, s := range specs {
+			for _, sel := range fs.Args() {
+				if string(s.Level) == sel || sel == "all" || strings.HasPrefix(s.ID, sel) {
+					picked = append(picked, s)
+					break
+				}
+			}
+		}
+		if len(picked) == 0 {
+			fmt.Fprintf(stderr, "rlconform list: no spec matches %s (give a level, or the start of spec ids)\n", strings.Join(fs.Args(), " "))
+			return ExitCannotRun
+		}
+		specs = picked
+	}
+	if *asJSON {
+		type entry struct {
+			ID    string   `json:"id"`
+			Level string   `json:"level"`
+			Rule  string   `json:"rule"`
+			Needs []string `json:"needs"`
+		}
+		out := []entry{}
+		for _, s := range specs {
+			out = append(out, entry{s.ID, string(s.Level), s.Rule, append([]string{}, s.Needs...)})
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			fmt.Fprintf(stderr, "rlconform list: %v\n", err)
+			return ExitCannotRun
+		}
+		return ExitConformant
+	}
+	for _, s := range specs {
 		needs := strings.Join(s.Needs, ",")
 		if needs == "" {
 			needs = "-"
@@ -60,6 +122,38 @@ func listSpecs(stdout io.Writer) int {
 		fmt.Fprintf(stdout, "%-34s %-7s %-34s %s\n", s.ID, s.Level, needs, s.Rule)
 	}
 	return ExitConformant
+}
+
+// Version is the module version and VCS revision this binary was built
+// from, as far as its build info tells ("(devel)" and no revision for a
+// build without VCS stamping, such as go build -buildvcs=false).
+func Version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown (no build info)"
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = ", modified"
+			}
+		}
+	}
+	if rev != "" {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		v += " (" + rev + modified + ")"
+	}
+	return v
 }
 
 // list is a flag of comma-separated, repeatable values.

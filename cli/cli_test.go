@@ -129,8 +129,73 @@ func TestRunFailsABrokenRemoteLimiter(t *testing.T) {
 	assert.Equal(t, ExitConformant, code, out)
 	assert.Contains(t, out, "(expected failure)")
 	code, out, _ = rlconform(t, "run", "--target", srv.URL, "--id", "core/reset", "--expect-fail", "core/reset")
-	assert.Equal(t, ExitNotConformant, code, "an expected failure that passes is reported: %s", out)
+	assert.Equal(t, ExitCannotRun, code, "an expected failure that passes makes the run undecided: %s", out)
 	assert.Contains(t, out, "remove it from the list")
+}
+
+func TestRunRejectsBadSelectionsAndPathsFirst(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"misspelt id", []string{"run", "--id", "core/reset,core/rset"}, `unknown spec id "core/rset" (did you mean "core/reset"?)`},
+		{"unknown prefix", []string{"run", "--id", "nope/"}, `unknown spec id "nope/"`},
+		{"unknown expected failure", []string{"run", "--expect-fail", "strict/linearisable"}, `did you mean "strict/linearizable"`},
+		{"unknown label", []string{"run", "--label", "needs-clok"}, `did you mean "needs-clock"`},
+		{"report path", []string{"run", "--junit", "/nonexistent/dir/x.xml"}, "--junit: open /nonexistent/dir/x.xml"},
+		{"two reports on stdout", []string{"run", "--json", "-", "--junit", "-"}, "only one of"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			code, _, errOut := rlconform(t, tt.args...)
+			assert.Equal(t, ExitCannotRun, code, errOut)
+			assert.Contains(t, errOut, tt.want)
+			assert.NotContains(t, errOut, "grading", "nothing is graded before the flags are known good")
+			assert.Less(t, time.Since(start), 5*time.Second)
+		})
+	}
+}
+
+func TestRunWritesAReportToStdout(t *testing.T) {
+	code, out, errOut := rlconform(t, "run", "--id", "core/reset", "--json", "-")
+	require.Equal(t, ExitConformant, code, errOut)
+	var rep struct {
+		Outcome  string `json:"outcome"`
+		Version  string `json:"version"`
+		Coverage struct{ Graded int }
+		Results  []struct{ Status, Mode string }
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), "stdout holds the JSON alone: %s", out)
+	assert.Equal(t, "conformant", rep.Outcome)
+	assert.NotEmpty(t, rep.Version)
+	assert.Equal(t, 1, rep.Coverage.Graded)
+	assert.Equal(t, "pass", rep.Results[0].Status)
+	assert.Equal(t, "fake-clock", rep.Results[0].Mode)
+	assert.Contains(t, errOut, "CONFORMANT: 1 of 1 graded", "the table goes to stderr")
+}
+
+func TestVersionAndListFilters(t *testing.T) {
+	code, out, _ := rlconform(t, "version")
+	assert.Equal(t, ExitConformant, code)
+	assert.Regexp(t, `^rlconform \S+`, out)
+
+	code, out, _ = rlconform(t, "list", "--json", "robust")
+	require.Equal(t, ExitConformant, code)
+	var specs []struct{ ID, Level string }
+	require.NoError(t, json.Unmarshal([]byte(out), &specs))
+	require.NotEmpty(t, specs)
+	for _, s := range specs {
+		assert.Equal(t, "robust", s.Level)
+	}
+	code, out, _ = rlconform(t, "list", "core/re")
+	assert.Equal(t, ExitConformant, code)
+	assert.Contains(t, out, "core/reset")
+	assert.NotContains(t, out, "core/multi-user")
+	code, _, errOut := rlconform(t, "list", "nothing/")
+	assert.Equal(t, ExitCannotRun, code)
+	assert.Contains(t, errOut, "no spec matches")
 }
 
 func TestRunCannotRun(t *testing.T) {
@@ -180,7 +245,7 @@ func TestRunCannotRun(t *testing.T) {
 		{"bad level", []string{"run", "--level", "extreme"}, "unknown level"},
 		{"bad flag", []string{"run", "--frobnicate"}, "flag provided but not defined"},
 		{"store flags alone", []string{"run", "--target", refused, "--store-url", "redis://x"}, "go together"},
-		{"no spec", []string{"run", "--id", "core/nope"}, "no spec matches"},
+		{"no spec", []string{"run", "--id", "core/nope"}, "unknown spec id"},
 		{"no command", nil, "usage"},
 		{"unknown command", []string{"grade"}, "unknown command"},
 		{"unknown impl", []string{"serve", "--impl", "mutant:nope"}, "unknown mutant"},

@@ -8,7 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rlconform/rlconform/redisenv"
@@ -41,9 +41,9 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.Var(&f.labels, "label", "only specs with any of these labels: a level or needs-<capability> (comma-separated, repeatable)")
 	fs.Var(&f.expectFail, "expect-fail", "spec ids the limiter knowingly fails: only unexpected results fail the run (comma-separated, repeatable)")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed for the randomised specs, to reproduce a run (0: pick one; the report shows it)")
-	fs.StringVar(&f.junit, "junit", "", "write a JUnit XML report to `FILE`")
-	fs.StringVar(&f.json, "json", "", "write a JSON report to `FILE`")
-	fs.StringVar(&f.summary, "summary", "", "write a Markdown summary to `FILE` (e.g. $GITHUB_STEP_SUMMARY)")
+	fs.StringVar(&f.junit, "junit", "", "write a JUnit XML report to `FILE` (- for stdout)")
+	fs.StringVar(&f.json, "json", "", "write a JSON report to `FILE` (- for stdout)")
+	fs.StringVar(&f.summary, "summary", "", "write a Markdown summary to `FILE` (- for stdout; e.g. $GITHUB_STEP_SUMMARY)")
 	fs.StringVar(&f.storeURL, "store-url", "", "Redis URL a remote target writes to, so key hygiene is graded there (read only)")
 	fs.StringVar(&f.storePrefix, "store-prefix", "", "key prefix of the remote target's keys in --store-url")
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Second, "bound on each call to a remote target")
@@ -63,7 +63,58 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	if f.timeout <= 0 {
 		return nil, errors.New("--timeout must be positive")
 	}
+	stdouts := 0
+	for _, p := range []string{f.junit, f.json, f.summary} {
+		if p == "-" {
+			stdouts++
+		}
+	}
+	if stdouts > 1 {
+		return nil, errors.New("only one of --junit, --json and --summary may write to stdout (-)")
+	}
 	return f, nil
+}
+
+// reportFile is one report the run was asked to write, opened before the
+// run so that a bad path fails in a second, not after the whole run.
+type reportFile struct {
+	flag  string
+	path  string
+	w     io.Writer
+	close func() error
+	write func(io.Writer, *suite.Report, report.Meta) error
+}
+
+// openReports opens every requested report (- is stdout).
+func openReports(f *runFlags, stdout io.Writer) ([]reportFile, error) {
+	var out []reportFile
+	for _, r := range []reportFile{
+		{flag: "--junit", path: f.junit, write: report.JUnit},
+		{flag: "--json", path: f.json, write: report.JSON},
+		{flag: "--summary", path: f.summary, write: report.Markdown},
+	} {
+		switch r.path {
+		case "":
+			continue
+		case "-":
+			r.w, r.close = stdout, func() error { return nil }
+		default:
+			file, err := os.Create(r.path)
+			if err != nil {
+				closeReports(out)
+				return nil, fmt.Errorf("%s: %w", r.flag, err)
+			}
+			r.w, r.close = file, file.Close
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func closeReports(files []reportFile) {
+	for _, r := range files {
+		r.close()
+	}
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -80,12 +131,28 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rlconform run: %v\n", err)
 		return ExitCannotRun
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-
 	cfg := suite.Config{Level: lvl, Seed: f.seed, IDs: f.ids, Labels: f.labels, ExpectFail: f.expectFail,
 		ReportDir: f.reportDir, StorePrefix: f.storePrefix}
-	total, done := 0, 0
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintf(stderr, "rlconform run: %v\n", err)
+		return ExitCannotRun
+	}
+	// With a report on stdout, everything people read goes to stderr.
+	text := stdout
+	if f.junit == "-" || f.json == "-" || f.summary == "-" {
+		text = stderr
+	}
+	reports, err := openReports(f, stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "rlconform run: %v\n", err)
+		return ExitCannotRun
+	}
+	defer closeReports(reports)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	total, done := suite.Count(cfg), 0
 	cfg.Progress = func(r suite.Result) {
 		done++
 		fmt.Fprintf(stderr, "[%2d/%d] %-13s %s\n", done, total, r.Status, r.ID)
@@ -97,70 +164,61 @@ func run(args []string, stdout, stderr io.Writer) int {
 		cancel()
 		if err != nil {
 			fmt.Fprintf(stderr, "rlconform: %v\n", err)
-			return ExitCannotRun
+			return cannotRun(ctx)
 		}
 		if f.storeURL != "" {
 			store, err := redisenv.FromURL(ctx, f.storeURL)
 			if err != nil {
 				fmt.Fprintf(stderr, "rlconform: --store-url: %v\n", err)
-				return ExitCannotRun
+				return cannotRun(ctx)
 			}
 			defer store.Close()
 			cfg.Redis = store
 			target.Capabilities.StoreInspection = true
 		}
 	}
-	total = suite.Count(cfg)
-	if total == 0 {
-		fmt.Fprintln(stderr, "rlconform: no spec matches --level, --id and --label")
-		return ExitCannotRun
-	}
 	fmt.Fprintf(stderr, "rlconform: grading %s, %d specs\n", target.Name, total)
 	rep, err := suite.Check(ctx, cfg, target)
 	if err != nil {
-		if rep != nil && len(rep.Results) > 0 {
-			fmt.Fprintf(stdout, "\n%s\n", strings.TrimRight(rep.Results[len(rep.Results)-1].Message, "\n"))
-		}
 		fmt.Fprintf(stderr, "rlconform: %v\n", err)
-		return ExitCannotRun
+		return cannotRun(ctx)
 	}
-	for _, r := range rep.Results {
-		if (r.Status == suite.Failed || r.Status == suite.Inconclusive) && !r.ExpectedFailure {
-			fmt.Fprintf(stdout, "\n%s\n", strings.TrimRight(r.Message, "\n"))
+	if rep.Aborted != "" {
+		fmt.Fprintf(stderr, "rlconform: the run could not go on: %s\n", rep.Aborted)
+	}
+	report.Failures(text, rep)
+	fmt.Fprintln(text)
+	report.Text(text, rep)
+	meta := report.Meta{Version: Version()}
+	for _, r := range reports {
+		if err := r.write(r.w, rep, meta); err != nil {
+			fmt.Fprintf(stderr, "rlconform: writing %s %s: %v\n", r.flag, r.path, err)
+			return ExitCannotRun
 		}
+		if err := r.close(); err != nil {
+			fmt.Fprintf(stderr, "rlconform: writing %s %s: %v\n", r.flag, r.path, err)
+			return ExitCannotRun
+		}
+		r.close = func() error { return nil }
 	}
-	fmt.Fprintf(stdout, "\n%s", rep.Table())
-	if err := writeReports(f, rep); err != nil {
-		fmt.Fprintf(stderr, "rlconform: %v\n", err)
-		return ExitCannotRun
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "rlconform: interrupted")
+		return ExitInterrupted
 	}
-	if err := rep.Err(); err != nil {
-		fmt.Fprintf(stdout, "NOT CONFORMANT: %s\n", strings.ReplaceAll(err.Error(), "\n", "; "))
+	switch rep.Verdict().Outcome {
+	case suite.Conformant:
+		return ExitConformant
+	case suite.NotConformant:
 		return ExitNotConformant
 	}
-	fmt.Fprintln(stdout, "CONFORMANT")
-	return ExitConformant
+	return ExitCannotRun
 }
 
-func writeReports(f *runFlags, rep *suite.Report) error {
-	for _, out := range []struct {
-		path  string
-		write func(io.Writer, *suite.Report) error
-	}{{f.junit, report.JUnit}, {f.json, report.JSON}, {f.summary, report.Markdown}} {
-		if out.path == "" {
-			continue
-		}
-		file, err := os.Create(out.path)
-		if err != nil {
-			return fmt.Errorf("writing the report: %w", err)
-		}
-		err = out.write(file, rep)
-		if cerr := file.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("writing %s: %w", out.path, err)
-		}
+// cannotRun is the exit code of a run that could not start: interrupted
+// (130) when the context was cancelled, else 2.
+func cannotRun(ctx context.Context) int {
+	if ctx.Err() != nil {
+		return ExitInterrupted
 	}
-	return nil
+	return ExitCannotRun
 }

@@ -12,10 +12,23 @@ import (
 // MaxUserIDBytes is the longest user id every conforming limiter must accept.
 const MaxUserIDBytes = 512
 
+// The largest configuration every conforming limiter must represent exactly.
+// Lua (Redis scripts) and JavaScript numbers are doubles, exact for integers
+// only up to 2^53; a time.Duration ends near 292 years; a window of MaxWindow
+// added to any instant of this millennium stays below 2^53 ms.
+const (
+	// MaxLimit is the largest limit N: 2^53-1, JavaScript's
+	// Number.MAX_SAFE_INTEGER.
+	MaxLimit = 1<<53 - 1
+	// MaxWindow is the longest window W: 100 years of 365 days.
+	MaxWindow = 100 * 365 * 24 * time.Hour
+)
+
 // RateLimiterContract is an exact sliding-window log limiter.
 //
-// Configuration is a limit N >= 1 and a window W >= 1ms; time is integer
-// milliseconds. Each user u has a log of the instants of its allowed
+// Configuration is a limit 1 <= N <= [MaxLimit] and a window
+// 1ms <= W <= [MaxWindow]; time is integer milliseconds (sub-millisecond
+// parts are dropped). Each user u has a log of the instants of its allowed
 // requests; at instant t the active entries are those s with t-W < s <= t.
 //
 //   - AllowRequest(u) at t allows and logs t when fewer than N entries are
@@ -69,13 +82,13 @@ var (
 )
 
 // ValidateConfig returns an error wrapping [ErrInvalidConfig] unless
-// maxRequests >= 1 and window >= 1ms.
+// 1 <= maxRequests <= [MaxLimit] and 1ms <= window <= [MaxWindow].
 func ValidateConfig(maxRequests int, window time.Duration) error {
-	if maxRequests < 1 {
-		return fmt.Errorf("%w: max requests %d, want at least 1", ErrInvalidConfig, maxRequests)
+	if maxRequests < 1 || maxRequests > MaxLimit {
+		return fmt.Errorf("%w: max requests %d, want 1 to %d", ErrInvalidConfig, maxRequests, MaxLimit)
 	}
-	if window < time.Millisecond {
-		return fmt.Errorf("%w: window %v, want at least 1ms", ErrInvalidConfig, window)
+	if window < time.Millisecond || window > MaxWindow {
+		return fmt.Errorf("%w: window %v, want 1ms to %v", ErrInvalidConfig, window, MaxWindow)
 	}
 	return nil
 }

@@ -61,6 +61,10 @@ func TestEveryMutantIsCaught(t *testing.T) {
 				if r.ID == m.CaughtBy {
 					found = true
 					if assert.Equal(t, suite.Failed, r.Status, "%s must fail %s", m.Name, m.CaughtBy) {
+						// Caught for the right reason: a wrong answer or a broken
+						// rule, never a panic or a fault around the limiter.
+						require.NotNil(t, r.Failure, r.Message)
+						assert.Contains(t, []suite.Kind{suite.KindWrongAnswer, suite.KindViolation, suite.KindHang}, r.Failure.Kind, r.Message)
 						t.Logf("%s fails %s as it should:\n%s", m.Name, m.CaughtBy, r.Message)
 					}
 				}

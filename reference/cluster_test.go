@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlconform/rlconform/redisenv"
+	"github.com/rlconform/rlconform/report"
 	"github.com/rlconform/rlconform/suite"
 )
 
@@ -28,6 +29,6 @@ func TestConformantOnACluster(t *testing.T) {
 	red := &redisenv.Redis{Client: client, Source: redisenv.SourceURL, Addr: strings.Join(cluster.Addrs(), ",")}
 	rep, err := suite.Check(ctx, suite.Config{Redis: red, Level: suite.Robust}, suite.ReferenceTarget())
 	require.NoError(t, err)
-	require.NoError(t, rep.Err(), rep.Table())
-	t.Log("\n" + rep.Table())
+	require.NoError(t, rep.Err(), report.String(rep))
+	t.Log("\n" + report.String(rep))
 }

@@ -1,5 +1,6 @@
-// Package report writes a run's results in the formats CI systems read:
-// JUnit XML, JSON and a Markdown summary.
+// Package report renders a run's results: the plain-text table people read,
+// and the formats CI systems read (JUnit XML, JSON, a Markdown summary).
+// Every format says the same verdict, from suite.Report.Verdict.
 package report
 
 import (
@@ -8,47 +9,170 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/rlconform/rlconform/suite"
 )
 
-// JSON writes rep as indented JSON.
-func JSON(w io.Writer, rep *suite.Report) error {
-	type result struct {
-		ID         string  `json:"id"`
-		Level      string  `json:"level"`
-		Rule       string  `json:"rule"`
-		Status     string  `json:"status"`
-		Expected   bool    `json:"expected_failure,omitempty"`
-		Message    string  `json:"message,omitempty"`
-		DurationMs float64 `json:"duration_ms"`
+// Meta is what a report says beyond the results: the grader's version.
+type Meta struct {
+	Version string
+}
+
+// Text writes the table of results, the verdict of each level and the
+// verdict line.
+func Text(w io.Writer, rep *suite.Report) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s (level %s, seed %d)\n", rep.Target, rep.Level, rep.Seed)
+	for _, r := range rep.Results {
+		fmt.Fprintf(&b, "  %-13s %-34s %6dms", r.Status, r.ID, r.Duration.Milliseconds())
+		if r.Mode == suite.RealTime {
+			b.WriteString("  (real time)")
+		}
+		switch {
+		case r.ExpectedFailure && r.Status == suite.Failed:
+			b.WriteString("  (expected failure)")
+		case r.ExpectedFailure && r.Status == suite.Passed:
+			b.WriteString("  (listed as an expected failure: remove it from the list)")
+		case r.Status == suite.Skipped, r.Status == suite.Interrupted:
+			fmt.Fprintf(&b, "  %s", r.Message)
+		case r.Status == suite.Inconclusive, r.Status == suite.Errored:
+			fmt.Fprintf(&b, "  %s", summary(r))
+		}
+		b.WriteByte('\n')
 	}
+	for _, lv := range rep.Levels() {
+		if lv.Total == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "  %s: %s (%d passed, %d failed, %d skipped, %d undecided)\n",
+			lv.Level, lv.Outcome, lv.Passed, lv.Failed, lv.Skipped, lv.Undecided)
+	}
+	v := rep.Verdict()
+	fmt.Fprintf(&b, "%s\n", v)
+	for _, why := range v.Reasons {
+		fmt.Fprintf(&b, "  - %s\n", why)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// Failures writes the whole message of every result that needs reading: each
+// unexpected failure, inconclusive or errored spec.
+func Failures(w io.Writer, rep *suite.Report) error {
+	var b strings.Builder
+	for _, r := range rep.Results {
+		if needsReading(r) {
+			fmt.Fprintf(&b, "\n%s\n", strings.TrimRight(r.Message, "\n"))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func needsReading(r suite.Result) bool {
+	switch r.Status {
+	case suite.Failed:
+		return !r.ExpectedFailure
+	case suite.Inconclusive, suite.Errored:
+		return true
+	}
+	return false
+}
+
+type jsonFailure struct {
+	Kind        string  `json:"kind"`
+	Summary     string  `json:"summary"`
+	Step        int     `json:"step,omitempty"`
+	AtMs        float64 `json:"at_ms,omitempty"`
+	Instance    int     `json:"instance,omitempty"`
+	Operation   string  `json:"operation,omitempty"`
+	Got         string  `json:"got,omitempty"`
+	Want        string  `json:"want,omitempty"`
+	Explanation string  `json:"explanation,omitempty"`
+	Hint        string  `json:"hint,omitempty"`
+}
+
+type jsonResult struct {
+	ID         string       `json:"id"`
+	Level      string       `json:"level"`
+	Rule       string       `json:"rule"`
+	Status     string       `json:"status"`
+	Mode       string       `json:"mode,omitempty"`
+	Expected   bool         `json:"expected_failure,omitempty"`
+	Message    string       `json:"message,omitempty"`
+	Failure    *jsonFailure `json:"failure,omitempty"`
+	DurationMs float64      `json:"duration_ms"`
+}
+
+type jsonCoverage struct {
+	Selected         int            `json:"selected"`
+	Graded           int            `json:"graded"`
+	RealTime         int            `json:"real_time"`
+	Passed           int            `json:"passed"`
+	Failed           int            `json:"failed"`
+	ExpectedFailures int            `json:"expected_failures"`
+	Skipped          int            `json:"skipped"`
+	Inconclusive     int            `json:"inconclusive"`
+	Errored          int            `json:"errored"`
+	Interrupted      int            `json:"interrupted"`
+	SkippedBy        map[string]int `json:"skipped_by,omitempty"`
+}
+
+// JSON writes rep as indented JSON: the verdict ("outcome": conformant,
+// not-conformant or undecided, with its reasons and coverage) and every
+// result, with its failure as fields.
+func JSON(w io.Writer, rep *suite.Report, meta Meta) error {
+	v := rep.Verdict()
+	c := v.Coverage
 	out := struct {
-		Target     string   `json:"target"`
-		Level      string   `json:"level"`
-		Seed       uint64   `json:"seed"`
-		Conformant bool     `json:"conformant"`
-		Problems   []string `json:"problems,omitempty"`
-		Results    []result `json:"results"`
-	}{Target: rep.Target, Level: string(rep.Level), Seed: rep.Seed, Conformant: rep.Err() == nil, Results: []result{}}
-	if err := rep.Err(); err != nil {
-		out.Problems = strings.Split(err.Error(), "\n")
+		Version    string       `json:"version,omitempty"`
+		Target     string       `json:"target"`
+		Targets    []string     `json:"targets,omitempty"`
+		Level      string       `json:"level"`
+		Seed       uint64       `json:"seed"`
+		Outcome    string       `json:"outcome"`
+		Conformant bool         `json:"conformant"`
+		Verdict    string       `json:"verdict"`
+		Reasons    []string     `json:"reasons,omitempty"`
+		Aborted    string       `json:"aborted,omitempty"`
+		Coverage   jsonCoverage `json:"coverage"`
+		Results    []jsonResult `json:"results"`
+	}{
+		Version: meta.Version, Target: rep.Target, Targets: rep.Targets, Level: string(rep.Level), Seed: rep.Seed,
+		Outcome: string(v.Outcome), Conformant: v.Outcome == suite.Conformant, Verdict: v.String(), Reasons: v.Reasons,
+		Aborted: rep.Aborted,
+		Coverage: jsonCoverage{Selected: c.Selected, Graded: c.Graded, RealTime: c.RealTime, Passed: c.Passed, Failed: c.Failed,
+			ExpectedFailures: c.ExpectedFailures, Skipped: c.Skipped, Inconclusive: c.Inconclusive, Errored: c.Errored,
+			Interrupted: c.Interrupted, SkippedBy: c.SkippedBy},
+		Results: []jsonResult{},
 	}
 	for _, r := range rep.Results {
-		out.Results = append(out.Results, result{ID: r.ID, Level: string(r.Level), Rule: r.Rule, Status: string(r.Status),
-			Expected: r.ExpectedFailure, Message: r.Message, DurationMs: float64(r.Duration.Microseconds()) / 1000})
+		jr := jsonResult{ID: r.ID, Level: string(r.Level), Rule: r.Rule, Status: string(r.Status), Mode: string(r.Mode),
+			Expected: r.ExpectedFailure, Message: r.Message, DurationMs: ms(r.Duration)}
+		if f := r.Failure; f != nil {
+			jr.Failure = &jsonFailure{Kind: string(f.Kind), Summary: f.Summary, Step: f.Step, AtMs: ms(f.At), Instance: f.Instance,
+				Operation: f.Operation, Got: f.Got, Want: f.Want, Explanation: f.Explanation, Hint: f.Hint}
+		}
+		out.Results = append(out.Results, jr)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
 }
 
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
 // JUnit writes rep as JUnit XML: one testsuite per level, one testcase per
-// spec. An inconclusive spec is an error; an expected failure is a pass
-// with its message in system-out.
-func JUnit(w io.Writer, rep *suite.Report) error {
+// spec. A failed spec is a failure; one that could not be graded is an
+// error; skipped, inconclusive and interrupted specs are skipped, with a
+// message that says which; an expected failure passes with its message in
+// system-out. The target's addresses, the seed and the grader's version are
+// properties of every testsuite.
+func JUnit(w io.Writer, rep *suite.Report, meta Meta) error {
 	type failure struct {
 		Message string `xml:"message,attr"`
+		Type    string `xml:"type,attr,omitempty"`
 		Text    string `xml:",chardata"`
 	}
 	type skipped struct {
@@ -63,50 +187,87 @@ func JUnit(w io.Writer, rep *suite.Report) error {
 		Skipped   *skipped `xml:"skipped,omitempty"`
 		SystemOut string   `xml:"system-out,omitempty"`
 	}
+	type property struct {
+		Name  string `xml:"name,attr"`
+		Value string `xml:"value,attr"`
+	}
 	type testsuite struct {
-		Name     string     `xml:"name,attr"`
-		Tests    int        `xml:"tests,attr"`
-		Failures int        `xml:"failures,attr"`
-		Errors   int        `xml:"errors,attr"`
-		Skipped  int        `xml:"skipped,attr"`
-		Cases    []testcase `xml:"testcase"`
+		Name       string     `xml:"name,attr"`
+		Tests      int        `xml:"tests,attr"`
+		Failures   int        `xml:"failures,attr"`
+		Errors     int        `xml:"errors,attr"`
+		Skipped    int        `xml:"skipped,attr"`
+		Time       string     `xml:"time,attr"`
+		Properties []property `xml:"properties>property"`
+		Cases      []testcase `xml:"testcase"`
+		dur        time.Duration
 	}
 	type testsuites struct {
-		XMLName xml.Name    `xml:"testsuites"`
-		Name    string      `xml:"name,attr"`
-		Suites  []testsuite `xml:"testsuite"`
+		XMLName  xml.Name    `xml:"testsuites"`
+		Name     string      `xml:"name,attr"`
+		Tests    int         `xml:"tests,attr"`
+		Failures int         `xml:"failures,attr"`
+		Errors   int         `xml:"errors,attr"`
+		Skipped  int         `xml:"skipped,attr"`
+		Time     string      `xml:"time,attr"`
+		Suites   []testsuite `xml:"testsuite"`
 	}
-	all := testsuites{Name: fmt.Sprintf("rlconform %s (seed %d)", rep.Target, rep.Seed)}
+	props := []property{{"target", rep.Target}, {"seed", fmt.Sprint(rep.Seed)}, {"level", string(rep.Level)},
+		{"verdict", rep.Verdict().String()}}
+	for i, t := range rep.Targets {
+		props = append(props, property{fmt.Sprintf("target.%d", i+1), t})
+	}
+	if meta.Version != "" {
+		props = append(props, property{"rlconform.version", meta.Version})
+	}
+	all := testsuites{Name: "rlconform"}
 	index := map[suite.Level]int{}
+	var total time.Duration
 	for _, r := range rep.Results {
 		i, ok := index[r.Level]
 		if !ok {
 			i = len(all.Suites)
 			index[r.Level] = i
-			all.Suites = append(all.Suites, testsuite{Name: "rlconform." + string(r.Level)})
+			all.Suites = append(all.Suites, testsuite{Name: "rlconform." + string(r.Level), Properties: props})
 		}
 		s := &all.Suites[i]
-		c := testcase{Name: r.ID, Classname: "rlconform." + rep.Target, Time: fmt.Sprintf("%.3f", r.Duration.Seconds())}
-		first := firstLine(r.Message)
+		c := testcase{Name: r.ID, Classname: "rlconform." + string(r.Level), Time: secs(r.Duration)}
 		switch {
 		case r.ExpectedFailure && r.Status == suite.Failed:
 			c.SystemOut = "expected failure:\n" + r.Message
 		case r.ExpectedFailure && r.Status == suite.Passed:
-			c.Failure = &failure{Message: "expected to fail but passed: remove it from --expect-fail", Text: r.Rule}
+			c.Failure = &failure{Message: "expected to fail but passed: remove it from the expected failures", Text: r.Rule}
 			s.Failures++
 		case r.Status == suite.Failed:
-			c.Failure = &failure{Message: first, Text: r.Message}
+			c.Failure = &failure{Message: summary(r), Type: kind(r), Text: r.Message}
 			s.Failures++
-		case r.Status == suite.Inconclusive:
-			c.Error = &failure{Message: first, Text: r.Message}
+		case r.Status == suite.Errored:
+			c.Error = &failure{Message: "could not be graded: " + summary(r), Type: kind(r), Text: r.Message}
 			s.Errors++
+		case r.Status == suite.Inconclusive:
+			c.Skipped = &skipped{Message: "inconclusive (not a pass): " + summary(r)}
+			s.Skipped++
+		case r.Status == suite.Interrupted:
+			c.Skipped = &skipped{Message: "interrupted: " + r.Message}
+			s.Skipped++
 		case r.Status == suite.Skipped:
 			c.Skipped = &skipped{Message: r.Message}
 			s.Skipped++
 		}
 		s.Tests++
+		s.dur += r.Duration
+		total += r.Duration
 		s.Cases = append(s.Cases, c)
 	}
+	for i := range all.Suites {
+		s := &all.Suites[i]
+		s.Time = secs(s.dur)
+		all.Tests += s.Tests
+		all.Failures += s.Failures
+		all.Errors += s.Errors
+		all.Skipped += s.Skipped
+	}
+	all.Time = secs(total)
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
 	}
@@ -119,23 +280,43 @@ func JUnit(w io.Writer, rep *suite.Report) error {
 	return err
 }
 
-// Markdown writes a summary for a CI job summary or a pull-request comment:
-// the verdict, a table of specs, and each failure in a collapsed block.
-func Markdown(w io.Writer, rep *suite.Report) error {
-	var b strings.Builder
-	verdict := "✅ conformant"
-	if rep.Err() != nil {
-		verdict = "❌ not conformant"
+func secs(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
+
+func kind(r suite.Result) string {
+	if r.Failure != nil {
+		return string(r.Failure.Kind)
 	}
-	fmt.Fprintf(&b, "## rlconform: %s is %s at level `%s`\n\n", rep.Target, verdict, rep.Level)
-	fmt.Fprintf(&b, "%d passed, %d failed, %d skipped, %d inconclusive · seed `%d`\n\n",
-		rep.Count(suite.Passed), rep.Count(suite.Failed), rep.Count(suite.Skipped), rep.Count(suite.Inconclusive), rep.Seed)
-	b.WriteString("| spec | level | result | rule |\n|---|---|---|---|\n")
+	return ""
+}
+
+// Markdown writes a summary for a CI job summary or a pull-request comment:
+// the verdict with its coverage, a table of specs, and each failure in a
+// collapsed block.
+func Markdown(w io.Writer, rep *suite.Report, meta Meta) error {
+	var b strings.Builder
+	v := rep.Verdict()
+	icon := map[suite.Outcome]string{suite.Conformant: "✅", suite.NotConformant: "❌", suite.Undecided: "❔"}[v.Outcome]
+	fmt.Fprintf(&b, "## rlconform: %s %s at level `%s`\n\n", icon, escape(rep.Target), rep.Level)
+	fmt.Fprintf(&b, "**%s**\n\n", escape(v.String()))
+	for _, why := range v.Reasons {
+		fmt.Fprintf(&b, "- %s\n", escape(why))
+	}
+	if len(v.Reasons) > 0 {
+		b.WriteByte('\n')
+	}
+	fmt.Fprintf(&b, "seed `%d`", rep.Seed)
+	if meta.Version != "" {
+		fmt.Fprintf(&b, " · rlconform %s", meta.Version)
+	}
+	for _, t := range rep.Targets {
+		fmt.Fprintf(&b, " · `%s`", t)
+	}
+	b.WriteString("\n\n| spec | level | result | rule |\n|---|---|---|---|\n")
 	for _, r := range rep.Results {
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", r.ID, r.Level, mdStatus(r), escape(r.Rule))
 	}
 	for _, r := range rep.Results {
-		if (r.Status == suite.Failed || r.Status == suite.Inconclusive) && !r.ExpectedFailure {
+		if needsReading(r) {
 			fmt.Fprintf(&b, "\n<details><summary><code>%s</code>: %s</summary>\n\n```\n%s\n```\n</details>\n", r.ID, r.Status, strings.TrimRight(r.Message, "\n"))
 		}
 	}
@@ -154,17 +335,34 @@ func mdStatus(r suite.Result) string {
 	case r.Status == suite.Failed:
 		return "❌ fail"
 	case r.Status == suite.Inconclusive:
-		return "❔ inconclusive"
+		return "❔ inconclusive: " + escape(summary(r))
+	case r.Status == suite.Errored:
+		return "⛔ could not be graded: " + escape(summary(r))
+	case r.Status == suite.Interrupted:
+		return "⏹️ interrupted"
 	}
 	return "⏭️ skip: " + escape(r.Message)
 }
 
-func escape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+func escape(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+}
 
-func firstLine(s string) string {
-	lines := strings.SplitN(s, "\n", 3)
-	if len(lines) > 1 {
-		return strings.TrimSpace(lines[1])
+// summary is the one line that says what happened to r.
+func summary(r suite.Result) string {
+	if r.Failure != nil && r.Failure.Summary != "" {
+		return r.Failure.Summary
+	}
+	s := strings.TrimSpace(r.Message)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
 	}
 	return s
+}
+
+// String is Text as a string, for logs and test failures.
+func String(rep *suite.Report) string {
+	var b strings.Builder
+	Text(&b, rep)
+	return b.String()
 }

@@ -51,13 +51,13 @@ func coreSpecs() []spec {
 
 // tick moves a fake clock by d; in real time it does nothing (specs that
 // only tick, never wait for expiry, run in both modes with a long window).
-func (h *H) tick(d time.Duration) {
+func (h *harness) tick(d time.Duration) {
 	if h.fake != nil {
 		h.fake.Advance(d)
 	}
 }
 
-func allowWithinLimit(h *H) {
+func allowWithinLimit(h *harness) {
 	u := h.User("u")
 	for range h.N() {
 		h.Allow(u)
@@ -65,7 +65,7 @@ func allowWithinLimit(h *H) {
 	}
 }
 
-func blockOverLimit(h *H) {
+func blockOverLimit(h *harness) {
 	u := h.User("u")
 	for range h.N() {
 		h.Allow(u)
@@ -76,7 +76,7 @@ func blockOverLimit(h *H) {
 	}
 }
 
-func slidingExpiry(h *H) {
+func slidingExpiry(h *harness) {
 	u := h.User("u")
 	for range h.N() {
 		h.Allow(u)
@@ -89,7 +89,7 @@ func slidingExpiry(h *H) {
 	}
 }
 
-func remaining(h *H) {
+func remaining(h *harness) {
 	u := h.User("u")
 	h.Remaining(u)
 	for range h.N() + 2 {
@@ -104,7 +104,7 @@ func remaining(h *H) {
 	}
 }
 
-func reset(h *H) {
+func reset(h *harness) {
 	a, ab := h.User("a"), h.User("ab")
 	for range h.N() + 1 {
 		h.Allow(a)
@@ -118,7 +118,7 @@ func reset(h *H) {
 	h.Reset(h.User("never-seen"))
 }
 
-func concurrent4(h *H) {
+func concurrent4(h *harness) {
 	// A larger limit gives a check-then-add race more chances to show.
 	h.Configure(25, h.W())
 	lim := h.Instance(0)
@@ -130,7 +130,7 @@ func concurrent4(h *H) {
 	}
 }
 
-func reconfigure(h *H) {
+func reconfigure(h *harness) {
 	u, v := h.User("u"), h.User("v")
 	h.Configure(5, h.W())
 	for range 3 {
@@ -148,7 +148,7 @@ func reconfigure(h *H) {
 	h.Allow(v)
 }
 
-func multiUser(h *H) {
+func multiUser(h *harness) {
 	users := []string{h.User("alice"), h.User("bob"), h.User("carol")}
 	for range h.N() + 1 {
 		for _, u := range users[:2] {

@@ -40,7 +40,7 @@ const (
 // differential runs seeded random schedules on the target and the model;
 // the first divergence is shrunk to a minimal schedule and reported with the
 // seed that reproduces it.
-func differential(h *H) {
+func differential(h *harness) {
 	for i := range diffSchedules {
 		ops := genSchedule(h, diffOps)
 		if bad, _ := h.replay(ops, fmt.Sprintf("s%d.", i), false); bad < 0 {
@@ -60,7 +60,7 @@ func differential(h *H) {
 
 // genSchedule draws a schedule. Clock steps land exactly on an entry's edge
 // (s+W, or s+W-1) often, since that is where limiters go wrong.
-func genSchedule(h *H, n int) []dop {
+func genSchedule(h *harness, n int) []dop {
 	m, _ := model.New(h.run.cfg.Limit, h.W())
 	now := start
 	var ops []dop
@@ -105,7 +105,7 @@ func genSchedule(h *H, n int) []dop {
 // model, from a clock moved well past anything earlier replays wrote. It
 // returns the index of the first divergence (-1 if none) and a description
 // of it; with record it writes the spec's timeline.
-func (h *H) replay(ops []dop, tag string, record bool) (int, string) {
+func (h *harness) replay(ops []dop, tag string, record bool) (int, string) {
 	lim := h.Instance(0)
 	// Start on an epoch-aligned window edge well past anything earlier
 	// replays wrote, so a replay sees the same window edges every time.
@@ -172,7 +172,7 @@ func (h *H) replay(ops []dop, tag string, record bool) (int, string) {
 // the schedule still diverges, until no single removal does or the budget is
 // spent. Removing a clock step shifts every later operation earlier, which is
 // what lets a long schedule fold into a short one.
-func (h *H) shrink(ops []dop) []dop {
+func (h *harness) shrink(ops []dop) []dop {
 	budget := shrinkBudget
 	if bad, _ := h.replay(ops, "k0.", false); bad >= 0 {
 		ops = ops[:bad+1] // nothing after the divergence matters
@@ -194,7 +194,7 @@ func (h *H) shrink(ops []dop) []dop {
 }
 
 // configureAll configures every instance, without the model or timeline.
-func (h *H) configureAll(n int, w time.Duration) error {
+func (h *harness) configureAll(n int, w time.Duration) error {
 	for _, l := range h.Instances(h.instanceCount()) {
 		if err := l.Configure(h.ctx, n, w); err != nil {
 			return err

@@ -8,33 +8,51 @@ import (
 )
 
 // Check runs the catalogue on target and returns the report. The error is
-// for a run that could not start (no Redis); a non-conformant target is a
-// report whose Err is not nil.
+// for a run that could not start (an invalid Config, no Redis); a run that
+// starts always gives a report, whose Verdict says whether the target is
+// conformant. A run that could not go on (the grader's Redis or the target
+// stopped answering) or was stopped by ctx has Report.Aborted set, and its
+// unfinished specs marked Interrupted.
 //
 // Typical usage, outside of go test (the rlconform command does this):
 //
 //	rep, err := suite.Check(ctx, suite.Config{Level: suite.Strict}, target)
-//	fmt.Print(rep.Table())
+//	if err != nil { ... }
+//	fmt.Println(rep.Verdict())
 func Check(ctx context.Context, cfg Config, target Target) (*Report, error) {
 	r, err := newRunner(ctx, cfg, target)
 	if err != nil {
 		return nil, err
 	}
 	defer r.close()
-	rep := &Report{Target: target.Name, Seed: r.cfg.Seed, Level: r.cfg.Level}
+	rep := r.newReport(target)
 	for _, s := range r.selected() {
-		res := r.runSpec(ctx, target, &s)
-		rep.Results = append(rep.Results, res)
-		if err := r.stillAlive(ctx, target, res); err != nil {
-			return rep, err
+		if rep.Aborted != "" {
+			rep.Results = append(rep.Results, r.notRun(&s, "not run: "+rep.Aborted))
+			continue
 		}
+		res := r.runSpec(ctx, target, &s)
+		if why := r.afterSpec(ctx, target, &res); why != "" {
+			rep.Aborted = why
+		}
+		if ctx.Err() != nil && rep.Aborted == "" {
+			rep.Aborted = "interrupted: " + context.Cause(ctx).Error()
+		}
+		rep.Results = append(rep.Results, res)
 	}
 	return rep, nil
 }
 
 // Run grades target with go test: every spec is a subtest named by its id,
 // so `go test -run 'TestLimiter/core/'` picks specs. It needs no Ginkgo and
-// can be called any number of times in one test binary.
+// can be called any number of times in one test binary. Flags of the form
+// -rlconform.seed override cfg (see RegisterFlags).
+//
+// A spec that fails is a failed subtest; a skipped or inconclusive spec is a
+// skipped subtest with the reason (inconclusive is never a pass); a spec in
+// Config.ExpectFail that fails passes, and one that passes fails (the list is
+// out of date). A spec that could not be graded (the grader's Redis died)
+// fails the test, saying so.
 //
 // Typical usage:
 //
@@ -43,33 +61,39 @@ func Check(ctx context.Context, cfg Config, target Target) (*Report, error) {
 //	}
 func Run(t *testing.T, cfg Config, target Target) {
 	t.Helper()
+	cfg = flagOverrides(cfg)
 	r, err := newRunner(context.Background(), cfg, target)
 	if err != nil {
 		t.Fatalf("rlconform: %v", err)
 	}
 	t.Cleanup(func() { r.close() })
-	t.Logf("rlconform: grading %s at level %s, seed %d", target.Name, r.cfg.Level, r.cfg.Seed)
-	ran, skippedAll := 0, true
+	t.Logf("rlconform: grading %s at level %s, %s", target.Name, r.cfg.Level, r.cfg.reproduce())
+	rep := r.newReport(target)
 	for _, s := range r.selected() {
 		t.Run(s.id, func(t *testing.T) {
-			res := r.runSpec(t.Context(), target, &s)
-			if err := r.stillAlive(t.Context(), target, res); err != nil {
-				t.Fatalf("rlconform: %v", err)
+			if rep.Aborted != "" {
+				rep.Results = append(rep.Results, r.notRun(&s, rep.Aborted))
+				t.Skipf("not run: %s", rep.Aborted)
 			}
-			ran++
-			switch res.Status {
-			case Skipped:
-				t.Skip(res.Message)
-			case Failed, Inconclusive:
-				skippedAll = false
-				t.Error(res.Message)
-			default:
-				skippedAll = false
+			res := r.runSpec(t.Context(), target, &s)
+			if why := r.afterSpec(t.Context(), target, &res); why != "" {
+				rep.Aborted = why
+			}
+			rep.Results = append(rep.Results, res)
+			switch act, msg := judge(res, r.cfg); act {
+			case actSkip:
+				t.Skip(msg)
+			case actFail:
+				t.Error(msg + "\n" + r.cfg.reproduce())
+			case actLog:
+				t.Log(msg)
 			}
 		})
 	}
-	if ran > 0 && skippedAll {
-		t.Errorf("rlconform: every spec was skipped for %s: nothing was graded", target.Name)
+	v := rep.Verdict()
+	t.Logf("rlconform: %s", v)
+	if v.Coverage.Graded == 0 {
+		t.Errorf("rlconform: nothing was graded for %s: %s", target.Name, v.Coverage)
 	}
 }
 
@@ -78,6 +102,7 @@ func Run(t *testing.T, cfg Config, target Target) {
 // spec's level and needs (label filters such as `--ginkgo.label-filter=core`
 // work). Call it before RunSpecs (at package level, or in the test function),
 // once: Ginkgo runs one RunSpecs per process, which the caller's suite owns.
+// Results are judged as by Run. An invalid Config fails the container.
 //
 // Typical usage:
 //
@@ -85,44 +110,60 @@ func Run(t *testing.T, cfg Config, target Target) {
 //
 //	func TestMine(t *testing.T) { RegisterFailHandler(Fail); RunSpecs(t, "mine") }
 func Register(cfg Config, targets ...Target) bool {
-	level := cfg.withDefaults().Level
+	cfg = flagOverrides(cfg)
+	full, verr := cfg.validated()
 	for _, target := range targets {
 		ginkgo.Describe("rlconform "+target.Name, ginkgo.Ordered, ginkgo.ContinueOnFailure, func() {
-			var r *runner
-			graded, skippedAll := 0, true
+			var (
+				r   *runner
+				rep *Report
+			)
 			ginkgo.BeforeAll(func(ctx ginkgo.SpecContext) {
+				if verr != nil {
+					ginkgo.Fail("rlconform: " + verr.Error())
+				}
 				var err error
 				r, err = newRunner(ctx, cfg, target)
 				if err != nil {
-					ginkgo.Fail(err.Error())
+					ginkgo.Fail("rlconform: " + err.Error())
 				}
-				ginkgo.GinkgoWriter.Printf("rlconform: grading %s, seed %d\n", target.Name, r.cfg.Seed)
+				rep = r.newReport(target)
+				ginkgo.GinkgoWriter.Printf("rlconform: grading %s, %s\n", target.Name, r.cfg.reproduce())
 				ginkgo.DeferCleanup(r.close)
 			})
-			for _, s := range catalogue() {
-				if !level.includes(s.level) || !s.matches(cfg.IDs) || !s.hasLabel(cfg.Labels) {
-					continue
-				}
+			if verr != nil {
+				ginkgo.It("has a valid configuration", func() {})
+				return
+			}
+			for _, s := range selectSpecs(full) {
 				ginkgo.It(s.title(), ginkgo.Label(s.labels()...), func(ctx ginkgo.SpecContext) {
-					res := r.runSpec(ctx, target, &s)
-					if err := r.stillAlive(ctx, target, res); err != nil {
-						ginkgo.AbortSuite(res.Message + "\n" + err.Error())
+					if rep.Aborted != "" {
+						rep.Results = append(rep.Results, r.notRun(&s, rep.Aborted))
+						ginkgo.Skip("not run: " + rep.Aborted)
 					}
-					graded++
-					switch res.Status {
-					case Skipped:
-						ginkgo.Skip(res.Message)
-					case Failed, Inconclusive:
-						skippedAll = false
-						ginkgo.Fail(res.Message)
-					default:
-						skippedAll = false
+					res := r.runSpec(ctx, target, &s)
+					if why := r.afterSpec(ctx, target, &res); why != "" {
+						rep.Aborted = why
+					}
+					rep.Results = append(rep.Results, res)
+					switch act, msg := judge(res, r.cfg); act {
+					case actSkip:
+						ginkgo.Skip(msg)
+					case actFail:
+						ginkgo.Fail(msg + "\n" + r.cfg.reproduce())
+					case actLog:
+						ginkgo.GinkgoWriter.Println(msg)
 					}
 				})
 			}
 			ginkgo.AfterAll(func() {
-				if graded > 0 && skippedAll {
-					ginkgo.Fail("rlconform: every spec was skipped for " + target.Name + ": nothing was graded")
+				if rep == nil {
+					return
+				}
+				v := rep.Verdict()
+				ginkgo.GinkgoWriter.Printf("rlconform: %s\n", v)
+				if v.Coverage.Graded == 0 && v.Coverage.Interrupted == 0 {
+					ginkgo.Fail("rlconform: nothing was graded for " + target.Name + ": " + v.Coverage.String())
 				}
 			})
 		})
@@ -130,14 +171,47 @@ func Register(cfg Config, targets ...Target) bool {
 	return true
 }
 
-// Count returns how many specs a run with cfg selects.
-func Count(cfg Config) int {
-	cfg = cfg.withDefaults()
-	n := 0
-	for _, s := range catalogue() {
-		if cfg.Level.includes(s.level) && s.matches(cfg.IDs) && s.hasLabel(cfg.Labels) {
-			n++
+// action is what a go test or Ginkgo entry point does with one result.
+type action int
+
+const (
+	actPass action = iota
+	actLog         // pass, with a message (an expected failure)
+	actSkip
+	actFail
+)
+
+// judge is the one place that turns a result into pass, skip or fail for
+// the test frameworks, as Report.Verdict does for a whole run.
+func judge(res Result, cfg Config) (action, string) {
+	switch res.Status {
+	case Passed:
+		if res.ExpectedFailure {
+			return actFail, res.ID + " passed, but is listed in Config.ExpectFail: remove it from the list"
 		}
+		return actPass, ""
+	case Failed:
+		if res.ExpectedFailure {
+			return actLog, "expected failure (Config.ExpectFail):\n" + res.Message
+		}
+		return actFail, res.Message
+	case Skipped:
+		return actSkip, res.Message
+	case Inconclusive:
+		return actSkip, "INCONCLUSIVE (not a pass): " + res.Message
+	case Interrupted:
+		return actSkip, "interrupted: " + res.Message
+	default: // Errored
+		return actFail, "could not be graded (a fault around the limiter, not a verdict on it): " + res.Message
 	}
-	return n
+}
+
+// Count returns how many specs a run with cfg selects (0 for an invalid
+// Config).
+func Count(cfg Config) int {
+	full, err := cfg.validated()
+	if err != nil {
+		return 0
+	}
+	return len(selectSpecs(full))
 }

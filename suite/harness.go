@@ -17,11 +17,11 @@ import (
 	"github.com/rlconform/rlconform/model"
 )
 
-// H is what a spec body gets: the target's instances, the clock, and the
+// harness is what a spec body gets: the target's instances, the clock, and the
 // model they are checked against. Its checking methods must be called from
 // the spec's own goroutine; concurrent phases use the raw methods and assert
 // once they are back.
-type H struct {
+type harness struct {
 	ctx    context.Context
 	spec   *spec
 	target Target
@@ -42,25 +42,53 @@ type H struct {
 }
 
 // failure and skipped end a spec body by panicking; the runner recovers them.
-type failure struct{ msg string }
+type failure struct {
+	msg string  // the whole explanation: summary, configuration, timeline
+	f   Failure // the same evidence as fields
+}
 type skipped struct{ reason string }
 
 // Failf ends the spec as failed with a message, the configuration and the
-// timeline.
-func (h *H) Failf(format string, args ...any) {
-	panic(failure{h.report(fmt.Sprintf(format, args...))})
+// timeline: a rule broken outside one answer.
+func (h *harness) Failf(format string, args ...any) {
+	h.fail(Failure{Kind: KindViolation}, fmt.Sprintf(format, args...))
+}
+
+// fail ends the spec as failed with the structured evidence f and the
+// message summary (its first line becomes f.Summary).
+func (h *harness) fail(f Failure, summary string) {
+	f.Summary = firstLine(summary)
+	panic(failure{msg: h.report(summary), f: f})
+}
+
+// failStep ends the spec at one operation that answered wrong (got is
+// "error: ..." when it failed).
+func (h *harness) failStep(inst int, now time.Time, op, got, want, explanation string, err error) {
+	step, at := len(h.tl.events), fmtOffset(now.Sub(h.start))
+	f := Failure{Kind: KindWrongAnswer, Step: step, At: now.Sub(h.start), Instance: inst, Operation: op, Got: got, Want: want, Explanation: explanation}
+	if err != nil {
+		f.Kind, f.Got = KindTargetError, "error: "+err.Error()
+		h.fail(f, fmt.Sprintf("step %d at %s: %s returned an error: %v", step, at, op, err))
+	}
+	msg := fmt.Sprintf("step %d at %s: %s = %s, want %s", step, at, op, got, want)
+	if explanation != "" {
+		msg += "\n  " + explanation
+	}
+	h.fail(f, msg)
 }
 
 // Skipf ends the spec as skipped with a reason.
-func (h *H) Skipf(format string, args ...any) {
+func (h *harness) Skipf(format string, args ...any) {
 	panic(skipped{fmt.Sprintf(format, args...)})
 }
 
 // Expect is Gomega's Expect; a failed assertion ends the spec with the
 // timeline appended.
-func (h *H) Expect(actual any, extra ...any) gomega.Assertion { return h.g.Expect(actual, extra...) }
+func (h *harness) Expect(actual any, extra ...any) gomega.Assertion {
+	return h.g.Expect(actual, extra...)
+}
 
-func (h *H) report(msg string) string {
+func (h *harness) report(msg string) string {
 	var b strings.Builder
 	b.WriteString(strings.TrimRight(msg, "\n"))
 	fmt.Fprintf(&b, "\n  limit %d, window %v; user ids carry the spec's tag %q", h.model.Limit(), h.model.Window(), h.tag)
@@ -74,15 +102,15 @@ func (h *H) report(msg string) string {
 }
 
 // N is the limit in force; W the window.
-func (h *H) N() int           { return h.model.Limit() }
-func (h *H) W() time.Duration { return h.model.Window() }
+func (h *harness) N() int           { return h.model.Limit() }
+func (h *harness) W() time.Duration { return h.model.Window() }
 
 // User returns the id this spec uses for name: name behind the spec's tag,
 // so that specs sharing one limiter never share a user.
-func (h *H) User(name string) string { return h.tag + name }
+func (h *harness) User(name string) string { return h.tag + name }
 
 // short is the id as the timeline shows it.
-func (h *H) short(user string) string {
+func (h *harness) short(user string) string {
 	u := strings.TrimPrefix(user, h.tag)
 	if len(u) > 40 { // long ids: the head, the length and the tail
 		return fmt.Sprintf("%s…(%d bytes)…%s", strconv.Quote(u[:12]), len(user), strconv.Quote(u[len(u)-4:]))
@@ -91,18 +119,18 @@ func (h *H) short(user string) string {
 }
 
 // Now is the instant the limiter sees.
-func (h *H) Now() time.Time { return h.env.Clock.Now() }
+func (h *harness) Now() time.Time { return h.env.Clock.Now() }
 
 // Elapsed is the time since the spec's start.
-func (h *H) Elapsed() time.Duration { return h.Now().Sub(h.start) }
+func (h *harness) Elapsed() time.Duration { return h.Now().Sub(h.start) }
 
 // Advance moves the fake clock by d.
-func (h *H) Advance(d time.Duration) { h.fakeClock().Advance(d) }
+func (h *harness) Advance(d time.Duration) { h.fakeClock().Advance(d) }
 
 // At moves the fake clock to the spec's start plus offset.
-func (h *H) At(offset time.Duration) { h.fakeClock().Set(h.start.Add(offset)) }
+func (h *harness) At(offset time.Duration) { h.fakeClock().Set(h.start.Add(offset)) }
 
-func (h *H) fakeClock() *fakeclock.Fake {
+func (h *harness) fakeClock() *fakeclock.Fake {
 	if h.fake == nil {
 		panic(fmt.Sprintf("suite: spec %s moves the clock but does not declare the clock capability", h.spec.id))
 	}
@@ -111,7 +139,7 @@ func (h *H) fakeClock() *fakeclock.Fake {
 
 // Instance returns instance i of the target (0 is made when the spec starts),
 // making instances up to i on the same store when needed.
-func (h *H) Instance(i int) contract.RateLimiterContract {
+func (h *harness) Instance(i int) contract.RateLimiterContract {
 	lim, err := h.instance(i)
 	if err != nil {
 		h.Failf("%v", err)
@@ -119,7 +147,7 @@ func (h *H) Instance(i int) contract.RateLimiterContract {
 	return lim
 }
 
-func (h *H) instance(i int) (contract.RateLimiterContract, error) {
+func (h *harness) instance(i int) (contract.RateLimiterContract, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for len(h.instances) <= i {
@@ -143,21 +171,21 @@ func (h *H) instance(i int) (contract.RateLimiterContract, error) {
 	return h.instances[i], nil
 }
 
-func (h *H) instanceCount() int {
+func (h *harness) instanceCount() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.instances)
 }
 
 // Instances makes sure k instances exist and returns them.
-func (h *H) Instances(k int) []contract.RateLimiterContract {
+func (h *harness) Instances(k int) []contract.RateLimiterContract {
 	h.Instance(k - 1)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]contract.RateLimiterContract(nil), h.instances[:k]...)
 }
 
-func (h *H) close() error {
+func (h *harness) close() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var errs []error
@@ -167,7 +195,7 @@ func (h *H) close() error {
 	return errors.Join(errs...)
 }
 
-func (h *H) record(inst int, at time.Time, op, got string) {
+func (h *harness) record(inst int, at time.Time, op, got string) {
 	h.tl.add(event{at: at.Sub(h.start), inst: inst, op: op, got: got})
 }
 
@@ -179,11 +207,11 @@ func allowedWord(ok bool) string {
 }
 
 // Allow sends AllowRequest(user) to instance 0 and checks it with the model.
-func (h *H) Allow(user string) bool { return h.AllowOn(0, user) }
+func (h *harness) Allow(user string) bool { return h.AllowOn(0, user) }
 
 // AllowOn sends AllowRequest(user) to instance i and checks the answer with
 // the model: the spec fails at the first answer the model would not give.
-func (h *H) AllowOn(i int, user string) bool {
+func (h *harness) AllowOn(i int, user string) bool {
 	got := h.checked(i, "AllowRequest", user,
 		func(now time.Time) string { ok, _ := h.model.Allow(now, user); return allowedWord(ok) },
 		func(lim contract.RateLimiterContract) (string, error) {
@@ -194,10 +222,10 @@ func (h *H) AllowOn(i int, user string) bool {
 }
 
 // Remaining sends GetRemainingRequests(user) to instance 0 and checks it.
-func (h *H) Remaining(user string) int { return h.RemainingOn(0, user) }
+func (h *harness) Remaining(user string) int { return h.RemainingOn(0, user) }
 
 // RemainingOn sends GetRemainingRequests(user) to instance i and checks it.
-func (h *H) RemainingOn(i int, user string) int {
+func (h *harness) RemainingOn(i int, user string) int {
 	got := h.checked(i, "GetRemainingRequests", user,
 		func(now time.Time) string { n, _ := h.model.Remaining(now, user); return strconv.Itoa(n) },
 		func(lim contract.RateLimiterContract) (string, error) {
@@ -212,47 +240,46 @@ func (h *H) RemainingOn(i int, user string) int {
 // model answers first (want), then the target (call). The spec fails at an
 // error, or at an answer the model would not give, explaining what the model
 // counted.
-func (h *H) checked(i int, name, user string, want func(time.Time) string, call func(contract.RateLimiterContract) (string, error)) string {
+func (h *harness) checked(i int, name, user string, want func(time.Time) string, call func(contract.RateLimiterContract) (string, error)) string {
 	lim := h.Instance(i)
 	now := h.Now()
 	before := h.snapshot(now, user)
 	w := want(now)
 	got, err := call(lim)
 	op := name + "(" + h.short(user) + ")"
-	at := fmtOffset(now.Sub(h.start))
 	if err != nil {
 		h.record(i, now, op, "error")
-		h.Failf("step %d at %s: %s returned an error: %v", len(h.tl.events), at, op, err)
+		h.failStep(i, now, op, "", w, "", err)
 	}
 	h.record(i, now, op, got)
 	if got != w {
-		h.Failf("step %d at %s: %s = %s, want %s\n  %s", len(h.tl.events), at, op, got, w, h.explain(before, now, user))
+		h.failStep(i, now, op, got, w, h.explain(before, now, user), nil)
 	}
 	return got
 }
 
 // Reset sends Reset(user) to instance 0 and applies it to the model.
-func (h *H) Reset(user string) {
+func (h *harness) Reset(user string) {
 	lim := h.Instance(0)
 	now := h.Now()
 	op := "Reset(" + h.short(user) + ")"
 	if err := lim.Reset(h.ctx, user); err != nil {
 		h.record(0, now, op, "error")
-		h.Failf("step %d at %s: %s returned an error: %v", len(h.tl.events), fmtOffset(now.Sub(h.start)), op, err)
+		h.failStep(0, now, op, "", "ok", "", err)
 	}
 	h.record(0, now, op, "ok")
 	h.model.Reset(user)
 }
 
 // Configure sends Configure(n, w) to every instance and to the model.
-func (h *H) Configure(n int, w time.Duration) {
+func (h *harness) Configure(n int, w time.Duration) {
 	h.Instance(0)
 	now := h.Now()
 	op := fmt.Sprintf("Configure(%d, %v)", n, w)
 	for i, lim := range h.Instances(h.instanceCount()) {
 		if err := lim.Configure(h.ctx, n, w); err != nil {
 			h.record(i, now, op, "error")
-			h.Failf("step %d at %s: %s returned an error: %v", len(h.tl.events), fmtOffset(now.Sub(h.start)), op, err)
+			h.failStep(i, now, op, "", "ok", "", err)
 		}
 	}
 	h.record(0, now, op, "ok")
@@ -263,7 +290,7 @@ func (h *H) Configure(n int, w time.Duration) {
 
 // Note adds a line to the timeline for what a spec did outside the
 // checked operations (a concurrent phase, say).
-func (h *H) Note(op, outcome string) { h.record(0, h.Now(), op, outcome) }
+func (h *harness) Note(op, outcome string) { h.record(0, h.Now(), op, outcome) }
 
 // snapshot is what the model knows of one user at one instant, kept before
 // a step so that a failing step can be explained.
@@ -273,13 +300,13 @@ type snapshot struct {
 	window time.Duration
 }
 
-func (h *H) snapshot(now time.Time, user string) snapshot {
+func (h *harness) snapshot(now time.Time, user string) snapshot {
 	return snapshot{log: h.model.Log(now, user), limit: h.model.Limit(), window: h.model.Window()}
 }
 
 // explain says what the model knew about user just before the diverging
 // step, so that the reader sees which entries should have counted.
-func (h *H) explain(before snapshot, now time.Time, user string) string {
+func (h *harness) explain(before snapshot, now time.Time, user string) string {
 	log := before.log
 	var b strings.Builder
 	lo, hi := now.Add(-before.window).Sub(h.start), now.Sub(h.start)
@@ -313,13 +340,13 @@ func (h *H) explain(before snapshot, now time.Time, user string) string {
 	return b.String()
 }
 
-// Outcome counts the answers of a concurrent phase.
-type Outcome struct {
+// burstOutcome counts the answers of a concurrent phase.
+type burstOutcome struct {
 	Allowed, Denied int
 	Errors          []error
 }
 
-func (o Outcome) String() string {
+func (o burstOutcome) String() string {
 	s := fmt.Sprintf("%d allowed, %d denied", o.Allowed, o.Denied)
 	if len(o.Errors) > 0 {
 		s += fmt.Sprintf(", %d errors (first: %v)", len(o.Errors), o.Errors[0])
@@ -330,7 +357,7 @@ func (o Outcome) String() string {
 // Burst sends perUser AllowRequest to each of users from goroutines
 // goroutines, spread over instances round robin, and returns each user's
 // answers. It does not consult the model or move the clock.
-func (h *H) Burst(users []string, perUser, goroutines int, instances []contract.RateLimiterContract) map[string]*Outcome {
+func (h *harness) Burst(users []string, perUser, goroutines int, instances []contract.RateLimiterContract) map[string]*burstOutcome {
 	type req struct{ user, inst int }
 	next := make(chan req, len(users)*perUser)
 	for i := range perUser {
@@ -341,11 +368,11 @@ func (h *H) Burst(users []string, perUser, goroutines int, instances []contract.
 	close(next)
 	var (
 		mu  sync.Mutex
-		out = map[string]*Outcome{}
+		out = map[string]*burstOutcome{}
 		wg  sync.WaitGroup
 	)
 	for _, u := range users {
-		out[u] = &Outcome{}
+		out[u] = &burstOutcome{}
 	}
 	start := make(chan struct{})
 	for range goroutines {
@@ -377,7 +404,7 @@ func (h *H) Burst(users []string, perUser, goroutines int, instances []contract.
 // CheckBurst runs Burst with the clock standing still and checks that each
 // user got exactly as many requests allowed as the model allows, then
 // brings the model up to date.
-func (h *H) CheckBurst(users []string, perUser, goroutines int, instances []contract.RateLimiterContract) {
+func (h *harness) CheckBurst(users []string, perUser, goroutines int, instances []contract.RateLimiterContract) {
 	now := h.Now()
 	want := map[string]int{}
 	for _, u := range users {

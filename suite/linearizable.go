@@ -163,7 +163,7 @@ func (r *recorder) history() []porcupine.Operation {
 // over several users, goroutines and two instances, in phases with the fake
 // clock standing still (so each operation's instant is known), and checks
 // the history with porcupine against the model.
-func linearizable(h *H) {
+func linearizable(h *harness) {
 	const goroutines, phases, opsPerPhase = 8, 5, 12
 	instances := []contract.RateLimiterContract{h.Instance(0)}
 	if h.target.Capabilities.SharedStore {
@@ -204,7 +204,7 @@ func linearizable(h *H) {
 		len(history), h.busiest(history), path)
 }
 
-func linClient(h *H, rec *recorder, client int, seed uint64, at int64, users []string, instances []contract.RateLimiterContract, ops int) {
+func linClient(h *harness, rec *recorder, client int, seed uint64, at int64, users []string, instances []contract.RateLimiterContract, ops int) {
 	rng := newRand(seed)
 	caps := h.target.Capabilities
 	for range ops {
@@ -229,7 +229,7 @@ func linClient(h *H, rec *recorder, client int, seed uint64, at int64, users []s
 }
 
 // visualize writes porcupine's HTML for a failed check and returns its path.
-func (h *H) visualize(m porcupine.Model, info porcupine.LinearizationInfo) string {
+func (h *harness) visualize(m porcupine.Model, info porcupine.LinearizationInfo) string {
 	dir := h.run.cfg.ReportDir
 	if dir == "" {
 		dir = os.TempDir()
@@ -257,7 +257,7 @@ func safeName(s string) string {
 // resetRace hammers one user from 8 goroutines while Reset is called in
 // the middle; with the clock standing still, the requests that began after
 // Reset returned share one window, so at most N of them may be allowed.
-func resetRace(h *H) {
+func resetRace(h *harness) {
 	instances := []contract.RateLimiterContract{h.Instance(0)}
 	if h.target.Capabilities.SharedStore {
 		instances = h.Instances(2)
@@ -317,7 +317,7 @@ func resetRace(h *H) {
 
 // busiest names the user and instant with the most allowed requests: with
 // more than N there, the symptom needs no visualisation.
-func (h *H) busiest(history []porcupine.Operation) string {
+func (h *harness) busiest(history []porcupine.Operation) string {
 	type slot struct {
 		user string
 		at   int64

@@ -12,7 +12,7 @@ import (
 // began after the last entry's return + W must be allowed. A round whose
 // timing decides nothing (a slow machine) is retried; three such rounds
 // make the spec inconclusive, never a false verdict.
-func slidingExpiryRealTime(h *H) {
+func slidingExpiryRealTime(h *harness) {
 	w := h.run.cfg.RealTimeWindow
 	h.Configure(h.N(), w)
 	lim := h.Instance(0)

@@ -10,6 +10,7 @@ import (
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/mutants"
 	"github.com/rlconform/rlconform/reference"
+	"github.com/rlconform/rlconform/report"
 	"github.com/rlconform/rlconform/suite"
 )
 
@@ -32,7 +33,7 @@ func TestRealTimeMode(t *testing.T) {
 	})
 	rep, err := suite.Check(ctx, suite.Config{Level: suite.Strict}, ref)
 	require.NoError(t, err)
-	assert.NoError(t, rep.Err(), rep.Table())
+	assert.NoError(t, rep.Err(), report.String(rep))
 	for _, r := range rep.Results {
 		if r.ID == "core/sliding-expiry-realtime" {
 			assert.Equal(t, suite.Passed, r.Status, r.Message)

@@ -44,7 +44,7 @@ func robustSpecs() []spec {
 }
 
 // zoo is the ids robust/user-id-zoo tries; each must be its own user.
-func zoo(h *H) []string {
+func zoo(h *harness) []string {
 	ids := []string{"a", "A", "ab", "a:b", "a:", "{a}", "{a", "a}", "a*", "*", "?", "a?", "[a]", "[", "a b", " a", "a ",
 		"é", "e\u0301", "日本", "🙂", "🙂🙂", `a"b`, `a\b`, "a\nb", "a\tb"}
 	for i := range ids {
@@ -57,7 +57,7 @@ func zoo(h *H) []string {
 	return ids
 }
 
-func userIDZoo(h *H) {
+func userIDZoo(h *harness) {
 	ids := zoo(h)
 	// Spend each id's quota but the last slot, in turns, so that any two ids
 	// that collide run out early.
@@ -80,7 +80,7 @@ func userIDZoo(h *H) {
 	}
 }
 
-func emptyUserID(h *H) {
+func emptyUserID(h *harness) {
 	u := h.User("u")
 	h.Allow(u)
 	lim := h.Instance(0)
@@ -116,7 +116,7 @@ func errWord(err error, ok string) string {
 	return ok
 }
 
-func invalidConfig(h *H) {
+func invalidConfig(h *harness) {
 	u := h.User("u")
 	h.Allow(u)
 	lim := h.Instance(0)
@@ -140,7 +140,7 @@ func invalidConfig(h *H) {
 	}
 }
 
-func keyHygiene(h *H) {
+func keyHygiene(h *harness) {
 	red := h.env.Redis
 	users := []string{h.User("a"), h.User("b"), h.User("{c}")}
 	lastWrite := map[string]time.Time{}
@@ -225,7 +225,7 @@ func keyHygiene(h *H) {
 // Redis does not answer.
 const outageBound = 3 * time.Second
 
-func storeOutage(h *H) {
+func storeOutage(h *harness) {
 	srv := h.run.redis.Server
 	u := h.User("u")
 	h.Allow(u)
@@ -276,7 +276,7 @@ func storeOutage(h *H) {
 
 // outageCalls makes each call with a 1s deadline while the store is out and
 // checks it ends with an error, in time, and allows nothing.
-func (h *H) outageCalls(lim contract.RateLimiterContract, u, state string) {
+func (h *harness) outageCalls(lim contract.RateLimiterContract, u, state string) {
 	type answer struct {
 		ok  bool
 		err error
@@ -332,7 +332,7 @@ func (h *H) outageCalls(lim contract.RateLimiterContract, u, state string) {
 	}
 }
 
-func contextCancel(h *H) {
+func contextCancel(h *harness) {
 	u := h.User("u")
 	lim := h.Instance(0)
 	ctx, cancel := context.WithCancel(h.ctx)

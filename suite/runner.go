@@ -4,10 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	mrand "math/rand/v2"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -19,90 +19,6 @@ import (
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/redisenv"
 )
-
-// Config tunes a run. The zero value runs every spec with the defaults.
-type Config struct {
-	// Redis is the store given to targets that need one. When nil, the run
-	// obtains one as redisenv.Obtain does, and closes it at the end.
-	Redis *redisenv.Redis
-	// Level is the highest level to run (default Robust: every spec).
-	Level Level
-	// IDs, when not empty, selects specs by id, or by a prefix ending in "/".
-	IDs []string
-	// Labels, when not empty, selects specs that carry any of these labels
-	// (a level, or needs-<capability>).
-	Labels []string
-	// ExpectFail lists specs the target knowingly fails: their failures do
-	// not fail the run, and their passing does (the list is out of date).
-	ExpectFail []string
-	// StorePrefix, when set, is the prefix under which a target writes in
-	// Redis (a remote target's own); every spec inspects keys under it, and
-	// the suite never writes or deletes there.
-	StorePrefix string
-	// Seed makes randomised specs reproducible; 0 picks one, shown in the report.
-	Seed uint64
-	// Limit and Window are the configuration specs start with (default 5
-	// per minute). With a fake clock the window is long in real terms on
-	// purpose: Redis TTLs run on real time and must not expire mid-spec.
-	Limit  int
-	Window time.Duration
-	// RealTimeWindow is the window of the real-time specs, which grade
-	// expiry on targets without clock control by waiting (default 1s).
-	RealTimeWindow time.Duration
-	// SpecTimeout bounds each spec (default 60s): a hanging target fails
-	// the spec instead of hanging the run.
-	SpecTimeout time.Duration
-	// ReportDir receives artefacts of failures (linearizability
-	// visualisations); default the system's temp directory.
-	ReportDir string
-	// Progress, when set, is called after each spec.
-	Progress func(Result)
-}
-
-func (c Config) withDefaults() Config {
-	if c.Level == "" {
-		c.Level = Robust
-	}
-	if c.Seed == 0 {
-		c.Seed = mrand.Uint64()
-	}
-	if c.Limit == 0 {
-		c.Limit = 5
-	}
-	if c.Window == 0 {
-		c.Window = time.Minute
-	}
-	if c.RealTimeWindow == 0 {
-		c.RealTimeWindow = time.Second
-	}
-	if c.SpecTimeout == 0 {
-		c.SpecTimeout = time.Minute
-	}
-	return c
-}
-
-// Status is the outcome of one spec.
-type Status string
-
-// The statuses. Only Passed counts as a pass.
-const (
-	Passed       Status = "pass"
-	Failed       Status = "FAIL"
-	Skipped      Status = "skip"
-	Inconclusive Status = "inconclusive"
-)
-
-// Result is the outcome of one spec on one target.
-type Result struct {
-	ID       string
-	Level    Level
-	Rule     string
-	Status   Status
-	Message  string // why it failed or was skipped
-	Duration time.Duration
-	// ExpectedFailure: the spec is in Config.ExpectFail.
-	ExpectedFailure bool
-}
 
 // start is the fake clock's reading when a spec starts: 2026-01-01T00:00Z,
 // a multiple of every window a spec uses, so epoch-aligned windows are easy
@@ -119,7 +35,10 @@ type runner struct {
 }
 
 func newRunner(ctx context.Context, cfg Config, targets ...Target) (*runner, error) {
-	cfg = cfg.withDefaults()
+	cfg, err := cfg.validated()
+	if err != nil {
+		return nil, err
+	}
 	id := make([]byte, 3)
 	if _, err := rand.Read(id); err != nil {
 		return nil, fmt.Errorf("suite: run id: %w", err)
@@ -147,14 +66,32 @@ func (r *runner) close() error {
 }
 
 // selected lists the specs of the run's level and ids.
-func (r *runner) selected() []spec {
+func (r *runner) selected() []spec { return selectSpecs(r.cfg) }
+
+// selectSpecs lists the specs cfg selects, in catalogue order.
+func selectSpecs(cfg Config) []spec {
 	var out []spec
 	for _, s := range catalogue() {
-		if r.cfg.Level.includes(s.level) && s.matches(r.cfg.IDs) && s.hasLabel(r.cfg.Labels) {
+		if cfg.Level.includes(s.level) && s.matches(cfg.IDs) && s.hasLabel(cfg.Labels) {
 			out = append(out, s)
 		}
 	}
 	return out
+}
+
+// newReport starts the report of a run on t.
+func (r *runner) newReport(t Target) *Report {
+	return &Report{Target: t.Name, Targets: t.Addresses, Seed: r.cfg.Seed, Level: r.cfg.Level}
+}
+
+// notRun is the result of a spec the run never reached.
+func (r *runner) notRun(s *spec, why string) Result {
+	res := Result{ID: s.id, Level: s.level, Rule: s.rule, Status: Interrupted, Message: why,
+		ExpectedFailure: slices.Contains(r.cfg.ExpectFail, s.id)}
+	if r.cfg.Progress != nil {
+		r.cfg.Progress(res)
+	}
+	return res
 }
 
 // missing says why target cannot run s, or "" when it can.
@@ -181,11 +118,11 @@ func (r *runner) missing(t Target, s *spec) string {
 			}
 		case needShared:
 			if !c.SharedStore {
-				why = "needs several instances on one store (give --target more than once, or declare SharedStore)"
+				why = "needs several instances on one store (declare Capabilities.SharedStore; on the command line, give --target more than once)"
 			}
 		case needInspect:
 			if !c.StoreInspection || r.redis == nil {
-				why = "needs to read the target's keys (give --store-url and --store-prefix, or declare StoreInspection)"
+				why = "needs to read the target's keys (declare Capabilities.StoreInspection; on the command line, give --store-url and --store-prefix)"
 			}
 		case needRealTime:
 			if c.Clock {
@@ -193,7 +130,7 @@ func (r *runner) missing(t Target, s *spec) string {
 			}
 		case needOwnRedis:
 			if !t.NeedsRedis || r.redis == nil || r.redis.Server == nil {
-				why = "needs a Redis this run started, to stop it (not with REDIS_URL, nor for a remote target)"
+				why = "needs a Redis this run started, to stop it (not one from REDIS_URL or Config.Redis, nor a remote target's)"
 			}
 		}
 		if why != "" {
@@ -212,7 +149,7 @@ func (r *runner) stillAlive(ctx context.Context, t Target, res Result) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := t.Alive(ctx); err != nil {
-		return fmt.Errorf("suite: %s stopped answering during %s, the run cannot go on: %w", t.Name, res.ID, err)
+		return fmt.Errorf("%s stopped answering during %s, the run cannot go on: %w", t.Name, res.ID, err)
 	}
 	return nil
 }
@@ -228,25 +165,40 @@ func (r *runner) runSpec(ctx context.Context, t Target, s *spec) (res Result) {
 			r.cfg.Progress(res)
 		}
 	}()
+	if ctx.Err() != nil {
+		res.Status, res.Message = Interrupted, "the run was stopped before this spec began"
+		return res
+	}
 	if why := r.missing(t, s); why != "" {
 		res.Status, res.Message = Skipped, why
 		return res
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.SpecTimeout)
+	res.Mode = RealTime
+	if t.Capabilities.Clock {
+		res.Mode = FakeClock
+	}
+	specCtx, cancel := context.WithTimeout(ctx, r.cfg.SpecTimeout)
 	defer cancel()
 
-	h := r.newH(ctx, t, s)
+	h := r.newH(specCtx, t, s)
 	done := make(chan Result, 1)
 	go func() { done <- h.execute() }()
 	select {
 	case out := <-done:
-		res.Status, res.Message = out.Status, out.Message
-	case <-ctx.Done():
-		res.Status = Failed
-		res.Message = h.report(fmt.Sprintf("%s: did not finish within %v: an operation hung (every call must honour its context)", s.title(), r.cfg.SpecTimeout))
+		res.Status, res.Message, res.Failure = out.Status, out.Message, out.Failure
+	case <-specCtx.Done():
+		if ctx.Err() != nil {
+			res.Status, res.Message = Interrupted, "the run was stopped while this spec ran"
+			res.Failure = &Failure{Kind: KindFault, Summary: res.Message}
+			break
+		}
+		summary := fmt.Sprintf("did not finish within %v: an operation hung (every call must honour its context)", r.cfg.SpecTimeout)
+		res.Status, res.Failure = Failed, &Failure{Kind: KindHang, Summary: summary, Hint: s.hint}
+		res.Message = h.report(s.title() + ": " + summary)
 	}
 	if err := h.close(); err != nil && res.Status == Passed {
 		res.Status, res.Message = Failed, fmt.Sprintf("closing the instances: %v", err)
+		res.Failure = &Failure{Kind: KindTargetError, Summary: res.Message}
 	}
 	if r.cfg.StorePrefix == "" {
 		r.cleanKeys(h.env.KeyPrefix)
@@ -254,7 +206,44 @@ func (r *runner) runSpec(ctx context.Context, t Target, s *spec) (res Result) {
 	return res
 }
 
-func (r *runner) newH(ctx context.Context, t Target, s *spec) *H {
+// storeFault checks the grader's own Redis after a spec failed: when it no
+// longer answers, the failure says nothing about the limiter, and the run
+// cannot go on. It returns the reason, or "" when the store is healthy.
+func (r *runner) storeFault(ctx context.Context) string {
+	if r.redis == nil || ctx.Err() != nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if err := r.redis.Client.Ping(ctx).Err(); err != nil {
+		return fmt.Sprintf("the grader's Redis at %s stopped answering (%v): the failure says nothing about the limiter", r.redis.Addr, err)
+	}
+	return ""
+}
+
+// afterSpec decides, after a spec that did not pass, whether what failed was
+// around the limiter (the grader's store, a target that stopped answering).
+// It turns such a result into an Errored one and returns the reason to abort
+// the run; "" means go on.
+func (r *runner) afterSpec(ctx context.Context, t Target, res *Result) string {
+	if res.Status != Failed {
+		return ""
+	}
+	why := r.storeFault(ctx)
+	if why == "" {
+		if err := r.stillAlive(ctx, t, *res); err != nil {
+			why = err.Error()
+		}
+	}
+	if why != "" {
+		res.Status = Errored
+		res.Message = why + "\n" + res.Message
+		res.Failure = &Failure{Kind: KindFault, Summary: why}
+	}
+	return why
+}
+
+func (r *runner) newH(ctx context.Context, t Target, s *spec) *harness {
 	tag := fmt.Sprintf("%s-%02d:", r.runID, r.count)
 	env := Env{
 		Clock:       fakeclock.Real{},
@@ -262,7 +251,7 @@ func (r *runner) newH(ctx context.Context, t Target, s *spec) *H {
 		MaxRequests: r.cfg.Limit,
 		Window:      r.cfg.Window,
 	}
-	h := &H{ctx: ctx, spec: s, target: t, run: r, tag: tag, start: time.Now()}
+	h := &harness{ctx: ctx, spec: s, target: t, run: r, tag: tag, start: time.Now()}
 	if t.Capabilities.Clock {
 		h.fake = fakeclock.New(start)
 		env.Clock, h.start = h.fake, start
@@ -280,20 +269,23 @@ func (r *runner) newH(ctx context.Context, t Target, s *spec) *H {
 	h.seed = r.cfg.Seed
 	h.rng = mrand.New(mrand.NewPCG(r.cfg.Seed, sum.Sum64()))
 	h.g = gomega.NewGomega(func(message string, _ ...int) {
-		panic(failure{h.report(message)})
+		h.fail(Failure{Kind: KindViolation}, message)
 	})
 	return h
 }
 
 // execute runs the body, turning the panics of Failf, Skipf, and of the
 // target itself, into a result.
-func (h *H) execute() (res Result) {
+func (h *harness) execute() (res Result) {
 	defer func() {
 		switch v := recover().(type) {
 		case nil:
 			res.Status = Passed
 		case failure:
-			res.Status, res.Message = Failed, h.spec.title()+"\n  "+v.msg
+			f := v.f
+			f.Hint = h.spec.hint
+			res.Status, res.Failure = Failed, &f
+			res.Message = h.spec.title() + "\n  " + v.msg
 			if h.spec.hint != "" {
 				res.Message += "  hint: " + h.spec.hint + "\n"
 			}
@@ -301,16 +293,45 @@ func (h *H) execute() (res Result) {
 			res.Status, res.Message = Skipped, v.reason
 		case inconclusive:
 			res.Status, res.Message = Inconclusive, h.spec.title()+"\n  "+v.msg
+			res.Failure = &Failure{Kind: KindInconclusive, Summary: firstLine(v.msg)}
 		default:
-			res.Status = Failed
-			res.Message = h.report(fmt.Sprintf("%s\n  panic: %v\n%s", h.spec.title(), v, debug.Stack()))
+			// A panic in the grader's own code is a fault of ours, not a
+			// verdict; one in the target's code fails the spec.
+			where, ours := panicSite()
+			summary := fmt.Sprintf("panic in %s: %v", where, v)
+			res.Message = h.report(fmt.Sprintf("%s\n  %s\n%s", h.spec.title(), summary, debug.Stack()))
+			if ours {
+				res.Status, res.Failure = Errored, &Failure{Kind: KindFault, Summary: "rlconform's own " + summary + " (a bug of the grader, please report it)"}
+			} else {
+				res.Status, res.Failure = Failed, &Failure{Kind: KindPanic, Summary: "the target panicked: " + summary}
+			}
 		}
 	}()
 	if _, err := h.instance(0); err != nil {
-		h.Failf("%v", err)
+		h.fail(Failure{Kind: KindTargetError}, err.Error())
 	}
 	h.spec.run(h)
 	return res
+}
+
+// panicSite names the function that panicked, called from a deferred
+// recover, and whether it is the grader's own code (the suite package).
+func panicSite() (string, bool) {
+	pcs := make([]uintptr, 64)
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(2, pcs)])
+	panicking := false
+	for {
+		f, more := frames.Next()
+		switch {
+		case f.Function == "runtime.gopanic":
+			panicking = true
+		case panicking && !strings.HasPrefix(f.Function, "runtime."):
+			return f.Function, strings.HasPrefix(f.Function, "github.com/rlconform/rlconform/suite.")
+		}
+		if !more {
+			return "unknown code", false
+		}
+	}
 }
 
 // inconclusive ends a spec that could not decide (a check that timed out).
@@ -328,94 +349,4 @@ func (r *runner) cleanKeys(prefix string) {
 	for _, k := range keys {
 		r.redis.Client.Del(ctx, k) // one by one: keys may live in different cluster slots
 	}
-}
-
-// Report is the outcome of a run on one target.
-type Report struct {
-	Target  string
-	Seed    uint64
-	Level   Level
-	Results []Result
-}
-
-// Count returns how many results have status st.
-func (rep *Report) Count(st Status) int {
-	n := 0
-	for _, r := range rep.Results {
-		if r.Status == st {
-			n++
-		}
-	}
-	return n
-}
-
-// Err is nil when the target is conformant at the report's level: no spec
-// failed or was inconclusive, and at least one passed. Otherwise it says why.
-func (rep *Report) Err() error {
-	var errs []error
-	for _, r := range rep.Results {
-		switch {
-		case r.ExpectedFailure && r.Status == Passed:
-			errs = append(errs, fmt.Errorf("%s: passed, but is listed as an expected failure", r.ID))
-		case r.ExpectedFailure && r.Status == Failed:
-		case r.Status == Failed || r.Status == Inconclusive:
-			errs = append(errs, fmt.Errorf("%s: %s", r.ID, r.Status))
-		}
-	}
-	if len(rep.Results) > 0 && rep.Count(Skipped) == len(rep.Results) {
-		errs = append(errs, errors.New("every spec was skipped: nothing was graded"))
-	}
-	if len(rep.Results) == 0 {
-		errs = append(errs, errors.New("no spec selected: nothing was graded"))
-	}
-	return errors.Join(errs...)
-}
-
-// Table renders the results as a plain-text table of spec ids.
-func (rep *Report) Table() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s (level %s, seed %d)\n", rep.Target, rep.Level, rep.Seed)
-	for _, r := range rep.Results {
-		fmt.Fprintf(&b, "  %-13s %-34s %6dms", r.Status, r.ID, r.Duration.Milliseconds())
-		switch {
-		case r.ExpectedFailure && r.Status == Failed:
-			b.WriteString("  (expected failure)")
-		case r.ExpectedFailure && r.Status == Passed:
-			b.WriteString("  (listed as an expected failure: remove it from the list)")
-		case r.Status == Skipped:
-			fmt.Fprintf(&b, "  %s", r.Message)
-		}
-		b.WriteByte('\n')
-	}
-	for _, l := range levels {
-		if !rep.Level.includes(l) {
-			continue
-		}
-		fmt.Fprintf(&b, "  %s: %s\n", l, rep.levelVerdict(l))
-	}
-	return b.String()
-}
-
-func (rep *Report) levelVerdict(l Level) string {
-	var pass, fail, skip int
-	for _, r := range rep.Results {
-		if r.Level != l {
-			continue
-		}
-		switch {
-		case r.Status == Skipped:
-			skip++
-		case r.Status == Passed && !r.ExpectedFailure, r.Status == Failed && r.ExpectedFailure:
-			pass++ // as expected
-		default:
-			fail++
-		}
-	}
-	verdict := "conformant"
-	if fail > 0 {
-		verdict = "NOT conformant"
-	} else if pass == 0 {
-		verdict = "not graded"
-	}
-	return fmt.Sprintf("%s (%d passed, %d failed, %d skipped)", verdict, pass, fail, skip)
 }

@@ -58,7 +58,7 @@ func strictSpecs() []spec {
 	}
 }
 
-func boundaryBurstEpoch(h *H) {
+func boundaryBurstEpoch(h *harness) {
 	// The spec starts on a multiple of every window, so W is an epoch edge.
 	u := h.User("u")
 	h.At(h.W() - time.Millisecond)
@@ -76,7 +76,7 @@ func boundaryBurstEpoch(h *H) {
 	}
 }
 
-func boundaryBurstFirst(h *H) {
+func boundaryBurstFirst(h *harness) {
 	// The first request opens any window a fixed-window limiter keeps; it
 	// lands off every epoch edge.
 	u := h.User("u")
@@ -96,7 +96,7 @@ func boundaryBurstFirst(h *H) {
 	h.Allow(u)
 }
 
-func rollingExpiry(h *H) {
+func rollingExpiry(h *harness) {
 	u := h.User("u")
 	step := h.W() / time.Duration(2*h.N())
 	var entries []time.Duration
@@ -117,7 +117,7 @@ func rollingExpiry(h *H) {
 	}
 }
 
-func sameMillisecondBurst(h *H) {
+func sameMillisecondBurst(h *harness) {
 	u := h.User("u")
 	h.At(7 * time.Millisecond)
 	for range h.N() + 3 {
@@ -131,7 +131,7 @@ func sameMillisecondBurst(h *H) {
 	}
 }
 
-func deniedNotLogged(h *H) {
+func deniedNotLogged(h *harness) {
 	u := h.User("u")
 	for range h.N() {
 		h.Allow(u)
@@ -147,7 +147,7 @@ func deniedNotLogged(h *H) {
 	}
 }
 
-func sharedStore(h *H) {
+func sharedStore(h *harness) {
 	h.Instances(2)
 	for _, name := range []string{"a", "b", "c"} {
 		u := h.User(name)
@@ -162,7 +162,7 @@ func sharedStore(h *H) {
 	}
 }
 
-func sharedStoreConcurrent(h *H) {
+func sharedStoreConcurrent(h *harness) {
 	h.Configure(20, h.W())
 	var users []string
 	for _, name := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
@@ -171,7 +171,7 @@ func sharedStoreConcurrent(h *H) {
 	h.CheckBurst(users, 2*h.N(), 16, h.Instances(2))
 }
 
-func loweredLimit(h *H) {
+func loweredLimit(h *harness) {
 	u := h.User("u")
 	h.Configure(6, h.W())
 	for range 5 {
@@ -193,7 +193,7 @@ func loweredLimit(h *H) {
 	}
 }
 
-func raisedLimit(h *H) {
+func raisedLimit(h *harness) {
 	u := h.User("u")
 	h.Configure(2, h.W())
 	for range 3 {

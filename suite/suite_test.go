@@ -10,6 +10,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/mutants"
 	"github.com/rlconform/rlconform/redisenv"
 	"github.com/rlconform/rlconform/suite"
 )
@@ -54,4 +56,16 @@ func registerRemote(t *testing.T, urls []string) {
 // TestRunEntryPoint is the fstest-style form: one subtest per spec.
 func TestRunEntryPoint(t *testing.T) {
 	suite.Run(t, suite.Config{Level: suite.Strict}, suite.ModelTarget())
+}
+
+// TestRunHonoursExpectFail: a known failure listed in ExpectFail passes the
+// go test form, as it does the command line.
+func TestRunHonoursExpectFail(t *testing.T) {
+	caps := contract.All()
+	broken := suite.Target{Name: "reset-pattern", Capabilities: caps, NeedsRedis: true,
+		New: func(_ context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
+			lim, err := mutants.ResetByPattern(mutants.Store{Redis: env.Redis, Clock: env.Clock, Prefix: env.KeyPrefix, MaxRequests: env.MaxRequests, Window: env.Window})
+			return lim, nil, err
+		}}
+	suite.Run(t, suite.Config{IDs: []string{"core/reset", "core/multi-user"}, ExpectFail: []string{"core/reset"}}, broken)
 }

@@ -15,6 +15,9 @@ import (
 type Target struct {
 	// Name appears in reports.
 	Name string
+	// Addresses are where the target is reached (the URLs of a remote
+	// target's instances), for reports; empty for an in-process target.
+	Addresses []string
 	// Capabilities are what the target supports; specs needing anything
 	// else are skipped, with the reason in the report.
 	Capabilities contract.Capabilities

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlconform/rlconform/redisenv"
+	"github.com/rlconform/rlconform/report"
 	"github.com/rlconform/rlconform/suite"
 )
 
@@ -70,7 +71,7 @@ func TestNodeExampleIsConformant(t *testing.T) {
 	target.NeedsRedis = true // its Redis is ours: the store-outage spec may stop it
 	rep, err := suite.Check(ctx, suite.Config{Redis: red, StorePrefix: prefix}, target)
 	require.NoError(t, err)
-	t.Log("\n" + rep.Table())
+	t.Log("\n" + report.String(rep))
 	for _, r := range rep.Results {
 		if r.Status == suite.Failed {
 			t.Log(r.Message)

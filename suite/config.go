@@ -1,0 +1,255 @@
+package suite
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	mrand "math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/redisenv"
+)
+
+// Config tunes a run. The zero value runs every spec with the defaults.
+type Config struct {
+	// Redis is the store given to targets that need one. When nil, the run
+	// obtains one as redisenv.Obtain does, and closes it at the end.
+	Redis *redisenv.Redis
+	// Level is the highest level to run (default All: every spec).
+	Level Level
+	// IDs, when not empty, selects specs by id, or by a prefix ending in "/".
+	// An id or prefix that names no spec is an error.
+	IDs []string
+	// Labels, when not empty, selects specs that carry any of these labels
+	// (a level, or needs-<capability>).
+	Labels []string
+	// ExpectFail lists specs the target knowingly fails: their failures do
+	// not fail the run, and their passing does (the list is out of date).
+	ExpectFail []string
+	// StorePrefix, when set, is the prefix under which a target writes in
+	// Redis (a remote target's own); every spec inspects keys under it, and
+	// the suite never writes or deletes there.
+	StorePrefix string
+	// Seed makes randomised specs reproducible; 0 picks one, shown in the report.
+	Seed uint64
+	// Limit and Window are the configuration specs start with (default 5
+	// per minute). With a fake clock the window is long in real terms on
+	// purpose: Redis TTLs run on real time and must not expire mid-spec.
+	Limit  int
+	Window time.Duration
+	// RealTimeWindow is the window of the real-time specs, which grade
+	// expiry on targets without clock control by waiting (default 1s).
+	RealTimeWindow time.Duration
+	// SpecTimeout bounds each spec (default 60s): a hanging target fails
+	// the spec instead of hanging the run.
+	SpecTimeout time.Duration
+	// ReportDir receives artefacts of failures (linearizability
+	// visualisations); default the system's temp directory.
+	ReportDir string
+	// Progress, when set, is called after each spec.
+	Progress func(Result)
+}
+
+func (c Config) withDefaults() Config {
+	if c.Level == "" {
+		c.Level = All
+	}
+	if c.Seed == 0 {
+		c.Seed = mrand.Uint64()
+	}
+	if c.Limit == 0 {
+		c.Limit = 5
+	}
+	if c.Window == 0 {
+		c.Window = time.Minute
+	}
+	if c.RealTimeWindow == 0 {
+		c.RealTimeWindow = time.Second
+	}
+	if c.SpecTimeout == 0 {
+		c.SpecTimeout = time.Minute
+	}
+	return c
+}
+
+// Validate reports every problem of c: an unknown level, id, label or
+// expected failure (with the nearest valid name), a selection that matches no
+// spec, a configuration out of range.
+func (c Config) Validate() error {
+	_, err := c.validated()
+	return err
+}
+
+// validated is c with its defaults, or the reasons c is invalid.
+func (c Config) validated() (Config, error) {
+	c = c.withDefaults()
+	var errs []error
+	if _, err := ParseLevel(string(c.Level)); err != nil {
+		errs = append(errs, err)
+	}
+	if err := contract.ValidateConfig(c.Limit, c.Window); err != nil {
+		errs = append(errs, fmt.Errorf("Limit %d, Window %v: %w", c.Limit, c.Window, err))
+	}
+	if c.Limit > 10_000 {
+		errs = append(errs, fmt.Errorf("Limit %d: specs send several times the limit, keep it at most 10000", c.Limit))
+	}
+	if c.RealTimeWindow < 10*time.Millisecond || c.RealTimeWindow > time.Minute {
+		errs = append(errs, fmt.Errorf("RealTimeWindow %v: want 10ms to 1m", c.RealTimeWindow))
+	}
+	if c.SpecTimeout < 0 {
+		errs = append(errs, fmt.Errorf("SpecTimeout %v: want a positive bound", c.SpecTimeout))
+	}
+	var ids, labels []string
+	for _, s := range catalogue() {
+		ids = append(ids, s.id)
+		for _, l := range s.labels() {
+			if !slices.Contains(labels, l) {
+				labels = append(labels, l)
+			}
+		}
+	}
+	for _, id := range c.IDs {
+		if strings.HasSuffix(id, "/") && slices.ContainsFunc(ids, func(s string) bool { return strings.HasPrefix(s, id) }) {
+			continue
+		}
+		if !slices.Contains(ids, id) {
+			errs = append(errs, unknown("spec id", id, ids))
+		}
+	}
+	for _, id := range c.ExpectFail {
+		if !slices.Contains(ids, id) {
+			errs = append(errs, unknown("expected failure: spec id", id, ids))
+		}
+	}
+	for _, l := range c.Labels {
+		if !slices.Contains(labels, l) {
+			errs = append(errs, unknown("label", l, labels))
+		}
+	}
+	if len(errs) == 0 && len(selectSpecs(c)) == 0 {
+		errs = append(errs, fmt.Errorf("no spec matches level %s, ids %v and labels %v", c.Level, c.IDs, c.Labels))
+	}
+	if len(errs) > 0 {
+		return c, fmt.Errorf("invalid configuration: %w", errors.Join(errs...))
+	}
+	return c, nil
+}
+
+// unknown is the error for a name that is not one of valid, with the
+// nearest valid one when it is close.
+func unknown(what, name string, valid []string) error {
+	best, dist := "", len(name)/2+2
+	for _, v := range valid {
+		if d := editDistance(name, v); d < dist {
+			best, dist = v, d
+		}
+	}
+	if best != "" {
+		return fmt.Errorf("unknown %s %q (did you mean %q?)", what, name, best)
+	}
+	return fmt.Errorf("unknown %s %q ('rlconform list' lists them)", what, name)
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// reproduce is the line that reruns this configuration under go test.
+func (c Config) reproduce() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "reproduce with: go test -run '<your test>' -args -rlconform.seed=%d -rlconform.level=%s", c.Seed, c.Level)
+	if len(c.IDs) > 0 {
+		fmt.Fprintf(&b, " -rlconform.id=%s", strings.Join(c.IDs, ","))
+	}
+	if len(c.ExpectFail) > 0 {
+		fmt.Fprintf(&b, " -rlconform.expect-fail=%s", strings.Join(c.ExpectFail, ","))
+	}
+	return b.String()
+}
+
+// testFlags are the -rlconform.* flags of a go test binary that imports
+// this package; set ones override the Config given to Run and Register.
+type testFlags struct {
+	seed                    uint64
+	level                   string
+	ids, labels, expectFail commaList
+	reportDir               string
+}
+
+// flags is the one piece of package state: flags must be registered when
+// the package initialises, before the testing package parses them.
+var flags testFlags
+
+func init() {
+	// A binary that defines these names itself keeps its own.
+	if flag.Lookup("rlconform.seed") != nil {
+		return
+	}
+	flag.Uint64Var(&flags.seed, "rlconform.seed", 0, "rlconform: seed of the randomised specs (0: pick one)")
+	flag.StringVar(&flags.level, "rlconform.level", "", "rlconform: highest level to grade: core, strict, robust or all")
+	flag.Var(&flags.ids, "rlconform.id", "rlconform: only these spec ids, or prefixes ending in / (comma-separated)")
+	flag.Var(&flags.labels, "rlconform.label", "rlconform: only specs with any of these labels (comma-separated)")
+	flag.Var(&flags.expectFail, "rlconform.expect-fail", "rlconform: spec ids the limiter knowingly fails (comma-separated)")
+	flag.StringVar(&flags.reportDir, "rlconform.report-dir", "", "rlconform: directory for failure artefacts")
+}
+
+// flagOverrides applies the -rlconform.* flags that were set to cfg.
+func flagOverrides(cfg Config) Config {
+	if !flag.Parsed() {
+		return cfg
+	}
+	if flags.seed != 0 {
+		cfg.Seed = flags.seed
+	}
+	if flags.level != "" {
+		cfg.Level = Level(flags.level)
+	}
+	if len(flags.ids) > 0 {
+		cfg.IDs = flags.ids
+	}
+	if len(flags.labels) > 0 {
+		cfg.Labels = flags.labels
+	}
+	if len(flags.expectFail) > 0 {
+		cfg.ExpectFail = flags.expectFail
+	}
+	if flags.reportDir != "" {
+		cfg.ReportDir = flags.reportDir
+	}
+	return cfg
+}
+
+// commaList is a flag of comma-separated, repeatable values.
+type commaList []string
+
+func (l *commaList) String() string { return strings.Join(*l, ",") }
+
+// Set adds the comma-separated values of v.
+func (l *commaList) Set(v string) error {
+	for _, x := range strings.Split(v, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			*l = append(*l, x)
+		}
+	}
+	return nil
+}

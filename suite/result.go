@@ -1,0 +1,350 @@
+package suite
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Status is the outcome of one spec.
+type Status string
+
+// The statuses. Only Passed counts as a pass; only Failed is a verdict
+// against the limiter.
+const (
+	Passed  Status = "pass"
+	Failed  Status = "fail"
+	Skipped Status = "skip"
+	// Inconclusive: the spec ran but could not decide (a check that ran out
+	// of time, timing that left every answer undecided). Never a pass.
+	Inconclusive Status = "inconclusive"
+	// Errored: something around the limiter failed (the grader's Redis, the
+	// target's store, the grader itself), so the spec says nothing about the
+	// limiter. Never a pass, never a verdict.
+	Errored Status = "error"
+	// Interrupted: the run was stopped (Ctrl-C, SIGTERM, a deadline) before
+	// the spec finished or began.
+	Interrupted Status = "interrupted"
+)
+
+// Kind says what kind of evidence a failed (or errored) spec holds.
+type Kind string
+
+// The kinds of failure.
+const (
+	// KindWrongAnswer: at one step the target gave an answer the model would
+	// not give. Failure.Step, Operation, Got and Want say which.
+	KindWrongAnswer Kind = "wrong-answer"
+	// KindViolation: a rule broken outside one answer (more than N allowed
+	// by a burst, a key without TTL, a history no serial order explains, an
+	// outage that allowed requests).
+	KindViolation Kind = "violation"
+	// KindTargetError: the target returned an error where an answer was due,
+	// or the wrong kind of error.
+	KindTargetError Kind = "target-error"
+	// KindHang: a call did not return within its deadline.
+	KindHang Kind = "hang"
+	// KindPanic: the target panicked.
+	KindPanic Kind = "panic"
+	// KindFault: the store, the network or the grader failed; the status is
+	// Errored, never Failed.
+	KindFault Kind = "fault"
+	// KindInconclusive: the spec ran but could not decide.
+	KindInconclusive Kind = "inconclusive"
+)
+
+// Mode is how time passed for a spec.
+type Mode string
+
+// The modes.
+const (
+	// FakeClock: the target read "now" from a clock the spec moved.
+	FakeClock Mode = "fake-clock"
+	// RealTime: the target read its own clock; the spec waited.
+	RealTime Mode = "real-time"
+)
+
+// Result is the outcome of one spec on one target.
+type Result struct {
+	ID     string
+	Level  Level
+	Rule   string
+	Status Status
+	// Mode is how time passed (empty for a spec that was skipped before it
+	// began).
+	Mode Mode
+	// Message is the whole explanation, as a person reads it: why the spec
+	// failed (with the configuration and the timeline) or was skipped.
+	Message string
+	// Failure holds the same evidence as fields, for tools; nil unless the
+	// status is Failed, Errored or Inconclusive.
+	Failure  *Failure
+	Duration time.Duration
+	// ExpectedFailure: the spec is in Config.ExpectFail.
+	ExpectedFailure bool
+}
+
+// Failure is the structured evidence of a failed spec.
+type Failure struct {
+	Kind Kind
+	// Summary is the first line of the explanation.
+	Summary string
+	// Step is the 1-based step of the timeline that went wrong, 0 when the
+	// failure is not one step.
+	Step int
+	// At is the instant of that step, from the spec's start.
+	At time.Duration
+	// Instance is the instance (0-based) that answered.
+	Instance int
+	// Operation is the call, e.g. AllowRequest("u").
+	Operation string
+	// Got is what the target answered and Want what the model answers.
+	Got, Want string
+	// Explanation says what the model counted just before the step.
+	Explanation string
+	// Hint is the usual cause of this failure.
+	Hint string
+}
+
+// Report is the outcome of a run on one target.
+type Report struct {
+	Target string
+	// Targets are every address graded (several instances of one limiter).
+	Targets []string
+	Seed    uint64
+	Level   Level
+	Results []Result
+	// Aborted, when not empty, says why the run stopped early (the target
+	// or the grader's store stopped answering, an interrupt).
+	Aborted string
+}
+
+// Count returns how many results have status st.
+func (rep *Report) Count(st Status) int {
+	n := 0
+	for _, r := range rep.Results {
+		if r.Status == st {
+			n++
+		}
+	}
+	return n
+}
+
+// Outcome is the verdict of a run.
+type Outcome string
+
+// The outcomes, each with its exit code in the command line.
+const (
+	// Conformant (exit 0): every graded spec passed (or failed as expected).
+	Conformant Outcome = "conformant"
+	// NotConformant (exit 1): a spec failed that was not expected to: the
+	// limiter is wrong.
+	NotConformant Outcome = "not-conformant"
+	// Undecided (exit 2): nothing failed, but the run cannot vouch for the
+	// limiter: a spec was inconclusive or errored, the run was aborted or
+	// interrupted, nothing was graded, or an expected failure passed.
+	Undecided Outcome = "undecided"
+)
+
+// Verdict is the one judgement of a run, used by Check, Run, Register and
+// the command line alike.
+type Verdict struct {
+	Outcome Outcome
+	// Reasons say why the outcome is not Conformant, one line each.
+	Reasons []string
+	// Coverage counts the specs by what happened to them.
+	Coverage Coverage
+}
+
+// Coverage counts a run's specs.
+type Coverage struct {
+	Selected, Graded, Passed, Failed, ExpectedFailures, Skipped, Inconclusive, Errored, Interrupted int
+	// RealTime is how many graded specs ran in real time.
+	RealTime int
+	// SkippedBy counts skipped specs by reason.
+	SkippedBy map[string]int
+}
+
+// Verdict judges the report.
+func (rep *Report) Verdict() Verdict {
+	v := Verdict{Coverage: Coverage{Selected: len(rep.Results), SkippedBy: map[string]int{}}}
+	c := &v.Coverage
+	var failed, undecided []string
+	for _, r := range rep.Results {
+		if r.Status != Skipped && r.Status != Interrupted {
+			c.Graded++
+			if r.Mode == RealTime {
+				c.RealTime++
+			}
+		}
+		switch r.Status {
+		case Passed:
+			c.Passed++
+			if r.ExpectedFailure {
+				undecided = append(undecided, fmt.Sprintf("%s: passed, but is listed as an expected failure: remove it from the list", r.ID))
+			}
+		case Failed:
+			if r.ExpectedFailure {
+				c.ExpectedFailures++
+				continue
+			}
+			c.Failed++
+			failed = append(failed, fmt.Sprintf("%s: %s", r.ID, r.summary()))
+		case Skipped:
+			c.Skipped++
+			c.SkippedBy[r.Message]++
+		case Inconclusive:
+			c.Inconclusive++
+			undecided = append(undecided, fmt.Sprintf("%s: inconclusive: %s", r.ID, r.summary()))
+		case Errored:
+			c.Errored++
+			undecided = append(undecided, fmt.Sprintf("%s: could not be graded: %s", r.ID, r.summary()))
+		case Interrupted:
+			c.Interrupted++
+		}
+	}
+	if c.Interrupted > 0 {
+		undecided = append(undecided, fmt.Sprintf("%d spec(s) interrupted before they finished", c.Interrupted))
+	}
+	if rep.Aborted != "" {
+		undecided = append(undecided, "the run was aborted: "+rep.Aborted)
+	}
+	switch {
+	case len(rep.Results) == 0:
+		undecided = append(undecided, "no spec selected: nothing was graded")
+	case c.Graded == 0 && c.Interrupted == 0:
+		undecided = append(undecided, "every spec was skipped: nothing was graded")
+	}
+	switch {
+	case len(failed) > 0:
+		v.Outcome, v.Reasons = NotConformant, append(failed, undecided...)
+	case len(undecided) > 0:
+		v.Outcome, v.Reasons = Undecided, undecided
+	default:
+		v.Outcome = Conformant
+	}
+	return v
+}
+
+// Err is nil when the target is conformant at the report's level;
+// otherwise it says why, one line per reason.
+func (rep *Report) Err() error {
+	v := rep.Verdict()
+	if v.Outcome == Conformant {
+		return nil
+	}
+	return fmt.Errorf("%s: %s", v.Outcome, strings.Join(v.Reasons, "\n"))
+}
+
+// String is the verdict line: the outcome with what was graded, e.g.
+// "CONFORMANT at strict: 21 graded (12 in real time), 2 skipped: no reset".
+func (v Verdict) String() string {
+	var head string
+	switch v.Outcome {
+	case Conformant:
+		head = "CONFORMANT"
+	case NotConformant:
+		head = "NOT CONFORMANT"
+	default:
+		head = "UNDECIDED"
+	}
+	return head + ": " + v.Coverage.String()
+}
+
+// String says how many specs were graded, and why the others were not.
+func (c Coverage) String() string {
+	var parts []string
+	graded := fmt.Sprintf("%d of %d graded", c.Graded, c.Selected)
+	if c.RealTime > 0 {
+		graded += fmt.Sprintf(" (%d in real time)", c.RealTime)
+	}
+	parts = append(parts, graded)
+	for _, p := range []struct {
+		n    int
+		what string
+	}{{c.Passed, "passed"}, {c.Failed, "failed"}, {c.ExpectedFailures, "expected failure(s)"},
+		{c.Inconclusive, "inconclusive"}, {c.Errored, "could not be graded"}, {c.Interrupted, "interrupted"}} {
+		if p.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
+		}
+	}
+	if c.Skipped > 0 {
+		reasons := make([]string, 0, len(c.SkippedBy))
+		for why := range c.SkippedBy {
+			reasons = append(reasons, why)
+		}
+		slices.Sort(reasons)
+		s := fmt.Sprintf("%d skipped", c.Skipped)
+		for i, why := range reasons {
+			sep := ": "
+			if i > 0 {
+				sep = "; "
+			}
+			s += fmt.Sprintf("%s%d %s", sep, c.SkippedBy[why], why)
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// summary is the one line that says what went wrong.
+func (r *Result) summary() string {
+	if r.Failure != nil && r.Failure.Summary != "" {
+		return r.Failure.Summary
+	}
+	return firstLine(r.Message)
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// LevelVerdict is the outcome of one level of the report: how many of its
+// specs passed (or failed as expected), failed, were skipped or undecided.
+type LevelVerdict struct {
+	Level                                     Level
+	Outcome                                   Outcome
+	Passed, Failed, Skipped, Undecided, Total int
+}
+
+// Levels judges each level of the report separately.
+func (rep *Report) Levels() []LevelVerdict {
+	var out []LevelVerdict
+	for _, l := range levels {
+		if !rep.Level.includes(l) {
+			continue
+		}
+		lv := LevelVerdict{Level: l}
+		for _, r := range rep.Results {
+			if r.Level != l {
+				continue
+			}
+			lv.Total++
+			switch {
+			case r.Status == Skipped:
+				lv.Skipped++
+			case r.Status == Passed && !r.ExpectedFailure, r.Status == Failed && r.ExpectedFailure:
+				lv.Passed++
+			case r.Status == Failed:
+				lv.Failed++
+			default:
+				lv.Undecided++
+			}
+		}
+		switch {
+		case lv.Failed > 0:
+			lv.Outcome = NotConformant
+		case lv.Undecided > 0 || lv.Passed == 0:
+			lv.Outcome = Undecided
+		default:
+			lv.Outcome = Conformant
+		}
+		out = append(out, lv)
+	}
+	return out
+}
