@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,17 +124,44 @@ func TestServerRejectsBadRequests(t *testing.T) {
 	require.NoError(t, err)
 	defer srv.Close()
 	for _, tc := range []struct {
-		body, header string
-	}{{"{", ""}, {`{"user_id":"u"}`, "soon"}} {
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+PathAllow, stringsReader(tc.body))
+		path, body, header, origin, ctype string
+		want                              int
+	}{
+		{PathAllow, "{", "", "", "", 400},
+		{PathAllow, `{"user_id":"u"}`, "soon", "", "", 400},
+		{PathAllow, `{"user_id":"u","extra":1}`, "", "", "", 400},
+		{PathAllow, `{"user_id":"u"} {"user_id":"v"}`, "", "", "", 400},
+		{PathAllow, "{\"user_id\":\"inv\xff\"}", "", "", "", 400},
+		{PathAllow, `{"user_id":"` + strings.Repeat("x", 5000) + `"}`, "", "", "", 400},
+		{PathAllow, `{"user_id":"u"}`, "", "", "text/plain", 415},
+		{PathReset, `{"user_id":"u"}`, "", "http://evil.example", "", 403},
+		{PathConfigure, `{"max_requests":5,"window_ms":288230376151771744}`, "", "", "", 400},
+		{PathConfigure, `{"max_requests":9223372036854775807,"window_ms":60000}`, "", "", "", 400},
+		{PathConfigure, `{"max_requests":5,"window_ms":60000}`, "", "", "", 204},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+tc.path, stringsReader(tc.body))
+		req.Header.Set("Content-Type", "application/json")
+		if tc.ctype != "" {
+			req.Header.Set("Content-Type", tc.ctype)
+		}
 		if tc.header != "" {
 			req.Header.Set(HeaderNow, tc.header)
+		}
+		if tc.origin != "" {
+			req.Header.Set("Origin", tc.origin)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
 		resp.Body.Close()
-		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%q %q", tc.body, tc.header)
+		assert.Equal(t, tc.want, resp.StatusCode, "%s %.80q %q", tc.path, tc.body, tc.header)
 	}
+	// A loopback server answers loopback names only (DNS rebinding).
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+PathCapabilities, nil)
+	req.Host = "rebound.example:80"
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusMisdirectedRequest, resp.StatusCode)
 }
 
 func stringsReader(s string) *stringReader { return &stringReader{s: s} }
@@ -147,4 +175,38 @@ func (r *stringReader) Read(p []byte) (int, error) {
 	n := copy(p, r.s)
 	r.s = r.s[n:]
 	return n, nil
+}
+
+func TestClientMapsStatusesToTheContractsErrors(t *testing.T) {
+	ctx := context.Background()
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`{"allowed":true}`))
+	}))
+	defer elsewhere.Close()
+	status := map[string]int{PathAllow: 503, PathRemaining: 400, PathConfigure: 400, PathReset: 307}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == PathReset {
+			http.Redirect(w, r, elsewhere.URL+PathAllow, http.StatusTemporaryRedirect)
+			return
+		}
+		w.WriteHeader(status[r.URL.Path])
+		w.Write([]byte(`{"error":"the target's own words"}`))
+	}))
+	defer srv.Close()
+	c := NewClient(srv.URL, ClientOptions{})
+
+	_, err := c.AllowRequest(ctx, "u")
+	assert.ErrorIs(t, err, contract.ErrStore)
+	assert.Contains(t, err.Error(), "the target's own words")
+	_, err = c.GetRemainingRequests(ctx, "u")
+	assert.ErrorIs(t, err, contract.ErrInvalidUserID)
+	assert.Contains(t, err.Error(), "the target's own words")
+	err = c.Configure(ctx, 1, time.Second)
+	assert.ErrorIs(t, err, contract.ErrInvalidConfig)
+	err = c.Reset(ctx, "u")
+	require.Error(t, err, "a redirect is refused, not followed")
+	assert.Contains(t, err.Error(), "does not follow redirects")
+	var pe *Error
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, http.StatusTemporaryRedirect, pe.Status)
 }

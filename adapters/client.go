@@ -53,7 +53,7 @@ type ClientOptions struct {
 func NewClient(baseURL string, opts ClientOptions) *Client {
 	c := &Client{base: strings.TrimRight(baseURL, "/"), http: opts.HTTPClient, timeout: opts.Timeout, clock: opts.Clock}
 	if c.http == nil {
-		c.http = &http.Client{}
+		c.http = &http.Client{CheckRedirect: refuseRedirects}
 	}
 	if c.timeout <= 0 {
 		c.timeout = DefaultTimeout
@@ -156,6 +156,11 @@ func (c *Client) Reset(ctx context.Context, userID string) error {
 
 // Configure implements [contract.RateLimiterContract]. A 400 answer wraps
 // [contract.ErrInvalidConfig].
+//
+// Every call maps a 400 answer to [contract.ErrInvalidConfig] (configure)
+// or [contract.ErrInvalidUserID] (the others), and a 503 to
+// [contract.ErrStore]; the target's own "error" text is kept in the message.
+// Redirects are not followed: a 3xx answer is an error.
 func (c *Client) Configure(ctx context.Context, maxRequests int, window time.Duration) error {
 	_, err := c.call(ctx, http.MethodPost, PathConfigure, configureBody{maxRequests, window.Milliseconds()}, nil, nil)
 	return err
@@ -202,15 +207,21 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any, ok 
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		e := &Error{Op: op, Status: resp.StatusCode, Body: cut(raw)}
-		if resp.StatusCode == http.StatusBadRequest {
+		var sentinel error
+		switch {
+		case resp.StatusCode == http.StatusBadRequest && path == PathConfigure:
+			sentinel = contract.ErrInvalidConfig
+		case resp.StatusCode == http.StatusBadRequest:
+			sentinel = contract.ErrInvalidUserID
+		case resp.StatusCode == http.StatusServiceUnavailable:
+			sentinel = contract.ErrStore
+		case resp.StatusCode >= 300 && resp.StatusCode < 400:
+			e.Err = fmt.Errorf("redirected to %q: rlconform does not follow redirects; grade the address that answers", resp.Header.Get("Location"))
+		}
+		if sentinel != nil {
 			var eb errorBody
 			json.Unmarshal(raw, &eb)
-			switch path {
-			case PathConfigure:
-				e.Err = fmt.Errorf("%w: %s", contract.ErrInvalidConfig, eb.Error)
-			default:
-				e.Err = fmt.Errorf("%w: %s", contract.ErrInvalidUserID, eb.Error)
-			}
+			e.Err = &statusError{said: eb.Error, kind: sentinel}
 		}
 		return resp.StatusCode, e
 	}
@@ -230,3 +241,23 @@ func cut(b []byte) string {
 	}
 	return s
 }
+
+// refuseRedirects keeps the grader on the address it was given: a target
+// that redirects elsewhere would have another host graded in its name.
+func refuseRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// statusError is what a status of the protocol means ([contract.ErrStore]
+// for 503, an invalid-input sentinel for 400), with the target's own words.
+type statusError struct {
+	said string // the "error" field of the answer, if any
+	kind error
+}
+
+func (e *statusError) Error() string {
+	if e.said == "" {
+		return e.kind.Error() + " (the answer gave no \"error\" field)"
+	}
+	return fmt.Sprintf("%v; the target says %q", e.kind, e.said)
+}
+
+func (e *statusError) Unwrap() error { return e.kind }

@@ -1,15 +1,20 @@
 package adapters
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/fakeclock"
@@ -28,7 +33,48 @@ func Handler(lim contract.RateLimiterContract, clock *fakeclock.Fake) http.Handl
 	mux.HandleFunc("POST "+PathAllow, s.allow)
 	mux.HandleFunc("POST "+PathRemaining, s.remaining)
 	mux.HandleFunc("POST "+PathReset, s.reset)
-	return mux
+	return guard(mux)
+}
+
+// maxServedUserIDBytes bounds the ids the server accepts: the contract
+// promises [contract.MaxUserIDBytes]; far longer ids only cost memory.
+const maxServedUserIDBytes = 4096
+
+// guard refuses what a browser could send on a user's behalf: a POST
+// without a JSON content type (a cross-site form or text/plain request),
+// or a request from a page of another origin.
+func guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o := r.Header.Get("Origin"); o != "" && o != "http://"+r.Host && o != "https://"+r.Host {
+			writeJSON(w, http.StatusForbidden, errorBody{fmt.Sprintf("cross-origin request from %q refused", o)})
+			return
+		}
+		if r.Method == http.MethodPost {
+			ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+			if ct != "application/json" {
+				writeJSON(w, http.StatusUnsupportedMediaType, errorBody{"the body must be application/json"})
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// loopbackOnly refuses requests whose Host is not a loopback name, so that a
+// web page cannot reach a loopback server through DNS rebinding.
+func loopbackOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, err := net.SplitHostPort(r.Host)
+		if err != nil {
+			host = r.Host
+		}
+		ip := net.ParseIP(strings.Trim(host, "[]"))
+		if host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			writeJSON(w, http.StatusMisdirectedRequest, errorBody{fmt.Sprintf("Host %q refused: this server listens on loopback only", r.Host)})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 type handler struct {
@@ -65,6 +111,13 @@ func (s *handler) now(w http.ResponseWriter, r *http.Request) bool {
 func (s *handler) configure(w http.ResponseWriter, r *http.Request) {
 	var in configureBody
 	if !decode(w, r, &in) {
+		return
+	}
+	// Reject what a time.Duration or the contract cannot hold before
+	// converting, so that no value wraps around into a valid one.
+	if in.MaxRequests < 1 || in.MaxRequests > contract.MaxLimit || in.WindowMs < 1 || in.WindowMs > contract.MaxWindow.Milliseconds() {
+		writeJSON(w, http.StatusBadRequest, errorBody{fmt.Sprintf("%v: max_requests %d (want 1 to %d), window_ms %d (want 1 to %d)",
+			contract.ErrInvalidConfig, in.MaxRequests, contract.MaxLimit, in.WindowMs, contract.MaxWindow.Milliseconds())})
 		return
 	}
 	if err := s.lim.Configure(r.Context(), in.MaxRequests, time.Duration(in.WindowMs)*time.Millisecond); err != nil {
@@ -112,10 +165,45 @@ func (s *handler) reset(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// decode reads exactly one JSON object of v's fields. Unknown fields and
+// trailing data are refused; duplicate keys are not detected (the standard
+// decoder keeps the last), which the protocol documents. A user id must be
+// valid UTF-8 (JSON cannot carry other bytes: a decoder would replace them,
+// merging distinct ids) and at most maxServedUserIDBytes long.
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	if err := json.NewDecoder(io.LimitReader(r.Body, maxBody)).Decode(v); err != nil {
+	raw, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	switch {
+	case err != nil:
+		writeJSON(w, http.StatusBadRequest, errorBody{"reading the request body: " + err.Error()})
+		return false
+	case len(raw) > maxBody:
+		writeJSON(w, http.StatusRequestEntityTooLarge, errorBody{fmt.Sprintf("request body over %d bytes", maxBody)})
+		return false
+	case !utf8.Valid(raw):
+		writeJSON(w, http.StatusBadRequest, errorBody{contract.ErrInvalidUserID.Error() + ": the body is not valid UTF-8 (JSON cannot carry other bytes; ids that differ only there would merge)"})
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	err = dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("trailing data after the JSON object")
+	}
+	if err == nil {
+		if _, extra := dec.Token(); extra != io.EOF {
+			err = errors.New("trailing data after the JSON object")
+		}
+	}
+	if err != nil {
 		writeJSON(w, http.StatusBadRequest, errorBody{"malformed request body: " + err.Error()})
 		return false
+	}
+	if u, ok := v.(*userBody); ok {
+		switch {
+		case len(u.UserID) > maxServedUserIDBytes:
+			writeJSON(w, http.StatusBadRequest, errorBody{fmt.Sprintf("%v: user_id of %d bytes, this server takes at most %d", contract.ErrInvalidUserID, len(u.UserID), maxServedUserIDBytes)})
+			return false
+		}
 	}
 	return true
 }
@@ -162,9 +250,14 @@ func Listen(addr string, lim contract.RateLimiterContract, clock *fakeclock.Fake
 	if err != nil {
 		return nil, fmt.Errorf("adapters: listening on %s: %w", addr, err)
 	}
+	h := Handler(lim, clock)
+	if ap, err := netip.ParseAddrPort(l.Addr().String()); err == nil && ap.Addr().IsLoopback() {
+		h = loopbackOnly(h)
+	}
 	s := &Server{
-		URL:  "http://" + l.Addr().String(),
-		http: &http.Server{Handler: Handler(lim, clock), ReadHeaderTimeout: 10 * time.Second},
+		URL: "http://" + l.Addr().String(),
+		http: &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
+			WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 64 << 10},
 		done: make(chan struct{}),
 	}
 	go func() {

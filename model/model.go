@@ -4,6 +4,7 @@ package model
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -12,7 +13,8 @@ import (
 	"github.com/rlconform/rlconform/fakeclock"
 )
 
-// State is the whole behaviour of DESIGN §1 as a pure value: the time of
+// State is the whole behaviour of the contract (see
+// [contract.RateLimiterContract] and docs/contract.md) as a pure value: the time of
 // every operation is an argument, and nothing reads a clock. It is not safe
 // for concurrent use; [Limiter] wraps it for that.
 //
@@ -21,9 +23,10 @@ import (
 // matters for the unpromised case of raising the window (see
 // [contract.RateLimiterContract]).
 type State struct {
-	max    int
-	window int64 // ms
-	logs   map[string][]int64
+	max       int
+	window    int64 // ms
+	logs      map[string][]int64
+	decisions int
 }
 
 // New returns an empty state with the given configuration.
@@ -46,13 +49,36 @@ func (s *State) Allow(now time.Time, user string) (bool, error) {
 		return false, err
 	}
 	t := now.UnixMilli()
-	log := s.active(t, user)
-	if len(log) >= s.max {
+	s.maybeForget(t)
+	active := s.active(t, user)
+	if len(active) >= s.max {
 		return false, nil
 	}
-	s.logs[user] = append(log, t)
+	// Insert t after the active entries: entries later than t (the clock
+	// stepped back) stay in the log, in order.
+	log := s.logs[user]
+	s.logs[user] = slices.Insert(log, len(active), t)
 	return true, nil
 }
+
+// forgetEvery is how many decisions pass between sweeps of idle users.
+const forgetEvery = 1024
+
+// maybeForget drops, every forgetEvery decisions, the entries of every user
+// that have left the window at t, and the users left with none: an idle
+// user costs nothing after the window, in the model as in Redis.
+func (s *State) maybeForget(t int64) {
+	s.decisions++
+	if s.decisions%forgetEvery != 0 {
+		return
+	}
+	for user := range s.logs {
+		s.active(t, user)
+	}
+}
+
+// Users returns how many users have entries in the log.
+func (s *State) Users() int { return len(s.logs) }
 
 // Remaining reports max(0, N - active) for user at now.
 func (s *State) Remaining(now time.Time, user string) (int, error) {

@@ -3,6 +3,7 @@ package model
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -176,4 +177,34 @@ func TestLimiterOnFakeClock(t *testing.T) {
 	cancel()
 	_, err = l.AllowRequest(cancelled, "u")
 	assert.True(t, errors.Is(err, context.Canceled))
+}
+
+func TestClockSteppingBack(t *testing.T) {
+	// Entries later than now do not count, but stay in the log: allowing at
+	// 400 after 500 must not drop the entry at 500.
+	s, err := New(2, time.Second)
+	require.NoError(t, err)
+	u := "u"
+	ok, _ := s.Allow(time.UnixMilli(500), u)
+	require.True(t, ok)
+	ok, _ = s.Allow(time.UnixMilli(400), u)
+	assert.True(t, ok, "the entry at 500 does not count at 400")
+	n, _ := s.Remaining(time.UnixMilli(400), u)
+	assert.Equal(t, 1, n, "only the entry at 400 counts at 400")
+	ok, _ = s.Allow(time.UnixMilli(500), u)
+	assert.False(t, ok, "back at 500 both entries count")
+	assert.Equal(t, []time.Time{time.UnixMilli(400), time.UnixMilli(500)}, s.Log(time.UnixMilli(500), u))
+	// The entry at 400 leaves at 1400, the one at 500 at 1500.
+	n, _ = s.Remaining(time.UnixMilli(1400), u)
+	assert.Equal(t, 1, n)
+}
+
+func TestIdleUsersAreForgotten(t *testing.T) {
+	s, err := New(1, time.Second)
+	require.NoError(t, err)
+	for i := range 3 * forgetEvery {
+		s.Allow(time.UnixMilli(int64(i)*10), fmt.Sprint("user-", i))
+	}
+	// Users idle for more than a window are swept, without being touched.
+	assert.Less(t, s.Users(), forgetEvery, "idle users must not stay in the model for good")
 }

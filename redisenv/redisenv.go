@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -63,20 +64,58 @@ func (r *Redis) Close() error {
 // rung. The caller must Close the result.
 func Obtain(ctx context.Context) (*Redis, error) {
 	if url := os.Getenv("REDIS_URL"); url != "" {
-		return FromURL(ctx, url)
-	}
-	if bin, err := exec.LookPath("redis-server"); err == nil {
-		srv, err := StartServer(ctx, bin)
+		r, err := FromURL(ctx, url)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("REDIS_URL: %w", err)
 		}
-		return fromServer(ctx, srv)
+		return r, nil
+	}
+	if _, err := exec.LookPath("redis-server"); err == nil {
+		return Start(ctx)
 	}
 	r, err := fromContainer(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%w\n(docker: %v)", ErrNoRedis, err)
 	}
 	return r, nil
+}
+
+// Start starts the redis-server binary found on PATH on a free loopback
+// port, without persistence, and connects to it: a Redis this process owns
+// (it may stop, freeze or flush it). Close stops it.
+func Start(ctx context.Context) (*Redis, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, fmt.Errorf("redisenv: no redis-server on PATH: %w", err)
+	}
+	srv, err := StartServer(ctx, bin)
+	if err != nil {
+		return nil, err
+	}
+	return fromServer(ctx, srv)
+}
+
+// Redact returns url with any password replaced by "xxxxx", for messages:
+// redis://user:secret@host:6379/0 becomes redis://user:xxxxx@host:6379/0.
+// Lists of cluster nodes are redacted node by node.
+func Redact(url string) string {
+	parts := strings.Split(url, ",")
+	for i, p := range parts {
+		u, err := neturl.Parse(strings.TrimSpace(p))
+		if err != nil || u.User == nil {
+			if at := strings.LastIndex(p, "@"); at >= 0 { // unparsable: drop what precedes the host
+				parts[i] = "xxxxx" + p[at:]
+			}
+			continue
+		}
+		if _, has := u.User.Password(); has {
+			u.User = neturl.UserPassword(u.User.Username(), "xxxxx")
+		} else if u.User.Username() != "" {
+			u.User = neturl.User("xxxxx") // redis://secret@host: the only part is the password
+		}
+		parts[i] = u.String()
+	}
+	return strings.Join(parts, ",")
 }
 
 // FromURL connects to the Redis at url, or to a cluster when url is a
@@ -94,7 +133,7 @@ func FromURL(ctx context.Context, url string) (*Redis, error) {
 			if strings.Contains(p, "://") {
 				o, err := redis.ParseURL(p)
 				if err != nil {
-					return nil, fmt.Errorf("redisenv: REDIS_URL cluster node %q: %w", p, err)
+					return nil, fmt.Errorf("redisenv: cluster node %q: %v", Redact(p), redactErr(err, p))
 				}
 				p = o.Addr
 			}
@@ -108,7 +147,7 @@ func FromURL(ctx context.Context, url string) (*Redis, error) {
 		}
 		opts, err := redis.ParseURL(url)
 		if err != nil {
-			return nil, fmt.Errorf("redisenv: REDIS_URL %q: %w", url, err)
+			return nil, fmt.Errorf("redisenv: %q: %v", Redact(url), redactErr(err, url))
 		}
 		opts.ContextTimeoutEnabled = true
 		client = redis.NewClient(opts)
@@ -116,7 +155,7 @@ func FromURL(ctx context.Context, url string) (*Redis, error) {
 	}
 	if err := ping(ctx, client); err != nil {
 		client.Close()
-		return nil, fmt.Errorf("redisenv: REDIS_URL %q does not answer: %w", url, err)
+		return nil, fmt.Errorf("redisenv: %s does not answer: %v", Redact(url), redactErr(err, url))
 	}
 	return &Redis{Client: client, Source: SourceURL, Addr: addr}, nil
 }
@@ -138,4 +177,35 @@ func ping(ctx context.Context, client redis.UniversalClient) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	return client.Ping(ctx).Err()
+}
+
+// redactErr is err's text with url's password removed, for errors of
+// libraries that quote the URL they were given.
+func redactErr(err error, url string) string {
+	msg := err.Error()
+	for _, p := range strings.Split(url, ",") {
+		if secret := userinfoSecret(p); secret != "" {
+			msg = strings.ReplaceAll(msg, secret, "xxxxx")
+		}
+	}
+	return msg
+}
+
+// userinfoSecret is the password of url (or its user part when it has no
+// password: redis://secret@host), found by hand so that it works on URLs
+// that do not parse.
+func userinfoSecret(url string) string {
+	rest := url
+	if i := strings.Index(rest, "://"); i >= 0 {
+		rest = rest[i+3:]
+	}
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return ""
+	}
+	info := rest[:at]
+	if i := strings.IndexByte(info, ':'); i >= 0 {
+		return info[i+1:]
+	}
+	return info
 }

@@ -107,3 +107,19 @@ func TestContainerRungFallsBackCleanlyWithoutDocker(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestCredentialsNeverAppearInErrors(t *testing.T) {
+	assert.Equal(t, "redis://user:xxxxx@127.0.0.1:1/0", Redact("redis://user:S3cret@127.0.0.1:1/0"))
+	assert.Equal(t, "redis://xxxxx@127.0.0.1:1", Redact("redis://S3cret@127.0.0.1:1"))
+	assert.Equal(t, "redis://127.0.0.1:1", Redact("redis://127.0.0.1:1"))
+	assert.Equal(t, "redis://:xxxxx@a:1,redis://:xxxxx@b:2", Redact("redis://:S3cret@a:1,redis://:S3cret@b:2"))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, url := range []string{"redis://user:S3cret@127.0.0.1:1/0", "redis://:S3cret@127.0.0.1:1,redis://:S3cret@127.0.0.1:2", "redis://user:S3cret@[bad"} {
+		_, err := FromURL(ctx, url)
+		require.Error(t, err)
+		assert.NotContains(t, err.Error(), "S3cret", url)
+		assert.NotContains(t, err.Error(), "REDIS_URL", "FromURL serves --store-url too: %v", err)
+	}
+}

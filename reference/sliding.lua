@@ -20,8 +20,10 @@ else
 end
 
 -- An entry s counts while now-W < s <= now: it stops at exactly s+W.
+-- Entries after now (left by a clock that stepped back) stay in the log but
+-- do not count.
 redis.call("ZREMRANGEBYSCORE", key, "-inf", now - window)
-local count = redis.call("ZCARD", key)
+local count = redis.call("ZCOUNT", key, "-inf", now)
 
 local allowed = 0
 if ARGV[4] == "1" and count < limit then

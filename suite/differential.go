@@ -112,7 +112,9 @@ func (h *harness) replay(ops []dop, tag string, record bool) (int, string) {
 	w := h.W().Milliseconds()
 	h.fakeClock().Set(time.UnixMilli((h.Now().UnixMilli()/w + 2) * w))
 	if err := h.configureAll(h.run.cfg.Limit, h.W()); err != nil {
-		return 0, fmt.Sprintf("Configure(%d, W) before the schedule: %v", h.run.cfg.Limit, err)
+		// Not a divergence of the schedule: a valid Configure failed.
+		h.fail(Failure{Kind: KindTargetError, Operation: fmt.Sprintf("Configure(%d, %v)", h.run.cfg.Limit, h.W())},
+			fmt.Sprintf("Configure(%d, %v) before replaying a schedule returned an error: %v", h.run.cfg.Limit, h.W(), err))
 	}
 	base := h.Now()
 	if record {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,6 +69,9 @@ func (h *harness) failStep(inst int, now time.Time, op, got, want, explanation s
 	f := Failure{Kind: KindWrongAnswer, Step: step, At: now.Sub(h.start), Instance: inst, Operation: op, Got: got, Want: want, Explanation: explanation}
 	if err != nil {
 		f.Kind, f.Got = KindTargetError, "error: "+err.Error()
+		if _, ok := errors.AsType[*targetPanic](err); ok {
+			f.Kind = KindPanic
+		}
 		h.fail(f, fmt.Sprintf("step %d at %s: %s returned an error: %v", step, at, op, err))
 	}
 	msg := fmt.Sprintf("step %d at %s: %s = %s, want %s", step, at, op, got, want)
@@ -161,6 +165,7 @@ func (h *harness) instance(i int) (contract.RateLimiterContract, error) {
 		if closer != nil {
 			h.closers = append(h.closers, closer)
 		}
+		lim = guarded{lim}
 		if h.target.Capabilities.Configure {
 			if err := lim.Configure(h.ctx, h.model.Limit(), h.model.Window()); err != nil {
 				return nil, fmt.Errorf("Configure(%d, %v) on new instance %d: %w", h.model.Limit(), h.model.Window(), n, err)
@@ -440,3 +445,44 @@ func (h *harness) CheckBurst(users []string, perUser, goroutines int, instances 
 // newRand returns a generator for a goroutine of a spec, seeded from the
 // spec's own generator so that a seed reproduces the run's choices.
 func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)) }
+
+// targetPanic is a panic of the target's code, recovered by guarded.
+type targetPanic struct {
+	value any
+	stack []byte
+}
+
+func (p *targetPanic) Error() string {
+	return fmt.Sprintf("the target panicked: %v\n%s", p.value, p.stack)
+}
+
+// guarded turns the panics of a target's methods into errors, so that a
+// limiter that panics in a goroutine of the grader fails its spec instead
+// of killing the grader's process.
+type guarded struct{ lim contract.RateLimiterContract }
+
+func recovered(err *error) {
+	if v := recover(); v != nil {
+		*err = &targetPanic{value: v, stack: debug.Stack()}
+	}
+}
+
+func (g guarded) AllowRequest(ctx context.Context, user string) (ok bool, err error) {
+	defer recovered(&err)
+	return g.lim.AllowRequest(ctx, user)
+}
+
+func (g guarded) GetRemainingRequests(ctx context.Context, user string) (n int, err error) {
+	defer recovered(&err)
+	return g.lim.GetRemainingRequests(ctx, user)
+}
+
+func (g guarded) Reset(ctx context.Context, user string) (err error) {
+	defer recovered(&err)
+	return g.lim.Reset(ctx, user)
+}
+
+func (g guarded) Configure(ctx context.Context, n int, w time.Duration) (err error) {
+	defer recovered(&err)
+	return g.lim.Configure(ctx, n, w)
+}

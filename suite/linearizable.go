@@ -146,10 +146,13 @@ func (r *recorder) do(client int, in linInput, call func() (linOutput, error)) {
 	r.ops = append(r.ops, porcupine.Operation{ClientId: client, Input: in, Call: begin, Output: out, Return: end})
 }
 
+// history returns the operations, an unknown outcome given a return after
+// every call and every return of the history: it may take effect at any
+// later time, even after a call that began after it failed.
 func (r *recorder) history() []porcupine.Operation {
 	var last int64
 	for _, o := range r.ops {
-		last = max(last, o.Return)
+		last = max(last, o.Call, o.Return)
 	}
 	for i := range r.ops {
 		if r.ops[i].Return < 0 {
@@ -239,10 +242,21 @@ func (h *harness) visualize(m porcupine.Model, info porcupine.LinearizationInfo)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Sprintf("(not written: %v)", err)
 	}
-	if err := porcupine.VisualizePath(m, info, path); err != nil {
+	if err := visualizePath(m, info, path); err != nil {
 		return fmt.Sprintf("(not written: %v)", err)
 	}
 	return path
+}
+
+// visualizePath is porcupine's visualisation, which must not take the
+// grader down if it panics.
+func visualizePath(m porcupine.Model, info porcupine.LinearizationInfo, path string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("porcupine's visualisation panicked: %v", r)
+		}
+	}()
+	return porcupine.VisualizePath(m, info, path)
 }
 
 func safeName(s string) string {

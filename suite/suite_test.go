@@ -2,17 +2,23 @@ package suite_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/mutants"
 	"github.com/rlconform/rlconform/redisenv"
+	"github.com/rlconform/rlconform/report"
 	"github.com/rlconform/rlconform/suite"
 )
 
@@ -68,4 +74,145 @@ func TestRunHonoursExpectFail(t *testing.T) {
 			return lim, nil, err
 		}}
 	suite.Run(t, suite.Config{IDs: []string{"core/reset", "core/multi-user"}, ExpectFail: []string{"core/reset"}}, broken)
+}
+
+// failingTail wraps a limiter so that every call after the first ok ones
+// fails with a store error, doing nothing.
+type failingTail struct {
+	contract.RateLimiterContract
+	calls *atomic.Int64
+	ok    int64
+}
+
+func (f failingTail) fail() bool { return f.calls.Add(1) > f.ok }
+
+func (f failingTail) AllowRequest(ctx context.Context, u string) (bool, error) {
+	if f.fail() {
+		return false, fmt.Errorf("%w: injected", contract.ErrStore)
+	}
+	return f.RateLimiterContract.AllowRequest(ctx, u)
+}
+
+func (f failingTail) GetRemainingRequests(ctx context.Context, u string) (int, error) {
+	if f.fail() {
+		return 0, fmt.Errorf("%w: injected", contract.ErrStore)
+	}
+	return f.RateLimiterContract.GetRemainingRequests(ctx, u)
+}
+
+func (f failingTail) Reset(ctx context.Context, u string) error {
+	if f.fail() {
+		return fmt.Errorf("%w: injected", contract.ErrStore)
+	}
+	return f.RateLimiterContract.Reset(ctx, u)
+}
+
+// TestLinearizableToleratesUnknownOutcomes: calls that fail late in a
+// history (unknown outcomes, after every other call returned) are not a
+// verdict against a correct limiter.
+func TestLinearizableToleratesUnknownOutcomes(t *testing.T) {
+	model := suite.ModelTarget()
+	target := model
+	target.Name = "model failing its last calls"
+	calls := new(atomic.Int64) // one count over the spec's instances
+	target.New = func(ctx context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
+		lim, closer, err := model.New(ctx, env)
+		return failingTail{lim, calls, 475}, closer, err
+	}
+	rep, err := suite.Check(context.Background(), suite.Config{IDs: []string{"strict/linearizable"}}, target)
+	require.NoError(t, err)
+	require.Len(t, rep.Results, 1)
+	assert.Equal(t, suite.Passed, rep.Results[0].Status, rep.Results[0].Message)
+}
+
+// TestGradersStoreDyingIsAFaultNotAVerdict: when the Redis the grader
+// started stops mid-run, the reference is not graded NOT CONFORMANT: the
+// spec that saw it is errored, the run aborted and undecided.
+func TestGradersStoreDyingIsAFaultNotAVerdict(t *testing.T) {
+	ctx := context.Background()
+	red, err := redisenv.Start(ctx)
+	require.NoError(t, err)
+	defer red.Close()
+	ref := suite.ReferenceTarget()
+	target := ref
+	var specs atomic.Int64
+	target.New = func(ctx context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
+		if env.Instance == 0 && specs.Add(1) == 3 {
+			require.NoError(t, red.Server.Stop())
+		}
+		return ref.New(ctx, env)
+	}
+	rep, err := suite.Check(ctx, suite.Config{Redis: red, Level: suite.Core}, target)
+	require.NoError(t, err)
+	v := rep.Verdict()
+	assert.Equal(t, suite.Undecided, v.Outcome, report.String(rep))
+	assert.Zero(t, rep.Count(suite.Failed), report.String(rep))
+	assert.Equal(t, 1, rep.Count(suite.Errored))
+	assert.Contains(t, rep.Aborted, "the grader's Redis")
+	assert.Positive(t, rep.Count(suite.Interrupted), "the specs after it are not run")
+}
+
+// TestInterruptEndsTheRunWithAReport: a cancelled context stops the run
+// between specs; what finished is kept, the rest is interrupted.
+func TestInterruptEndsTheRunWithAReport(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cfg := suite.Config{Level: suite.Core, Progress: func(r suite.Result) {
+		if r.ID == "core/remaining" {
+			cancel()
+		}
+	}}
+	rep, err := suite.Check(ctx, cfg, suite.ModelTarget())
+	require.NoError(t, err)
+	assert.Equal(t, suite.Undecided, rep.Verdict().Outcome)
+	assert.Contains(t, rep.Aborted, "interrupted")
+	assert.Positive(t, rep.Count(suite.Passed))
+	assert.Positive(t, rep.Count(suite.Interrupted))
+	assert.Zero(t, rep.Count(suite.Failed))
+}
+
+// hostile wraps a limiter with misbehaviour that must never panic the
+// grader: a Configure that breaks, calls that all fail, a limiter that
+// panics.
+type hostile struct {
+	contract.RateLimiterContract
+	calls *atomic.Int64
+	mode  string
+}
+
+func (h hostile) Configure(ctx context.Context, n int, w time.Duration) error {
+	if h.mode == "configure-breaks" && h.calls.Add(1) > 3 {
+		return errors.New("configure broke")
+	}
+	return h.RateLimiterContract.Configure(ctx, n, w)
+}
+
+func (h hostile) AllowRequest(ctx context.Context, u string) (bool, error) {
+	switch h.mode {
+	case "all-fail":
+		return false, errors.New("everything fails")
+	case "panics":
+		if h.calls.Add(1) > 10 {
+			panic("the limiter panicked")
+		}
+	}
+	return h.RateLimiterContract.AllowRequest(ctx, u)
+}
+
+func TestNoTargetBehaviourPanicsTheGrader(t *testing.T) {
+	for _, mode := range []string{"configure-breaks", "all-fail", "panics"} {
+		t.Run(mode, func(t *testing.T) {
+			m := suite.ModelTarget()
+			target := m
+			target.New = func(ctx context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
+				lim, closer, err := m.New(ctx, env)
+				return hostile{lim, new(atomic.Int64), mode}, closer, err
+			}
+			rep, err := suite.Check(context.Background(), suite.Config{SpecTimeout: 10 * time.Second}, target)
+			require.NoError(t, err)
+			assert.Equal(t, suite.NotConformant, rep.Verdict().Outcome)
+			for _, r := range rep.Results {
+				assert.NotEqual(t, suite.Errored, r.Status, "%s: a target's misbehaviour is a failure, never a fault of ours:\n%s", r.ID, r.Message)
+			}
+		})
+	}
 }

@@ -6,8 +6,9 @@
 local key, now, window, limit = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 
 -- Entries at or before now - window have left the window.
+-- Entries after now (a clock that stepped back) stay but do not count.
 redis.call("ZREMRANGEBYSCORE", key, "-inf", now - window)
-local used = redis.call("ZCARD", key)
+local used = redis.call("ZCOUNT", key, "-inf", now)
 
 if ARGV[4] == "allow" and used < limit then
   -- One member per request: "<now>#<k>" where k counts the entries already
