@@ -39,6 +39,13 @@ func rlconform(t *testing.T, args ...string) (int, string, string) {
 // clock control and is graded in real time.
 func serveModel(t *testing.T, withClock bool) string {
 	t.Helper()
+	return serveModelInstances(t, withClock, 1)[0]
+}
+
+// serveModelInstances serves one model from k servers: k instances of one
+// limiter sharing one state, as instances on one store do.
+func serveModelInstances(t *testing.T, withClock bool, k int) []string {
+	t.Helper()
 	var clock *fakeclock.Fake
 	var read fakeclock.Clock = fakeclock.Real{}
 	if withClock {
@@ -47,10 +54,14 @@ func serveModel(t *testing.T, withClock bool) string {
 	}
 	lim, err := model.NewLimiter(read, 5, time.Minute)
 	require.NoError(t, err)
-	srv, err := adapters.NewServer(lim, clock)
-	require.NoError(t, err)
-	t.Cleanup(func() { srv.Close() })
-	return srv.URL
+	var urls []string
+	for range k {
+		srv, err := adapters.NewServer(lim, clock)
+		require.NoError(t, err)
+		t.Cleanup(func() { srv.Close() })
+		urls = append(urls, srv.URL)
+	}
+	return urls
 }
 
 func TestRunGradesTheReferenceByDefault(t *testing.T) {
@@ -74,10 +85,10 @@ func TestRunGradesTheReferenceByDefault(t *testing.T) {
 }
 
 func TestRunRemoteTargets(t *testing.T) {
-	url := serveModel(t, true)
+	urls := serveModelInstances(t, true, 2)
 	dir := t.TempDir()
 	junit, summary := filepath.Join(dir, "j.xml"), filepath.Join(dir, "s.md")
-	code, out, _ := rlconform(t, "run", "--target", url, "--target", url, "--level", "strict", "--junit", junit, "--summary", summary)
+	code, out, _ := rlconform(t, "run", "--target", urls[0], "--target", urls[1], "--level", "strict", "--junit", junit, "--summary", summary)
 	assert.Equal(t, ExitConformant, code, out)
 
 	raw, err := os.ReadFile(junit)

@@ -24,7 +24,9 @@ const (
 	MaxWindow = 100 * 365 * 24 * time.Hour
 )
 
-// RateLimiterContract is an exact sliding-window log limiter.
+// RateLimiterContract is an exact sliding-window log limiter. The rules
+// below are the whole contract; docs/contract.md says them at length. Each
+// names the specs that grade it.
 //
 // Configuration is a limit 1 <= N <= [MaxLimit] and a window
 // 1ms <= W <= [MaxWindow]; time is integer milliseconds (sub-millisecond
@@ -35,27 +37,41 @@ const (
 //     active, else denies; a denied request is not logged
 //     (core/allow-within-limit, core/block-over-limit, strict/denied-not-logged).
 //   - An entry stops counting at exactly s+W: s+W-1 still counts
-//     (core/sliding-expiry, strict/rolling-expiry).
+//     (core/sliding-expiry, core/sliding-expiry-realtime, strict/rolling-expiry).
 //   - There is no fixed window: N just before any instant and N just after
 //     never add up to 2N within W (strict/boundary-burst-epoch,
 //     strict/boundary-burst-first).
 //   - Requests in the same millisecond all count (strict/same-millisecond-burst).
 //   - GetRemainingRequests(u) is max(0, N - active); expired entries never
 //     count (core/remaining, strict/lowered-limit).
-//   - Reset(u) empties u's log and no other (core/reset).
+//   - Reset(u) empties u's log and no other, atomically with respect to
+//     decisions (core/reset, strict/reset-race).
 //   - Configure(N, W) applies to every later decision, for every user and
-//     every existing log (core/reconfigure, strict/lowered-limit,
-//     strict/raised-limit); invalid values return [ErrInvalidConfig] and leave
-//     the old configuration in force.
+//     every existing log, limit and window alike (core/reconfigure,
+//     strict/lowered-limit, strict/raised-limit); the whole range of N and W
+//     is honoured exactly (strict/config-range); invalid values return
+//     [ErrInvalidConfig] and leave the old configuration in force
+//     (robust/invalid-config).
+//   - When the clock steps back, entries later than now do not count but
+//     stay in the log, and count again once time catches up
+//     (strict/clock-step-back).
 //   - Users are isolated (core/multi-user). A user id is any non-empty string
-//     of up to [MaxUserIDBytes] bytes, opaque and case-sensitive; the empty id
-//     returns [ErrInvalidUserID].
+//     of up to [MaxUserIDBytes] bytes, opaque and case-sensitive
+//     (robust/user-id-zoo); the empty id returns [ErrInvalidUserID]
+//     (robust/empty-user-id).
 //   - Under any concurrency, and across several instances sharing one store,
 //     the history is linearizable against the model: never more than N
 //     allowed, and nothing denied that a serial order would allow
-//     (core/concurrent-4, strict/shared-store, strict/shared-store-concurrent).
+//     (core/concurrent-4, strict/shared-store, strict/shared-store-concurrent,
+//     strict/linearizable). Any sequence of operations answers as the model
+//     does (strict/differential).
+//   - Every key the limiter writes carries a TTL that covers its newest
+//     entry and is at most a few windows, and lives under the limiter's
+//     prefix (robust/key-hygiene).
 //   - Store failures are returned as errors wrapping [ErrStore]; a failed
-//     AllowRequest reports false unless the limiter documents fail-open.
+//     AllowRequest reports false unless the limiter documents fail-open;
+//     every call honours its context, and the limiter recovers by itself
+//     when the store comes back (robust/store-outage, robust/context-cancel).
 //
 // Not promised: whether raising W brings back entries that had already left
 // the old, shorter window (a limiter may have pruned them); the order of

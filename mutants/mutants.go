@@ -7,6 +7,7 @@ package mutants
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -37,8 +38,9 @@ type Mutant struct {
 	Name string
 	// Breaks is the rule it breaks.
 	Breaks string
-	// CaughtBy is the spec meant to catch it; the self-test asserts it fails.
-	CaughtBy string
+	// CaughtBy are the specs meant to catch it; the self-test asserts that
+	// each fails, with a wrong answer or a broken rule.
+	CaughtBy []string
 	// NeedsRedis is false for mutants that keep their state in memory.
 	NeedsRedis bool
 	// New makes one instance.
@@ -48,26 +50,44 @@ type Mutant struct {
 // All lists every mutant.
 func All() []Mutant {
 	return []Mutant{
-		{"fixed-window-epoch", "windows are fixed and aligned to the epoch", "strict/boundary-burst-epoch", true, FixedWindowEpoch},
-		{"fixed-window-first", "a fixed window opens at the user's first request", "strict/boundary-burst-first", true, FixedWindowFirstRequest},
-		{"two-window-approx", "the two-window counter approximates the log", "strict/boundary-burst-epoch", true, TwoWindowApprox},
-		{"same-ms-collision", "requests in one millisecond share one ZSET member", "strict/same-millisecond-burst", true, SameMillisecondCollision},
-		{"logs-denied", "denied requests are logged and keep the user locked out", "strict/denied-not-logged", true, LogsDenied},
-		{"off-by-one", "N+1 requests are allowed", "core/block-over-limit", true, OffByOne},
-		{"inclusive-boundary", "an entry still counts at exactly s+W", "strict/rolling-expiry", true, InclusiveBoundary},
-		{"reconfigure-ignored", "users seen before keep the old configuration", "core/reconfigure", true, ReconfigureIgnored},
-		{"remaining-no-prune", "GetRemainingRequests counts expired entries", "core/remaining", true, RemainingWithoutPruning},
-		{"remaining-no-clamp", "GetRemainingRequests goes negative when the limit is lowered", "strict/lowered-limit", true, RemainingNotClamped},
-		{"per-instance", "each instance keeps its own log: instances do not share one limit", "strict/shared-store", false, PerInstanceState},
-		{"window-unit-mixup", "the window in seconds is used as milliseconds", "core/sliding-expiry", true, WindowUnitMixup},
-		{"clock-ignored", "the limiter reads the server's clock, not the one it was given", "core/sliding-expiry", true, ClockIgnored},
-		{"non-atomic", "count and add are separate round trips: concurrent requests pass the same check", "core/concurrent-4", true, NonAtomic},
-		{"reset-pattern", "Reset deletes every key matching the id as a prefix", "core/reset", true, ResetByPattern},
-		{"case-folded", "user ids are lower-cased", "robust/user-id-zoo", true, CaseFolded},
-		{"truncated-id", "user ids are cut to 256 bytes", "robust/user-id-zoo", true, TruncatedID},
-		{"no-ttl", "keys never expire", "robust/key-hygiene", true, NoTTL},
-		{"hangs-when-down", "retries forever, ignoring the context, while Redis is down", "robust/store-outage", true, HangsWhenDown},
-		{"allows-when-down", "allows every request, silently, while Redis is down", "robust/store-outage", true, AllowsWhenDown},
+		{"fixed-window-epoch", "windows are fixed and aligned to the epoch", []string{"strict/boundary-burst-epoch"}, true, FixedWindowEpoch},
+		{"fixed-window-first", "a fixed window opens at the user's first request", []string{"strict/boundary-burst-first"}, true, FixedWindowFirstRequest},
+		{"two-window-approx", "the two-window counter approximates the log", []string{"strict/boundary-burst-epoch"}, true, TwoWindowApprox},
+		{"same-ms-collision", "requests in one millisecond share one ZSET member", []string{"strict/same-millisecond-burst"}, true, SameMillisecondCollision},
+		{"logs-denied", "denied requests are logged and keep the user locked out", []string{"strict/denied-not-logged"}, true, LogsDenied},
+		{"off-by-one", "N+1 requests are allowed", []string{"core/block-over-limit", "strict/differential"}, true, OffByOne},
+		{"under-admits", "only N-1 requests are allowed", []string{"core/allow-within-limit"}, true, UnderAdmits},
+		{"global-limit", "every user shares one log", []string{"core/multi-user"}, true, GlobalLimit},
+		{"inclusive-boundary", "an entry still counts at exactly s+W", []string{"strict/rolling-expiry"}, true, InclusiveBoundary},
+		{"reconfigure-ignored", "users seen before keep the old configuration", []string{"core/reconfigure", "strict/raised-limit"}, true, ReconfigureIgnored},
+		{"window-ignored", "Configure validates the window, then ignores it", []string{"core/reconfigure", "strict/config-range"}, true, WindowIgnored},
+		{"remaining-no-prune", "GetRemainingRequests counts expired entries", []string{"core/remaining"}, true, RemainingWithoutPruning},
+		{"remaining-no-clamp", "GetRemainingRequests goes negative when the limit is lowered", []string{"strict/lowered-limit"}, true, RemainingNotClamped},
+		{"per-instance", "each instance keeps its own log: instances do not share one limit", []string{"strict/shared-store", "strict/shared-store-concurrent"}, false, PerInstanceState},
+		{"window-unit-mixup", "the window in seconds is used as milliseconds", []string{"core/sliding-expiry"}, true, WindowUnitMixup},
+		{"clock-ignored", "the limiter reads the server's clock, not the one it was given", []string{"core/sliding-expiry"}, true, ClockIgnored},
+		{"non-atomic", "count and add are separate round trips: concurrent requests pass the same check", []string{"core/concurrent-4", "strict/linearizable"}, true, NonAtomic},
+		{"reset-pattern", "Reset deletes every key matching the id as a prefix", []string{"core/reset"}, true, ResetByPattern},
+		{"counts-future", "entries later than now (the clock stepped back) are counted", []string{"strict/clock-step-back"}, true, CountsFuture},
+		{"drops-future", "entries later than now are lost when one is added", []string{"strict/clock-step-back"}, true, DropsFuture},
+		{"capped-limit", "the limit is silently cut to 1000", []string{"strict/config-range"}, true, CappedLimit},
+		{"capped-window", "the window is silently cut to one day", []string{"strict/config-range"}, true, CappedWindow},
+		{"late-reset", "a retried Reset lands late and wipes requests made after the first one returned", []string{"strict/reset-race", "core/reset"}, true, LateReset},
+		{"case-folded", "user ids are lower-cased", []string{"robust/user-id-zoo"}, true, CaseFolded},
+		{"truncated-id", "user ids are cut to 256 bytes", []string{"robust/user-id-zoo"}, true, TruncatedID},
+		{"plain-errors", "invalid input gets errors that wrap none of the contract's sentinels", []string{"robust/invalid-config", "robust/empty-user-id"}, true, PlainErrors},
+		{"no-ttl", "keys never expire", []string{"robust/key-hygiene"}, true, NoTTL},
+		{"hangs-when-down", "retries forever, ignoring the context, while Redis is down", []string{"robust/store-outage"}, true, HangsWhenDown},
+		{"allows-when-down", "allows every request, silently, while Redis is down", []string{"robust/store-outage"}, true, AllowsWhenDown},
+		{"ignores-context", "store calls run on a context of their own: a cancelled caller is still decided", []string{"robust/context-cancel"}, true, IgnoresContext},
+	}
+}
+
+// Uncatchable lists the specs that no mutant of this package is failed by,
+// each with the reason.
+func Uncatchable() map[string]string {
+	return map[string]string{
+		"core/sliding-expiry-realtime": "graded only without clock control; every mutant here takes the suite's clock (suite's TestRealTimeMode fails window-unit-mixup on Redis TIME with it)",
 	}
 }
 
@@ -97,6 +117,13 @@ type scripted struct {
 	resetPattern bool                // Reset deletes every key matching prefix{id*
 	nonAtomic    bool                // check and add in separate round trips
 	onError      string              // "hang": retry forever; "allow": swallow and allow
+	capLimit     int64               // the limit is cut to this (0: no cap)
+	capWindow    int64               // the window (ms) is cut to this (0: no cap)
+	keepWindow   bool                // Configure validates the window, then ignores it
+	plainErrors  bool                // invalid input gets errors that wrap no sentinel
+	ignoreCtx    bool                // store calls run on a context of their own
+	globalKey    bool                // one key for every user
+	lateReset    map[string]int      // users whose Reset runs again after so many more decisions (guarded by mu)
 	mu           sync.Mutex          // guards seenCfg
 	seenCfg      map[string][2]int64 // perUserCfg: what each user got first
 }
@@ -120,11 +147,23 @@ func (l *scripted) key(user string) string {
 	if l.truncate > 0 && len(user) > l.truncate {
 		user = user[:l.truncate]
 	}
+	if l.globalKey {
+		user = "all"
+	}
 	return l.store.Prefix + "{" + user + "}"
 }
 
 func (l *scripted) config(user string) [2]int64 {
 	cfg := *l.cfg.Load()
+	if l.capLimit > 0 {
+		cfg[0] = min(cfg[0], l.capLimit)
+	}
+	if l.capWindow > 0 {
+		cfg[1] = min(cfg[1], l.capWindow)
+	}
+	if l.keepWindow {
+		cfg[1] = l.store.Window.Milliseconds()
+	}
 	if l.secondsAsMs {
 		cfg[1] = max(1, cfg[1]/1000)
 	}
@@ -140,8 +179,11 @@ func (l *scripted) config(user string) [2]int64 {
 }
 
 func (l *scripted) call(ctx context.Context, user string, record bool) (allowed bool, remaining int, err error) {
-	if err := contract.ValidateUserID(user); err != nil {
+	if err := l.validateUser(user); err != nil {
 		return false, 0, err
+	}
+	if l.ignoreCtx {
+		ctx = context.WithoutCancel(ctx)
 	}
 	cfg := l.config(user)
 	now := ""
@@ -172,6 +214,20 @@ func (l *scripted) call(ctx context.Context, user string, record bool) (allowed 
 
 func (l *scripted) AllowRequest(ctx context.Context, user string) (bool, error) {
 	ok, _, err := l.call(ctx, user, true)
+	if err == nil && l.lateReset != nil {
+		l.mu.Lock()
+		left, pending := l.lateReset[user]
+		if pending {
+			l.lateReset[user] = left - 1
+			if left <= 1 {
+				delete(l.lateReset, user)
+			}
+		}
+		l.mu.Unlock()
+		if pending && left <= 1 {
+			l.store.Redis.Del(ctx, l.key(user)) // the retried Reset lands late
+		}
+	}
 	return ok, err
 }
 
@@ -180,9 +236,22 @@ func (l *scripted) GetRemainingRequests(ctx context.Context, user string) (int, 
 	return n, err
 }
 
+func (l *scripted) validateUser(user string) error {
+	err := contract.ValidateUserID(user)
+	if err != nil && l.plainErrors {
+		return errors.New("bad user")
+	}
+	return err
+}
+
 func (l *scripted) Reset(ctx context.Context, user string) error {
-	if err := contract.ValidateUserID(user); err != nil {
+	if err := l.validateUser(user); err != nil {
 		return err
+	}
+	if l.lateReset != nil {
+		l.mu.Lock()
+		l.lateReset[user] = int(l.cfg.Load()[0])
+		l.mu.Unlock()
 	}
 	if l.resetPattern {
 		iter := l.store.Redis.Scan(ctx, 0, l.store.Prefix+"{"+user+"*", 100).Iterator()
@@ -206,6 +275,9 @@ func (l *scripted) Reset(ctx context.Context, user string) error {
 
 func (l *scripted) Configure(_ context.Context, n int, w time.Duration) error {
 	if err := contract.ValidateConfig(n, w); err != nil {
+		if l.plainErrors {
+			return errors.New("bad configuration")
+		}
 		return err
 	}
 	l.cfg.Store(&[2]int64{int64(n), w.Milliseconds()})

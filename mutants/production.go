@@ -101,3 +101,69 @@ func redisZ(score int64, member string) redis.Z {
 }
 
 func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
+
+// CountsFuture counts every entry of the set (ZCARD), also those later than
+// now that a clock stepping back leaves: it under-admits after the step.
+// Caught by strict/clock-step-back.
+func CountsFuture(s Store) (contract.RateLimiterContract, error) {
+	return zset(s, "counts-future")
+}
+
+// DropsFuture removes the entries later than now when it adds one, so after
+// the clock steps back and forth it forgets requests and over-admits.
+// Caught by strict/clock-step-back.
+func DropsFuture(s Store) (contract.RateLimiterContract, error) {
+	return zset(s, "drops-future")
+}
+
+// CappedLimit silently cuts the limit to 1000. Caught by strict/config-range.
+func CappedLimit(s Store) (contract.RateLimiterContract, error) {
+	return variant(s, func(l *scripted) { l.capLimit = 1000 })
+}
+
+// CappedWindow silently cuts the window to one day. Caught by
+// strict/config-range.
+func CappedWindow(s Store) (contract.RateLimiterContract, error) {
+	return variant(s, func(l *scripted) { l.capWindow = 24 * 3600 * 1000 })
+}
+
+// WindowIgnored validates the window Configure is given, then keeps the one
+// it was built with. Caught by core/reconfigure (and strict/config-range).
+func WindowIgnored(s Store) (contract.RateLimiterContract, error) {
+	return variant(s, func(l *scripted) { l.keepWindow = true })
+}
+
+// PlainErrors rejects invalid input with errors that wrap none of the
+// contract's sentinels, so callers cannot tell invalid input from a store
+// failure. Caught by robust/invalid-config and robust/empty-user-id.
+func PlainErrors(s Store) (contract.RateLimiterContract, error) {
+	return variant(s, func(l *scripted) { l.plainErrors = true })
+}
+
+// IgnoresContext runs its store calls on a context of its own, so a caller
+// that gave up still has its request decided. Caught by
+// robust/context-cancel.
+func IgnoresContext(s Store) (contract.RateLimiterContract, error) {
+	return variant(s, func(l *scripted) { l.ignoreCtx = true })
+}
+
+// UnderAdmits compares count < N-1 and denies the Nth request. Caught by
+// core/allow-within-limit.
+func UnderAdmits(s Store) (contract.RateLimiterContract, error) {
+	return zset(s, "under-admits")
+}
+
+// GlobalLimit keeps one log for every user: one user's requests spend
+// everyone's quota. Caught by core/multi-user.
+func GlobalLimit(s Store) (contract.RateLimiterContract, error) {
+	return variant(s, func(l *scripted) { l.globalKey = true })
+}
+
+// LateReset behaves as a Reset retried by a client after a timeout whose
+// first attempt had in fact succeeded: the duplicate lands after the user's
+// next N decisions on that instance and wipes what they logged, so up to 2N
+// pass after Reset returned.
+// Caught by strict/reset-race (and core/reset).
+func LateReset(s Store) (contract.RateLimiterContract, error) {
+	return variant(s, func(l *scripted) { l.lateReset = map[string]int{} })
+}

@@ -23,11 +23,19 @@ if fault("inclusive-boundary") then cut = "(" .. cut end
 if record or not fault("remaining-no-prune") then
   redis.call("ZREMRANGEBYSCORE", key, "-inf", cut)
 end
-local count = redis.call("ZCARD", key)
+-- An entry later than now (the clock stepped back) does not count.
+-- counts-future: counts every entry in the set.
+local function active()
+  if fault("counts-future") then return redis.call("ZCARD", key) end
+  return redis.call("ZCOUNT", key, "-inf", now)
+end
+local count = active()
 
 local limitCheck = limit
 -- off-by-one: count <= limit admits N+1.
 if fault("off-by-one") then limitCheck = limit + 1 end
+-- under-admits: count < limit-1 denies the Nth request.
+if fault("under-admits") then limitCheck = limit - 1 end
 
 local allowed = 0
 if record then
@@ -42,10 +50,12 @@ if record then
   end
   -- log-denied: every request is logged, allowed or not.
   if allowed == 1 or fault("log-denied") then
+    -- drops-future: entries later than now are lost when one is added.
+    if fault("drops-future") then redis.call("ZREMRANGEBYSCORE", key, "(" .. now, "+inf") end
     redis.call("ZADD", key, now, member)
     -- no-ttl: never sets an expiry.
     if not fault("no-ttl") then redis.call("PEXPIRE", key, window) end
-    count = redis.call("ZCARD", key)
+    count = active()
   end
 end
 

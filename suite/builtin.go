@@ -113,6 +113,7 @@ func RemoteTarget(ctx context.Context, urls []string, timeout time.Duration) (Ta
 	}
 	return Target{
 		Name:         name,
+		Addresses:    append([]string(nil), urls...),
 		Capabilities: caps,
 		Alive:        alive,
 		New: func(_ context.Context, env Env) (contract.RateLimiterContract, func() error, error) {

@@ -39,9 +39,9 @@ func coreSpecs() []spec {
 			run:  concurrent4,
 			hint: "check and add must be one atomic step (one Lua script or MULTI/EXEC with WATCH), and every request its own ZSET member"},
 		{id: "core/reconfigure", level: Core, needs: []need{needConfigure},
-			rule: "lowering or raising the limit applies at once to users that have history",
+			rule: "lowering or raising the limit or the window applies at once to users that have history",
 			run:  reconfigure,
-			hint: "every decision must use the configuration in force now, also for users who have history"},
+			hint: "every decision must use the limit and the window in force now, also for users who have history: read both at each decision, never cache them per user or ignore the window given"},
 		{id: "core/multi-user", level: Core,
 			rule: "users are isolated: one user's requests never spend another's quota",
 			run:  multiUser,
@@ -146,6 +146,44 @@ func reconfigure(h *harness) {
 		h.Allow(u)
 	}
 	h.Allow(v)
+	if h.fake != nil {
+		reconfigureWindow(h)
+	}
+}
+
+// reconfigureWindow grades window changes: a lowered window frees entries
+// older than it at once; a raised one keeps entries counting longer. Raises
+// happen only when no entry lies in (t-Wnew, t-Wold]: whether entries that
+// had left the old window come back is not promised.
+func reconfigureWindow(h *harness) {
+	w, short := h.W(), h.W()/6
+	x, y := h.User("x"), h.User("y")
+	h.Configure(3, w)
+	h.At(w)
+	for range 4 {
+		h.Allow(x) // 3 allowed at +W, then denied
+	}
+	h.At(w + 2*short)
+	h.Allow(x)            // denied: all 3 count under W
+	h.Configure(3, short) // lowered: the entries at +W are older than it
+	for range 4 {
+		h.Allow(x) // 3 allowed again, then denied
+	}
+
+	h.At(3 * w)
+	for range 4 {
+		h.Allow(y) // 3 allowed at +3W under the short window, then denied
+	}
+	h.At(3*w + short/2)
+	h.Configure(3, w) // raised: y's entries are inside the old window
+	h.At(3*w + 2*short)
+	h.Allow(y) // denied: under the raised window they still count
+	h.At(4*w - time.Millisecond)
+	h.Allow(y) // still denied at s+W-1
+	h.At(4 * w)
+	for range 4 {
+		h.Allow(y) // all three left at s+W
+	}
 }
 
 func multiUser(h *harness) {

@@ -13,6 +13,7 @@ type dop struct {
 	kind    byte          // 'a' allow, 'r' remaining, 'x' reset, 'c' configure, 't' advance
 	user    int           // index into the schedule's users
 	n       int           // configure: the new limit
+	w       time.Duration // configure: the new window
 	advance time.Duration // advance: how far
 }
 
@@ -25,7 +26,7 @@ func (o dop) String() string {
 	case 'x':
 		return fmt.Sprintf("Reset(u%d)", o.user)
 	case 'c':
-		return fmt.Sprintf("Configure(%d, W)", o.n)
+		return fmt.Sprintf("Configure(%d, %v)", o.n, o.w)
 	}
 	return fmt.Sprintf("advance %dms", o.advance.Milliseconds())
 }
@@ -60,12 +61,20 @@ func differential(h *harness) {
 
 // genSchedule draws a schedule. Clock steps land exactly on an entry's edge
 // (s+W, or s+W-1) often, since that is where limiters go wrong.
+//
+// Configurations change the limit and the window: lowered windows, and
+// raised ones only when no entry ever allowed lies in (t-Wnew, t-Wold],
+// since whether entries that had left the old window come back is not
+// promised.
 func genSchedule(h *harness, n int) []dop {
 	m, _ := model.New(h.run.cfg.Limit, h.W())
 	now := start
+	allowed := make([][]time.Time, diffUsers) // every allowed instant since the user's last reset
+	windows := []time.Duration{h.W(), h.W() / 2, h.W() / 4, 2 * h.W()}
 	var ops []dop
 	for len(ops) < n {
 		u := h.rng.IntN(diffUsers)
+		w := m.Window()
 		var o dop
 		switch r := h.rng.IntN(100); {
 		case r < 50:
@@ -75,11 +84,14 @@ func genSchedule(h *harness, n int) []dop {
 		case r < 66:
 			o = dop{kind: 'x', user: u}
 		case r < 70:
-			o = dop{kind: 'c', n: 1 + h.rng.IntN(2*h.N())}
+			o = dop{kind: 'c', n: 1 + h.rng.IntN(2*h.N()), w: windows[h.rng.IntN(len(windows))]}
+			if o.w > w && !safeRaise(allowed, now, w, o.w) {
+				o.w = w
+			}
 		default:
-			o = dop{kind: 't', advance: time.Duration(h.rng.Int64N(int64(h.W()/3/time.Millisecond))) * time.Millisecond}
+			o = dop{kind: 't', advance: time.Duration(h.rng.Int64N(int64(w/3/time.Millisecond))) * time.Millisecond}
 			if log := m.Log(now, "u"+strconv.Itoa(u)); len(log) > 0 && h.rng.IntN(2) == 0 {
-				edge := log[h.rng.IntN(len(log))].Add(h.W())
+				edge := log[h.rng.IntN(len(log))].Add(w)
 				if h.rng.IntN(3) == 0 {
 					edge = edge.Add(-time.Millisecond)
 				}
@@ -88,17 +100,33 @@ func genSchedule(h *harness, n int) []dop {
 		}
 		switch o.kind {
 		case 'a':
-			m.Allow(now, "u"+strconv.Itoa(o.user))
+			if ok, _ := m.Allow(now, "u"+strconv.Itoa(o.user)); ok {
+				allowed[o.user] = append(allowed[o.user], now)
+			}
 		case 'x':
 			m.Reset("u" + strconv.Itoa(o.user))
+			allowed[o.user] = nil
 		case 'c':
-			m.Configure(o.n, h.W())
+			m.Configure(o.n, o.w)
 		case 't':
 			now = now.Add(o.advance)
 		}
 		ops = append(ops, o)
 	}
 	return ops
+}
+
+// safeRaise reports whether raising the window from old to raised at now
+// leaves no allowed entry in (now-raised, now-old].
+func safeRaise(allowed [][]time.Time, now time.Time, old, raised time.Duration) bool {
+	for _, log := range allowed {
+		for _, s := range log {
+			if s.After(now.Add(-raised)) && !s.After(now.Add(-old)) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // replay runs ops on instance 0 with users under a fresh tag and a fresh
@@ -150,8 +178,8 @@ func (h *harness) replay(ops []dop, tag string, record bool) (int, string) {
 			err = lim.Reset(h.ctx, users[o.user])
 			got, want = "ok", "ok"
 		case 'c':
-			m.Configure(o.n, h.W())
-			err = h.configureAll(o.n, h.W())
+			m.Configure(o.n, o.w)
+			err = h.configureAll(o.n, o.w)
 			got, want = "ok", "ok"
 		case 't':
 			h.Advance(o.advance)
@@ -183,6 +211,9 @@ func (h *harness) shrink(ops []dop) []dop {
 		changed = false
 		for i := len(ops) - 1; i >= 0 && budget > 0; i-- {
 			cand := append(append([]dop(nil), ops[:i]...), ops[i+1:]...)
+			if !h.raisesSafe(cand) {
+				continue // removing a step made a window raise unpromised
+			}
 			budget--
 			if bad, _ := h.replay(cand, "k"+strconv.Itoa(budget)+".", false); bad >= 0 {
 				ops, changed = cand[:bad+1], true
@@ -203,4 +234,31 @@ func (h *harness) configureAll(n int, w time.Duration) error {
 		}
 	}
 	return nil
+}
+
+// raisesSafe replays ops on the model alone and reports whether every raise
+// of the window in them is one the contract promises (see safeRaise).
+func (h *harness) raisesSafe(ops []dop) bool {
+	m, _ := model.New(h.run.cfg.Limit, h.W())
+	now := start
+	allowed := make([][]time.Time, diffUsers)
+	for _, o := range ops {
+		switch o.kind {
+		case 'a':
+			if ok, _ := m.Allow(now, "u"+strconv.Itoa(o.user)); ok {
+				allowed[o.user] = append(allowed[o.user], now)
+			}
+		case 'x':
+			m.Reset("u" + strconv.Itoa(o.user))
+			allowed[o.user] = nil
+		case 'c':
+			if o.w > m.Window() && !safeRaise(allowed, now, m.Window(), o.w) {
+				return false
+			}
+			m.Configure(o.n, o.w)
+		case 't':
+			now = now.Add(o.advance)
+		}
+	}
+	return true
 }

@@ -360,14 +360,16 @@ func (o burstOutcome) String() string {
 }
 
 // Burst sends perUser AllowRequest to each of users from goroutines
-// goroutines, spread over instances round robin, and returns each user's
-// answers. It does not consult the model or move the clock.
+// goroutines and returns each user's answers. Every user's requests are
+// spread over every instance (request i of user u goes to instance
+// (i+u) mod k), so instances that keep their own state are seen. It does not
+// consult the model or move the clock.
 func (h *harness) Burst(users []string, perUser, goroutines int, instances []contract.RateLimiterContract) map[string]*burstOutcome {
 	type req struct{ user, inst int }
 	next := make(chan req, len(users)*perUser)
 	for i := range perUser {
 		for u := range users {
-			next <- req{u, (i*len(users) + u) % len(instances)}
+			next <- req{u, (i + u) % len(instances)}
 		}
 	}
 	close(next)

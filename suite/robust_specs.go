@@ -21,13 +21,13 @@ func robustSpecs() []spec {
 			run:  userIDZoo,
 			hint: "key by the exact id: never lower-case it, cut it, or use it in a KEYS/SCAN pattern"},
 		{id: "robust/empty-user-id", level: Robust,
-			rule: "the empty user id is an error and changes nothing",
+			rule: "the empty user id is an error wrapping ErrInvalidUserID and changes nothing",
 			run:  emptyUserID,
-			hint: "validate the id before touching the store, and return an error for the empty one"},
+			hint: "validate the id before touching the store, and return an error wrapping contract.ErrInvalidUserID for the empty one (over HTTP: status 400)"},
 		{id: "robust/invalid-config", level: Robust, needs: []need{needConfigure},
-			rule: "Configure with a limit below 1 or a window below 1ms is an error and leaves the old configuration in force",
+			rule: "Configure with a limit outside 1..MaxLimit or a window outside 1ms..MaxWindow is an error wrapping ErrInvalidConfig and leaves the old configuration in force",
 			run:  invalidConfig,
-			hint: "validate both values before storing either"},
+			hint: "validate both values before storing either (contract.ValidateConfig), and return an error wrapping contract.ErrInvalidConfig (over HTTP: status 400)"},
 		{id: "robust/key-hygiene", level: Robust, needs: []need{needInspect},
 			rule: "every key the limiter leaves has a TTL covering its newest entry and at most a few windows, and lives under its prefix",
 			run:  keyHygiene,
@@ -36,7 +36,7 @@ func robustSpecs() []spec {
 			rule: "with Redis down every call returns an error within its deadline, nothing is allowed (unless fail-open), and the limiter recovers without a restart",
 			run:  storeOutage,
 			hint: "honour the context on every call, fail closed, and let the client reconnect: never cache a dead connection or retry forever"},
-		{id: "robust/context-cancel", level: Robust,
+		{id: "robust/context-cancel", level: Robust, needs: []need{needInProcess},
 			rule: "a cancelled context is honoured: the call returns an error and allows nothing",
 			run:  contextCancel,
 			hint: "pass the caller's context to every store call"},
@@ -89,12 +89,14 @@ func emptyUserID(h *harness) {
 	if err == nil || ok {
 		h.Failf(`AllowRequest("") = %s, %v; want denied and an error (the empty id is not a user)`, allowedWord(ok), err)
 	}
+	h.wantSentinel(`AllowRequest("")`, err, contract.ErrInvalidUserID)
 	if h.target.Capabilities.Remaining {
 		n, err := lim.GetRemainingRequests(h.ctx, "")
 		h.Note(`GetRemainingRequests("")`, errWord(err, fmt.Sprint(n)))
 		if err == nil {
 			h.Failf(`GetRemainingRequests("") = %d, nil; want an error`, n)
 		}
+		h.wantSentinel(`GetRemainingRequests("")`, err, contract.ErrInvalidUserID)
 	}
 	if h.target.Capabilities.Reset {
 		err := lim.Reset(h.ctx, "")
@@ -102,6 +104,7 @@ func emptyUserID(h *harness) {
 		if err == nil {
 			h.Failf(`Reset("") = nil; want an error`)
 		}
+		h.wantSentinel(`Reset("")`, err, contract.ErrInvalidUserID)
 	}
 	// Nothing changed for the real user.
 	for range h.N() {
@@ -123,13 +126,15 @@ func invalidConfig(h *harness) {
 	for _, bad := range []struct {
 		n int
 		w time.Duration
-	}{{0, h.W()}, {-1, h.W()}, {h.N(), 0}, {h.N(), -time.Second}, {h.N(), 500 * time.Microsecond}, {0, 0}} {
+	}{{0, h.W()}, {-1, h.W()}, {h.N(), 0}, {h.N(), -time.Second}, {h.N(), 500 * time.Microsecond}, {0, 0},
+		{contract.MaxLimit + 1, h.W()}, {h.N(), contract.MaxWindow + time.Millisecond}} {
 		err := lim.Configure(h.ctx, bad.n, bad.w)
 		op := fmt.Sprintf("Configure(%d, %v)", bad.n, bad.w)
 		h.Note(op, errWord(err, "ok"))
 		if err == nil {
-			h.Failf("%s = nil; want an error (the limit must be >= 1 and the window >= 1ms)", op)
+			h.Failf("%s = nil; want an error (the limit must be 1 to %d and the window 1ms to %v)", op, contract.MaxLimit, contract.MaxWindow)
 		}
+		h.wantSentinel(op, err, contract.ErrInvalidConfig)
 	}
 	// The old configuration is in force: the model was never reconfigured.
 	for range h.N() {
@@ -329,6 +334,10 @@ func (h *harness) outageCalls(lim contract.RateLimiterContract, u, state string)
 		if a.err == nil {
 			h.Failf("%s: %s(%s) returned no error: a limiter that cannot reach its store must say so", state, c.op, h.short(u))
 		}
+		if !errors.Is(a.err, contract.ErrStore) && !errors.Is(a.err, context.DeadlineExceeded) && !errors.Is(a.err, context.Canceled) {
+			h.Failf("%s: %s(%s) returned %q, which wraps neither contract.ErrStore nor the context's error: callers cannot tell a store failure from invalid input",
+				state, c.op, h.short(u), a.err)
+		}
 	}
 }
 
@@ -351,5 +360,14 @@ func contextCancel(h *harness) {
 	// Nothing was logged: the user has a full quota.
 	for range h.N() + 1 {
 		h.Allow(u)
+	}
+}
+
+// wantSentinel fails the spec unless err wraps sentinel: callers (and HTTP
+// status codes) must tell invalid input from a store failure.
+func (h *harness) wantSentinel(op string, err error, sentinel error) {
+	if !errors.Is(err, sentinel) {
+		h.Failf("%s returned %q, which does not wrap %q (contract.%s): callers cannot tell invalid input from a store failure; over HTTP answer 400",
+			op, err, sentinel, map[error]string{contract.ErrInvalidConfig: "ErrInvalidConfig", contract.ErrInvalidUserID: "ErrInvalidUserID"}[sentinel])
 	}
 }

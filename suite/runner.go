@@ -124,6 +124,10 @@ func (r *runner) missing(t Target, s *spec) string {
 			if !c.StoreInspection || r.redis == nil {
 				why = "needs to read the target's keys (declare Capabilities.StoreInspection; on the command line, give --store-url and --store-prefix)"
 			}
+		case needInProcess:
+			if len(t.Addresses) > 0 {
+				why = "needs an in-process target: over HTTP a call cancelled before it is sent never reaches the target, and one cancelled in flight has an unknown outcome"
+			}
 		case needRealTime:
 			if c.Clock {
 				why = "the target has clock control: the fake-clock specs grade this exactly, without waiting"

@@ -49,6 +49,7 @@ const (
 	needInspect   need = "store-inspection"
 	needOwnRedis  need = "owned-redis" // a Redis this run started, so it may stop it
 	needRealTime  need = "real-time"   // no clock control: the spec waits for real time
+	needInProcess need = "in-process"  // the target's methods get the grader's contexts themselves
 )
 
 // spec is one entry of the catalogue: a stable id, the rule it proves, and

@@ -1,7 +1,10 @@
 package suite
 
 import (
+	"fmt"
 	"time"
+
+	"github.com/rlconform/rlconform/contract"
 )
 
 // strictSpecs catch limiters that are not an exact sliding window.
@@ -51,6 +54,14 @@ func strictSpecs() []spec {
 			rule: "concurrent histories over several users, goroutines and (with a shared store) two instances are linearizable against the model",
 			run:  linearizable,
 			hint: "every decision must be one atomic step in the shared store; open the visualisation to see the operations no serial order explains"},
+		{id: "strict/config-range", level: Strict, needs: []need{needClock, needConfigure},
+			rule: "limits from 1 to 10000 and windows from 1ms to contract.MaxWindow are honoured exactly, without caps or overflow",
+			run:  configRange,
+			hint: "keep N and W exact over their whole range: no cap on the limit, no window stored in seconds or in a 32-bit integer, no TTL that overflows"},
+		{id: "strict/clock-step-back", level: Strict, needs: []need{needClock},
+			rule: "after the clock steps back, entries later than now do not count but stay in the log, and count again when time catches up",
+			run:  clockStepBack,
+			hint: "count only entries with score <= now (ZCOUNT key -inf now, not ZCARD), and never remove entries later than now when adding one"},
 		{id: "strict/reset-race", level: Strict, needs: []need{needClock, needReset},
 			rule: "Reset racing with requests never lets more than N through after it returned",
 			run:  resetRace,
@@ -205,5 +216,66 @@ func raisedLimit(h *harness) {
 	}
 	if h.target.Capabilities.Remaining {
 		h.Remaining(u)
+	}
+}
+
+// smallWindow is the longest window whose denials a fake-clock spec cannot
+// judge: a limiter's key may expire in real time (its TTL is W) before the
+// next call, which the contract allows.
+const smallWindow = 10 * time.Second
+
+// configRange sweeps the limit and the window over their range, each on a
+// fresh user, with a concurrent burst for large limits.
+func configRange(h *harness) {
+	day := 24 * time.Hour
+	at := time.Duration(0)
+	for _, c := range []struct {
+		n int
+		w time.Duration
+	}{{1, time.Millisecond}, {3, time.Millisecond}, {1, 30 * day}, {10_000, 30 * day}, {9, 365 * day}, {2, contract.MaxWindow}} {
+		u := h.User(fmt.Sprintf("n%d-w%dms", c.n, c.w.Milliseconds()))
+		at += time.Second
+		h.At(at)
+		h.Configure(c.n, c.w)
+		if c.n > 50 {
+			// N+16 from 16 goroutines: exactly N allowed.
+			h.CheckBurst([]string{u}, c.n+16, 16, []contract.RateLimiterContract{h.Instance(0)})
+		} else {
+			for range c.n {
+				h.Allow(u)
+			}
+		}
+		if c.w >= smallWindow {
+			h.Allow(u) // denied: all N count
+			h.At(at + c.w - time.Millisecond)
+			h.Allow(u) // denied: still all N at s+W-1
+		}
+		h.At(at + c.w)
+		h.Allow(u) // all N left at s+W: allowed
+		if c.w >= smallWindow && h.target.Capabilities.Remaining {
+			h.Remaining(u) // with a short window, the key may have expired for real
+		}
+		at += c.w
+	}
+}
+
+// clockStepBack steps the clock back and forth: entries later than now do
+// not count, are not lost, and count again when time catches up.
+func clockStepBack(h *harness) {
+	u := h.User("u")
+	h.At(10 * time.Second)
+	h.Allow(u) // one entry at +10s
+	h.At(5 * time.Second)
+	for range h.N() + 1 {
+		h.Allow(u) // the entry at +10s does not count at +5s: N allowed, then denied
+	}
+	if h.target.Capabilities.Remaining {
+		h.Remaining(u)
+	}
+	h.At(10 * time.Second)
+	h.Allow(u) // denied: N+1 entries count at +10s
+	h.At(5*time.Second + h.W())
+	for range h.N() {
+		h.Allow(u) // the N at +5s left; the one at +10s still counts: N-1 allowed
 	}
 }

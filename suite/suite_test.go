@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -214,5 +215,24 @@ func TestNoTargetBehaviourPanicsTheGrader(t *testing.T) {
 				assert.NotEqual(t, suite.Errored, r.Status, "%s: a target's misbehaviour is a failure, never a fault of ours:\n%s", r.ID, r.Message)
 			}
 		})
+	}
+}
+
+// TestContractCitesEverySpec: the contract's doc names every spec that
+// grades a rule, and only specs that exist.
+func TestContractCitesEverySpec(t *testing.T) {
+	raw, err := os.ReadFile("../contract/contract.go")
+	require.NoError(t, err)
+	cited := map[string]bool{}
+	for _, id := range regexp.MustCompile(`\b(?:core|strict|robust)/[a-z0-9-]+[a-z0-9]`).FindAllString(string(raw), -1) {
+		cited[id] = true
+	}
+	known := map[string]bool{}
+	for _, s := range suite.Specs() {
+		known[s.ID] = true
+		assert.True(t, cited[s.ID], "contract.go does not cite %s", s.ID)
+	}
+	for id := range cited {
+		assert.True(t, known[id], "contract.go cites %s, which is not in the catalogue", id)
 	}
 }

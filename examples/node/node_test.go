@@ -63,9 +63,10 @@ func TestNodeExampleIsConformant(t *testing.T) {
 	require.NoError(t, err)
 	defer red.Close()
 	prefix := fmt.Sprintf("rlc-node:%d:", time.Now().UnixNano())
-	url := startNode(t, red, prefix)
+	// Two processes on one store: two instances of one limiter.
+	urls := []string{startNode(t, red, prefix), startNode(t, red, prefix)}
 
-	target, err := suite.RemoteTarget(ctx, []string{url, url}, 5*time.Second)
+	target, err := suite.RemoteTarget(ctx, urls, 5*time.Second)
 	require.NoError(t, err)
 	target.Capabilities.StoreInspection = true
 	target.NeedsRedis = true // its Redis is ours: the store-outage spec may stop it

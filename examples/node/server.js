@@ -66,8 +66,11 @@ async function handle(req, res) {
 
   if (req.url === "/rlc/v1/configure") {
     const n = body.max_requests, w = body.window_ms;
-    if (!Number.isInteger(n) || n < 1 || !Number.isInteger(w) || w < 1) {
-      return send(res, 400, { error: "max_requests and window_ms must be integers >= 1" });
+    // The protocol's bounds: a limit up to 2^53-1 (exact in JavaScript and
+    // Lua), a window up to 100 years of 365 days.
+    const MAX_WINDOW_MS = 100 * 365 * 24 * 3600 * 1000;
+    if (!Number.isSafeInteger(n) || n < 1 || !Number.isSafeInteger(w) || w < 1 || w > MAX_WINDOW_MS) {
+      return send(res, 400, { error: "max_requests must be an integer from 1 to 2^53-1, window_ms one from 1 to " + MAX_WINDOW_MS });
     }
     config = { maxRequests: n, windowMs: w };
     return send(res, 204);
