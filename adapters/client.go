@@ -42,8 +42,9 @@ type Client struct {
 type ClientOptions struct {
 	// Timeout bounds each call (default [DefaultTimeout]).
 	Timeout time.Duration
-	// Clock, when set, is sent as X-Rlc-Now-Ms on every request: use it only
-	// for targets that declare clock control.
+	// Clock, when set, is read for the X-Rlc-Now-Ms header of every
+	// request (the real time when nil): set it only for targets that declare
+	// clock control.
 	Clock fakeclock.Clock
 	// HTTPClient to use (default: a client of its own).
 	HTTPClient *http.Client
@@ -187,9 +188,14 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any, ok 
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	// Every request carries the header, the probes included: a target with
+	// clock control may insist on it. Without a clock of the spec's, it is
+	// the real time, which a target without clock control ignores.
+	now := time.Now()
 	if c.clock != nil {
-		req.Header.Set(HeaderNow, strconv.FormatInt(c.clock.Now().UnixMilli(), 10))
+		now = c.clock.Now()
 	}
+	req.Header.Set(HeaderNow, strconv.FormatInt(now.UnixMilli(), 10))
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if ctx.Err() == context.DeadlineExceeded {

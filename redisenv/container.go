@@ -74,7 +74,7 @@ func fromContainer(ctx context.Context) (*Redis, error) {
 		return nil, fmt.Errorf("container %s does not answer: %w", uri, err)
 	}
 	return &Redis{
-		Client: client, Source: SourceContainer, Addr: opts.Addr,
+		Client: client, Source: SourceContainer, Addr: opts.Addr, URL: uri,
 		close: func(ctx context.Context) error { return c.Terminate(ctx) },
 	}, nil
 }

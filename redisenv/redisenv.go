@@ -35,6 +35,11 @@ type Redis struct {
 	Source string
 	// Addr is host:port (a comma-separated list for a cluster).
 	Addr string
+	// URL reaches the same Redis from another client (rueidis, redigo, a
+	// process in another language): redis://[user:password@]host:port[/db],
+	// or, for a cluster, the comma-separated list it was given. It holds
+	// credentials: print Redact(URL), never URL.
+	URL string
 	// Server is the redis-server this process started, or nil. Only a Redis
 	// we started may be stopped (store-fault specs) or flushed.
 	Server *Server
@@ -157,7 +162,7 @@ func FromURL(ctx context.Context, url string) (*Redis, error) {
 		client.Close()
 		return nil, fmt.Errorf("redisenv: %s does not answer: %v", Redact(url), redactErr(err, url))
 	}
-	return &Redis{Client: client, Source: SourceURL, Addr: addr}, nil
+	return &Redis{Client: client, Source: SourceURL, Addr: addr, URL: url}, nil
 }
 
 func fromServer(ctx context.Context, srv *Server) (*Redis, error) {
@@ -167,7 +172,7 @@ func fromServer(ctx context.Context, srv *Server) (*Redis, error) {
 		return nil, errors.Join(fmt.Errorf("redisenv: started redis-server at %s does not answer: %w", srv.Addr(), err), srv.Close())
 	}
 	return &Redis{
-		Client: client, Source: SourceBinary, Addr: srv.Addr(), Server: srv,
+		Client: client, Source: SourceBinary, Addr: srv.Addr(), URL: "redis://" + srv.Addr(), Server: srv,
 		close: func(context.Context) error { return srv.Close() },
 	}, nil
 }

@@ -3,7 +3,9 @@ package redisenv
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -122,4 +124,23 @@ func TestCredentialsNeverAppearInErrors(t *testing.T) {
 		assert.NotContains(t, err.Error(), "S3cret", url)
 		assert.NotContains(t, err.Error(), "REDIS_URL", "FromURL serves --store-url too: %v", err)
 	}
+}
+
+func TestStaleServerDirectoriesAreSwept(t *testing.T) {
+	bin := redisServer(t)
+	dead := exec.Command("true")
+	require.NoError(t, dead.Run())
+	mk := func(pid int) string {
+		dir, err := os.MkdirTemp("", dirPattern)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(pid)), 0o600))
+		return dir
+	}
+	stale, live := mk(dead.Process.Pid), mk(1)
+	defer os.RemoveAll(live)
+	srv, err := StartServer(context.Background(), bin)
+	require.NoError(t, err)
+	defer srv.Close()
+	assert.NoDirExists(t, stale, "the directory of a killed owner is removed")
+	assert.DirExists(t, live, "a directory whose owner lives is kept")
 }

@@ -8,7 +8,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,8 +39,13 @@ func StartServer(ctx context.Context, binary string, extraArgs ...string) (*Serv
 	if err != nil {
 		return nil, fmt.Errorf("redisenv: finding a free port: %w", err)
 	}
-	dir, err := os.MkdirTemp("", "rlconform-redis-")
+	sweepStaleDirs()
+	dir, err := os.MkdirTemp("", dirPattern)
 	if err != nil {
+		return nil, fmt.Errorf("redisenv: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		os.RemoveAll(dir)
 		return nil, fmt.Errorf("redisenv: %w", err)
 	}
 	s := &Server{binary: binary, port: port, dir: dir, extra: extraArgs}
@@ -141,4 +148,29 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// dirPattern names the working directories of the servers this package
+// starts; ownerFile in each holds the pid of the process that started it.
+const (
+	dirPattern = "rlconform-redis-"
+	ownerFile  = "owner.pid"
+)
+
+// sweepStaleDirs removes the working directories left by processes that
+// were killed before they could remove them. Several test binaries may run
+// at once, so only a directory whose owner process is gone is removed.
+func sweepStaleDirs() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPattern+"*"))
+	for _, dir := range dirs {
+		raw, err := os.ReadFile(filepath.Join(dir, ownerFile))
+		if err != nil {
+			continue // not ours, or being created
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+		if err != nil || pid == os.Getpid() || processAlive(pid) {
+			continue
+		}
+		os.RemoveAll(dir)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -37,6 +38,10 @@ type Options struct {
 	Window time.Duration
 	// Prefix starts every key; the user id follows in a hash tag, so a
 	// user's key is Prefix + "{" + userID + "}". Empty means [DefaultPrefix].
+	// It may not hold "{" or "}": the first "{" of a key then ends the
+	// prefix, so the key is an injective function of (prefix, id) across
+	// prefixes too (with prefix "a:{t}:" allowed, user "bob" would share
+	// "a:{t}:{bob}" with user "t}:{bob" of prefix "a:").
 	Prefix string
 	// Clock, when set, is "now" for every decision (tests use a fake one).
 	// When nil, the script reads the Redis server's TIME, so that app
@@ -94,6 +99,9 @@ func New(client redis.UniversalClient, opts Options) (*Limiter, error) {
 	}
 	if err := contract.ValidateConfig(opts.MaxRequests, opts.Window); err != nil {
 		return nil, fmt.Errorf("reference: %w", err)
+	}
+	if strings.ContainsAny(opts.Prefix, "{}") {
+		return nil, fmt.Errorf("reference: prefix %q holds a brace: keys of two limiters whose prefixes nest could collide", opts.Prefix)
 	}
 	l := &Limiter{client: client, prefix: opts.Prefix, clock: opts.Clock, timeout: opts.Timeout}
 	if l.prefix == "" {

@@ -171,6 +171,12 @@ func TestInvalidInput(t *testing.T) {
 	assert.ErrorIs(t, err, contract.ErrInvalidConfig)
 	_, err = New(store.Client, Options{MaxRequests: 1, Window: time.Microsecond})
 	assert.ErrorIs(t, err, contract.ErrInvalidConfig)
+	_, err = New(store.Client, Options{MaxRequests: contract.MaxLimit + 1, Window: time.Second})
+	assert.ErrorIs(t, err, contract.ErrInvalidConfig)
+	for _, prefix := range []string{"a:{t}:", "a}", "{"} {
+		_, err = New(store.Client, Options{MaxRequests: 1, Window: time.Second, Prefix: prefix})
+		assert.ErrorContains(t, err, "brace", "prefixes that nest could share keys: %q", prefix)
+	}
 
 	l, _ := newFake(t, 1, time.Minute)
 	_, err = l.AllowRequest(ctx, "")

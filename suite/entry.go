@@ -71,6 +71,8 @@ func Run(t *testing.T, cfg Config, target Target) {
 	rep := r.newReport(target)
 	for _, s := range r.selected() {
 		t.Run(s.id, func(t *testing.T) {
+			// A failure points at the caller's call of Run, not at this file.
+			t.Helper()
 			if rep.Aborted != "" {
 				rep.Results = append(rep.Results, r.notRun(&s, rep.Aborted))
 				t.Skipf("not run: %s", rep.Aborted)

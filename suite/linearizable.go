@@ -282,17 +282,28 @@ func resetRace(h *harness) {
 			mu       sync.Mutex
 			resetEnd time.Time
 			after    int // allowed requests that began after Reset returned
+			sentLate int // requests that began after Reset returned
+			allowed  int // allowed requests in all
 			errs     []error
 			wg       sync.WaitGroup
 		)
 		started := make(chan struct{})
+		// Each goroutine goes on until 6N requests in all began after Reset
+		// returned (so a late effect of Reset has requests to show in), or
+		// it sent 40N.
 		for g := range 8 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for i := range 3 * h.N() {
+				for i := 0; i < 40*h.N(); i++ {
 					if g == 0 && i == h.N() {
 						close(started)
+					}
+					mu.Lock()
+					enough := sentLate >= 6*h.N()
+					mu.Unlock()
+					if enough {
+						return
 					}
 					began := time.Now()
 					ok, err := instances[(g+i)%len(instances)].AllowRequest(h.ctx, u)
@@ -300,8 +311,14 @@ func resetRace(h *harness) {
 					if err != nil {
 						errs = append(errs, err)
 					}
-					if ok && !resetEnd.IsZero() && began.After(resetEnd) {
-						after++
+					if ok {
+						allowed++
+					}
+					if !resetEnd.IsZero() && began.After(resetEnd) {
+						sentLate++
+						if ok {
+							after++
+						}
 					}
 					mu.Unlock()
 				}
@@ -313,13 +330,17 @@ func resetRace(h *harness) {
 		resetEnd = time.Now()
 		mu.Unlock()
 		wg.Wait()
-		h.Note(fmt.Sprintf("8 goroutines × AllowRequest(%s) ×%d, Reset(%s) in the middle", h.short(u), 3*h.N(), h.short(u)),
-			fmt.Sprintf("%d allowed after Reset returned", after))
+		h.Note(fmt.Sprintf("8 goroutines × AllowRequest(%s), Reset(%s) in the middle", h.short(u), h.short(u)),
+			fmt.Sprintf("%d allowed in all; %d of the %d that began after Reset returned", allowed, after, sentLate))
 		if err != nil {
 			h.Failf("Reset(%s) during requests: %v", h.short(u), err)
 		}
 		if len(errs) > 0 {
 			h.Failf("%d requests failed during the race, first: %v", len(errs), errs[0])
+		}
+		if allowed > 2*h.N() {
+			h.Failf("%d requests were allowed in all, with the clock standing still and one Reset(%s): want at most 2N = %d (N before the Reset, N after it, in any serial order)",
+				allowed, h.short(u), 2*h.N())
 		}
 		if after > h.N() {
 			h.Failf("%d requests that began after Reset(%s) returned were allowed, with the clock standing still: want at most N = %d",

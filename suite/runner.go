@@ -261,7 +261,7 @@ func (r *runner) newH(ctx context.Context, t Target, s *spec) *harness {
 		env.Clock, h.start = h.fake, start
 	}
 	if (t.NeedsRedis || t.Capabilities.StoreInspection) && r.redis != nil {
-		env.Redis = r.redis.Client
+		env.Redis, env.RedisURL = r.redis.Client, r.redis.URL
 	}
 	if r.cfg.StorePrefix != "" {
 		env.KeyPrefix = r.cfg.StorePrefix

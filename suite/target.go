@@ -39,10 +39,18 @@ type Target struct {
 
 // Env is what a target's factory gets for one spec.
 type Env struct {
-	// Redis is the store the suite provisioned (nil unless Target.NeedsRedis).
+	// Redis is a go-redis client of the store the suite provisioned (nil
+	// unless Target.NeedsRedis or the StoreInspection capability).
 	Redis redis.UniversalClient
-	// Clock is "now" for the limiter: a fake clock the spec moves, or the
-	// real clock for specs that run in real time.
+	// RedisURL reaches the same store for a limiter built on another client
+	// (rueidis, redigo, a subprocess): redis://[user:password@]host:port[/db],
+	// or a comma-separated list of nodes for a cluster. It may hold
+	// credentials: do not log it.
+	RedisURL string
+	// Clock is "now" for the limiter: read it with Clock.Now() at every
+	// decision, never time.Now(). It is a fake clock that the spec moves
+	// (when the target declares the Clock capability), or the real clock for
+	// specs that run in real time.
 	Clock fakeclock.Clock
 	// KeyPrefix is unique to the spec; a target with the StoreInspection
 	// capability writes every key under it.
