@@ -11,6 +11,8 @@ import (
 	"runtime/debug"
 	"strings"
 
+	// The command finds Redis on all three rungs, the container one too.
+	_ "github.com/rlconform/rlconform/redisenv/container"
 	"github.com/rlconform/rlconform/suite"
 )
 

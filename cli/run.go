@@ -14,6 +14,7 @@ import (
 	"github.com/rlconform/rlconform/redisenv"
 	"github.com/rlconform/rlconform/report"
 	"github.com/rlconform/rlconform/suite"
+	"github.com/rlconform/rlconform/targets"
 )
 
 // runFlags are the flags of rlconform run.
@@ -157,10 +158,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		done++
 		fmt.Fprintf(stderr, "[%2d/%d] %-13s %s\n", done, total, r.Status, r.ID)
 	}
-	target := suite.ReferenceTarget()
+	target := targets.Reference()
 	if len(f.targets) > 0 {
 		probeCtx, cancel := context.WithTimeout(ctx, 3*f.timeout)
-		target, err = suite.RemoteTarget(probeCtx, f.targets, f.timeout)
+		target, err = targets.Remote(probeCtx, f.targets, f.timeout)
 		cancel()
 		if err != nil {
 			fmt.Fprintf(stderr, "rlconform: %v\n", err)

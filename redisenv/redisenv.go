@@ -25,7 +25,9 @@ const (
 var ErrNoRedis = errors.New(`no Redis found; rlconform needs a real one. Either
   - set REDIS_URL (redis://host:port/db, or a comma-separated list of cluster nodes host:port,host:port), or
   - install redis-server on PATH (Debian/Ubuntu: apt-get install -y redis-server; macOS: brew install redis), or
-  - run a Docker engine, so testcontainers-go can start redis:7`)
+  - run a Docker engine, so testcontainers-go can start redis:7 (programs
+    that import github.com/rlconform/rlconform/redisenv/container, as the
+    rlconform command does)`)
 
 // Redis is a Redis that a run may use.
 type Redis struct {
@@ -78,12 +80,33 @@ func Obtain(ctx context.Context) (*Redis, error) {
 	if _, err := exec.LookPath("redis-server"); err == nil {
 		return Start(ctx)
 	}
-	r, err := fromContainer(ctx)
+	if containerRung == nil {
+		return nil, fmt.Errorf("%w\n(the container rung is not linked in: import github.com/rlconform/rlconform/redisenv/container)", ErrNoRedis)
+	}
+	r, err := containerRung(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%w\n(docker: %v)", ErrNoRedis, err)
 	}
 	return r, nil
 }
+
+// containerRung is the third rung, registered by package redisenv/container
+// when a program imports it: the one piece of package state, set at init.
+var containerRung func(context.Context) (*Redis, error)
+
+// RegisterContainerRung makes start the rung Obtain tries after REDIS_URL
+// and redis-server. Package redisenv/container calls it when imported.
+func RegisterContainerRung(start func(context.Context) (*Redis, error)) { containerRung = start }
+
+// Wrap makes a Redis of a client that another rung connected: source says
+// which (SourceContainer), addr is host:port, url reaches it from other
+// clients, and close (when not nil) releases what the rung started.
+func Wrap(client redis.UniversalClient, source, addr, url string, close func(context.Context) error) *Redis {
+	return &Redis{Client: client, Source: source, Addr: addr, URL: url, close: close}
+}
+
+// Ping checks that client answers within a few seconds.
+func Ping(ctx context.Context, client redis.UniversalClient) error { return ping(ctx, client) }
 
 // Start starts the redis-server binary found on PATH on a free loopback
 // port, without persistence, and connects to it: a Redis this process owns

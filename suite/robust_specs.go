@@ -10,6 +10,7 @@ import (
 	"github.com/onsi/gomega"
 
 	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/redisenv"
 )
 
 // robustSpecs grade what breaks in production: odd input, key hygiene and
@@ -174,7 +175,7 @@ func keyHygiene(h *harness) {
 	// This spec's keys under the prefix (they carry its users' tag; with a
 	// per-spec prefix, all do): each must expire, not too early, not too late.
 	var keys, others []string
-	all, err := scanKeys(ctx, red, globEscape(h.env.KeyPrefix)+"*")
+	all, err := redisenv.ScanKeys(ctx, red, redisenv.GlobEscape(h.env.KeyPrefix)+"*")
 	if err != nil {
 		h.Failf("SCAN %s*: %v", h.env.KeyPrefix, err)
 	}
@@ -215,7 +216,7 @@ func keyHygiene(h *harness) {
 		}
 	}
 	// Keys that carry this spec's user ids but not the prefix: written outside it.
-	tagged, err := scanKeys(ctx, red, "*"+h.tag+"*")
+	tagged, err := redisenv.ScanKeys(ctx, red, "*"+h.tag+"*")
 	if err != nil {
 		h.Failf("SCAN *%s*: %v", h.tag, err)
 	}

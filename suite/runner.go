@@ -349,7 +349,7 @@ func (r *runner) cleanKeys(prefix string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	keys, _ := scanKeys(ctx, r.redis.Client, globEscape(prefix)+"*")
+	keys, _ := redisenv.ScanKeys(ctx, r.redis.Client, redisenv.GlobEscape(prefix)+"*")
 	for _, k := range keys {
 		r.redis.Client.Del(ctx, k) // one by one: keys may live in different cluster slots
 	}

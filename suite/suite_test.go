@@ -21,6 +21,7 @@ import (
 	"github.com/rlconform/rlconform/redisenv"
 	"github.com/rlconform/rlconform/report"
 	"github.com/rlconform/rlconform/suite"
+	"github.com/rlconform/rlconform/targets"
 )
 
 // TestConformance grades the reference limiter (real Redis, fake clock) and
@@ -36,14 +37,14 @@ func TestConformance(t *testing.T) {
 	if urls := os.Getenv("RLCONFORM_TARGET"); urls != "" {
 		registerRemote(t, strings.Split(urls, ","))
 	} else {
-		suite.Register(suite.Config{}, suite.ReferenceTarget(), suite.ModelTarget())
+		suite.Register(suite.Config{}, targets.Reference(), targets.Model())
 	}
 	RunSpecs(t, "rlconform conformance")
 }
 
 func registerRemote(t *testing.T, urls []string) {
 	ctx := context.Background()
-	target, err := suite.RemoteTarget(ctx, urls, 5*time.Second)
+	target, err := targets.Remote(ctx, urls, 5*time.Second)
 	if err != nil {
 		t.Fatalf("RLCONFORM_TARGET: %v", err)
 	}
@@ -62,7 +63,7 @@ func registerRemote(t *testing.T, urls []string) {
 
 // TestRunEntryPoint is the fstest-style form: one subtest per spec.
 func TestRunEntryPoint(t *testing.T) {
-	suite.Run(t, suite.Config{Level: suite.Strict}, suite.ModelTarget())
+	suite.Run(t, suite.Config{Level: suite.Strict}, targets.Model())
 }
 
 // TestRunHonoursExpectFail: a known failure listed in ExpectFail passes the
@@ -112,7 +113,7 @@ func (f failingTail) Reset(ctx context.Context, u string) error {
 // history (unknown outcomes, after every other call returned) are not a
 // verdict against a correct limiter.
 func TestLinearizableToleratesUnknownOutcomes(t *testing.T) {
-	model := suite.ModelTarget()
+	model := targets.Model()
 	target := model
 	target.Name = "model failing its last calls"
 	calls := new(atomic.Int64) // one count over the spec's instances
@@ -134,7 +135,7 @@ func TestGradersStoreDyingIsAFaultNotAVerdict(t *testing.T) {
 	red, err := redisenv.Start(ctx)
 	require.NoError(t, err)
 	defer red.Close()
-	ref := suite.ReferenceTarget()
+	ref := targets.Reference()
 	target := ref
 	var specs atomic.Int64
 	target.New = func(ctx context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
@@ -162,7 +163,7 @@ func TestInterruptEndsTheRunWithAReport(t *testing.T) {
 			cancel()
 		}
 	}}
-	rep, err := suite.Check(ctx, cfg, suite.ModelTarget())
+	rep, err := suite.Check(ctx, cfg, targets.Model())
 	require.NoError(t, err)
 	assert.Equal(t, suite.Undecided, rep.Verdict().Outcome)
 	assert.Contains(t, rep.Aborted, "interrupted")
@@ -202,7 +203,7 @@ func (h hostile) AllowRequest(ctx context.Context, u string) (bool, error) {
 func TestNoTargetBehaviourPanicsTheGrader(t *testing.T) {
 	for _, mode := range []string{"configure-breaks", "all-fail", "panics"} {
 		t.Run(mode, func(t *testing.T) {
-			m := suite.ModelTarget()
+			m := targets.Model()
 			target := m
 			target.New = func(ctx context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
 				lim, closer, err := m.New(ctx, env)

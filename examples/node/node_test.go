@@ -16,6 +16,7 @@ import (
 	"github.com/rlconform/rlconform/redisenv"
 	"github.com/rlconform/rlconform/report"
 	"github.com/rlconform/rlconform/suite"
+	"github.com/rlconform/rlconform/targets"
 )
 
 // startNode runs server.js against red and returns its URL; it fails the
@@ -66,7 +67,7 @@ func TestNodeExampleIsConformant(t *testing.T) {
 	// Two processes on one store: two instances of one limiter.
 	urls := []string{startNode(t, red, prefix), startNode(t, red, prefix)}
 
-	target, err := suite.RemoteTarget(ctx, urls, 5*time.Second)
+	target, err := targets.Remote(ctx, urls, 5*time.Second)
 	require.NoError(t, err)
 	target.Capabilities.StoreInspection = true
 	target.NeedsRedis = true // its Redis is ours: the store-outage spec may stop it

@@ -1,4 +1,8 @@
-package suite
+// Package targets holds the limiters rlconform grades out of the box: the
+// reference Redis limiter, the model itself, and any limiter speaking the
+// HTTP control protocol v1. The rlconform command grades them; tests use
+// them as known-good targets.
+package targets
 
 import (
 	"context"
@@ -13,16 +17,17 @@ import (
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/reference"
+	"github.com/rlconform/rlconform/suite"
 )
 
-// ReferenceTarget is the reference Redis limiter on the suite's fake clock,
+// Reference is the reference Redis limiter on the suite's fake clock,
 // its keys under the spec's prefix: it must pass every spec.
-func ReferenceTarget() Target {
-	return Target{
+func Reference() suite.Target {
+	return suite.Target{
 		Name:         "reference",
 		Capabilities: contract.All(),
 		NeedsRedis:   true,
-		New: func(_ context.Context, env Env) (contract.RateLimiterContract, func() error, error) {
+		New: func(_ context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
 			if env.Redis == nil {
 				return nil, nil, errors.New("the reference limiter needs Redis")
 			}
@@ -34,20 +39,20 @@ func ReferenceTarget() Target {
 	}
 }
 
-// ModelTarget is the model itself, in memory: it must pass every spec that
+// Model is the model itself, in memory: it must pass every spec that
 // does not need a store. Several instances share one model, as instances of
 // a limiter share one store.
-func ModelTarget() Target {
+func Model() suite.Target {
 	caps := contract.All()
 	caps.StoreInspection = false
 	var (
 		mu     sync.Mutex
 		shared = map[string]*model.Limiter{} // one model per spec, by key prefix
 	)
-	return Target{
+	return suite.Target{
 		Name:         "model",
 		Capabilities: caps,
-		New: func(_ context.Context, env Env) (contract.RateLimiterContract, func() error, error) {
+		New: func(_ context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			if lim, ok := shared[env.KeyPrefix]; ok {
@@ -68,26 +73,26 @@ func ModelTarget() Target {
 	}
 }
 
-// RemoteTarget grades the protocol v1 limiter at urls; several URLs are
+// Remote grades the protocol v1 limiter at urls; several URLs are
 // several instances of one limiter sharing a store. It asks the first URL
 // for its capabilities and probes every URL once (an allow and, when
 // supported, a remaining query for a probe user), so that a target that is
 // down, hangs or answers garbage is an error here rather than a run of
 // failed specs. timeout bounds each call (0: adapters.DefaultTimeout).
-func RemoteTarget(ctx context.Context, urls []string, timeout time.Duration) (Target, error) {
+func Remote(ctx context.Context, urls []string, timeout time.Duration) (suite.Target, error) {
 	if len(urls) == 0 {
-		return Target{}, errors.New("no target URL")
+		return suite.Target{}, errors.New("no target URL")
 	}
 	clients := make([]*adapters.Client, len(urls))
 	for i, u := range urls {
 		if _, err := url.ParseRequestURI(u); err != nil || !strings.HasPrefix(u, "http") {
-			return Target{}, fmt.Errorf("target %q is not an http(s) URL", u)
+			return suite.Target{}, fmt.Errorf("target %q is not an http(s) URL", u)
 		}
 		clients[i] = adapters.NewClient(u, adapters.ClientOptions{Timeout: timeout})
 	}
 	caps, err := clients[0].Capabilities(ctx)
 	if err != nil {
-		return Target{}, fmt.Errorf("target %s: %w", urls[0], err)
+		return suite.Target{}, fmt.Errorf("target %s: %w", urls[0], err)
 	}
 	alive := func(ctx context.Context) error {
 		probe := fmt.Sprintf("rlconform-probe-%d", time.Now().UnixNano())
@@ -104,19 +109,19 @@ func RemoteTarget(ctx context.Context, urls []string, timeout time.Duration) (Ta
 		return nil
 	}
 	if err := alive(ctx); err != nil {
-		return Target{}, err
+		return suite.Target{}, err
 	}
 	caps.SharedStore = len(urls) > 1
 	name := urls[0]
 	if len(urls) > 1 {
 		name = fmt.Sprintf("%s (+%d more instances)", urls[0], len(urls)-1)
 	}
-	return Target{
+	return suite.Target{
 		Name:         name,
 		Addresses:    append([]string(nil), urls...),
 		Capabilities: caps,
 		Alive:        alive,
-		New: func(_ context.Context, env Env) (contract.RateLimiterContract, func() error, error) {
+		New: func(_ context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
 			c := clients[env.Instance%len(clients)]
 			if caps.Clock {
 				c = c.WithClock(env.Clock)

@@ -1,4 +1,4 @@
-package suite
+package redisenv
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// scanKeys lists the keys matching pattern, on every master of a cluster.
-func scanKeys(ctx context.Context, c redis.UniversalClient, pattern string) ([]string, error) {
+// ScanKeys lists the keys matching pattern (SCAN MATCH, never KEYS), on every master of a cluster.
+func ScanKeys(ctx context.Context, c redis.UniversalClient, pattern string) ([]string, error) {
 	var (
 		mu   sync.Mutex
 		keys []string
@@ -30,7 +30,7 @@ func scanKeys(ctx context.Context, c redis.UniversalClient, pattern string) ([]s
 	return keys, scan(ctx, c)
 }
 
-// globEscape quotes the glob characters of s for a SCAN MATCH pattern.
-func globEscape(s string) string {
+// GlobEscape quotes the glob characters of s for a SCAN MATCH pattern.
+func GlobEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`, "]", `\]`).Replace(s)
 }

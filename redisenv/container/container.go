@@ -1,4 +1,13 @@
-package redisenv
+// Package container is the third rung of redisenv's ladder: a Redis started
+// by testcontainers-go where a Docker engine answers. It is a package of its
+// own so that only the programs that want it link testcontainers and its
+// dependencies (about 110 packages); importing it, even blank, adds the rung
+// to redisenv.Obtain:
+//
+//	import _ "github.com/rlconform/rlconform/redisenv/container"
+//
+// The rlconform command imports it.
+package container
 
 import (
 	"context"
@@ -8,7 +17,11 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/testcontainers/testcontainers-go"
 	tcredis "github.com/testcontainers/testcontainers-go/modules/redis"
+
+	"github.com/rlconform/rlconform/redisenv"
 )
+
+func init() { redisenv.RegisterContainerRung(Start) }
 
 // ContainerImage is the image the container rung starts.
 const ContainerImage = "redis:7-alpine"
@@ -45,7 +58,9 @@ func DockerAvailable(ctx context.Context) error {
 	}
 }
 
-func fromContainer(ctx context.Context) (*Redis, error) {
+// Start starts ContainerImage with testcontainers-go when a Docker engine
+// answers, and connects to it. Close removes the container.
+func Start(ctx context.Context) (*redisenv.Redis, error) {
 	if err := DockerAvailable(ctx); err != nil {
 		return nil, err
 	}
@@ -68,13 +83,11 @@ func fromContainer(ctx context.Context) (*Redis, error) {
 	}
 	opts.ContextTimeoutEnabled = true
 	client := redis.NewClient(opts)
-	if err := ping(ctx, client); err != nil {
+	if err := redisenv.Ping(ctx, client); err != nil {
 		client.Close()
 		_ = c.Terminate(context.Background())
 		return nil, fmt.Errorf("container %s does not answer: %w", uri, err)
 	}
-	return &Redis{
-		Client: client, Source: SourceContainer, Addr: opts.Addr, URL: uri,
-		close: func(ctx context.Context) error { return c.Terminate(ctx) },
-	}, nil
+	return redisenv.Wrap(client, redisenv.SourceContainer, opts.Addr, uri,
+		func(ctx context.Context) error { return c.Terminate(ctx) }), nil
 }
