@@ -281,3 +281,31 @@ func TestList(t *testing.T) {
 	}
 	assert.Equal(t, len(suite.Specs()), strings.Count(out, "\n"))
 }
+
+func TestRunTellsSlowFromWrong(t *testing.T) {
+	// Answers every call correctly, 150ms late.
+	lim, err := model.NewLimiter(fakeclock.Real{}, 5, time.Minute)
+	require.NoError(t, err)
+	healthy := adapters.Handler(lim, nil)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(150 * time.Millisecond):
+		case <-r.Context().Done():
+			return
+		}
+		healthy.ServeHTTP(w, r)
+	}))
+	defer slow.Close()
+	start := time.Now()
+	code, out, errOut := rlconform(t, "run", "--target", slow.URL, "--id", "core/", "--spec-timeout", "1s")
+	assert.Equal(t, ExitCannotRun, code, "slow is not wrong: %s", out)
+	assert.Contains(t, out, "too slow to grade")
+	assert.Contains(t, errOut, "too slow to grade")
+	assert.NotContains(t, out, "NOT CONFORMANT")
+	assert.Less(t, time.Since(start), 30*time.Second, "the run ends at the first spec that is too slow")
+
+	// --max-duration bounds the whole run, with what finished reported.
+	code, out, _ = rlconform(t, "run", "--target", slow.URL, "--id", "core/", "--max-duration", "2s")
+	assert.Equal(t, ExitCannotRun, code, out)
+	assert.Contains(t, out, "--max-duration")
+}

@@ -29,6 +29,8 @@ type runFlags struct {
 	storeURL    string
 	storePrefix string
 	timeout     time.Duration
+	specTimeout time.Duration
+	maxDuration time.Duration
 	reportDir   string
 }
 
@@ -48,6 +50,8 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.StringVar(&f.storeURL, "store-url", "", "Redis URL a remote target writes to, so key hygiene is graded there (read only)")
 	fs.StringVar(&f.storePrefix, "store-prefix", "", "key prefix of the remote target's keys in --store-url")
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Second, "bound on each call to a remote target")
+	fs.DurationVar(&f.specTimeout, "spec-timeout", time.Minute, "bound on each spec: a call in flight for a tenth of it hung (a failure); a spec that runs out of time with every call answered is too slow to grade (exit 2)")
+	fs.DurationVar(&f.maxDuration, "max-duration", 15*time.Minute, "bound on the whole run: past it, the run stops with what finished (exit 2)")
 	fs.StringVar(&f.reportDir, "report-dir", "", "directory for failure artefacts such as linearizability visualisations (default: the temp directory)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -61,8 +65,8 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	if f.storeURL != "" && len(f.targets) == 0 {
 		return nil, errors.New("--store-url is for a remote --target; the reference is inspected anyway")
 	}
-	if f.timeout <= 0 {
-		return nil, errors.New("--timeout must be positive")
+	if f.timeout <= 0 || f.specTimeout <= 0 || f.maxDuration <= 0 {
+		return nil, errors.New("--timeout, --spec-timeout and --max-duration must be positive")
 	}
 	stdouts := 0
 	for _, p := range []string{f.junit, f.json, f.summary} {
@@ -133,7 +137,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return ExitCannotRun
 	}
 	cfg := suite.Config{Level: lvl, Seed: f.seed, IDs: f.ids, Labels: f.labels, ExpectFail: f.expectFail,
-		ReportDir: f.reportDir, StorePrefix: f.storePrefix}
+		ReportDir: f.reportDir, StorePrefix: f.storePrefix, SpecTimeout: f.specTimeout}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(stderr, "rlconform run: %v\n", err)
 		return ExitCannotRun
@@ -150,8 +154,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	defer closeReports(reports)
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	ctx, cancel := context.WithTimeoutCause(sigCtx, f.maxDuration, fmt.Errorf("the run took longer than --max-duration %v", f.maxDuration))
+	defer cancel()
 
 	total, done := suite.Count(cfg), 0
 	cfg.Progress = func(r suite.Result) {
@@ -161,17 +167,26 @@ func run(args []string, stdout, stderr io.Writer) int {
 	target := targets.Reference()
 	if len(f.targets) > 0 {
 		probeCtx, cancel := context.WithTimeout(ctx, 3*f.timeout)
+		began := time.Now()
 		target, err = targets.Remote(probeCtx, f.targets, f.timeout)
 		cancel()
 		if err != nil {
 			fmt.Fprintf(stderr, "rlconform: %v\n", err)
-			return cannotRun(ctx)
+			return cannotRun(sigCtx)
+		}
+		// The probe is a capabilities call and an allow and a remaining
+		// call per instance.
+		perCall := time.Since(began) / time.Duration(1+2*len(f.targets))
+		fmt.Fprintf(stderr, "rlconform: the target answers in about %v a call\n", perCall.Round(time.Millisecond))
+		if busiest := 3000 * perCall; busiest > f.specTimeout {
+			fmt.Fprintf(stderr, "rlconform: warning: the largest specs make about 3000 calls (%v at this speed), more than --spec-timeout %v: they will end inconclusive (too slow), never failed; raise --spec-timeout to grade them\n",
+				busiest.Round(time.Second), f.specTimeout)
 		}
 		if f.storeURL != "" {
 			store, err := redisenv.FromURL(ctx, f.storeURL)
 			if err != nil {
 				fmt.Fprintf(stderr, "rlconform: --store-url: %v\n", err)
-				return cannotRun(ctx)
+				return cannotRun(sigCtx)
 			}
 			defer store.Close()
 			cfg.Redis = store
@@ -182,7 +197,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	rep, err := suite.Check(ctx, cfg, target)
 	if err != nil {
 		fmt.Fprintf(stderr, "rlconform: %v\n", err)
-		return cannotRun(ctx)
+		return cannotRun(sigCtx)
 	}
 	if rep.Aborted != "" {
 		fmt.Fprintf(stderr, "rlconform: the run could not go on: %s\n", rep.Aborted)
@@ -202,7 +217,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		r.close = func() error { return nil }
 	}
-	if ctx.Err() != nil {
+	if sigCtx.Err() != nil {
 		fmt.Fprintln(stderr, "rlconform: interrupted")
 		return ExitInterrupted
 	}

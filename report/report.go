@@ -48,6 +48,9 @@ func Text(w io.Writer, rep *suite.Report) error {
 		fmt.Fprintf(&b, "  %s: %s (%d passed, %d failed, %d skipped, %d undecided)\n",
 			lv.Level, lv.Outcome, lv.Passed, lv.Failed, lv.Skipped, lv.Undecided)
 	}
+	for _, note := range rep.Notes {
+		fmt.Fprintf(&b, "  note: %s\n", note)
+	}
 	v := rep.Verdict()
 	fmt.Fprintf(&b, "%s\n", v)
 	for _, why := range v.Reasons {
@@ -136,12 +139,13 @@ func JSON(w io.Writer, rep *suite.Report, meta Meta) error {
 		Verdict    string       `json:"verdict"`
 		Reasons    []string     `json:"reasons,omitempty"`
 		Aborted    string       `json:"aborted,omitempty"`
+		Notes      []string     `json:"notes,omitempty"`
 		Coverage   jsonCoverage `json:"coverage"`
 		Results    []jsonResult `json:"results"`
 	}{
 		Version: meta.Version, Target: rep.Target, Targets: rep.Targets, Level: string(rep.Level), Seed: rep.Seed,
 		Outcome: string(v.Outcome), Conformant: v.Outcome == suite.Conformant, Verdict: v.String(), Reasons: v.Reasons,
-		Aborted: rep.Aborted,
+		Aborted: rep.Aborted, Notes: rep.Notes,
 		Coverage: jsonCoverage{Selected: c.Selected, Graded: c.Graded, RealTime: c.RealTime, Passed: c.Passed, Failed: c.Failed,
 			ExpectedFailures: c.ExpectedFailures, Skipped: c.Skipped, Inconclusive: c.Inconclusive, Errored: c.Errored,
 			Interrupted: c.Interrupted, SkippedBy: c.SkippedBy},

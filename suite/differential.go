@@ -207,9 +207,13 @@ func (h *harness) shrink(ops []dop) []dop {
 	if bad, _ := h.replay(ops, "k0.", false); bad >= 0 {
 		ops = ops[:bad+1] // nothing after the divergence matters
 	}
-	for changed := true; changed && budget > 0; {
+	// Shrinking also stops with a quarter of the spec's time left, so that a
+	// slow target still gets its (less shrunk) failure reported.
+	deadline, bounded := h.ctx.Deadline()
+	timeLeft := func() bool { return !bounded || time.Until(deadline) > h.run.cfg.SpecTimeout/4 }
+	for changed := true; changed && budget > 0 && timeLeft(); {
 		changed = false
-		for i := len(ops) - 1; i >= 0 && budget > 0; i-- {
+		for i := len(ops) - 1; i >= 0 && budget > 0 && timeLeft(); i-- {
 			cand := append(append([]dop(nil), ops[:i]...), ops[i+1:]...)
 			if !h.raisesSafe(cand) {
 				continue // removing a step made a window raise unpromised

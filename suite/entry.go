@@ -26,6 +26,7 @@ func Check(ctx context.Context, cfg Config, target Target) (*Report, error) {
 	}
 	defer r.close()
 	rep := r.newReport(target)
+	defer func() { rep.Notes = append(rep.Notes, r.finish()...) }()
 	for _, s := range r.selected() {
 		if rep.Aborted != "" {
 			rep.Results = append(rep.Results, r.notRun(&s, "not run: "+rep.Aborted))
@@ -91,6 +92,9 @@ func Run(t *testing.T, cfg Config, target Target) {
 				t.Log(msg)
 			}
 		})
+	}
+	for _, note := range r.finish() {
+		t.Log("rlconform: " + note)
 	}
 	v := rep.Verdict()
 	t.Logf("rlconform: %s", v)
@@ -161,6 +165,9 @@ func Register(cfg Config, targets ...Target) bool {
 			ginkgo.AfterAll(func() {
 				if rep == nil {
 					return
+				}
+				for _, note := range r.finish() {
+					ginkgo.GinkgoWriter.Println("rlconform: " + note)
 				}
 				v := rep.Verdict()
 				ginkgo.GinkgoWriter.Printf("rlconform: %s\n", v)

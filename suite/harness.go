@@ -37,7 +37,9 @@ type harness struct {
 	run    *runner
 	tag    string // prefix of every user id of this spec
 
+	calls     inFlight // every call to the target's instances
 	mu        sync.Mutex
+	users     map[string]bool // every id User made (guarded by mu)
 	instances []contract.RateLimiterContract
 	closers   []func() error
 }
@@ -111,7 +113,27 @@ func (h *harness) W() time.Duration { return h.model.Window() }
 
 // User returns the id this spec uses for name: name behind the spec's tag,
 // so that specs sharing one limiter never share a user.
-func (h *harness) User(name string) string { return h.tag + name }
+func (h *harness) User(name string) string {
+	u := h.tag + name
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.users == nil {
+		h.users = map[string]bool{}
+	}
+	h.users[u] = true
+	return u
+}
+
+// usersSeen lists every user id the spec made, for cleanup by key name.
+func (h *harness) usersSeen() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]string, 0, len(h.users))
+	for u := range h.users {
+		out = append(out, u)
+	}
+	return out
+}
 
 // short is the id as the timeline shows it.
 func (h *harness) short(user string) string {
@@ -165,7 +187,7 @@ func (h *harness) instance(i int) (contract.RateLimiterContract, error) {
 		if closer != nil {
 			h.closers = append(h.closers, closer)
 		}
-		lim = guarded{lim}
+		lim = guarded{lim, &h.calls}
 		if h.target.Capabilities.Configure {
 			if err := lim.Configure(h.ctx, h.model.Limit(), h.model.Window()); err != nil {
 				return nil, fmt.Errorf("Configure(%d, %v) on new instance %d: %w", h.model.Limit(), h.model.Window(), n, err)
@@ -460,8 +482,60 @@ func (p *targetPanic) Error() string {
 
 // guarded turns the panics of a target's methods into errors, so that a
 // limiter that panics in a goroutine of the grader fails its spec instead
-// of killing the grader's process.
-type guarded struct{ lim contract.RateLimiterContract }
+// of killing the grader's process, and tracks the calls in flight, so that
+// a spec that runs out of time can tell a hung call from a slow target.
+type guarded struct {
+	lim   contract.RateLimiterContract
+	calls *inFlight
+}
+
+// inFlight tracks the calls to a target that have not returned, and how
+// long the returned ones took.
+type inFlight struct {
+	mu       sync.Mutex
+	started  map[int64]time.Time
+	next     int64
+	returned int
+	total    time.Duration
+}
+
+func (f *inFlight) begin() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.started == nil {
+		f.started = map[int64]time.Time{}
+	}
+	f.next++
+	f.started[f.next] = time.Now()
+	return f.next
+}
+
+func (f *inFlight) end(id int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.returned++
+	f.total += time.Since(f.started[id])
+	delete(f.started, id)
+}
+
+// oldest is how long the oldest call in flight has been running (0: none);
+// mean is the mean time of the calls that returned.
+func (f *inFlight) stats() (oldest, mean time.Duration, returned int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, t := range f.started {
+		oldest = max(oldest, time.Since(t))
+	}
+	if f.returned > 0 {
+		mean = f.total / time.Duration(f.returned)
+	}
+	return oldest, mean, f.returned
+}
+
+func (g guarded) track() func() {
+	id := g.calls.begin()
+	return func() { g.calls.end(id) }
+}
 
 func recovered(err *error) {
 	if v := recover(); v != nil {
@@ -470,21 +544,25 @@ func recovered(err *error) {
 }
 
 func (g guarded) AllowRequest(ctx context.Context, user string) (ok bool, err error) {
+	defer g.track()()
 	defer recovered(&err)
 	return g.lim.AllowRequest(ctx, user)
 }
 
 func (g guarded) GetRemainingRequests(ctx context.Context, user string) (n int, err error) {
+	defer g.track()()
 	defer recovered(&err)
 	return g.lim.GetRemainingRequests(ctx, user)
 }
 
 func (g guarded) Reset(ctx context.Context, user string) (err error) {
+	defer g.track()()
 	defer recovered(&err)
 	return g.lim.Reset(ctx, user)
 }
 
 func (g guarded) Configure(ctx context.Context, n int, w time.Duration) (err error) {
+	defer g.track()()
 	defer recovered(&err)
 	return g.lim.Configure(ctx, n, w)
 }

@@ -52,6 +52,9 @@ const (
 	KindFault Kind = "fault"
 	// KindInconclusive: the spec ran but could not decide.
 	KindInconclusive Kind = "inconclusive"
+	// KindSlow: the target answered every call, but too slowly for the
+	// spec to finish in its time: inconclusive, never a failure.
+	KindSlow Kind = "slow"
 )
 
 // Mode is how time passed for a spec.
@@ -118,6 +121,9 @@ type Report struct {
 	// Aborted, when not empty, says why the run stopped early (the target
 	// or the grader's store stopped answering, an interrupt).
 	Aborted string
+	// Notes are what the run has to say beyond the results, such as keys
+	// it could not clean up.
+	Notes []string
 }
 
 // Count returns how many results have status st.

@@ -32,6 +32,7 @@ type runner struct {
 	ownRedis bool
 	runID    string
 	count    int
+	sweep    bool // keys were left for finish to sweep
 }
 
 func newRunner(ctx context.Context, cfg Config, targets ...Target) (*runner, error) {
@@ -196,8 +197,19 @@ func (r *runner) runSpec(ctx context.Context, t Target, s *spec) (res Result) {
 			res.Failure = &Failure{Kind: KindFault, Summary: res.Message}
 			break
 		}
-		summary := fmt.Sprintf("did not finish within %v: an operation hung (every call must honour its context)", r.cfg.SpecTimeout)
-		res.Status, res.Failure = Failed, &Failure{Kind: KindHang, Summary: summary, Hint: s.hint}
+		// A call still in flight for a good part of the spec's time hung;
+		// with none, every call returned and the target was only slow.
+		oldest, mean, returned := h.calls.stats()
+		if oldest >= hangBound(r.cfg.SpecTimeout) {
+			summary := fmt.Sprintf("did not finish within %v: a call has not returned for %v (every call must honour its context)",
+				r.cfg.SpecTimeout, oldest.Round(time.Millisecond))
+			res.Status, res.Failure = Failed, &Failure{Kind: KindHang, Summary: summary, Hint: s.hint}
+			res.Message = h.report(s.title() + ": " + summary)
+			break
+		}
+		summary := fmt.Sprintf("did not finish within %v: the target answered all %d calls, but slowly (%v a call on average): too slow to grade, not wrong",
+			r.cfg.SpecTimeout, returned, mean.Round(time.Microsecond))
+		res.Status, res.Failure = Inconclusive, &Failure{Kind: KindSlow, Summary: summary}
 		res.Message = h.report(s.title() + ": " + summary)
 	}
 	if err := h.close(); err != nil && res.Status == Passed {
@@ -205,7 +217,7 @@ func (r *runner) runSpec(ctx context.Context, t Target, s *spec) (res Result) {
 		res.Failure = &Failure{Kind: KindTargetError, Summary: res.Message}
 	}
 	if r.cfg.StorePrefix == "" {
-		r.cleanKeys(h.env.KeyPrefix)
+		r.cleanKeys(h)
 	}
 	return res
 }
@@ -230,6 +242,9 @@ func (r *runner) storeFault(ctx context.Context) string {
 // It turns such a result into an Errored one and returns the reason to abort
 // the run; "" means go on.
 func (r *runner) afterSpec(ctx context.Context, t Target, res *Result) string {
+	if res.Status == Inconclusive && res.Failure != nil && res.Failure.Kind == KindSlow {
+		return fmt.Sprintf("%s is too slow to grade (%s): raise the spec timeout, or grade it where it answers faster", t.Name, res.Failure.Summary)
+	}
 	if res.Status != Failed {
 		return ""
 	}
@@ -251,7 +266,7 @@ func (r *runner) newH(ctx context.Context, t Target, s *spec) *harness {
 	tag := fmt.Sprintf("%s-%02d:", r.runID, r.count)
 	env := Env{
 		Clock:       fakeclock.Real{},
-		KeyPrefix:   "rlc:" + tag,
+		KeyPrefix:   r.runPrefix() + fmt.Sprintf("%02d:", r.count),
 		MaxRequests: r.cfg.Limit,
 		Window:      r.cfg.Window,
 	}
@@ -289,6 +304,9 @@ func (h *harness) execute() (res Result) {
 			f := v.f
 			f.Hint = h.spec.hint
 			res.Status, res.Failure = Failed, &f
+			if f.Kind == KindFault { // the store or the grader, not the limiter
+				res.Status, f.Hint = Errored, ""
+			}
 			res.Message = h.spec.title() + "\n  " + v.msg
 			if h.spec.hint != "" {
 				res.Message += "  hint: " + h.spec.hint + "\n"
@@ -341,16 +359,69 @@ func panicSite() (string, bool) {
 // inconclusive ends a spec that could not decide (a check that timed out).
 type inconclusive struct{ msg string }
 
-// cleanKeys deletes the spec's keys: only under its own prefix, never a
-// FLUSHDB, so a shared Redis is left as found.
-func (r *runner) cleanKeys(prefix string) {
+// cleanKeys deletes the spec's keys, never with a FLUSHDB, so that a shared
+// Redis is left as found. With the target's key function the keys of the
+// spec's users are deleted by name. Without it, a Redis this run started is
+// scanned for the spec's prefix; on any other Redis (which may hold millions
+// of unrelated keys, and SCAN MATCH walks them all) the spec's keys are left
+// for one sweep of the whole run's prefix at its end.
+func (r *runner) cleanKeys(h *harness) {
 	if r.redis == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	keys, _ := redisenv.ScanKeys(ctx, r.redis.Client, redisenv.GlobEscape(prefix)+"*")
-	for _, k := range keys {
-		r.redis.Client.Del(ctx, k) // one by one: keys may live in different cluster slots
+	if keyOf := h.target.KeyOf; keyOf != nil {
+		for _, u := range h.usersSeen() {
+			r.redis.Client.Del(ctx, keyOf(h.env.KeyPrefix, u)) // one by one: keys may live in different cluster slots
+		}
+		if !r.redis.Owned() {
+			return
+		}
 	}
+	if !r.redis.Owned() {
+		r.sweep = true
+		return
+	}
+	keys, _ := redisenv.ScanKeys(ctx, r.redis.Client, redisenv.GlobEscape(h.env.KeyPrefix)+"*")
+	for _, k := range keys {
+		r.redis.Client.Del(ctx, k)
+	}
+}
+
+// runPrefix starts the key prefix of every spec of this run.
+func (r *runner) runPrefix() string { return "rlc:" + r.runID + "-" }
+
+// finish sweeps, on a Redis this run did not start, what the specs left
+// under the run's prefix, in one SCAN bounded in time, and says what it
+// could not remove: keys are never left silently.
+func (r *runner) finish() []string {
+	if !r.sweep || r.redis == nil {
+		return nil
+	}
+	r.sweep = false
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	keys, err := redisenv.ScanKeys(ctx, r.redis.Client, redisenv.GlobEscape(r.runPrefix())+"*")
+	var left []string
+	for _, k := range keys {
+		if err := r.redis.Client.Del(ctx, k).Err(); err != nil {
+			left = append(left, k)
+		}
+	}
+	switch {
+	case err != nil:
+		return []string{fmt.Sprintf("cleanup: the sweep of %s* at %s stopped (%v) after removing %d keys; the rest expire by their TTLs",
+			r.runPrefix(), r.redis.Addr, err, len(keys)-len(left))}
+	case len(left) > 0:
+		return []string{fmt.Sprintf("cleanup: %d keys under %s* at %s could not be removed (first: %q); they expire by their TTLs",
+			len(left), r.runPrefix(), r.redis.Addr, left[0])}
+	}
+	return nil
+}
+
+// hangBound is how long one call may be in flight before a spec that runs
+// out of time blames it: a tenth of the spec's time, at least a second.
+func hangBound(specTimeout time.Duration) time.Duration {
+	return max(time.Second, specTimeout/10)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -235,5 +236,52 @@ func TestContractCitesEverySpec(t *testing.T) {
 	}
 	for id := range cited {
 		assert.True(t, known[id], "contract.go cites %s, which is not in the catalogue", id)
+	}
+}
+
+// TestSharedRedisIsLeftAsFound: on a Redis the run did not start, the run
+// never scans the whole keyspace when the target names its keys, removes
+// every key it wrote (by name, or in one sweep of its prefix at the end),
+// and touches no other key.
+func TestSharedRedisIsLeftAsFound(t *testing.T) {
+	ctx := context.Background()
+	owned, err := redisenv.Start(ctx)
+	require.NoError(t, err)
+	defer owned.Close()
+	shared, err := redisenv.FromURL(ctx, owned.URL) // the same server, as REDIS_URL would give it
+	require.NoError(t, err)
+	defer shared.Close()
+	for i := range 500 {
+		require.NoError(t, owned.Client.Set(ctx, fmt.Sprintf("app:%d", i), "x", 0).Err())
+	}
+	scans := func() int64 {
+		stats, err := owned.Client.Info(ctx, "commandstats").Result()
+		require.NoError(t, err)
+		m := regexp.MustCompile(`cmdstat_scan:calls=(\d+)`).FindStringSubmatch(stats)
+		if m == nil {
+			return 0
+		}
+		n, _ := strconv.ParseInt(m[1], 10, 64)
+		return n
+	}
+	byName := targets.Reference()
+	noNames := byName
+	noNames.KeyOf = nil
+	for _, tc := range []struct {
+		target   suite.Target
+		maxScans int64
+	}{{byName, 0}, {noNames, 10}} {
+		before := scans()
+		rep, err := suite.Check(ctx, suite.Config{Redis: shared, Level: suite.All}, tc.target)
+		require.NoError(t, err)
+		assert.Equal(t, suite.Conformant, rep.Verdict().Outcome, report.String(rep))
+		assert.LessOrEqual(t, scans()-before, tc.maxScans, "SCAN walks every key of a shared Redis: KeyOf %v", tc.target.KeyOf != nil)
+		assert.Empty(t, rep.Notes)
+		left, err := owned.Client.Keys(ctx, "rlc:*").Result()
+		require.NoError(t, err)
+		assert.Empty(t, left, "every key the run wrote is removed")
+		n, err := owned.Client.DBSize(ctx).Result()
+		require.NoError(t, err)
+		assert.EqualValues(t, 500, n, "the unrelated keys are untouched")
 	}
 }

@@ -30,6 +30,11 @@ type Target struct {
 	// and must enforce one limit. Close, when not nil, is called when the
 	// spec ends.
 	New func(ctx context.Context, env Env) (lim contract.RateLimiterContract, close func() error, err error)
+	// KeyOf, when not nil, is the Redis key the target keeps userID's state
+	// under, for a key prefix: the suite then cleans up and inspects keys
+	// by name instead of scanning a Redis it did not start (SCAN MATCH
+	// walks every key of the database).
+	KeyOf func(prefix, userID string) string
 	// Alive, when not nil, tells whether the target still answers. The run
 	// asks it after a spec fails and stops with an error if it does not, so
 	// that a target gone dead ends the run in seconds, not one timeout per

@@ -27,6 +27,7 @@ func Reference() suite.Target {
 		Name:         "reference",
 		Capabilities: contract.All(),
 		NeedsRedis:   true,
+		KeyOf:        func(prefix, userID string) string { return prefix + "{" + userID + "}" },
 		New: func(_ context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
 			if env.Redis == nil {
 				return nil, nil, errors.New("the reference limiter needs Redis")
