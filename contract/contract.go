@@ -37,7 +37,7 @@ const (
 //     active, else denies; a denied request is not logged
 //     (core/allow-within-limit, core/block-over-limit, strict/denied-not-logged).
 //   - An entry stops counting at exactly s+W: s+W-1 still counts
-//     (core/sliding-expiry, core/sliding-expiry-realtime, strict/rolling-expiry).
+//     (core/sliding-expiry, strict/rolling-expiry).
 //   - There is no fixed window: N just before any instant and N just after
 //     never add up to 2N within W (strict/boundary-burst-epoch,
 //     strict/boundary-burst-first).

@@ -86,9 +86,7 @@ func All() []Mutant {
 // Uncatchable lists the specs that no mutant of this package is failed by,
 // each with the reason.
 func Uncatchable() map[string]string {
-	return map[string]string{
-		"core/sliding-expiry-realtime": "graded only without clock control; every mutant here takes the suite's clock (suite's TestRealTimeMode fails window-unit-mixup on Redis TIME with it)",
-	}
+	return map[string]string{}
 }
 
 //go:embed zset.lua

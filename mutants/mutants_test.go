@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/fakeclock"
 	"github.com/rlconform/rlconform/mutants"
 	"github.com/rlconform/rlconform/redisenv"
 	"github.com/rlconform/rlconform/suite"
@@ -154,3 +155,54 @@ func TestReadmeMutantTable(t *testing.T) {
 }
 
 var update = flag.Bool("update", false, "rewrite generated documentation")
+
+// clockless grades a mutant without clock control: it reads the Redis
+// server's clock (or, in memory, the real one) and the suite waits.
+func clockless(m mutants.Mutant) suite.Target {
+	caps := contract.All()
+	caps.Clock = false
+	return suite.Target{Name: m.Name + " (no clock control)", Capabilities: caps, NeedsRedis: true,
+		New: func(_ context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
+			var clock fakeclock.Clock // nil: the server's TIME
+			if !m.NeedsRedis {
+				clock = fakeclock.Real{}
+			}
+			lim, err := m.New(mutants.Store{Redis: env.Redis, Clock: clock, Prefix: env.KeyPrefix, MaxRequests: env.MaxRequests, Window: env.Window})
+			return lim, nil, err
+		}}
+}
+
+// notInRealTime are the mutants real time cannot be expected to catch, and
+// why.
+var notInRealTime = map[string]string{
+	"inclusive-boundary": "the 1ms between s+W-1 and s+W is far inside any round trip",
+	"clock-ignored":      "without clock control every limiter reads its own clock: there is no given clock to ignore",
+	"counts-future":      "the clock never steps back in real time",
+	"drops-future":       "the clock never steps back in real time",
+	"capped-limit":       "strict/config-range is not graded in real time yet",
+	"capped-window":      "strict/config-range is not graded in real time yet",
+	"window-ignored":     "window changes are graded on the fake clock only yet",
+}
+
+// TestMutantsAreCaughtWithoutClockControl: every mutant of a class real
+// time can see is failed, without clock control, by the first of its specs
+// that real time grades.
+func TestMutantsAreCaughtWithoutClockControl(t *testing.T) {
+	for _, m := range mutants.All() {
+		if why, ok := notInRealTime[m.Name]; ok {
+			t.Logf("%s: not graded without clock control: %s", m.Name, why)
+			continue
+		}
+		t.Run(m.Name, func(t *testing.T) {
+			id := m.CaughtBy[0]
+			rep, err := suite.Check(context.Background(), suite.Config{Redis: store, IDs: []string{id}}, clockless(m))
+			require.NoError(t, err)
+			r, ok := result(rep, id)
+			require.True(t, ok)
+			assert.Equal(t, suite.RealTime, r.Mode)
+			if assert.Equal(t, suite.Failed, r.Status, "%s must fail %s in real time:\n%s", m.Name, id, r.Message) {
+				t.Logf("%s fails %s in real time:\n%s", m.Name, id, r.Message)
+			}
+		})
+	}
+}

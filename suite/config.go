@@ -111,16 +111,21 @@ func (c Config) validated() (Config, error) {
 			}
 		}
 	}
+	for _, id := range slices.Concat(c.IDs, c.ExpectFail) {
+		if now, ok := retired[id]; ok {
+			errs = append(errs, fmt.Errorf("spec %s was retired: it is now %s", id, now))
+		}
+	}
 	for _, id := range c.IDs {
 		if strings.HasSuffix(id, "/") && slices.ContainsFunc(ids, func(s string) bool { return strings.HasPrefix(s, id) }) {
 			continue
 		}
-		if !slices.Contains(ids, id) {
+		if _, ok := retired[id]; !ok && !slices.Contains(ids, id) {
 			errs = append(errs, unknown("spec id", id, ids))
 		}
 	}
 	for _, id := range c.ExpectFail {
-		if !slices.Contains(ids, id) {
+		if _, ok := retired[id]; !ok && !slices.Contains(ids, id) {
 			errs = append(errs, unknown("expected failure: spec id", id, ids))
 		}
 	}

@@ -30,12 +30,16 @@ type harness struct {
 	fake   *fakeclock.Fake // nil in real time
 	start  time.Time
 	model  *model.State
-	tl     timeline
-	g      gomega.Gomega
-	rng    *rand.Rand
-	seed   uint64
-	run    *runner
-	tag    string // prefix of every user id of this spec
+	// oracle judges answers in real time, where instants are intervals;
+	// decided and undecided count its judgements.
+	oracle             *model.Interval
+	decided, undecided int
+	tl                 timeline
+	g                  gomega.Gomega
+	rng                *rand.Rand
+	seed               uint64
+	run                *runner
+	tag                string // prefix of every user id of this spec
 
 	calls     inFlight // every call to the target's instances
 	mu        sync.Mutex
@@ -153,8 +157,64 @@ func (h *harness) Elapsed() time.Duration { return h.Now().Sub(h.start) }
 // Advance moves the fake clock by d.
 func (h *harness) Advance(d time.Duration) { h.fakeClock().Advance(d) }
 
-// At moves the fake clock to the spec's start plus offset.
-func (h *harness) At(offset time.Duration) { h.fakeClock().Set(h.start.Add(offset)) }
+// At moves the fake clock to the spec's start plus offset; in real time it
+// waits until that instant (at once when it has passed).
+func (h *harness) At(offset time.Duration) {
+	if h.fake != nil {
+		h.fake.Set(h.start.Add(offset))
+		return
+	}
+	h.waitUntil(h.start.Add(offset))
+}
+
+// Before goes to just before the edge at offset, where an entry made at the
+// spec's start still counts: 1ms before on the fake clock; in real time, a
+// margin before, which the measured round trip makes safe.
+func (h *harness) Before(offset time.Duration) { h.At(offset - h.Edge()) }
+
+// After goes to the edge at offset, where an entry made at the spec's start
+// has just stopped counting: exactly there on the fake clock; in real time,
+// a margin after.
+func (h *harness) After(offset time.Duration) {
+	if h.fake != nil {
+		h.At(offset)
+		return
+	}
+	h.At(offset + h.Edge())
+}
+
+// Edge is how far from a window edge a spec aims to be sure which side of
+// it an operation falls on: 1ms on the fake clock, the run's real-time
+// margin otherwise.
+func (h *harness) Edge() time.Duration {
+	if h.fake != nil {
+		return time.Millisecond
+	}
+	return h.run.margin
+}
+
+// Origin makes now the spec's start: in real time, specs measure their
+// edges from their first entries, not from when the spec began.
+func (h *harness) Origin() {
+	if h.fake == nil {
+		h.start = time.Now()
+	}
+}
+
+// waitUntil blocks until t in real time, or until the spec ends.
+func (h *harness) waitUntil(t time.Time) {
+	d := time.Until(t)
+	if d <= 0 {
+		return
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-h.ctx.Done():
+		h.fail(Failure{Kind: KindFault}, "the spec ran out of time waiting for an instant")
+	}
+}
 
 func (h *harness) fakeClock() *fakeclock.Fake {
 	if h.fake == nil {
@@ -268,6 +328,9 @@ func (h *harness) RemainingOn(i int, user string) int {
 // error, or at an answer the model would not give, explaining what the model
 // counted.
 func (h *harness) checked(i int, name, user string, want func(time.Time) string, call func(contract.RateLimiterContract) (string, error)) string {
+	if h.fake == nil {
+		return h.checkedRealTime(i, name, user, call)
+	}
 	lim := h.Instance(i)
 	now := h.Now()
 	before := h.snapshot(now, user)
@@ -285,8 +348,53 @@ func (h *harness) checked(i int, name, user string, want func(time.Time) string,
 	return got
 }
 
+// checkedRealTime performs one operation without clock control: the
+// limiter decided at some instant between sending and receiving, and the
+// interval oracle judges the answer for every such instant. Only an
+// impossible answer fails; an undecided one is counted, not failed.
+func (h *harness) checkedRealTime(i int, name, user string, call func(contract.RateLimiterContract) (string, error)) string {
+	lim := h.Instance(i)
+	op := name + "(" + h.short(user) + ")"
+	sent := time.Now()
+	got, err := call(lim)
+	returned := time.Now()
+	if err != nil {
+		h.record(i, sent, op, "error")
+		h.failStep(i, sent, op, "", "an answer", "", err)
+	}
+	h.tl.add(event{at: sent.Sub(h.start), until: returned.Sub(h.start), inst: i, op: op, got: got})
+	t := model.TimedOp{User: user, Lo: sent, Hi: returned}
+	switch name {
+	case "AllowRequest":
+		t.Kind, t.Allowed = model.OpAllow, got == allowedWord(true)
+	default:
+		t.Kind = model.OpRemaining
+		t.Remaining, _ = strconv.Atoi(got)
+	}
+	j, why := h.oracle.Judge(t)
+	switch j {
+	case model.Impossible:
+		want := "denied"
+		switch {
+		case name != "AllowRequest":
+			want = "another count"
+		case !t.Allowed:
+			want = "allowed"
+		}
+		h.failStep(i, sent, op, got, want, fmt.Sprintf("the call took from %s to %s: %s", fmtOffset(sent.Sub(h.start)), fmtOffset(returned.Sub(h.start)), why), nil)
+	case model.Undecided:
+		h.undecided++
+	default:
+		h.decided++
+	}
+	return got
+}
+
 // Reset sends Reset(user) to instance 0 and applies it to the model.
 func (h *harness) Reset(user string) {
+	if h.fake == nil {
+		h.oracle.Judge(model.TimedOp{Kind: model.OpReset, User: user})
+	}
 	lim := h.Instance(0)
 	now := h.Now()
 	op := "Reset(" + h.short(user) + ")"
@@ -312,6 +420,9 @@ func (h *harness) Configure(n int, w time.Duration) {
 	h.record(0, now, op, "ok")
 	if err := h.model.Configure(n, w); err != nil {
 		panic(fmt.Sprintf("suite: spec %s configures invalid values: %v", h.spec.id, err))
+	}
+	if h.oracle != nil {
+		h.oracle.Judge(model.TimedOp{Kind: model.OpConfigure, Limit: n, Window: w})
 	}
 }
 
@@ -434,6 +545,10 @@ func (h *harness) Burst(users []string, perUser, goroutines int, instances []con
 // user got exactly as many requests allowed as the model allows, then
 // brings the model up to date.
 func (h *harness) CheckBurst(users []string, perUser, goroutines int, instances []contract.RateLimiterContract) {
+	if h.fake == nil {
+		h.checkBurstRealTime(users, perUser, goroutines, instances)
+		return
+	}
 	now := h.Now()
 	want := map[string]int{}
 	for _, u := range users {
@@ -565,4 +680,48 @@ func (g guarded) Configure(ctx context.Context, n int, w time.Duration) (err err
 	defer g.track()()
 	defer recovered(&err)
 	return g.lim.Configure(ctx, n, w)
+}
+
+// checkBurstRealTime is CheckBurst without clock control: when the whole
+// burst took less than the window, none of its own entries left during it,
+// so each user got between N less the entries possibly active and N less
+// those certainly active; a longer burst is undecided.
+func (h *harness) checkBurstRealTime(users []string, perUser, goroutines int, instances []contract.RateLimiterContract) {
+	began := time.Now()
+	out := h.Burst(users, perUser, goroutines, instances)
+	ended := time.Now()
+	for _, u := range users {
+		op := fmt.Sprintf("%d goroutines on %d instance(s): AllowRequest(%s) ×%d", goroutines, len(instances), h.short(u), perUser)
+		h.tl.add(event{at: began.Sub(h.start), until: ended.Sub(h.start), op: op, got: out[u].String()})
+	}
+	for _, u := range users {
+		o := out[u]
+		if len(o.Errors) > 0 {
+			h.Failf("%d of %d concurrent AllowRequest(%s) failed, first: %v", len(o.Errors), perUser, h.short(u), o.Errors[0])
+		}
+		cMin, cMax := h.oracle.Count(u, began, ended)
+		lo, hi := min(perUser, max(0, h.N()-cMax)), min(perUser, max(0, h.N()-cMin))
+		switch {
+		case ended.Sub(began) >= h.W():
+			h.undecided++
+		case o.Allowed < lo || o.Allowed > hi:
+			h.Failf("%d goroutines on %d instance(s) sent %d AllowRequest(%s) within %v, less than the window %v: %d allowed, want %s "+
+				"(the limit %d less the entries active); more means two requests passed the same check (a race, or instances not sharing one limit), "+
+				"fewer means allowed requests were lost",
+				goroutines, len(instances), perUser, h.short(u), ended.Sub(began).Round(time.Millisecond), h.W(), o.Allowed, span(lo, hi), h.N())
+		default:
+			h.decided++
+		}
+		for range o.Allowed {
+			h.oracle.Log(u, began, ended)
+		}
+	}
+}
+
+// span says "exactly n" or "n to m".
+func span(lo, hi int) string {
+	if lo == hi {
+		return fmt.Sprintf("exactly %d", lo)
+	}
+	return fmt.Sprintf("%d to %d", lo, hi)
 }

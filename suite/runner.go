@@ -33,6 +33,9 @@ type runner struct {
 	runID    string
 	count    int
 	sweep    bool // keys were left for finish to sweep
+	// margin is how far from a window edge real-time specs aim, measured
+	// from the target's round trips on the first real-time spec.
+	margin time.Duration
 }
 
 func newRunner(ctx context.Context, cfg Config, targets ...Target) (*runner, error) {
@@ -103,7 +106,11 @@ func (r *runner) missing(t Target, s *spec) string {
 		switch n {
 		case needClock:
 			if !c.Clock {
-				why = "needs clock control, which the target does not declare (graded in real time)"
+				why = "needs clock control, which the target does not declare (this spec is not graded in real time yet)"
+			}
+		case needClockBack:
+			if !c.Clock {
+				why = "steps the clock back, which only clock control can do"
 			}
 		case needConfigure:
 			if !c.Configure {
@@ -129,10 +136,7 @@ func (r *runner) missing(t Target, s *spec) string {
 			if len(t.Addresses) > 0 {
 				why = "needs an in-process target: over HTTP a call cancelled before it is sent never reaches the target, and one cancelled in flight has an unknown outcome"
 			}
-		case needRealTime:
-			if c.Clock {
-				why = "the target has clock control: the fake-clock specs grade this exactly, without waiting"
-			}
+
 		case needOwnRedis:
 			if !t.NeedsRedis || r.redis == nil || r.redis.Server == nil {
 				why = "needs a Redis this run started, to stop it (not one from REDIS_URL or Config.Redis, nor a remote target's)"
@@ -274,6 +278,10 @@ func (r *runner) newH(ctx context.Context, t Target, s *spec) *harness {
 	if t.Capabilities.Clock {
 		h.fake = fakeclock.New(start)
 		env.Clock, h.start = h.fake, start
+	} else {
+		// In real time, specs wait out their windows: short ones.
+		env.Window = r.cfg.RealTimeWindow
+		h.oracle, _ = model.NewInterval(env.MaxRequests, env.Window)
 	}
 	if (t.NeedsRedis || t.Capabilities.StoreInspection) && r.redis != nil {
 		env.Redis, env.RedisURL = r.redis.Client, r.redis.URL
@@ -332,8 +340,34 @@ func (h *harness) execute() (res Result) {
 	if _, err := h.instance(0); err != nil {
 		h.fail(Failure{Kind: KindTargetError}, err.Error())
 	}
+	if h.fake == nil && h.run.margin == 0 {
+		h.run.margin = h.measureMargin()
+	}
 	h.spec.run(h)
+	if h.fake == nil && h.decided == 0 && h.undecided > 0 {
+		panic(inconclusive{h.report(fmt.Sprintf("in real time every one of the %d judged answers was undecided: the round trips (margin %v) were too slow for the window %v to tell; raise the real-time window",
+			h.undecided, h.run.margin, h.W()))})
+	}
 	return res
+}
+
+// measureMargin times a few calls of instance 0 and returns how far from a
+// window edge real-time specs aim: eight times the slowest round trip plus
+// 10ms, at least 20ms, at most a fifth of the window.
+func (h *harness) measureMargin() time.Duration {
+	lim, _ := h.instance(0)
+	probe := h.User("rtt-probe")
+	var slowest time.Duration
+	for range 5 {
+		began := time.Now()
+		if h.target.Capabilities.Remaining {
+			lim.GetRemainingRequests(h.ctx, probe)
+		} else {
+			lim.AllowRequest(h.ctx, probe)
+		}
+		slowest = max(slowest, time.Since(began))
+	}
+	return min(max(20*time.Millisecond, 8*slowest+10*time.Millisecond), h.W()/5)
 }
 
 // panicSite names the function that panicked, called from a deferred

@@ -42,13 +42,13 @@ type need string
 
 const (
 	needClock     need = "clock"
+	needClockBack need = "clock-step-back" // moves the clock back: never in real time
 	needConfigure need = "configure"
 	needRemaining need = "remaining"
 	needReset     need = "reset"
 	needShared    need = "shared-store"
 	needInspect   need = "store-inspection"
 	needOwnRedis  need = "owned-redis" // a Redis this run started, so it may stop it
-	needRealTime  need = "real-time"   // no clock control: the spec waits for real time
 	needInProcess need = "in-process"  // the target's methods get the grader's contexts themselves
 )
 
@@ -62,6 +62,12 @@ type spec struct {
 	run   func(h *harness)
 	// hint is the usual cause of a failure, printed with it.
 	hint string
+}
+
+// retired maps the ids of retired specs to what replaced them: asking for
+// one says so.
+var retired = map[string]string{
+	"core/sliding-expiry-realtime": "core/sliding-expiry, which is graded in real time when the target has no clock control",
 }
 
 // catalogue is every spec, in the order they run. Ids are stable: never

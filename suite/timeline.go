@@ -9,10 +9,11 @@ import (
 
 // event is one operation a spec performed, as the failure report shows it.
 type event struct {
-	at   time.Duration // since the spec's start, on the spec's clock
-	inst int           // which instance answered (0-based)
-	op   string        // AllowRequest("a")
-	got  string        // allowed, denied, 3, ok, error: ...
+	at    time.Duration // since the spec's start, on the spec's clock
+	until time.Duration // in real time, when the answer came (0: at)
+	inst  int           // which instance answered (0-based)
+	op    string        // AllowRequest("a")
+	got   string        // allowed, denied, 3, ok, error: ...
 }
 
 // timeline is the record of a spec's operations. It is safe for concurrent
@@ -54,7 +55,11 @@ func (tl *timeline) String(instances int) string {
 		lines = lines[skipped:]
 	}
 	for _, l := range lines {
-		fmt.Fprintf(&b, "    %9s  ", fmtOffset(l.e.at))
+		if l.e.until.Milliseconds() > l.e.at.Milliseconds() {
+			fmt.Fprintf(&b, "    %9s…%-9s  ", fmtOffset(l.e.at), strings.TrimPrefix(fmtOffset(l.e.until), "+"))
+		} else {
+			fmt.Fprintf(&b, "    %9s  ", fmtOffset(l.e.at))
+		}
 		if instances > 1 {
 			fmt.Fprintf(&b, "#%d ", l.e.inst+1)
 		}

@@ -1,0 +1,202 @@
+package model
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/rlconform/rlconform/contract"
+)
+
+// Judgement is what the interval oracle can say of one answer.
+type Judgement int
+
+const (
+	// Certain: every admissible choice of instants gives this answer.
+	Certain Judgement = iota
+	// Undecided: some admissible choice of instants gives this answer and
+	// some does not; the answer is not a failure.
+	Undecided
+	// Impossible: no admissible choice of instants gives this answer.
+	Impossible
+)
+
+func (j Judgement) String() string {
+	switch j {
+	case Certain:
+		return "certain"
+	case Undecided:
+		return "undecided"
+	}
+	return "impossible"
+}
+
+// OpKind is the operation of a timed step.
+type OpKind int
+
+// The operations.
+const (
+	OpAllow OpKind = iota
+	OpRemaining
+	OpReset
+	OpConfigure
+)
+
+// TimedOp is one operation of a history whose instants are only known to
+// lie in an interval: without clock control, the limiter decided at some
+// instant between the grader sending the request (Lo) and receiving the
+// answer (Hi), widened by whatever the grader cannot see (clock skew).
+type TimedOp struct {
+	Kind   OpKind
+	User   string
+	Lo, Hi time.Time
+	// Allowed is the answer of OpAllow; Remaining the answer of OpRemaining.
+	Allowed   bool
+	Remaining int
+	// Limit and Window are the arguments of OpConfigure.
+	Limit  int
+	Window time.Duration
+}
+
+// Interval judges histories whose instants are intervals against the
+// contract. Operations are fed in the order the limiter decided them (one
+// client's calls, one after the other), and the limiter's instants are
+// taken to be non-decreasing in that order (one clock).
+//
+// It is sound: an answer is Impossible only when no choice of instants
+// within the intervals explains it, so a correct limiter is never failed.
+// It judges each answer on its own, letting every earlier entry take any
+// instant of its interval, so a history whose answers are each possible
+// for different choices of instants is not caught: it is incomplete, never
+// wrong. When every interval is a point, it is exact: it agrees with
+// [State] answer for answer.
+//
+// Raising the window is judged only where the contract promises it (no
+// entry between the old and the new window's edge).
+type Interval struct {
+	max    int
+	window int64 // ms
+	logs   map[string][]span
+}
+
+// span is an entry whose instant lies in [lo, hi], in ms.
+type span struct{ lo, hi int64 }
+
+// NewInterval returns an empty interval oracle with a configuration.
+func NewInterval(maxRequests int, window time.Duration) (*Interval, error) {
+	if err := contract.ValidateConfig(maxRequests, window); err != nil {
+		return nil, err
+	}
+	return &Interval{max: maxRequests, window: window.Milliseconds(), logs: map[string][]span{}}, nil
+}
+
+// Limit is the limit in force; Window the window.
+func (o *Interval) Limit() int { return o.max }
+
+// Window is the window in force.
+func (o *Interval) Window() time.Duration { return time.Duration(o.window) * time.Millisecond }
+
+// Judge takes the next operation of the history and says whether its
+// answer is certain, undecided or impossible, with the reason. An allowed
+// answer is logged whatever the judgement, so that the rest of the history
+// is judged on what the limiter did.
+func (o *Interval) Judge(op TimedOp) (Judgement, string) {
+	lo, hi := op.Lo.UnixMilli(), op.Hi.UnixMilli()
+	if hi < lo {
+		lo, hi = hi, lo
+	}
+	switch op.Kind {
+	case OpReset:
+		delete(o.logs, op.User)
+		return Certain, ""
+	case OpConfigure:
+		if err := contract.ValidateConfig(op.Limit, op.Window); err == nil {
+			o.max, o.window = op.Limit, op.Window.Milliseconds()
+		}
+		return Certain, ""
+	}
+	cMin, cMax := o.count(op.User, lo, hi)
+	switch op.Kind {
+	case OpAllow:
+		var j Judgement
+		var why string
+		if op.Allowed {
+			switch {
+			case cMin >= o.max:
+				j, why = Impossible, fmt.Sprintf("allowed, but at least %d entries count at any instant in the call's interval (limit %d)", cMin, o.max)
+			case cMax < o.max:
+				j = Certain
+			default:
+				j = Undecided
+			}
+			o.logs[op.User] = append(o.logs[op.User], span{lo, hi})
+			return j, why
+		}
+		switch {
+		case cMax < o.max:
+			return Impossible, fmt.Sprintf("denied, but at most %d entries count at any instant in the call's interval (limit %d)", cMax, o.max)
+		case cMin >= o.max:
+			return Certain, ""
+		}
+		return Undecided, ""
+	default: // OpRemaining
+		want := func(c int) int { return max(0, o.max-c) }
+		switch {
+		case op.Remaining < want(cMax) || op.Remaining > want(cMin):
+			if cMin == cMax {
+				return Impossible, fmt.Sprintf("%d entries count, so remaining is %d", cMin, want(cMin))
+			}
+			return Impossible, fmt.Sprintf("between %d and %d entries count, so remaining is %d to %d", cMin, cMax, want(cMax), want(cMin))
+		case cMin == cMax:
+			return Certain, ""
+		}
+		return Undecided, ""
+	}
+}
+
+// count bounds how many of user's entries are active at an instant t in
+// [lo, hi] (each entry anywhere in its own span, no later than t): cMin
+// count at every choice, cMax at some. Entries that can no longer count at
+// any later instant are forgotten.
+func (o *Interval) count(user string, lo, hi int64) (cMin, cMax int) {
+	log := o.logs[user]
+	kept := log[:0]
+	for _, e := range log {
+		// Latest possible entry instant, no later than t: min(e.hi, hi).
+		if lo-min(e.hi, hi) >= o.window {
+			continue // gone at every t >= lo, hence for every later operation
+		}
+		kept = append(kept, e)
+		cMax++
+		if hi-e.lo < o.window { // active even at the latest t and earliest entry instant
+			cMin++
+		}
+	}
+	if len(kept) == 0 {
+		delete(o.logs, user)
+	} else {
+		o.logs[user] = kept
+	}
+	return cMin, cMax
+}
+
+// Count bounds how many of user's entries count during [lo, hi]: at least
+// cMin at every instant of it, at most cMax at any.
+func (o *Interval) Count(user string, lo, hi time.Time) (cMin, cMax int) {
+	return o.count(user, lo.UnixMilli(), hi.UnixMilli())
+}
+
+// Log adds an entry of user whose instant lies in [lo, hi] (an allowed
+// request of a concurrent burst), without judging it.
+func (o *Interval) Log(user string, lo, hi time.Time) {
+	o.logs[user] = append(o.logs[user], span{lo.UnixMilli(), hi.UnixMilli()})
+}
+
+// Entries reports, for explanations, the spans of user's entries that may
+// still count, as offsets from origin.
+func (o *Interval) Entries(user string) [][2]time.Time {
+	var out [][2]time.Time
+	for _, e := range o.logs[user] {
+		out = append(out, [2]time.Time{time.UnixMilli(e.lo), time.UnixMilli(e.hi)})
+	}
+	return out
+}
