@@ -5,7 +5,9 @@ GO ?= go
 
 ## conformance: grade the reference limiter against real Redis and print the table
 conformance: redis
-	$(GO) run ./cmd/rlconform run
+	@mkdir -p bin
+	$(GO) build -o bin/rlconform ./cmd/rlconform
+	./bin/rlconform run
 
 ## test: every test, with the race detector
 test: redis node-deps

@@ -112,6 +112,7 @@ func TestRunInRealTimeWithoutClockControl(t *testing.T) {
 	start := time.Now()
 	code, out, _ := rlconform(t, "run", "--target", url)
 	assert.Equal(t, ExitConformant, code, out)
+	assert.Regexp(t, `CONFORMANT at all: \d+ of \d+ graded \(\d+ in real time\)`, out)
 	assert.Regexp(t, `pass\s+core/sliding-expiry .*\(real time\)`, out)
 	assert.Regexp(t, `pass\s+strict/boundary-burst-epoch .*\(real time\)`, out)
 	assert.Regexp(t, `skip\s+strict/clock-step-back .*only clock control`, out)
@@ -129,7 +130,7 @@ func TestRunFailsABrokenRemoteLimiter(t *testing.T) {
 	require.NoError(t, err)
 	defer srv.Close()
 
-	code, out, _ := rlconform(t, "run", "--target", srv.URL, "--level", "strict")
+	code, out, _ := rlconform(t, "run", "--target", srv.URL, "--level", "strict", "--report-dir", t.TempDir())
 	assert.Equal(t, ExitNotConformant, code)
 	assert.Contains(t, out, "strict/boundary-burst-epoch")
 	assert.Contains(t, out, `AllowRequest("u") = allowed, want denied`)
@@ -185,7 +186,7 @@ func TestRunWritesAReportToStdout(t *testing.T) {
 	assert.Equal(t, 1, rep.Coverage.Graded)
 	assert.Equal(t, "pass", rep.Results[0].Status)
 	assert.Equal(t, "fake-clock", rep.Results[0].Mode)
-	assert.Contains(t, errOut, "CONFORMANT: 1 of 1 graded", "the table goes to stderr")
+	assert.Contains(t, errOut, "CONFORMANT at all: 1 of 1 graded", "the table goes to stderr")
 }
 
 func TestVersionAndListFilters(t *testing.T) {
@@ -309,4 +310,15 @@ func TestRunTellsSlowFromWrong(t *testing.T) {
 	code, out, _ = rlconform(t, "run", "--target", slow.URL, "--id", "core/", "--max-duration", "2s")
 	assert.Equal(t, ExitCannotRun, code, out)
 	assert.Contains(t, out, "--max-duration")
+}
+
+func TestFailOnSkip(t *testing.T) {
+	url := serveModel(t, false)
+	args := []string{"run", "--target", url, "--id", "core/reset,strict/clock-step-back"}
+	code, out, _ := rlconform(t, args...)
+	assert.Equal(t, ExitConformant, code, out)
+	assert.Contains(t, out, "1 skipped: 1 steps the clock back")
+	code, out, errOut := rlconform(t, append(args, "--fail-on-skip")...)
+	assert.Equal(t, ExitCannotRun, code, out)
+	assert.Contains(t, errOut, "--fail-on-skip: 1 spec(s) were skipped")
 }

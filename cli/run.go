@@ -32,6 +32,7 @@ type runFlags struct {
 	specTimeout time.Duration
 	maxDuration time.Duration
 	reportDir   string
+	failOnSkip  bool
 }
 
 func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
@@ -52,6 +53,7 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Second, "bound on each call to a remote target")
 	fs.DurationVar(&f.specTimeout, "spec-timeout", time.Minute, "bound on each spec: a call in flight for a tenth of it hung (a failure); a spec that runs out of time with every call answered is too slow to grade (exit 2)")
 	fs.DurationVar(&f.maxDuration, "max-duration", 15*time.Minute, "bound on the whole run: past it, the run stops with what finished (exit 2)")
+	fs.BoolVar(&f.failOnSkip, "fail-on-skip", false, "a run with any skipped spec is not conformant enough: exit 2 (for CI jobs that demand the whole level)")
 	fs.StringVar(&f.reportDir, "report-dir", "", "directory for failure artefacts such as linearizability visualisations (default: the temp directory)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -221,8 +223,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "rlconform: interrupted")
 		return ExitInterrupted
 	}
-	switch rep.Verdict().Outcome {
+	switch v := rep.Verdict(); v.Outcome {
 	case suite.Conformant:
+		if f.failOnSkip && v.Coverage.Skipped > 0 {
+			fmt.Fprintf(stderr, "rlconform: --fail-on-skip: %d spec(s) were skipped, so the level was not graded in full\n", v.Coverage.Skipped)
+			return ExitCannotRun
+		}
 		return ExitConformant
 	case suite.NotConformant:
 		return ExitNotConformant

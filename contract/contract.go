@@ -88,8 +88,8 @@ type RateLimiterContract interface {
 }
 
 var (
-	// ErrInvalidConfig is returned by Configure for a limit below 1 or a
-	// window below 1ms.
+	// ErrInvalidConfig is returned by Configure for a limit outside
+	// 1..[MaxLimit] or a window outside 1ms..[MaxWindow].
 	ErrInvalidConfig = errors.New("invalid rate limiter configuration")
 	// ErrInvalidUserID is returned for an empty user id.
 	ErrInvalidUserID = errors.New("invalid user id")

@@ -53,7 +53,7 @@ func TestEveryMutantIsCaught(t *testing.T) {
 		t.Run(m.Name, func(t *testing.T) {
 			// Core and strict for every mutant, and the robust specs meant
 			// for it: the store-outage spec takes seconds, and stops the Redis.
-			cfg := suite.Config{Redis: store, Level: suite.Strict}
+			cfg := suite.Config{Redis: store, Level: suite.Strict, ReportDir: t.TempDir()}
 			for _, id := range m.CaughtBy {
 				if strings.HasPrefix(id, "robust/") {
 					cfg.Level, cfg.IDs = suite.Robust, append([]string{"core/", "strict/"}, robustOnly(m.CaughtBy)...)
@@ -195,7 +195,7 @@ func TestMutantsAreCaughtWithoutClockControl(t *testing.T) {
 		}
 		t.Run(m.Name, func(t *testing.T) {
 			id := m.CaughtBy[0]
-			rep, err := suite.Check(context.Background(), suite.Config{Redis: store, IDs: []string{id}}, clockless(m))
+			rep, err := suite.Check(context.Background(), suite.Config{Redis: store, IDs: []string{id}, ReportDir: t.TempDir()}, clockless(m))
 			require.NoError(t, err)
 			r, ok := result(rep, id)
 			require.True(t, ok)

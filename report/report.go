@@ -34,7 +34,7 @@ func Text(w io.Writer, rep *suite.Report) error {
 			b.WriteString("  (expected failure)")
 		case r.ExpectedFailure && r.Status == suite.Passed:
 			b.WriteString("  (listed as an expected failure: remove it from the list)")
-		case r.Status == suite.Skipped, r.Status == suite.Interrupted:
+		case r.Status == suite.Skipped, r.Status == suite.Interrupted, r.Status == suite.NotRun:
 			fmt.Fprintf(&b, "  %s", r.Message)
 		case r.Status == suite.Inconclusive, r.Status == suite.Errored:
 			fmt.Fprintf(&b, "  %s", summary(r))
@@ -119,6 +119,7 @@ type jsonCoverage struct {
 	Inconclusive     int            `json:"inconclusive"`
 	Errored          int            `json:"errored"`
 	Interrupted      int            `json:"interrupted"`
+	NotRun           int            `json:"not_run"`
 	SkippedBy        map[string]int `json:"skipped_by,omitempty"`
 }
 
@@ -148,7 +149,7 @@ func JSON(w io.Writer, rep *suite.Report, meta Meta) error {
 		Aborted: rep.Aborted, Notes: rep.Notes,
 		Coverage: jsonCoverage{Selected: c.Selected, Graded: c.Graded, RealTime: c.RealTime, Passed: c.Passed, Failed: c.Failed,
 			ExpectedFailures: c.ExpectedFailures, Skipped: c.Skipped, Inconclusive: c.Inconclusive, Errored: c.Errored,
-			Interrupted: c.Interrupted, SkippedBy: c.SkippedBy},
+			Interrupted: c.Interrupted, NotRun: c.NotRun, SkippedBy: c.SkippedBy},
 		Results: []jsonResult{},
 	}
 	for _, r := range rep.Results {
@@ -251,8 +252,8 @@ func JUnit(w io.Writer, rep *suite.Report, meta Meta) error {
 		case r.Status == suite.Inconclusive:
 			c.Skipped = &skipped{Message: "inconclusive (not a pass): " + summary(r)}
 			s.Skipped++
-		case r.Status == suite.Interrupted:
-			c.Skipped = &skipped{Message: "interrupted: " + r.Message}
+		case r.Status == suite.Interrupted, r.Status == suite.NotRun:
+			c.Skipped = &skipped{Message: string(r.Status) + ": " + r.Message}
 			s.Skipped++
 		case r.Status == suite.Skipped:
 			c.Skipped = &skipped{Message: r.Message}
@@ -344,6 +345,8 @@ func mdStatus(r suite.Result) string {
 		return "⛔ could not be graded: " + escape(summary(r))
 	case r.Status == suite.Interrupted:
 		return "⏹️ interrupted"
+	case r.Status == suite.NotRun:
+		return "⏹️ not run: " + escape(r.Message)
 	}
 	return "⏭️ skip: " + escape(r.Message)
 }

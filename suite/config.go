@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	mrand "math/rand/v2"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -144,18 +145,47 @@ func (c Config) validated() (Config, error) {
 }
 
 // unknown is the error for a name that is not one of valid, with the
-// nearest valid one when it is close.
+// nearest valid one when it is close, or the valid ones it starts.
 func unknown(what, name string, valid []string) error {
-	best, dist := "", len(name)/2+2
+	var starts []string
 	for _, v := range valid {
+		if strings.HasPrefix(v, name) {
+			starts = append(starts, v)
+		}
+	}
+	if len(starts) > 0 && strings.Contains(what, "spec id") {
+		hint := ""
+		if i := strings.LastIndexByte(name, '/'); i >= 0 && strings.HasPrefix(what, "spec id") {
+			hint = fmt.Sprintf("; a prefix ending in / selects a group, e.g. %q", name[:i+1])
+		} else if strings.HasPrefix(what, "spec id") {
+			hint = fmt.Sprintf("; a prefix ending in / selects a group, e.g. %q", name+"/")
+		}
+		if len(starts) > 4 {
+			starts = append(starts[:4], "…")
+		}
+		return fmt.Errorf("unknown %s %q: ids starting with it are %s%s", what, name, strings.Join(starts, ", "), hint)
+	}
+	candidates := valid
+	if strings.Contains(what, "spec id") {
+		for _, l := range levels {
+			candidates = append(slices.Clip(candidates), string(l)+"/")
+		}
+	}
+	best, dist := "", len(name)/2+2
+	for _, v := range candidates {
 		if d := editDistance(name, v); d < dist {
 			best, dist = v, d
+		}
+	}
+	for _, v := range valid { // a level left out: "reset" for "core/reset"
+		if strings.HasSuffix(v, "/"+name) {
+			best = v
 		}
 	}
 	if best != "" {
 		return fmt.Errorf("unknown %s %q (did you mean %q?)", what, name, best)
 	}
-	return fmt.Errorf("unknown %s %q ('rlconform list' lists them)", what, name)
+	return fmt.Errorf("unknown %s %q (suite.Specs() and 'rlconform list' list them)", what, name)
 }
 
 // editDistance is the Levenshtein distance between a and b, in bytes.
@@ -179,10 +209,15 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-// reproduce is the line that reruns this configuration under go test.
-func (c Config) reproduce() string {
+// reproduce is the line that reruns this configuration under go test, for
+// the test function test ("" when unknown: a Ginkgo suite).
+func (c Config) reproduce(test string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "reproduce with: go test -run '<your test>' -args -rlconform.seed=%d -rlconform.level=%s", c.Seed, c.Level)
+	b.WriteString("reproduce with: go test")
+	if test != "" {
+		fmt.Fprintf(&b, " -run '^%s$'", regexp.QuoteMeta(test))
+	}
+	fmt.Fprintf(&b, " -args -rlconform.seed=%d -rlconform.level=%s", c.Seed, c.Level)
 	if len(c.IDs) > 0 {
 		fmt.Fprintf(&b, " -rlconform.id=%s", strings.Join(c.IDs, ","))
 	}

@@ -54,7 +54,7 @@ func differential(h *harness) {
 			h.Failf("schedule %d diverged from the model, but its shrunk form did not on replay (a flaky target?); seed %d", i, h.seed)
 		}
 		h.Failf("schedule %d of seed %d diverged from the model; shrunk from %d to %d operations:\n  %s\n"+
-			"  reproduce with seed %d (Config.Seed, or rlconform run --seed)",
+			"  reproduce with seed %d (Config.Seed, -rlconform.seed under go test, or rlconform run --seed)",
 			i, h.seed, len(ops), len(min), why, h.seed)
 	}
 }

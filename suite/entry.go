@@ -29,7 +29,7 @@ func Check(ctx context.Context, cfg Config, target Target) (*Report, error) {
 	defer func() { rep.Notes = append(rep.Notes, r.finish()...) }()
 	for _, s := range r.selected() {
 		if rep.Aborted != "" {
-			rep.Results = append(rep.Results, r.notRun(&s, "not run: "+rep.Aborted))
+			rep.Results = append(rep.Results, r.notRun(&s, "not run: "+rep.Aborted, ctx.Err() != nil))
 			continue
 		}
 		res := r.runSpec(ctx, target, &s)
@@ -68,14 +68,15 @@ func Run(t *testing.T, cfg Config, target Target) {
 		t.Fatalf("rlconform: %v", err)
 	}
 	t.Cleanup(func() { r.close() })
-	t.Logf("rlconform: grading %s at level %s, %s", target.Name, r.cfg.Level, r.cfg.reproduce())
+	t.Logf("rlconform: grading %s at level %s, %s", target.Name, r.cfg.Level, r.cfg.reproduce(t.Name()))
 	rep := r.newReport(target)
+	test := t.Name()
 	for _, s := range r.selected() {
 		t.Run(s.id, func(t *testing.T) {
 			// A failure points at the caller's call of Run, not at this file.
 			t.Helper()
 			if rep.Aborted != "" {
-				rep.Results = append(rep.Results, r.notRun(&s, rep.Aborted))
+				rep.Results = append(rep.Results, r.notRun(&s, rep.Aborted, false))
 				t.Skipf("not run: %s", rep.Aborted)
 			}
 			res := r.runSpec(t.Context(), target, &s)
@@ -87,7 +88,7 @@ func Run(t *testing.T, cfg Config, target Target) {
 			case actSkip:
 				t.Skip(msg)
 			case actFail:
-				t.Error(msg + "\n" + r.cfg.reproduce())
+				t.Error(msg + "\n" + r.cfg.reproduce(test))
 			case actLog:
 				t.Log(msg)
 			}
@@ -98,6 +99,9 @@ func Run(t *testing.T, cfg Config, target Target) {
 	}
 	v := rep.Verdict()
 	t.Logf("rlconform: %s", v)
+	for _, why := range v.Reasons {
+		t.Logf("rlconform:   - %s", why)
+	}
 	if v.Coverage.Graded == 0 {
 		t.Errorf("rlconform: nothing was graded for %s: %s", target.Name, v.Coverage)
 	}
@@ -134,7 +138,7 @@ func Register(cfg Config, targets ...Target) bool {
 					ginkgo.Fail("rlconform: " + err.Error())
 				}
 				rep = r.newReport(target)
-				ginkgo.GinkgoWriter.Printf("rlconform: grading %s, %s\n", target.Name, r.cfg.reproduce())
+				ginkgo.GinkgoWriter.Printf("rlconform: grading %s, %s\n", target.Name, r.cfg.reproduce(""))
 				ginkgo.DeferCleanup(r.close)
 			})
 			if verr != nil {
@@ -144,7 +148,7 @@ func Register(cfg Config, targets ...Target) bool {
 			for _, s := range selectSpecs(full) {
 				ginkgo.It(s.title(), ginkgo.Label(s.labels()...), func(ctx ginkgo.SpecContext) {
 					if rep.Aborted != "" {
-						rep.Results = append(rep.Results, r.notRun(&s, rep.Aborted))
+						rep.Results = append(rep.Results, r.notRun(&s, rep.Aborted, false))
 						ginkgo.Skip("not run: " + rep.Aborted)
 					}
 					res := r.runSpec(ctx, target, &s)
@@ -156,7 +160,7 @@ func Register(cfg Config, targets ...Target) bool {
 					case actSkip:
 						ginkgo.Skip(msg)
 					case actFail:
-						ginkgo.Fail(msg + "\n" + r.cfg.reproduce())
+						ginkgo.Fail(msg + "\n" + r.cfg.reproduce(""))
 					case actLog:
 						ginkgo.GinkgoWriter.Println(msg)
 					}
@@ -171,6 +175,9 @@ func Register(cfg Config, targets ...Target) bool {
 				}
 				v := rep.Verdict()
 				ginkgo.GinkgoWriter.Printf("rlconform: %s\n", v)
+				for _, why := range v.Reasons {
+					ginkgo.GinkgoWriter.Printf("rlconform:   - %s\n", why)
+				}
 				if v.Coverage.Graded == 0 && v.Coverage.Interrupted == 0 {
 					ginkgo.Fail("rlconform: nothing was graded for " + target.Name + ": " + v.Coverage.String())
 				}
@@ -208,8 +215,8 @@ func judge(res Result, cfg Config) (action, string) {
 		return actSkip, res.Message
 	case Inconclusive:
 		return actSkip, "INCONCLUSIVE (not a pass): " + res.Message
-	case Interrupted:
-		return actSkip, "interrupted: " + res.Message
+	case Interrupted, NotRun:
+		return actSkip, string(res.Status) + ": " + res.Message
 	default: // Errored
 		return actFail, "could not be graded (a fault around the limiter, not a verdict on it): " + res.Message
 	}

@@ -26,6 +26,9 @@ const (
 	// Interrupted: the run was stopped (Ctrl-C, SIGTERM, a deadline) before
 	// the spec finished or began.
 	Interrupted Status = "interrupted"
+	// NotRun: the run could not go on (a fault around the limiter, a target
+	// too slow to grade) before this spec began.
+	NotRun Status = "not-run"
 )
 
 // Kind says what kind of evidence a failed (or errored) spec holds.
@@ -157,6 +160,8 @@ const (
 // the command line alike.
 type Verdict struct {
 	Outcome Outcome
+	// Level is the level the run graded.
+	Level Level
 	// Reasons say why the outcome is not Conformant, one line each.
 	Reasons []string
 	// Coverage counts the specs by what happened to them.
@@ -165,7 +170,7 @@ type Verdict struct {
 
 // Coverage counts a run's specs.
 type Coverage struct {
-	Selected, Graded, Passed, Failed, ExpectedFailures, Skipped, Inconclusive, Errored, Interrupted int
+	Selected, Graded, Passed, Failed, ExpectedFailures, Skipped, Inconclusive, Errored, Interrupted, NotRun int
 	// RealTime is how many graded specs ran in real time.
 	RealTime int
 	// SkippedBy counts skipped specs by reason.
@@ -174,11 +179,11 @@ type Coverage struct {
 
 // Verdict judges the report.
 func (rep *Report) Verdict() Verdict {
-	v := Verdict{Coverage: Coverage{Selected: len(rep.Results), SkippedBy: map[string]int{}}}
+	v := Verdict{Level: rep.Level, Coverage: Coverage{Selected: len(rep.Results), SkippedBy: map[string]int{}}}
 	c := &v.Coverage
 	var failed, undecided []string
 	for _, r := range rep.Results {
-		if r.Status != Skipped && r.Status != Interrupted {
+		if r.Status != Skipped && r.Status != Interrupted && r.Status != NotRun {
 			c.Graded++
 			if r.Mode == RealTime {
 				c.RealTime++
@@ -208,10 +213,15 @@ func (rep *Report) Verdict() Verdict {
 			undecided = append(undecided, fmt.Sprintf("%s: could not be graded: %s", r.ID, r.summary()))
 		case Interrupted:
 			c.Interrupted++
+		case NotRun:
+			c.NotRun++
 		}
 	}
 	if c.Interrupted > 0 {
 		undecided = append(undecided, fmt.Sprintf("%d spec(s) interrupted before they finished", c.Interrupted))
+	}
+	if c.NotRun > 0 {
+		undecided = append(undecided, fmt.Sprintf("%d spec(s) not run", c.NotRun))
 	}
 	if rep.Aborted != "" {
 		undecided = append(undecided, "the run was aborted: "+rep.Aborted)
@@ -219,7 +229,7 @@ func (rep *Report) Verdict() Verdict {
 	switch {
 	case len(rep.Results) == 0:
 		undecided = append(undecided, "no spec selected: nothing was graded")
-	case c.Graded == 0 && c.Interrupted == 0:
+	case c.Graded == 0 && c.Interrupted == 0 && c.NotRun == 0:
 		undecided = append(undecided, "every spec was skipped: nothing was graded")
 	}
 	switch {
@@ -244,7 +254,8 @@ func (rep *Report) Err() error {
 }
 
 // String is the verdict line: the outcome with what was graded, e.g.
-// "CONFORMANT at strict: 21 graded (12 in real time), 2 skipped: no reset".
+// "CONFORMANT at strict: 21 of 23 graded (12 in real time), 21 passed, 2
+// skipped: 2 needs Reset, which the target does not declare".
 func (v Verdict) String() string {
 	var head string
 	switch v.Outcome {
@@ -254,6 +265,9 @@ func (v Verdict) String() string {
 		head = "NOT CONFORMANT"
 	default:
 		head = "UNDECIDED"
+	}
+	if v.Level != "" {
+		head += " at " + string(v.Level)
 	}
 	return head + ": " + v.Coverage.String()
 }
@@ -270,7 +284,7 @@ func (c Coverage) String() string {
 		n    int
 		what string
 	}{{c.Passed, "passed"}, {c.Failed, "failed"}, {c.ExpectedFailures, "expected failure(s)"},
-		{c.Inconclusive, "inconclusive"}, {c.Errored, "could not be graded"}, {c.Interrupted, "interrupted"}} {
+		{c.Inconclusive, "inconclusive"}, {c.Errored, "could not be graded"}, {c.Interrupted, "interrupted"}, {c.NotRun, "not run"}} {
 		if p.n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
 		}

@@ -44,7 +44,7 @@ func TestVerdict(t *testing.T) {
 func TestJudgeMatchesVerdict(t *testing.T) {
 	// The go test and Ginkgo entry points never pass what the verdict does
 	// not call conformant.
-	for _, st := range []Status{Passed, Failed, Skipped, Inconclusive, Errored, Interrupted} {
+	for _, st := range []Status{Passed, Failed, Skipped, Inconclusive, Errored, Interrupted, NotRun} {
 		for _, expected := range []bool{false, true} {
 			r := Result{ID: "core/reset", Level: Core, Status: st, ExpectedFailure: expected}
 			act, _ := judge(r, Config{})
@@ -75,6 +75,10 @@ func TestConfigValidate(t *testing.T) {
 		{Config{Window: -1}, "Window -1ns"},
 		{Config{Level: Core, IDs: []string{"strict/linearizable"}}, "no spec matches"},
 		{Config{RealTimeWindow: 1}, "RealTimeWindow"},
+		{Config{IDs: []string{"cor/"}}, `did you mean "core/"`},
+		{Config{IDs: []string{"reset"}}, `did you mean "core/reset"`},
+		{Config{IDs: []string{"strict/boundary"}}, `ids starting with it are strict/boundary-burst-epoch, strict/boundary-burst-first`},
+		{Config{IDs: []string{"core/sliding-expiry-realtime"}}, "was retired: it is now core/sliding-expiry"},
 	}
 	for _, tt := range tests {
 		err := tt.cfg.Validate()

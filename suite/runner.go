@@ -50,7 +50,7 @@ func newRunner(ctx context.Context, cfg Config, targets ...Target) (*runner, err
 	r := &runner{cfg: cfg, redis: cfg.Redis, runID: hex.EncodeToString(id)}
 	needsRedis := false
 	for _, t := range targets {
-		needsRedis = needsRedis || t.NeedsRedis
+		needsRedis = needsRedis || t.NeedsRedis || t.Capabilities.StoreInspection
 	}
 	if needsRedis && r.redis == nil {
 		red, err := redisenv.Obtain(ctx)
@@ -88,9 +88,14 @@ func (r *runner) newReport(t Target) *Report {
 	return &Report{Target: t.Name, Targets: t.Addresses, Seed: r.cfg.Seed, Level: r.cfg.Level}
 }
 
-// notRun is the result of a spec the run never reached.
-func (r *runner) notRun(s *spec, why string) Result {
-	res := Result{ID: s.id, Level: s.level, Rule: s.rule, Status: Interrupted, Message: why,
+// notRun is the result of a spec the run never reached: interrupted when
+// the run was stopped, not run when it could not go on.
+func (r *runner) notRun(s *spec, why string, stopped bool) Result {
+	st := NotRun
+	if stopped {
+		st = Interrupted
+	}
+	res := Result{ID: s.id, Level: s.level, Rule: s.rule, Status: st, Message: why,
 		ExpectedFailure: slices.Contains(r.cfg.ExpectFail, s.id)}
 	if r.cfg.Progress != nil {
 		r.cfg.Progress(res)
@@ -129,7 +134,7 @@ func (r *runner) missing(t Target, s *spec) string {
 				why = "needs several instances on one store (declare Capabilities.SharedStore; on the command line, give --target more than once)"
 			}
 		case needInspect:
-			if !c.StoreInspection || r.redis == nil {
+			if !c.StoreInspection {
 				why = "needs to read the target's keys (declare Capabilities.StoreInspection; on the command line, give --store-url and --store-prefix)"
 			}
 		case needInProcess:
@@ -138,7 +143,10 @@ func (r *runner) missing(t Target, s *spec) string {
 			}
 
 		case needOwnRedis:
-			if !t.NeedsRedis || r.redis == nil || r.redis.Server == nil {
+			switch {
+			case !t.NeedsRedis:
+				why = "stops the target's Redis, and the target does not use one (Target.NeedsRedis is false)"
+			case r.redis == nil || r.redis.Server == nil:
 				why = "needs a Redis this run started, to stop it (not one from REDIS_URL or Config.Redis, nor a remote target's)"
 			}
 		}

@@ -152,7 +152,7 @@ func TestGradersStoreDyingIsAFaultNotAVerdict(t *testing.T) {
 	assert.Zero(t, rep.Count(suite.Failed), report.String(rep))
 	assert.Equal(t, 1, rep.Count(suite.Errored))
 	assert.Contains(t, rep.Aborted, "the grader's Redis")
-	assert.Positive(t, rep.Count(suite.Interrupted), "the specs after it are not run")
+	assert.Positive(t, rep.Count(suite.NotRun), "the specs after it are not run")
 }
 
 // TestInterruptEndsTheRunWithAReport: a cancelled context stops the run

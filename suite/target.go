@@ -22,7 +22,9 @@ type Target struct {
 	// else are skipped, with the reason in the report.
 	Capabilities contract.Capabilities
 	// NeedsRedis tells the suite to provide Env.Redis (obtaining one as
-	// redisenv.Obtain does when Config.Redis is nil).
+	// redisenv.Obtain does when Config.Redis is nil); so does the
+	// StoreInspection capability. Only a target that needs Redis has the
+	// store-outage spec stop it.
 	NeedsRedis bool
 	// New makes one instance of the limiter for a spec. The suite calls it
 	// once per spec, and again for each further instance a spec wants; all
