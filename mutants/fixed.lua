@@ -1,12 +1,18 @@
 -- Fixed-window counters: the classic "sliding" limiter that is not one.
--- KEYS[1] the user's key prefix; ARGV: now ms, window ms, limit, "1" to
+-- KEYS[1] the user's key prefix; ARGV: now ms ("" = server TIME), window ms, limit, "1" to
 -- record, and the kind:
 --   epoch  windows aligned to the epoch: [kW, (k+1)W)
 --   first  a window opens at the user's first request and lasts W
 --   approx the two-window estimate prev*(1-elapsed/W) + current
 -- Returns {allowed 0|1, remaining}.
 local base = KEYS[1]
-local now = tonumber(ARGV[1])
+local now
+if ARGV[1] == "" then -- no clock given: the server's
+  local t = redis.call("TIME")
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+else
+  now = tonumber(ARGV[1])
+end
 local window = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])
 local record = ARGV[4] == "1"

@@ -84,16 +84,17 @@ func needsReading(r suite.Result) bool {
 }
 
 type jsonFailure struct {
-	Kind        string  `json:"kind"`
-	Summary     string  `json:"summary"`
-	Step        int     `json:"step,omitempty"`
-	AtMs        float64 `json:"at_ms,omitempty"`
-	Instance    int     `json:"instance,omitempty"`
-	Operation   string  `json:"operation,omitempty"`
-	Got         string  `json:"got,omitempty"`
-	Want        string  `json:"want,omitempty"`
-	Explanation string  `json:"explanation,omitempty"`
-	Hint        string  `json:"hint,omitempty"`
+	Kind        string   `json:"kind"`
+	Summary     string   `json:"summary"`
+	Step        int      `json:"step,omitempty"`
+	AtMs        float64  `json:"at_ms,omitempty"`
+	Instance    int      `json:"instance,omitempty"`
+	Operation   string   `json:"operation,omitempty"`
+	Got         string   `json:"got,omitempty"`
+	Want        string   `json:"want,omitempty"`
+	Explanation string   `json:"explanation,omitempty"`
+	Hint        string   `json:"hint,omitempty"`
+	Explained   []string `json:"explained_by,omitempty"`
 }
 
 type jsonResult struct {
@@ -157,7 +158,7 @@ func JSON(w io.Writer, rep *suite.Report, meta Meta) error {
 			Expected: r.ExpectedFailure, Message: r.Message, DurationMs: ms(r.Duration)}
 		if f := r.Failure; f != nil {
 			jr.Failure = &jsonFailure{Kind: string(f.Kind), Summary: f.Summary, Step: f.Step, AtMs: ms(f.At), Instance: f.Instance,
-				Operation: f.Operation, Got: f.Got, Want: f.Want, Explanation: f.Explanation, Hint: f.Hint}
+				Operation: f.Operation, Got: f.Got, Want: f.Want, Explanation: f.Explanation, Hint: f.Hint, Explained: f.Explained}
 		}
 		out.Results = append(out.Results, jr)
 	}

@@ -147,6 +147,7 @@ func (h *harness) replay(ops []dop, tag string, record bool) (int, string) {
 	base := h.Now()
 	if record {
 		h.start = base // the report counts from the schedule's start
+		h.trace = []traceOp{{at: base, kind: 'C', n: h.run.cfg.Limit, w: h.W()}}
 	}
 	m, _ := model.New(h.run.cfg.Limit, h.W())
 	users := make([]string, diffUsers)
@@ -190,6 +191,9 @@ func (h *harness) replay(ops []dop, tag string, record bool) (int, string) {
 		}
 		if record {
 			h.tl.add(event{at: now.Sub(base), op: o.String(), got: got})
+			t := traceOp{at: now, user: users[o.user], got: got, n: o.n, w: o.w}
+			t.kind = map[byte]byte{'a': 'A', 'r': 'G', 'x': 'R', 'c': 'C'}[o.kind]
+			h.trace = append(h.trace, t)
 		}
 		if got != want {
 			return i, fmt.Sprintf("step %d at %s: %s = %s, want %s", step, at, o, got, want)

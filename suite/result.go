@@ -109,8 +109,13 @@ type Failure struct {
 	Got, Want string
 	// Explanation says what the model counted just before the step.
 	Explanation string
-	// Hint is the usual cause of this failure.
+	// Hint is what to change: for the algorithm the answers show when one
+	// does, else the usual cause of this spec's failures.
 	Hint string
+	// Explained names the well-known algorithms (fixed windows, GCRA, a
+	// sliding log with a classic mistake...) that give every answer of the
+	// failing spec, when one does.
+	Explained []string
 }
 
 // Report is the outcome of a run on one target.

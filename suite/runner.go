@@ -241,12 +241,23 @@ func (r *runner) storeFault(ctx context.Context) string {
 	if r.redis == nil || ctx.Err() != nil {
 		return ""
 	}
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	// Polled for a while: a Redis that a spec restarted may be loading.
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := r.redis.Client.Ping(ctx).Err(); err != nil {
-		return fmt.Sprintf("the grader's Redis at %s stopped answering (%v): the failure says nothing about the limiter", r.redis.Addr, err)
+	var err error
+	for {
+		try, stop := context.WithTimeout(ctx, time.Second)
+		err = r.redis.Client.Ping(try).Err()
+		stop()
+		if err == nil {
+			return ""
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Sprintf("the grader's Redis at %s stopped answering (%v): the failure says nothing about the limiter", r.redis.Addr, err)
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	return ""
 }
 
 // afterSpec decides, after a spec that did not pass, whether what failed was
@@ -324,8 +335,21 @@ func (h *harness) execute() (res Result) {
 				res.Status, f.Hint = Errored, ""
 			}
 			res.Message = h.spec.title() + "\n  " + v.msg
-			if h.spec.hint != "" {
-				res.Message += "  hint: " + h.spec.hint + "\n"
+			if f.Kind == KindWrongAnswer || f.Kind == KindViolation {
+				// Name the algorithm the answers show, and give its hint
+				// rather than the spec's usual cause.
+				if found := h.diagnose(); len(found) > 0 {
+					for _, c := range found {
+						f.Explained = append(f.Explained, c.name)
+					}
+					if hint := hintOf(found); hint != "" {
+						f.Hint = hint
+					}
+					res.Message += "  " + diagnosis(found) + "\n"
+				}
+			}
+			if f.Hint != "" {
+				res.Message += "  hint: " + f.Hint + "\n"
 			}
 		case skipped:
 			res.Status, res.Message = Skipped, v.reason
@@ -352,6 +376,9 @@ func (h *harness) execute() (res Result) {
 		h.run.margin = h.measureMargin()
 	}
 	h.spec.run(h)
+	if h.pending != nil {
+		panic(*h.pending)
+	}
 	if h.fake == nil && h.decided == 0 && h.undecided > 0 {
 		panic(inconclusive{h.report(fmt.Sprintf("in real time every one of the %d judged answers was undecided: the round trips (margin %v) were too slow for the window %v to tell; raise the real-time window",
 			h.undecided, h.run.margin, h.W()))})

@@ -196,8 +196,12 @@ func deniedNotLogged(h *harness) {
 		h.Allow(u)
 		h.Allow(u)
 	}
+	// Every allowed entry has left and the hammering left none: allowed.
 	h.After(h.W())
-	for range h.N() + 1 {
+	h.Allow(u)
+	// A little later the rest of the quota: N-1 allowed, then denied.
+	h.At(h.W() + h.W()/40)
+	for range h.N() {
 		h.Allow(u)
 	}
 }
