@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlconform/rlconform/redisenv"
@@ -19,17 +20,18 @@ import (
 	"github.com/rlconform/rlconform/targets"
 )
 
-// startNode runs server.js against red and returns its URL; it fails the
-// test, never skips it, when Node.js or the npm packages are missing.
-func startNode(t *testing.T, red *redisenv.Redis, prefix string) string {
+// startNode runs script against red and returns its URL; it fails the
+// test, never skips it, when Node.js or the npm packages are missing. env
+// adds variables (CLOCK=off).
+func startNode(t *testing.T, red *redisenv.Redis, script, prefix string, env ...string) string {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	require.NoError(t, err, "Node.js must be on PATH to grade the example")
 	_, err = os.Stat("node_modules/ioredis")
 	require.NoError(t, err, "run `npm ci` in examples/node first (make test does)")
 
-	cmd := exec.Command(node, "server.js")
-	cmd.Env = append(os.Environ(), "PORT=0", "REDIS_URL=redis://"+red.Addr, "PREFIX="+prefix)
+	cmd := exec.Command(node, script)
+	cmd.Env = append(append(os.Environ(), "PORT=0", "REDIS_URL=redis://"+red.Addr, "PREFIX="+prefix), env...)
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
@@ -48,36 +50,78 @@ func startNode(t *testing.T, red *redisenv.Redis, prefix string) string {
 	}()
 	select {
 	case line, ok := <-lines:
-		require.True(t, ok, "server.js exited before listening")
+		require.True(t, ok, "%s exited before listening", script)
 		url, found := strings.CutPrefix(line, "listening on ")
-		require.True(t, found, "server.js said %q", line)
+		require.True(t, found, "%s said %q", script, line)
 		return url
 	case <-time.After(30 * time.Second):
-		t.Fatal("server.js did not start listening within 30s")
+		t.Fatalf("%s did not start listening within 30s", script)
 	}
 	return ""
 }
 
+// TestNodeExampleIsConformant grades the sliding-window example, two
+// processes on one store, with clock control and without it (in real
+// time): it passes every spec it is graded on, both ways.
 func TestNodeExampleIsConformant(t *testing.T) {
+	for _, mode := range []struct {
+		name string
+		env  []string
+	}{{"clock control", nil}, {"real time", []string{"CLOCK=off"}}} {
+		t.Run(mode.name, func(t *testing.T) {
+			ctx := context.Background()
+			red, err := redisenv.Obtain(ctx)
+			require.NoError(t, err)
+			defer red.Close()
+			prefix := fmt.Sprintf("rlc-node:%d:", time.Now().UnixNano())
+			urls := []string{startNode(t, red, "server.js", prefix, mode.env...), startNode(t, red, "server.js", prefix, mode.env...)}
+
+			target, err := targets.Remote(ctx, urls, 5*time.Second)
+			require.NoError(t, err)
+			require.Equal(t, mode.env == nil, target.Capabilities.Clock)
+			target.Capabilities.StoreInspection = true
+			target.NeedsRedis = true // its Redis is ours: the store-outage spec may stop it
+			rep, err := suite.Check(ctx, suite.Config{Redis: red, StorePrefix: prefix}, target)
+			require.NoError(t, err)
+			t.Log("\n" + report.String(rep))
+			for _, r := range rep.Results {
+				if r.Status == suite.Failed {
+					t.Log(r.Message)
+				}
+			}
+			assert.NotEqual(t, suite.NotConformant, rep.Verdict().Outcome, "a correct limiter is never failed")
+			if mode.env == nil {
+				require.NoError(t, rep.Err())
+			}
+		})
+	}
+}
+
+// TestFixedWindowExampleIsFailedAndNamed grades the INCR + EXPIRE example
+// without clock control: it is failed on a boundary burst, and the failure
+// names a fixed window.
+func TestFixedWindowExampleIsFailedAndNamed(t *testing.T) {
 	ctx := context.Background()
 	red, err := redisenv.Obtain(ctx)
 	require.NoError(t, err)
 	defer red.Close()
-	prefix := fmt.Sprintf("rlc-node:%d:", time.Now().UnixNano())
-	// Two processes on one store: two instances of one limiter.
-	urls := []string{startNode(t, red, prefix), startNode(t, red, prefix)}
-
-	target, err := targets.Remote(ctx, urls, 5*time.Second)
+	url := startNode(t, red, "fixed-window.js", fmt.Sprintf("rlc-fw:%d:", time.Now().UnixNano()), "CLOCK=off")
+	target, err := targets.Remote(ctx, []string{url}, 5*time.Second)
 	require.NoError(t, err)
-	target.Capabilities.StoreInspection = true
-	target.NeedsRedis = true // its Redis is ours: the store-outage spec may stop it
-	rep, err := suite.Check(ctx, suite.Config{Redis: red, StorePrefix: prefix}, target)
+	rep, err := suite.Check(ctx, suite.Config{IDs: []string{"strict/boundary-burst-first", "strict/boundary-burst-epoch"}}, target)
 	require.NoError(t, err)
 	t.Log("\n" + report.String(rep))
+	assert.Equal(t, suite.NotConformant, rep.Verdict().Outcome)
+	named := false
 	for _, r := range rep.Results {
-		if r.Status == suite.Failed {
-			t.Log(r.Message)
+		if r.Status != suite.Failed {
+			continue
+		}
+		t.Log(r.Message)
+		assert.Contains(t, r.Message, "fixed window", "the failure names the algorithm")
+		for _, e := range r.Failure.Explained {
+			named = named || strings.Contains(e, "fixed window of 1s opened by the first request, counting denied requests")
 		}
 	}
-	require.NoError(t, rep.Err())
+	assert.True(t, named, "the INCR + EXPIRE pattern is named exactly")
 }
