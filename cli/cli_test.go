@@ -322,3 +322,17 @@ func TestFailOnSkip(t *testing.T) {
 	assert.Equal(t, ExitCannotRun, code, out)
 	assert.Contains(t, errOut, "--fail-on-skip: 1 spec(s) were skipped")
 }
+
+func TestRealTimeWindowIsRaisedForSlowTargets(t *testing.T) {
+	lim, err := model.NewLimiter(fakeclock.Real{}, 5, time.Minute)
+	require.NoError(t, err)
+	healthy := adapters.Handler(lim, nil)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(30 * time.Millisecond) // the target's own slowness, not a wait of the grader
+		healthy.ServeHTTP(w, r)
+	}))
+	defer slow.Close()
+	code, out, _ := rlconform(t, "run", "--target", slow.URL, "--id", "core/allow-within-limit")
+	assert.Equal(t, ExitConformant, code, out)
+	assert.Regexp(t, `note: the real-time window was raised from 1s to \d`, out)
+}

@@ -33,6 +33,7 @@ type runFlags struct {
 	maxDuration time.Duration
 	reportDir   string
 	failOnSkip  bool
+	rtWindow    time.Duration
 }
 
 func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
@@ -53,6 +54,7 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Second, "bound on each call to a remote target")
 	fs.DurationVar(&f.specTimeout, "spec-timeout", time.Minute, "bound on each spec: a call in flight for a tenth of it hung (a failure); a spec that runs out of time with every call answered is too slow to grade (exit 2)")
 	fs.DurationVar(&f.maxDuration, "max-duration", 15*time.Minute, "bound on the whole run: past it, the run stops with what finished (exit 2)")
+	fs.DurationVar(&f.rtWindow, "realtime-window", time.Second, "window of the specs graded in real time (targets without clock control); raised by itself when the target's round trips are too slow for it")
 	fs.BoolVar(&f.failOnSkip, "fail-on-skip", false, "a run with any skipped spec is not conformant enough: exit 2 (for CI jobs that demand the whole level)")
 	fs.StringVar(&f.reportDir, "report-dir", "", "directory for failure artefacts such as linearizability visualisations (default: the temp directory)")
 	if err := fs.Parse(args); err != nil {
@@ -139,7 +141,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return ExitCannotRun
 	}
 	cfg := suite.Config{Level: lvl, Seed: f.seed, IDs: f.ids, Labels: f.labels, ExpectFail: f.expectFail,
-		ReportDir: f.reportDir, StorePrefix: f.storePrefix, SpecTimeout: f.specTimeout}
+		ReportDir: f.reportDir, StorePrefix: f.storePrefix, SpecTimeout: f.specTimeout, RealTimeWindow: f.rtWindow}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(stderr, "rlconform run: %v\n", err)
 		return ExitCannotRun

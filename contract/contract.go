@@ -74,8 +74,10 @@ const (
 //     when the store comes back (robust/store-outage, robust/context-cancel).
 //
 // Not promised: whether raising W brings back entries that had already left
-// the old, shorter window (a limiter may have pruned them); the order of
-// concurrent requests; ids longer than [MaxUserIDBytes].
+// the old, shorter window (a limiter may have pruned them), nor whether an
+// entry made before W was raised counts beyond the end of the window in
+// force when it was made (its key's TTL was set from that window); the
+// order of concurrent requests; ids longer than [MaxUserIDBytes].
 type RateLimiterContract interface {
 	// AllowRequest decides one request of userID now, and logs it if allowed.
 	AllowRequest(ctx context.Context, userID string) (bool, error)

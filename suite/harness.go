@@ -219,6 +219,18 @@ func (h *harness) Edge() time.Duration {
 	return h.run.margin
 }
 
+// phase starts a phase of a spec and returns its offset: fakeOffset on the
+// fake clock (the clock moves there); in real time, now becomes the
+// spec's start and the phase begins at 0.
+func (h *harness) phase(fakeOffset time.Duration) time.Duration {
+	if h.fake != nil {
+		h.At(fakeOffset)
+		return fakeOffset
+	}
+	h.Origin()
+	return 0
+}
+
 // Origin makes now the spec's start: in real time, specs measure their
 // edges from their first entries, not from when the spec began.
 func (h *harness) Origin() {

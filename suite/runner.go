@@ -32,7 +32,8 @@ type runner struct {
 	ownRedis bool
 	runID    string
 	count    int
-	sweep    bool // keys were left for finish to sweep
+	sweep    bool     // keys were left for finish to sweep
+	notes    []string // what the run has to say beyond results
 	// margin is how far from a window edge real-time specs aim, measured
 	// from the target's round trips on the first real-time spec.
 	margin time.Duration
@@ -374,6 +375,9 @@ func (h *harness) execute() (res Result) {
 	}
 	if h.fake == nil && h.run.margin == 0 {
 		h.run.margin = h.measureMargin()
+		if w := h.run.cfg.RealTimeWindow; w != h.W() && h.target.Capabilities.Configure {
+			h.Configure(h.N(), w) // the window was raised for this run
+		}
 	}
 	h.spec.run(h)
 	if h.pending != nil {
@@ -388,7 +392,9 @@ func (h *harness) execute() (res Result) {
 
 // measureMargin times a few calls of instance 0 and returns how far from a
 // window edge real-time specs aim: eight times the slowest round trip plus
-// 10ms, at least 20ms, at most a fifth of the window.
+// 10ms, at least 20ms. When that is more than a fifth of the real-time
+// window, the window is raised for the rest of the run, and the report
+// says so.
 func (h *harness) measureMargin() time.Duration {
 	lim, _ := h.instance(0)
 	probe := h.User("rtt-probe")
@@ -402,7 +408,14 @@ func (h *harness) measureMargin() time.Duration {
 		}
 		slowest = max(slowest, time.Since(began))
 	}
-	return min(max(20*time.Millisecond, 8*slowest+10*time.Millisecond), h.W()/5)
+	margin := max(20*time.Millisecond, 8*slowest+10*time.Millisecond)
+	if w := h.run.cfg.RealTimeWindow; margin > w/5 {
+		raised := (5*margin + 99*time.Millisecond).Truncate(100 * time.Millisecond)
+		h.run.cfg.RealTimeWindow = raised
+		h.run.notes = append(h.run.notes, fmt.Sprintf("the real-time window was raised from %v to %v: the slowest of 5 round trips took %v, too slow to aim within %v of a window edge",
+			w, raised, slowest.Round(time.Millisecond), w/5))
+	}
+	return margin
 }
 
 // panicSite names the function that panicked, called from a deferred
@@ -461,10 +474,19 @@ func (r *runner) cleanKeys(h *harness) {
 // runPrefix starts the key prefix of every spec of this run.
 func (r *runner) runPrefix() string { return "rlc:" + r.runID + "-" }
 
-// finish sweeps, on a Redis this run did not start, what the specs left
-// under the run's prefix, in one SCAN bounded in time, and says what it
-// could not remove: keys are never left silently.
+// finish returns the run's notes, after sweeping, on a Redis this run did
+// not start, what the specs left under the run's prefix, in one SCAN
+// bounded in time, saying what it could not remove: keys are never left
+// silently.
 func (r *runner) finish() []string {
+	notes := r.notes
+	r.notes = nil
+	return append(notes, r.sweepKeys()...)
+}
+
+// sweepKeys removes what the specs left under the run's prefix on a Redis
+// the run did not start.
+func (r *runner) sweepKeys() []string {
 	if !r.sweep || r.redis == nil {
 		return nil
 	}

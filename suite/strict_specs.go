@@ -54,7 +54,7 @@ func strictSpecs() []spec {
 			rule: "concurrent histories over several users, goroutines and (with a shared store) two instances are linearizable against the model",
 			run:  linearizable,
 			hint: "every decision must be one atomic step in the shared store; open the visualisation to see the operations no serial order explains"},
-		{id: "strict/config-range", level: Strict, needs: []need{needClock, needConfigure},
+		{id: "strict/config-range", level: Strict, needs: []need{needConfigure},
 			rule: "limits from 1 to 10000 and windows from 1ms to contract.MaxWindow are honoured exactly, without caps or overflow",
 			run:  configRange,
 			hint: "keep N and W exact over their whole range: no cap on the limit, no window stored in seconds or in a 32-bit integer, no TTL that overflows"},
@@ -232,6 +232,7 @@ func sharedStoreConcurrent(h *harness) {
 
 func loweredLimit(h *harness) {
 	u := h.User("u")
+	h.Origin()
 	h.Configure(6, h.W())
 	for range 5 {
 		h.Allow(u)
@@ -248,8 +249,11 @@ func loweredLimit(h *harness) {
 			h.At(h.W() + time.Duration(i)*time.Millisecond)
 			h.Remaining(u)
 		}
-		h.Allow(u)
+	} else {
+		h.After(h.W()) // every entry has left
+		h.Remaining(u)
 	}
+	h.Allow(u)
 }
 
 func raisedLimit(h *harness) {
@@ -275,6 +279,10 @@ const smallWindow = 10 * time.Second
 // configRange sweeps the limit and the window over their range, each on a
 // fresh user, with a concurrent burst for large limits.
 func configRange(h *harness) {
+	if h.fake == nil {
+		configRangeRealTime(h)
+		return
+	}
 	day := 24 * time.Hour
 	at := time.Duration(0)
 	for _, c := range []struct {
@@ -304,6 +312,36 @@ func configRange(h *harness) {
 			h.Remaining(u) // with a short window, the key may have expired for real
 		}
 		at += c.w
+	}
+}
+
+// configRangeRealTime sweeps what real time can grade: the whole range of
+// N and W for the first N requests and the denial after them, and expiry
+// for the real-time window only (a window of 30 days is not waited out).
+func configRangeRealTime(h *harness) {
+	day := 24 * time.Hour
+	rt := h.run.cfg.RealTimeWindow
+	for _, c := range []struct {
+		n int
+		w time.Duration
+	}{{1, rt}, {3, rt}, {10_000, 30 * day}, {9, 365 * day}, {2, contract.MaxWindow}} {
+		u := h.User(fmt.Sprintf("n%d-w%dms", c.n, c.w.Milliseconds()))
+		h.Configure(c.n, c.w)
+		h.Origin()
+		if c.n > 50 {
+			h.CheckBurst([]string{u}, c.n+16, 16, []contract.RateLimiterContract{h.Instance(0)})
+		} else {
+			for range c.n {
+				h.Allow(u)
+			}
+		}
+		h.Allow(u) // denied: all N count
+		if c.w == rt {
+			h.Before(c.w)
+			h.Allow(u) // still denied
+			h.After(c.w)
+			h.Allow(u) // all N left
+		}
 	}
 }
 
