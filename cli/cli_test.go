@@ -155,7 +155,7 @@ func TestRunRejectsBadSelectionsAndPathsFirst(t *testing.T) {
 		{"misspelt id", []string{"run", "--id", "core/reset,core/rset"}, `unknown spec id "core/rset" (did you mean "core/reset"?)`},
 		{"unknown prefix", []string{"run", "--id", "nope/"}, `unknown spec id "nope/"`},
 		{"unknown expected failure", []string{"run", "--expect-fail", "strict/linearisable"}, `did you mean "strict/linearizable"`},
-		{"unknown label", []string{"run", "--label", "needs-clok"}, `did you mean "needs-clock"`},
+		{"unknown label", []string{"run", "--label", "needs-confgure"}, `did you mean "needs-configure"`},
 		{"report path", []string{"run", "--junit", "/nonexistent/dir/x.xml"}, "--junit: open /nonexistent/dir/x.xml"},
 		{"two reports on stdout", []string{"run", "--json", "-", "--junit", "-"}, "only one of"},
 	}

@@ -3,6 +3,8 @@ package suite
 import (
 	"fmt"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/rlconform/rlconform/model"
@@ -42,6 +44,10 @@ const (
 // the first divergence is shrunk to a minimal schedule and reported with the
 // seed that reproduces it.
 func differential(h *harness) {
+	if h.fake == nil {
+		differentialRealTime(h)
+		return
+	}
 	for i := range diffSchedules {
 		ops := genSchedule(h, diffOps)
 		if bad, _ := h.replay(ops, fmt.Sprintf("s%d.", i), false); bad < 0 {
@@ -269,4 +275,126 @@ func (h *harness) raisesSafe(ops []dop) bool {
 		}
 	}
 	return true
+}
+
+// Real-time schedules: several users at once, each with a short schedule of
+// its own, judged by the interval oracle; no reconfiguration (it would
+// touch every user at once). A failure is reported with the user's whole
+// schedule (short enough to read: no shrinking at real speed).
+const (
+	rtDiffUsers = 6
+	rtDiffOps   = 30
+)
+
+func differentialRealTime(h *harness) {
+	lim := h.Instance(0)
+	caps := h.target.Capabilities
+	h.Origin()
+	type verdict struct {
+		user      string
+		steps     []string
+		failed    string
+		decided   int
+		undecided int
+	}
+	results := make([]verdict, rtDiffUsers)
+	var wg sync.WaitGroup
+	for k := range rtDiffUsers {
+		seed := h.rng.Uint64()
+		u := h.User(fmt.Sprintf("rt%d", k))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := newRand(seed)
+			v := &results[k]
+			v.user = u
+			oracle, _ := model.NewInterval(h.N(), h.W())
+			var entries []time.Time // when each allowed request was sent
+			for range rtDiffOps {
+				if h.ctx.Err() != nil {
+					return
+				}
+				var op model.TimedOp
+				var name string
+				sent := time.Now()
+				var err error
+				switch r := rng.IntN(100); {
+				case r < 50:
+					name = "AllowRequest"
+					op.Kind = model.OpAllow
+					op.Allowed, err = lim.AllowRequest(h.ctx, u)
+				case r < 65 && caps.Remaining:
+					name = "GetRemainingRequests"
+					op.Kind = model.OpRemaining
+					op.Remaining, err = lim.GetRemainingRequests(h.ctx, u)
+				case r < 70 && caps.Reset:
+					name = "Reset"
+					op.Kind = model.OpReset
+					err = lim.Reset(h.ctx, u)
+					entries = nil
+				default:
+					// Wait: often until just before or just after an entry's edge.
+					d := time.Duration(rng.Int64N(int64(h.W() / 3)))
+					if len(entries) > 0 && rng.IntN(2) == 0 {
+						edge := entries[rng.IntN(len(entries))].Add(h.W())
+						if rng.IntN(2) == 0 {
+							edge = edge.Add(-h.Edge())
+						} else {
+							edge = edge.Add(h.Edge())
+						}
+						d = time.Until(edge)
+					}
+					if d > 0 {
+						t := time.NewTimer(d)
+						select {
+						case <-t.C:
+						case <-h.ctx.Done():
+						}
+						t.Stop()
+					}
+					continue
+				}
+				returned := time.Now()
+				op.User, op.Lo, op.Hi = u, sent, returned
+				got := "ok"
+				switch op.Kind {
+				case model.OpAllow:
+					got = allowedWord(op.Allowed)
+					if op.Allowed {
+						entries = append(entries, sent)
+					}
+				case model.OpRemaining:
+					got = fmt.Sprint(op.Remaining)
+				}
+				step := fmt.Sprintf("%s…%s  %s(%s) = %s", fmtOffset(sent.Sub(h.start)), fmtOffset(returned.Sub(h.start)), name, h.short(u), got)
+				if err != nil {
+					v.steps = append(v.steps, step+" error: "+err.Error())
+					v.failed = fmt.Sprintf("%s(%s) returned an error: %v", name, h.short(u), err)
+					return
+				}
+				v.steps = append(v.steps, step)
+				switch j, why := oracle.Judge(op); j {
+				case model.Impossible:
+					v.failed = fmt.Sprintf("step %d: %s(%s) = %s: %s", len(v.steps), name, h.short(u), got, why)
+					return
+				case model.Undecided:
+					v.undecided++
+				default:
+					v.decided++
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, v := range results {
+		h.decided += v.decided
+		h.undecided += v.undecided
+	}
+	for _, v := range results {
+		if v.failed != "" {
+			h.Failf("the real-time schedule of %s diverged from the model: %s\n  its schedule (ms since the spec's start, each call from sending to answer):\n    %s\n  seed %d",
+				h.short(v.user), v.failed, strings.Join(v.steps, "\n    "), h.seed)
+		}
+	}
+	h.Note(fmt.Sprintf("%d users × %d operations in real time", rtDiffUsers, rtDiffOps), fmt.Sprintf("%d answers decided, %d undecided", h.decided, h.undecided))
 }

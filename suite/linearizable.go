@@ -2,6 +2,7 @@ package suite
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +20,9 @@ type linInput struct {
 	op   byte // 'a' allow, 'r' remaining, 'x' reset
 	user string
 	at   int64 // the fake clock's reading, ms: it stands still during a phase
+	// In real time the instant lies in [lo, hi], unix ms: from the call to
+	// its answer (for an unknown outcome, any time later).
+	lo, hi int64
 }
 
 // linOutput is what the target answered; unknown when the call failed or
@@ -120,6 +124,83 @@ func linModel(n int, w int64, short func(string) string) porcupine.Model {
 	return nm.ToModel()
 }
 
+// linModelRealTime is linModel without clock control: an operation took
+// effect at some instant of [lo, hi], no earlier than the operation before
+// it in the serial order (one clock). The state is the user's entries, each
+// an interval of instants, and the earliest instant the next operation may
+// take; answers are judged as the interval oracle does (model.Interval), so
+// the check is sound: a correct limiter is never failed.
+func linModelRealTime(n int, w int64, short func(string) string) porcupine.Model {
+	type span struct{ lo, hi int64 }
+	type state struct {
+		entries []span
+		low     int64
+	}
+	base := linModel(n, w, short)
+	nm := porcupine.NondeterministicModel{
+		Partition: base.Partition,
+		Init:      func() []any { return []any{state{}} },
+		Step: func(st, in, out any) []any {
+			s, i, o := st.(state), in.(linInput), out.(linOutput)
+			lo := max(i.lo, s.low)
+			if lo > i.hi {
+				return nil // it answered before the operation it follows
+			}
+			var kept []span
+			cMin, cMax := 0, 0
+			for _, e := range s.entries {
+				if lo-min(e.hi, i.hi) >= w {
+					continue // gone at every instant from lo on
+				}
+				kept = append(kept, e)
+				cMax++
+				if i.hi-e.lo < w {
+					cMin++
+				}
+			}
+			same := state{entries: kept, low: lo}
+			switch i.op {
+			case 'a':
+				grown := state{entries: append(slices.Clip(kept), span{lo, i.hi}), low: lo}
+				switch {
+				case o.unknown && cMin < n && cMax >= n:
+					return []any{same, grown}
+				case o.unknown && cMin < n:
+					return []any{grown}
+				case o.unknown:
+					return []any{same}
+				case o.allowed && cMin < n:
+					return []any{grown}
+				case !o.allowed && cMax >= n:
+					return []any{same}
+				}
+				return nil
+			case 'r':
+				if o.unknown || (o.remaining >= max(0, n-cMax) && o.remaining <= max(0, n-cMin)) {
+					return []any{same}
+				}
+				return nil
+			default: // reset
+				if o.unknown {
+					return []any{same, state{low: lo}}
+				}
+				return []any{state{low: lo}}
+			}
+		},
+		Equal: func(a, b any) bool {
+			x, y := a.(state), b.(state)
+			return x.low == y.low && slices.Equal(x.entries, y.entries)
+		},
+		DescribeOperation: func(in, out any) string {
+			i := in.(linInput)
+			d := base.DescribeOperation(in, out)
+			return fmt.Sprintf("[%d..%d] %s", i.lo%100000, i.hi%100000, d[strings.IndexByte(d, ' ')+1:])
+		},
+		DescribeState: func(st any) string { return fmt.Sprintf("%d entries %v", len(st.(state).entries), st.(state).entries) },
+	}
+	return nm.ToModel()
+}
+
 // linCheckTimeout bounds porcupine; a check that runs out is inconclusive.
 const linCheckTimeout = 20 * time.Second
 
@@ -187,13 +268,37 @@ func linearizable(h *harness) {
 		}
 		wg.Wait()
 		h.Note(fmt.Sprintf("phase %d: %d goroutines × %d operations on %d users over %d instance(s)", phase+1, goroutines, opsPerPhase, len(users), len(instances)), "recorded")
-		h.Advance(h.W() / 3)
+		if h.fake != nil {
+			h.Advance(h.W() / 3)
+		} else {
+			h.waitUntil(time.Now().Add(h.W() / 3))
+		}
 	}
 	history := rec.history()
 	if len(rec.errs) > 0 {
 		h.Note(fmt.Sprintf("%d operations failed", len(rec.errs)), fmt.Sprintf("first: %v (counted as unknown outcomes)", rec.errs[0]))
 	}
 	m := linModel(h.N(), h.W().Milliseconds(), h.short)
+	if h.fake == nil {
+		// Each operation took effect somewhere in its call's interval, in
+		// unix ms on the grader's clock, widened by a millisecond each way
+		// for the rounding; an unknown outcome any time after its call.
+		origin := rec.origin.UnixNano()
+		last := int64(0)
+		for _, o := range history {
+			last = max(last, o.Return)
+		}
+		for k := range history {
+			in := history[k].Input.(linInput)
+			in.lo = (origin+history[k].Call)/1e6 - 1
+			in.hi = (origin+history[k].Return)/1e6 + 1
+			if history[k].Output.(linOutput).unknown {
+				in.hi = math.MaxInt64 / 2
+			}
+			history[k].Input = in
+		}
+		m = linModelRealTime(h.N(), h.W().Milliseconds(), h.short)
+	}
 	res, info := porcupine.CheckOperationsVerbose(m, history, linCheckTimeout)
 	switch res {
 	case porcupine.Ok:
@@ -216,14 +321,14 @@ func linClient(h *harness, rec *recorder, client int, seed uint64, at int64, use
 		k := rng.IntN(20)
 		switch {
 		case k < 2 && caps.Reset:
-			rec.do(client, linInput{'x', u, at}, func() (linOutput, error) { return linOutput{}, lim.Reset(h.ctx, u) })
+			rec.do(client, linInput{op: 'x', user: u, at: at}, func() (linOutput, error) { return linOutput{}, lim.Reset(h.ctx, u) })
 		case k < 6 && caps.Remaining:
-			rec.do(client, linInput{'r', u, at}, func() (linOutput, error) {
+			rec.do(client, linInput{op: 'r', user: u, at: at}, func() (linOutput, error) {
 				n, err := lim.GetRemainingRequests(h.ctx, u)
 				return linOutput{remaining: n}, err
 			})
 		default:
-			rec.do(client, linInput{'a', u, at}, func() (linOutput, error) {
+			rec.do(client, linInput{op: 'a', user: u, at: at}, func() (linOutput, error) {
 				ok, err := lim.AllowRequest(h.ctx, u)
 				return linOutput{allowed: ok}, err
 			})

@@ -41,7 +41,6 @@ func (l Level) includes(s Level) bool {
 type need string
 
 const (
-	needClock     need = "clock"
 	needClockBack need = "clock-step-back" // moves the clock back: never in real time
 	needConfigure need = "configure"
 	needRemaining need = "remaining"
