@@ -73,14 +73,12 @@ func differential(h *harness) {
 // since whether entries that had left the old window come back is not
 // promised.
 func genSchedule(h *harness, n int) []dop {
-	m, _ := model.New(h.run.cfg.Limit, h.W())
-	now := start
-	allowed := make([][]time.Time, diffUsers) // every allowed instant since the user's last reset
+	sim := newSim(h)
 	windows := []time.Duration{h.W(), h.W() / 2, h.W() / 4, 2 * h.W()}
 	var ops []dop
 	for len(ops) < n {
 		u := h.rng.IntN(diffUsers)
-		w := m.Window()
+		w := sim.m.Window()
 		var o dop
 		switch r := h.rng.IntN(100); {
 		case r < 50:
@@ -91,35 +89,58 @@ func genSchedule(h *harness, n int) []dop {
 			o = dop{kind: 'x', user: u}
 		case r < 70:
 			o = dop{kind: 'c', n: 1 + h.rng.IntN(2*h.N()), w: windows[h.rng.IntN(len(windows))]}
-			if o.w > w && !safeRaise(allowed, now, w, o.w) {
+			if !sim.safe(o) {
 				o.w = w
 			}
 		default:
 			o = dop{kind: 't', advance: time.Duration(h.rng.Int64N(int64(w/3/time.Millisecond))) * time.Millisecond}
-			if log := m.Log(now, "u"+strconv.Itoa(u)); len(log) > 0 && h.rng.IntN(2) == 0 {
+			if log := sim.m.Log(sim.now, "u"+strconv.Itoa(u)); len(log) > 0 && h.rng.IntN(2) == 0 {
 				edge := log[h.rng.IntN(len(log))].Add(w)
 				if h.rng.IntN(3) == 0 {
 					edge = edge.Add(-time.Millisecond)
 				}
-				o.advance = max(0, edge.Sub(now))
+				o.advance = max(0, edge.Sub(sim.now))
 			}
 		}
-		switch o.kind {
-		case 'a':
-			if ok, _ := m.Allow(now, "u"+strconv.Itoa(o.user)); ok {
-				allowed[o.user] = append(allowed[o.user], now)
-			}
-		case 'x':
-			m.Reset("u" + strconv.Itoa(o.user))
-			allowed[o.user] = nil
-		case 'c':
-			m.Configure(o.n, o.w)
-		case 't':
-			now = now.Add(o.advance)
-		}
+		sim.apply(o)
 		ops = append(ops, o)
 	}
 	return ops
+}
+
+// sim follows a schedule on the model, with every instant each user was
+// allowed at since its last reset, to keep window raises promised.
+type sim struct {
+	m       *model.State
+	now     time.Time
+	allowed [][]time.Time
+}
+
+func newSim(h *harness) *sim {
+	m, _ := model.New(h.run.cfg.Limit, h.W())
+	return &sim{m: m, now: start, allowed: make([][]time.Time, diffUsers)}
+}
+
+// safe reports whether o is not a raise of the window that the contract
+// leaves unpromised.
+func (s *sim) safe(o dop) bool {
+	return o.kind != 'c' || o.w <= s.m.Window() || safeRaise(s.allowed, s.now, s.m.Window(), o.w)
+}
+
+func (s *sim) apply(o dop) {
+	switch o.kind {
+	case 'a':
+		if ok, _ := s.m.Allow(s.now, "u"+strconv.Itoa(o.user)); ok {
+			s.allowed[o.user] = append(s.allowed[o.user], s.now)
+		}
+	case 'x':
+		s.m.Reset("u" + strconv.Itoa(o.user))
+		s.allowed[o.user] = nil
+	case 'c':
+		s.m.Configure(o.n, o.w)
+	case 't':
+		s.now = s.now.Add(o.advance)
+	}
 }
 
 // safeRaise reports whether raising the window from old to raised at now
@@ -253,26 +274,12 @@ func (h *harness) configureAll(n int, w time.Duration) error {
 // raisesSafe replays ops on the model alone and reports whether every raise
 // of the window in them is one the contract promises (see safeRaise).
 func (h *harness) raisesSafe(ops []dop) bool {
-	m, _ := model.New(h.run.cfg.Limit, h.W())
-	now := start
-	allowed := make([][]time.Time, diffUsers)
+	sim := newSim(h)
 	for _, o := range ops {
-		switch o.kind {
-		case 'a':
-			if ok, _ := m.Allow(now, "u"+strconv.Itoa(o.user)); ok {
-				allowed[o.user] = append(allowed[o.user], now)
-			}
-		case 'x':
-			m.Reset("u" + strconv.Itoa(o.user))
-			allowed[o.user] = nil
-		case 'c':
-			if o.w > m.Window() && !safeRaise(allowed, now, m.Window(), o.w) {
-				return false
-			}
-			m.Configure(o.n, o.w)
-		case 't':
-			now = now.Add(o.advance)
+		if !sim.safe(o) {
+			return false
 		}
+		sim.apply(o)
 	}
 	return true
 }

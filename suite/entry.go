@@ -32,14 +32,10 @@ func Check(ctx context.Context, cfg Config, target Target) (*Report, error) {
 			rep.Results = append(rep.Results, r.notRun(&s, "not run: "+rep.Aborted, ctx.Err() != nil))
 			continue
 		}
-		res := r.runSpec(ctx, target, &s)
-		if why := r.afterSpec(ctx, target, &res); why != "" {
-			rep.Aborted = why
-		}
+		r.runInto(ctx, target, &s, rep)
 		if ctx.Err() != nil && rep.Aborted == "" {
 			rep.Aborted = "interrupted: " + context.Cause(ctx).Error()
 		}
-		rep.Results = append(rep.Results, res)
 	}
 	return rep, nil
 }
@@ -79,11 +75,7 @@ func Run(t *testing.T, cfg Config, target Target) {
 				rep.Results = append(rep.Results, r.notRun(&s, rep.Aborted, false))
 				t.Skipf("not run: %s", rep.Aborted)
 			}
-			res := r.runSpec(t.Context(), target, &s)
-			if why := r.afterSpec(t.Context(), target, &res); why != "" {
-				rep.Aborted = why
-			}
-			rep.Results = append(rep.Results, res)
+			res := r.runInto(t.Context(), target, &s, rep)
 			switch act, msg := judge(res, r.cfg); act {
 			case actSkip:
 				t.Skip(msg)
@@ -151,11 +143,7 @@ func Register(cfg Config, targets ...Target) bool {
 						rep.Results = append(rep.Results, r.notRun(&s, rep.Aborted, false))
 						ginkgo.Skip("not run: " + rep.Aborted)
 					}
-					res := r.runSpec(ctx, target, &s)
-					if why := r.afterSpec(ctx, target, &res); why != "" {
-						rep.Aborted = why
-					}
-					rep.Results = append(rep.Results, res)
+					res := r.runInto(ctx, target, &s, rep)
 					switch act, msg := judge(res, r.cfg); act {
 					case actSkip:
 						ginkgo.Skip(msg)
@@ -185,6 +173,17 @@ func Register(cfg Config, targets ...Target) bool {
 		})
 	}
 	return true
+}
+
+// runInto runs one spec, judges what failed around it, and adds the
+// result to rep (aborting it when the run cannot go on).
+func (r *runner) runInto(ctx context.Context, target Target, s *spec, rep *Report) Result {
+	res := r.runSpec(ctx, target, s)
+	if why := r.afterSpec(ctx, target, &res); why != "" {
+		rep.Aborted = why
+	}
+	rep.Results = append(rep.Results, res)
+	return res
 }
 
 // action is what a go test or Ginkgo entry point does with one result.

@@ -53,7 +53,7 @@ func strictSpecs() []spec {
 		{id: "strict/linearizable", level: Strict,
 			rule: "concurrent histories over several users, goroutines and (with a shared store) two instances are linearizable against the model",
 			run:  linearizable,
-			hint: "every decision must be one atomic step in the shared store; open the visualisation to see the operations no serial order explains"},
+			hint: "every decision must be one atomic step in the shared store, on one clock (without clock control, the store's: Redis TIME); open the visualisation to see the operations no serial order explains"},
 		{id: "strict/config-range", level: Strict, needs: []need{needConfigure},
 			rule: "limits from 1 to 10000 and windows from 1ms to contract.MaxWindow are honoured exactly, without caps or overflow",
 			run:  configRange,
@@ -65,7 +65,7 @@ func strictSpecs() []spec {
 		{id: "strict/reset-race", level: Strict, needs: []need{needReset},
 			rule: "Reset racing with requests never lets more than N through after it returned",
 			run:  resetRace,
-			hint: "Reset must delete the user's whole state atomically, and decisions must not keep state outside the store"},
+			hint: "Reset must delete the user's whole state atomically, and decisions must not keep state outside the store; without clock control, take now from the store (Redis TIME), not from each instance's clock: instances reading their own clocks decide out of order and let more through"},
 	}
 }
 

@@ -1,7 +1,7 @@
 // The HTTP side of rlconform's control protocol v1, shared by the example
 // limiters: it validates requests and calls a limiter's four operations.
 //
-//   serve({ clock, allow, remaining, reset }) // each async, given (userId, nowMs, config)
+//   serve({ allow, remaining, reset }) // each async, given (userId, nowMs or null, config)
 //
 // CLOCK=off in the environment declares no clock control: the grader then
 // grades in real time, and "now" is always this machine's clock.
@@ -36,10 +36,12 @@ function serve(limiter, onClose) {
   const clock = process.env.CLOCK !== "off";
   let config = { maxRequests: 5, windowMs: 60000 };
 
-  // "now" is the grader's clock when it has control of ours, else ours.
+  // "now" is the grader's clock when it has control of ours; else null, and
+  // the limiter reads its store's clock: instances that read their own
+  // clocks decide out of order and can let N+1 through.
   const now = (req) => {
     const header = req.headers["x-rlc-now-ms"];
-    return clock && header !== undefined ? Number(header) : Date.now();
+    return clock && header !== undefined ? Number(header) : null;
   };
 
   async function handle(req, res) {

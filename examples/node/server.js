@@ -28,11 +28,11 @@ const keyOf = (userId) => `${prefix}{${userId}}`;
 serve(
   {
     async allow(userId, now, { maxRequests, windowMs }) {
-      const [allowed, remaining] = await redis.slide(keyOf(userId), now, windowMs, maxRequests, "allow");
+      const [allowed, remaining] = await redis.slide(keyOf(userId), now ?? "", windowMs, maxRequests, "allow");
       return { allowed: allowed === 1, remaining };
     },
     async remaining(userId, now, { maxRequests, windowMs }) {
-      const [, remaining] = await redis.slide(keyOf(userId), now, windowMs, maxRequests, "peek");
+      const [, remaining] = await redis.slide(keyOf(userId), now ?? "", windowMs, maxRequests, "peek");
       return remaining;
     },
     async reset(userId) {
