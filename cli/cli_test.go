@@ -111,10 +111,16 @@ func TestRunInRealTimeWithoutClockControl(t *testing.T) {
 	url := serveModel(t, false)
 	start := time.Now()
 	code, out, _ := rlconform(t, "run", "--target", url)
-	assert.Equal(t, ExitConformant, code, out)
-	assert.Regexp(t, `CONFORMANT at all: \d+ of \d+ graded \(\d+ in real time\)`, out)
-	assert.Regexp(t, `pass\s+core/sliding-expiry .*\(real time\)`, out)
-	assert.Regexp(t, `pass\s+strict/boundary-burst-epoch .*\(real time\)`, out)
+	// A slow machine may leave a real-time spec inconclusive (exit 2), never
+	// failed.
+	require.Contains(t, []int{ExitConformant, ExitCannotRun}, code, out)
+	if code == ExitCannotRun {
+		assert.Contains(t, out, "inconclusive", out)
+	} else {
+		assert.Regexp(t, `CONFORMANT at all: \d+ of \d+ graded \(\d+ in real time\)`, out)
+	}
+	assert.Regexp(t, `(pass|inconclusive)\s+core/sliding-expiry .*\(real time\)`, out)
+	assert.Regexp(t, `(pass|inconclusive)\s+strict/boundary-burst-epoch .*\(real time\)`, out)
 	assert.Regexp(t, `skip\s+strict/clock-step-back .*only clock control`, out)
 	assert.Less(t, time.Since(start), time.Minute)
 }

@@ -48,6 +48,9 @@ func TestRealTimeMode(t *testing.T) {
 	rep, err = suite.Check(ctx, suite.Config{IDs: []string{"core/sliding-expiry"}}, mixup)
 	require.NoError(t, err)
 	require.Len(t, rep.Results, 1)
+	if rep.Results[0].Status == suite.Inconclusive {
+		t.Skipf("inconclusive in real time on this machine (never a pass):\n%s", rep.Results[0].Message)
+	}
 	assert.Equal(t, suite.Failed, rep.Results[0].Status, rep.Results[0].Message)
 	t.Log(rep.Results[0].Message)
 }

@@ -111,6 +111,9 @@ func TestFixedWindowExampleIsFailedAndNamed(t *testing.T) {
 	rep, err := suite.Check(ctx, suite.Config{IDs: []string{"strict/boundary-burst-first", "strict/boundary-burst-epoch"}}, target)
 	require.NoError(t, err)
 	t.Log("\n" + report.String(rep))
+	if rep.Count(suite.Failed) == 0 && rep.Count(suite.Inconclusive) > 0 {
+		t.Skip("inconclusive in real time on this machine (never a pass)")
+	}
 	assert.Equal(t, suite.NotConformant, rep.Verdict().Outcome)
 	named := false
 	for _, r := range rep.Results {
