@@ -3,6 +3,7 @@ package adapters
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -209,4 +210,25 @@ func TestClientMapsStatusesToTheContractsErrors(t *testing.T) {
 	var pe *Error
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, http.StatusTemporaryRedirect, pe.Status)
+}
+
+func TestClientMeasuresTheTargetsClockFromNowMs(t *testing.T) {
+	ahead := 400 * time.Millisecond
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(fmt.Sprintf(`{"allowed":true,"remaining":1,"now_ms":%d}`, time.Now().Add(ahead).UnixMilli())))
+	}))
+	defer srv.Close()
+	c := NewClient(srv.URL, ClientOptions{})
+	_, _, ok := c.ClockOffset()
+	assert.False(t, ok, "no answer yet")
+	for range 3 {
+		_, err := c.AllowRequest(context.Background(), "u")
+		require.NoError(t, err)
+	}
+	off, unc, ok := c.ClockOffset()
+	require.True(t, ok)
+	assert.InDelta(t, ahead.Seconds(), off.Seconds(), (unc + time.Millisecond).Seconds())
+	// Copies with a clock share the estimate.
+	_, _, ok = c.WithClock(fakeclock.Real{}).ClockOffset()
+	assert.True(t, ok)
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rlconform/rlconform/contract"
@@ -36,6 +37,36 @@ type Client struct {
 	http    *http.Client
 	timeout time.Duration
 	clock   fakeclock.Clock
+	skew    *skew // shared by the copies WithClock makes
+}
+
+// skew estimates the target's clock against ours from the now_ms of its
+// answers, keeping the estimate of the fastest round trip (the tightest).
+type skew struct {
+	mu     sync.Mutex
+	offset time.Duration // target clock minus ours
+	rtt    time.Duration
+	ok     bool
+}
+
+func (s *skew) observe(nowMs int64, sent, returned time.Time) {
+	rtt := returned.Sub(sent)
+	mid := sent.Add(rtt / 2)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ok || rtt < s.rtt {
+		s.offset, s.rtt, s.ok = time.UnixMilli(nowMs).Sub(mid), rtt, true
+	}
+}
+
+// ClockOffset is how far the target's clock is ahead of this machine's, as
+// the now_ms of its answers tell (within uncertainty: half the fastest round
+// trip and a millisecond of rounding); ok is false when no answer carried
+// now_ms.
+func (c *Client) ClockOffset() (offset, uncertainty time.Duration, ok bool) {
+	c.skew.mu.Lock()
+	defer c.skew.mu.Unlock()
+	return c.skew.offset, c.skew.rtt/2 + time.Millisecond, c.skew.ok
 }
 
 // ClientOptions configure a [Client].
@@ -52,7 +83,7 @@ type ClientOptions struct {
 
 // NewClient returns a client for the protocol server at baseURL.
 func NewClient(baseURL string, opts ClientOptions) *Client {
-	c := &Client{base: strings.TrimRight(baseURL, "/"), http: opts.HTTPClient, timeout: opts.Timeout, clock: opts.Clock}
+	c := &Client{base: strings.TrimRight(baseURL, "/"), http: opts.HTTPClient, timeout: opts.Timeout, clock: opts.Clock, skew: &skew{}}
 	if c.http == nil {
 		c.http = &http.Client{CheckRedirect: refuseRedirects}
 	}
@@ -128,8 +159,12 @@ func (c *Client) Capabilities(ctx context.Context) (contract.Capabilities, error
 // AllowRequest implements [contract.RateLimiterContract].
 func (c *Client) AllowRequest(ctx context.Context, userID string) (bool, error) {
 	var body allowBody
+	sent := time.Now()
 	if _, err := c.call(ctx, http.MethodPost, PathAllow, userBody{userID}, &body, nil); err != nil {
 		return false, err
+	}
+	if body.NowMs != nil {
+		c.skew.observe(*body.NowMs, sent, time.Now())
 	}
 	if body.Allowed == nil {
 		return false, &Error{Op: "POST " + PathAllow, Status: 200, Err: errors.New(`answer lacks "allowed"`)}
@@ -140,8 +175,12 @@ func (c *Client) AllowRequest(ctx context.Context, userID string) (bool, error) 
 // GetRemainingRequests implements [contract.RateLimiterContract].
 func (c *Client) GetRemainingRequests(ctx context.Context, userID string) (int, error) {
 	var body remainingBody
+	sent := time.Now()
 	if _, err := c.call(ctx, http.MethodPost, PathRemaining, userBody{userID}, &body, nil); err != nil {
 		return 0, err
+	}
+	if body.NowMs != nil {
+		c.skew.observe(*body.NowMs, sent, time.Now())
 	}
 	if body.Remaining == nil {
 		return 0, &Error{Op: "POST " + PathRemaining, Status: 200, Err: errors.New(`answer lacks "remaining"`)}

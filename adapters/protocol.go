@@ -31,11 +31,15 @@ type (
 	userBody struct {
 		UserID string `json:"user_id"`
 	}
+	// NowMs, optional in answers, is the instant the target decided at on
+	// its own clock (unix ms): it tells the grader the target's clock phase.
 	allowBody struct {
-		Allowed *bool `json:"allowed"`
+		Allowed *bool  `json:"allowed"`
+		NowMs   *int64 `json:"now_ms,omitempty"`
 	}
 	remainingBody struct {
-		Remaining *int `json:"remaining"`
+		Remaining *int   `json:"remaining"`
+		NowMs     *int64 `json:"now_ms,omitempty"`
 	}
 	errorBody struct {
 		Error string `json:"error"`

@@ -88,6 +88,18 @@ func (s *handler) capabilities(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, capabilitiesBody{Clock: &clock, Configure: &t, Remaining: &t, Reset: &t})
 }
 
+// nowMs is the instant of the decision just made, for the answer's now_ms:
+// the fake clock's, else this machine's (which a limiter without clock
+// control reads, unless it reads its store's).
+func (s *handler) nowMs() *int64 {
+	t := time.Now()
+	if s.clock != nil {
+		t = s.clock.Now()
+	}
+	ms := t.UnixMilli()
+	return &ms
+}
+
 // now applies the request's clock header; it reports false after writing a
 // 400 when the header is malformed.
 func (s *handler) now(w http.ResponseWriter, r *http.Request) bool {
@@ -137,7 +149,7 @@ func (s *handler) allow(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, allowBody{Allowed: &ok})
+	writeJSON(w, http.StatusOK, allowBody{Allowed: &ok, NowMs: s.nowMs()})
 }
 
 func (s *handler) remaining(w http.ResponseWriter, r *http.Request) {
@@ -150,7 +162,7 @@ func (s *handler) remaining(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, remainingBody{Remaining: &n})
+	writeJSON(w, http.StatusOK, remainingBody{Remaining: &n, NowMs: s.nowMs()})
 }
 
 func (s *handler) reset(w http.ResponseWriter, r *http.Request) {

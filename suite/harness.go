@@ -769,3 +769,11 @@ func span(lo, hi int) string {
 	}
 	return fmt.Sprintf("%d to %d", lo, hi)
 }
+
+// unguarded is the target's own instance behind the harness's wrapper.
+func unguarded(lim contract.RateLimiterContract) contract.RateLimiterContract {
+	if g, ok := lim.(guarded); ok {
+		return g.lim
+	}
+	return lim
+}

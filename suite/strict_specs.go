@@ -97,13 +97,24 @@ func boundaryBurstEpoch(h *harness) {
 
 // alignEpoch makes the spec's start a multiple of the window on the
 // epoch, far enough ahead to aim just before the next edge. On the fake
-// clock it already is.
+// clock it already is. In real time the edges are the target's: when its
+// answers carry now_ms the offset of its clock is measured (and noted),
+// else its clock is taken to be this machine's.
 func (h *harness) alignEpoch() {
 	if h.fake != nil {
 		return
 	}
 	w := h.W()
-	at := time.Now().Truncate(w)
+	var offset time.Duration
+	if c, ok := unguarded(h.Instance(0)).(interface {
+		ClockOffset() (time.Duration, time.Duration, bool)
+	}); ok {
+		if off, unc, ok := c.ClockOffset(); ok {
+			offset = off
+			h.Note(fmt.Sprintf("the target's clock is %v ahead of the grader's (±%v, from now_ms)", off.Round(time.Millisecond), unc.Round(time.Millisecond)), "epoch edges taken on it")
+		}
+	}
+	at := time.Now().Add(offset).Truncate(w).Add(-offset) // an edge of the target's clock, on ours
 	for time.Until(at.Add(w)) < 3*h.Edge() {
 		at = at.Add(w)
 	}

@@ -93,17 +93,17 @@ func Remote(ctx context.Context, urls []string, timeout time.Duration) (suite.Ta
 	}
 	caps, err := clients[0].Capabilities(ctx)
 	if err != nil {
-		return suite.Target{}, fmt.Errorf("target %s: %w", urls[0], err)
+		return suite.Target{}, fmt.Errorf("target %s: %w", redacted(urls[0]), err)
 	}
 	alive := func(ctx context.Context) error {
 		probe := fmt.Sprintf("rlconform-probe-%d", time.Now().UnixNano())
 		for i, c := range clients {
 			if _, err := c.AllowRequest(ctx, probe); err != nil {
-				return fmt.Errorf("target %s does not answer AllowRequest: %w", urls[i], err)
+				return fmt.Errorf("target %s does not answer AllowRequest: %w", redacted(urls[i]), err)
 			}
 			if caps.Remaining {
 				if _, err := c.GetRemainingRequests(ctx, probe); err != nil {
-					return fmt.Errorf("target %s does not answer GetRemainingRequests: %w", urls[i], err)
+					return fmt.Errorf("target %s does not answer GetRemainingRequests: %w", redacted(urls[i]), err)
 				}
 			}
 		}
@@ -113,13 +113,18 @@ func Remote(ctx context.Context, urls []string, timeout time.Duration) (suite.Ta
 		return suite.Target{}, err
 	}
 	caps.SharedStore = len(urls) > 1
-	name := urls[0]
+	// Reports show the addresses without credentials.
+	shown := make([]string, len(urls))
+	for i, u := range urls {
+		shown[i] = redacted(u)
+	}
+	name := shown[0]
 	if len(urls) > 1 {
-		name = fmt.Sprintf("%s (+%d more instances)", urls[0], len(urls)-1)
+		name = fmt.Sprintf("%s (+%d more instances)", shown[0], len(urls)-1)
 	}
 	return suite.Target{
 		Name:         name,
-		Addresses:    append([]string(nil), urls...),
+		Addresses:    shown,
 		Capabilities: caps,
 		Alive:        alive,
 		New: func(_ context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
@@ -130,4 +135,12 @@ func Remote(ctx context.Context, urls []string, timeout time.Duration) (suite.Ta
 			return c, nil, nil
 		},
 	}, nil
+}
+
+// redacted is u without its password, for messages and reports.
+func redacted(u string) string {
+	if parsed, err := url.Parse(u); err == nil {
+		return parsed.Redacted()
+	}
+	return u
 }
