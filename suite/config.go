@@ -92,10 +92,10 @@ func (c Config) validated() (Config, error) {
 		errs = append(errs, err)
 	}
 	if err := contract.ValidateConfig(c.Limit, c.Window); err != nil {
-		errs = append(errs, fmt.Errorf("Limit %d, Window %v: %w", c.Limit, c.Window, err))
+		errs = append(errs, fmt.Errorf("Config.Limit %d, Config.Window %v: %w", c.Limit, c.Window, err))
 	}
 	if c.Limit > 10_000 {
-		errs = append(errs, fmt.Errorf("Limit %d: specs send several times the limit, keep it at most 10000", c.Limit))
+		errs = append(errs, fmt.Errorf("Config.Limit %d: specs send several times the limit, keep it at most 10000", c.Limit))
 	}
 	if c.RealTimeWindow < 10*time.Millisecond || c.RealTimeWindow > time.Minute {
 		errs = append(errs, fmt.Errorf("RealTimeWindow %v: want 10ms to 1m", c.RealTimeWindow))
