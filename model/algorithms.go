@@ -342,3 +342,6 @@ func floorDiv(a, b int64) int64 {
 	}
 	return q
 }
+
+// NewGCRA returns a GCRA model: N per W with a burst of N.
+func NewGCRA(n int, w time.Duration) *GCRA { return &GCRA{n: n, w: w} }
