@@ -62,13 +62,15 @@ type TimedOp struct {
 // client's calls, one after the other), and the limiter's instants are
 // taken to be non-decreasing in that order (one clock).
 //
-// It is sound: an answer is Impossible only when no choice of instants
-// within the intervals explains it, so a correct limiter is never failed.
-// It judges each answer on its own, letting every earlier entry take any
-// instant of its interval, so a history whose answers are each possible
-// for different choices of instants is not caught: it is incomplete, never
-// wrong. When every interval is a point, it is exact: it agrees with
-// [State] answer for answer.
+// An answer is Impossible when no one choice of instants, for the user's
+// whole history so far, gives every answer (a system of difference
+// constraints, solved exactly: see joint), so a correct limiter is never
+// failed, and answers that are each possible alone but not together are
+// caught. An answer is Certain when its opposite is impossible. When every
+// interval is a point, it agrees with [State] answer for answer. Entries
+// logged by a concurrent burst (Log) have no order among them: that user's
+// answers are then judged each on its own, every earlier entry anywhere in
+// its interval (sound, less complete).
 //
 // Raising the window is judged only where the contract promises it (no
 // entry between the old and the new window's edge).
@@ -76,6 +78,7 @@ type Interval struct {
 	max    int
 	window int64 // ms
 	logs   map[string][]span
+	joints map[string]*joint
 }
 
 // span is an entry whose instant lies in [lo, hi], in ms.
@@ -86,7 +89,7 @@ func NewInterval(maxRequests int, window time.Duration) (*Interval, error) {
 	if err := contract.ValidateConfig(maxRequests, window); err != nil {
 		return nil, err
 	}
-	return &Interval{max: maxRequests, window: window.Milliseconds(), logs: map[string][]span{}}, nil
+	return &Interval{max: maxRequests, window: window.Milliseconds(), logs: map[string][]span{}, joints: map[string]*joint{}}, nil
 }
 
 // Limit is the limit in force; Window the window.
@@ -104,6 +107,58 @@ func (o *Interval) Judge(op TimedOp) (Judgement, string) {
 	if hi < lo {
 		lo, hi = hi, lo
 	}
+	if op.Kind == OpConfigure {
+		return o.judgeAlone(op, lo, hi)
+	}
+	j := o.joints[op.User]
+	if j == nil {
+		j = &joint{}
+		o.joints[op.User] = j
+	}
+	alone, why := o.judgeAlone(op, lo, hi)
+	if op.Lo.IsZero() || op.Hi.IsZero() { // no interval given: judged alone
+		if op.Kind == OpReset {
+			j.allowed = nil
+		} else {
+			j.off = true
+		}
+		return alone, why
+	}
+	if j.off {
+		return alone, why
+	}
+	n := j.add(lo, hi)
+	if op.Kind == OpReset {
+		j.allowed = nil
+		return alone, why
+	}
+	cons, ok := j.answer(n, op, o.max, o.window)
+	switch {
+	case alone == Impossible:
+		j.off = true
+		return alone, why
+	case !ok || !j.feasible(cons):
+		j.off = true
+		return Impossible, "no one choice of instants for this user's whole history gives these answers (each may be possible alone)"
+	}
+	judged := alone
+	if alone == Undecided && op.Kind == OpAllow {
+		flipped := op
+		flipped.Allowed = !op.Allowed
+		if other, ok := j.answer(n, flipped, o.max, o.window); !ok || !j.feasible(other) {
+			judged = Certain // the opposite answer fits no instants
+		}
+	}
+	j.edges = append(j.edges, cons...)
+	if op.Kind == OpAllow && op.Allowed {
+		j.allowed = append(j.allowed, n)
+	}
+	return judged, why
+}
+
+// judgeAlone judges op on its own: every earlier entry anywhere in its
+// interval. It keeps the spans of entries for Count.
+func (o *Interval) judgeAlone(op TimedOp, lo, hi int64) (Judgement, string) {
 	switch op.Kind {
 	case OpReset:
 		delete(o.logs, op.User)
@@ -189,6 +244,10 @@ func (o *Interval) Count(user string, lo, hi time.Time) (cMin, cMax int) {
 // request of a concurrent burst), without judging it.
 func (o *Interval) Log(user string, lo, hi time.Time) {
 	o.logs[user] = append(o.logs[user], span{lo.UnixMilli(), hi.UnixMilli()})
+	if o.joints[user] == nil {
+		o.joints[user] = &joint{}
+	}
+	o.joints[user].off = true // entries of a burst have no order
 }
 
 // Entries reports, for explanations, the spans of user's entries that may

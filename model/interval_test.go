@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -69,11 +70,38 @@ func TestIntervalAgreesWithStateOnPoints(t *testing.T) {
 }
 
 func clone(o *Interval) *Interval {
-	c := &Interval{max: o.max, window: o.window, logs: map[string][]span{}}
+	c := &Interval{max: o.max, window: o.window, logs: map[string][]span{}, joints: map[string]*joint{}}
 	for u, l := range o.logs {
 		c.logs[u] = append([]span(nil), l...)
 	}
+	for u, j := range o.joints {
+		cj := *j
+		cj.lo, cj.hi = slices.Clone(j.lo), slices.Clone(j.hi)
+		cj.edges, cj.allowed = slices.Clone(j.edges), slices.Clone(j.allowed)
+		c.joints[u] = &cj
+	}
 	return c
+}
+
+// TestIntervalJudgesTheWholeHistory: answers each possible alone but not
+// together are impossible.
+func TestIntervalJudgesTheWholeHistory(t *testing.T) {
+	o, err := NewInterval(1, time.Second)
+	require.NoError(t, err)
+	at := func(ms int64) time.Time { return time.UnixMilli(1_000_000 + ms) }
+	j, _ := o.Judge(TimedOp{Kind: OpAllow, User: "u", Allowed: true, Lo: at(0), Hi: at(10)})
+	assert.Equal(t, Certain, j)
+	// Denied in [1004, 1006]: the entry must be at 5 or later.
+	j, _ = o.Judge(TimedOp{Kind: OpAllow, User: "u", Allowed: false, Lo: at(1004), Hi: at(1006)})
+	assert.Equal(t, Undecided, j)
+	// Allowed at 1004: the entry must be at 4 or earlier. Alone, possible;
+	// with the denial, no instants fit.
+	alone := clone(o)
+	alone.joints["u"].off = true
+	j, _ = alone.Judge(TimedOp{Kind: OpAllow, User: "u", Allowed: true, Lo: at(1004), Hi: at(1004)})
+	assert.Equal(t, Undecided, j, "judged alone it is possible")
+	j, why := o.Judge(TimedOp{Kind: OpAllow, User: "u", Allowed: true, Lo: at(1004), Hi: at(1004)})
+	assert.Equal(t, Impossible, j, why)
 }
 
 func TestIntervalUnderUncertainty(t *testing.T) {
@@ -109,4 +137,35 @@ func TestIntervalUnderUncertainty(t *testing.T) {
 func (o *Interval) mustJudge(op TimedOp) Judgement {
 	j, _ := o.Judge(op)
 	return j
+}
+
+// TestIntervalIsSound: answers of the exact model at true instants are
+// never impossible, whatever intervals around those instants the oracle is
+// given.
+func TestIntervalIsSound(t *testing.T) {
+	for seed := range uint64(300) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		n, w := 1+rng.IntN(4), time.Duration(100+rng.IntN(400))*time.Millisecond
+		s, _ := New(n, w)
+		o, _ := NewInterval(n, w)
+		now := time.UnixMilli(1_767_225_600_000)
+		for step := range 120 {
+			now = now.Add(time.Duration(rng.IntN(3)*rng.IntN(90)) * time.Millisecond)
+			u := fmt.Sprint("u", rng.IntN(2))
+			op := TimedOp{User: u, Lo: now.Add(-time.Duration(rng.IntN(25)) * time.Millisecond), Hi: now.Add(time.Duration(rng.IntN(25)) * time.Millisecond)}
+			switch r := rng.IntN(10); {
+			case r < 6:
+				op.Kind = OpAllow
+				op.Allowed, _ = s.Allow(now, u)
+			case r < 9:
+				op.Kind = OpRemaining
+				op.Remaining, _ = s.Remaining(now, u)
+			default:
+				op.Kind = OpReset
+				s.Reset(u)
+			}
+			j, why := o.Judge(op)
+			require.NotEqual(t, Impossible, j, "seed %d step %d: %+v: %s", seed, step, op, why)
+		}
+	}
 }

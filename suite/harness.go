@@ -432,15 +432,15 @@ func (h *harness) checkedRealTime(i int, name, user string, call func(contract.R
 
 // Reset sends Reset(user) to instance 0 and applies it to the model.
 func (h *harness) Reset(user string) {
-	if h.fake == nil {
-		h.oracle.Judge(model.TimedOp{Kind: model.OpReset, User: user})
-	}
 	lim := h.Instance(0)
 	now := h.Now()
 	op := "Reset(" + h.short(user) + ")"
 	if err := lim.Reset(h.ctx, user); err != nil {
 		h.record(0, now, op, "error")
 		h.failStep(0, now, op, "", "ok", "", err)
+	}
+	if h.fake == nil { // it took effect between sending and the answer
+		h.oracle.Judge(model.TimedOp{Kind: model.OpReset, User: user, Lo: now, Hi: time.Now()})
 	}
 	h.record(0, now, op, "ok")
 	h.model.Reset(user)
