@@ -83,6 +83,19 @@ func All() []Mutant {
 	}
 }
 
+// NotInRealTime lists the mutants that grading without clock control
+// cannot be expected to catch, each with the reason; the self-test grades
+// every other mutant without clock control too.
+func NotInRealTime() map[string]string {
+	return map[string]string{
+		"inclusive-boundary": "the 1ms between s+W-1 and s+W is far inside any round trip",
+		"clock-ignored":      "without clock control every limiter reads its own clock: there is no given clock to ignore",
+		"counts-future":      "the clock never steps back in real time",
+		"drops-future":       "the clock never steps back in real time",
+		"capped-window":      "a window cut to a day shows only once a day has passed",
+	}
+}
+
 // Uncatchable lists the specs that no mutant of this package is failed by,
 // each with the reason.
 func Uncatchable() map[string]string {
