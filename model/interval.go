@@ -249,13 +249,3 @@ func (o *Interval) Log(user string, lo, hi time.Time) {
 	}
 	o.joints[user].off = true // entries of a burst have no order
 }
-
-// Entries reports, for explanations, the spans of user's entries that may
-// still count, as offsets from origin.
-func (o *Interval) Entries(user string) [][2]time.Time {
-	var out [][2]time.Time
-	for _, e := range o.logs[user] {
-		out = append(out, [2]time.Time{time.UnixMilli(e.lo), time.UnixMilli(e.hi)})
-	}
-	return out
-}

@@ -197,26 +197,26 @@ func JUnit(w io.Writer, rep *suite.Report, meta Meta) error {
 		Name  string `xml:"name,attr"`
 		Value string `xml:"value,attr"`
 	}
+	// totals are the counts of a testsuite, and of all of them.
+	type totals struct {
+		Tests    int           `xml:"tests,attr"`
+		Failures int           `xml:"failures,attr"`
+		Errors   int           `xml:"errors,attr"`
+		Skipped  int           `xml:"skipped,attr"`
+		Time     string        `xml:"time,attr"`
+		dur      time.Duration `xml:"-"`
+	}
 	type testsuite struct {
-		Name       string     `xml:"name,attr"`
-		Tests      int        `xml:"tests,attr"`
-		Failures   int        `xml:"failures,attr"`
-		Errors     int        `xml:"errors,attr"`
-		Skipped    int        `xml:"skipped,attr"`
-		Time       string     `xml:"time,attr"`
+		Name string `xml:"name,attr"`
+		totals
 		Properties []property `xml:"properties>property"`
 		Cases      []testcase `xml:"testcase"`
-		dur        time.Duration
 	}
 	type testsuites struct {
-		XMLName  xml.Name    `xml:"testsuites"`
-		Name     string      `xml:"name,attr"`
-		Tests    int         `xml:"tests,attr"`
-		Failures int         `xml:"failures,attr"`
-		Errors   int         `xml:"errors,attr"`
-		Skipped  int         `xml:"skipped,attr"`
-		Time     string      `xml:"time,attr"`
-		Suites   []testsuite `xml:"testsuite"`
+		XMLName xml.Name `xml:"testsuites"`
+		Name    string   `xml:"name,attr"`
+		totals
+		Suites []testsuite `xml:"testsuite"`
 	}
 	props := []property{{"target", rep.Target}, {"seed", fmt.Sprint(rep.Seed)}, {"level", string(rep.Level)},
 		{"verdict", rep.Verdict().String()}}
@@ -228,7 +228,6 @@ func JUnit(w io.Writer, rep *suite.Report, meta Meta) error {
 	}
 	all := testsuites{Name: "rlconform"}
 	index := map[suite.Level]int{}
-	var total time.Duration
 	for _, r := range rep.Results {
 		i, ok := index[r.Level]
 		if !ok {
@@ -262,18 +261,18 @@ func JUnit(w io.Writer, rep *suite.Report, meta Meta) error {
 		}
 		s.Tests++
 		s.dur += r.Duration
-		total += r.Duration
 		s.Cases = append(s.Cases, c)
 	}
 	for i := range all.Suites {
-		s := &all.Suites[i]
+		s := &all.Suites[i].totals
 		s.Time = secs(s.dur)
 		all.Tests += s.Tests
 		all.Failures += s.Failures
 		all.Errors += s.Errors
 		all.Skipped += s.Skipped
+		all.dur += s.dur
 	}
-	all.Time = secs(total)
+	all.Time = secs(all.dur)
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
 	}

@@ -27,12 +27,11 @@ type traceOp struct {
 	wrong bool
 }
 
-// candidate is an algorithm a history may show, with what to do about it;
-// family groups the variants of one algorithm (two fixed windows that
-// differ only in counting denied requests share a hint).
+// candidate is an algorithm a history may show, with what to do about it
+// (the variants of one algorithm share a hint).
 type candidate struct {
-	name, hint, family string
-	replay             func(ops []traceOp) bool
+	name, hint string
+	replay     func(ops []traceOp) bool
 }
 
 // diagnose replays the spec's trace on the algorithms a limiter may really
@@ -86,11 +85,11 @@ func (h *harness) diagnose() []candidate {
 	n, w := h.env.MaxRequests, h.env.Window
 	cands := []candidate{{
 		"instances that each keep their own log (not one limit over the shared store)",
-		"keep the log in the shared store, not in the instance's memory", "per-instance",
+		"keep the log in the shared store, not in the instance's memory",
 		func(ops []traceOp) bool { return replayPerInstance(n, w, ops) },
 	}}
 	for _, a := range model.Alternatives(n, w) {
-		cands = append(cands, candidate{a.Name(), a.Hint(), fmt.Sprintf("%T", a), func(ops []traceOp) bool { return replayAll(a, ops) }})
+		cands = append(cands, candidate{a.Name(), a.Hint(), func(ops []traceOp) bool { return replayAll(a, ops) }})
 	}
 	var out []candidate
 	for _, c := range cands {
@@ -143,11 +142,12 @@ func markWrong(a model.Algorithm, ops []traceOp) {
 	}
 }
 
-// hintOf is the hint of the algorithms found, when they are variants of
-// one: then the answers show what to change; otherwise "".
+// hintOf is the hint of the algorithms found, when they share one (the
+// variants of one algorithm): then the answers show what to change;
+// otherwise "".
 func hintOf(found []candidate) string {
 	for _, c := range found[1:] {
-		if c.family != found[0].family || (c.family == "*model.logVariant" && c.name != found[0].name) {
+		if c.hint != found[0].hint {
 			return ""
 		}
 	}

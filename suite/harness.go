@@ -113,6 +113,12 @@ func (h *harness) Skipf(format string, args ...any) {
 	panic(skipped{fmt.Sprintf(format, args...)})
 }
 
+// fault ends the spec as errored: the grader's own store or wait failed,
+// which says nothing about the limiter.
+func (h *harness) fault(format string, args ...any) {
+	h.fail(Failure{Kind: KindFault}, fmt.Sprintf(format, args...))
+}
+
 // divergef is diverge for a rule broken outside one answer.
 func (h *harness) divergef(format string, args ...any) {
 	h.diverge(Failure{Kind: KindViolation}, fmt.Sprintf(format, args...))
@@ -250,7 +256,7 @@ func (h *harness) waitUntil(t time.Time) {
 	select {
 	case <-timer.C:
 	case <-h.ctx.Done():
-		h.fail(Failure{Kind: KindFault}, "the spec ran out of time waiting for an instant")
+		h.fault("the spec ran out of time waiting for an instant")
 	}
 }
 
@@ -737,12 +743,12 @@ func (h *harness) checkBurstRealTime(users []string, perUser, goroutines int, in
 		op := fmt.Sprintf("%d goroutines on %d instance(s): AllowRequest(%s) ×%d", goroutines, len(instances), h.short(u), perUser)
 		h.tl.add(event{at: began.Sub(h.start), until: ended.Sub(h.start), op: op, got: out[u].String()})
 	}
-	for _, u := range users {
+	for ui, u := range users {
 		o := out[u]
 		if len(o.Errors) > 0 {
 			h.Failf("%d of %d concurrent AllowRequest(%s) failed, first: %v", len(o.Errors), perUser, h.short(u), o.Errors[0])
 		}
-		h.trace = append(h.trace, traceOp{at: began, until: ended, kind: 'B', user: u, n: perUser, allowed: o.Allowed, instances: len(instances)})
+		h.trace = append(h.trace, traceOp{at: began, until: ended, kind: 'B', user: u, n: perUser, allowed: o.Allowed, inst: ui, instances: len(instances)})
 		cMin, cMax := h.oracle.Count(u, began, ended)
 		lo, hi := min(perUser, max(0, h.N()-cMax)), min(perUser, max(0, h.N()-cMin))
 		switch {

@@ -177,7 +177,7 @@ func keyHygiene(h *harness) {
 	var keys, others []string
 	all, err := h.specKeys(ctx)
 	if err != nil {
-		h.fail(Failure{Kind: KindFault}, fmt.Sprintf("listing the keys under %s: %v", h.env.KeyPrefix, err))
+		h.fault("listing the keys under %s: %v", h.env.KeyPrefix, err)
 	}
 	for _, k := range all {
 		if strings.Contains(k, h.tag) {
@@ -198,7 +198,7 @@ func keyHygiene(h *harness) {
 	for _, k := range keys {
 		ttl, err := red.PTTL(ctx, k).Result()
 		if err != nil {
-			h.Failf("PTTL %s: %v", k, err)
+			h.fault("PTTL %s: %v", k, err)
 		}
 		h.Note("PTTL "+strings.TrimPrefix(k, h.env.KeyPrefix), ttl.String())
 		switch {
@@ -224,7 +224,7 @@ func keyHygiene(h *harness) {
 	}
 	tagged, err := redisenv.ScanKeys(ctx, red, "*"+h.tag+"*")
 	if err != nil {
-		h.fail(Failure{Kind: KindFault}, fmt.Sprintf("SCAN *%s*: %v", h.tag, err))
+		h.fault("SCAN *%s*: %v", h.tag, err)
 	}
 	for _, k := range tagged {
 		if !strings.HasPrefix(k, h.env.KeyPrefix) {
@@ -245,7 +245,7 @@ func storeOutage(h *harness) {
 
 	// Down: the server is gone, connections are refused.
 	if err := srv.Stop(); err != nil {
-		h.Failf("stopping Redis: %v", err)
+		h.fault("stopping Redis: %v", err)
 	}
 	defer func() { // whatever happens, leave Redis running for the next spec
 		srv.Resume()
@@ -255,12 +255,12 @@ func storeOutage(h *harness) {
 
 	// Unresponsive: the server is frozen, connections hang.
 	if err := srv.Start(h.ctx); err != nil {
-		h.Failf("restarting Redis: %v", err)
+		h.fault("restarting Redis: %v", err)
 	}
 	if err := srv.Pause(); err == nil {
 		h.outageCalls(lim, u, "Redis frozen (SIGSTOP)")
 		if err := srv.Resume(); err != nil {
-			h.Failf("resuming Redis: %v", err)
+			h.fault("resuming Redis: %v", err)
 		}
 	}
 
