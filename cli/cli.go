@@ -25,14 +25,16 @@ const (
 	ExitInterrupted = 130
 )
 
-const usage = `rlconform grades rate limiters against the exact sliding-window contract.
+const usage = `rlconform grades rate limiters against the exact sliding-window contract,
+or against the profile of another algorithm (--profile).
 
 usage:
   rlconform run   [flags]  grade a limiter: the reference on a Redis found or started,
                            or a protocol v1 server with --target URL
   rlconform serve [flags]  serve a built-in limiter over protocol v1
-  rlconform list [--json] [LEVEL|ID-PREFIX]...
+  rlconform list [--json] [--profile P] [LEVEL|ID-PREFIX]...
                            spec ids, their level, what they need, what they prove
+                           (for profile P: its rules, and what it does not grade)
   rlconform version        the version and revision of this build
 
 run 'rlconform run -h' or 'rlconform serve -h' for the flags.
@@ -70,8 +72,9 @@ func listSpecs(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("rlconform list", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print the catalogue as JSON")
+	profile := fs.String("profile", "sliding-log", "list the rules as `PROFILE` states them, and which specs do not grade it")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: rlconform list [--json] [LEVEL | ID-PREFIX]...")
+		fmt.Fprintln(stderr, "usage: rlconform list [--json] [--profile PROFILE] [LEVEL | ID-PREFIX]...")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -80,7 +83,11 @@ func listSpecs(args []string, stdout, stderr io.Writer) int {
 		}
 		return ExitCannotRun
 	}
-	specs := suite.Specs()
+	specs, err := suite.ProfileSpecs(*profile)
+	if err != nil {
+		fmt.Fprintf(stderr, "rlconform list: %v\n", err)
+		return ExitCannotRun
+	}
 	if fs.NArg() > 0 {
 		var picked []suite.SpecInfo
 		for _, s := range specs {
@@ -99,14 +106,16 @@ func listSpecs(args []string, stdout, stderr io.Writer) int {
 	}
 	if *asJSON {
 		type entry struct {
-			ID    string   `json:"id"`
-			Level string   `json:"level"`
-			Rule  string   `json:"rule"`
-			Needs []string `json:"needs"`
+			ID                  string   `json:"id"`
+			Level               string   `json:"level"`
+			Rule                string   `json:"rule"`
+			Needs               []string `json:"needs"`
+			NotGraded           string   `json:"not_graded,omitempty"`
+			NotGradedInRealTime string   `json:"not_graded_in_real_time,omitempty"`
 		}
 		out := []entry{}
 		for _, s := range specs {
-			out = append(out, entry{s.ID, string(s.Level), s.Rule, append([]string{}, s.Needs...)})
+			out = append(out, entry{s.ID, string(s.Level), s.Rule, append([]string{}, s.Needs...), s.NotGraded, s.NotGradedInRealTime})
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -121,7 +130,14 @@ func listSpecs(args []string, stdout, stderr io.Writer) int {
 		if needs == "" {
 			needs = "-"
 		}
-		fmt.Fprintf(stdout, "%-34s %-7s %-34s %s\n", s.ID, s.Level, needs, s.Rule)
+		rule := s.Rule
+		switch {
+		case s.NotGraded != "":
+			rule = "NOT GRADED: " + s.NotGraded
+		case s.NotGradedInRealTime != "":
+			rule += " (" + s.NotGradedInRealTime + ")"
+		}
+		fmt.Fprintf(stdout, "%-34s %-7s %-34s %s\n", s.ID, s.Level, needs, rule)
 	}
 	return ExitConformant
 }

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/redisenv"
 	"github.com/rlconform/rlconform/report"
 	"github.com/rlconform/rlconform/suite"
@@ -34,6 +35,7 @@ type runFlags struct {
 	reportDir   string
 	failOnSkip  bool
 	rtWindow    time.Duration
+	profile     string
 }
 
 func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
@@ -56,6 +58,7 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.DurationVar(&f.maxDuration, "max-duration", 15*time.Minute, "bound on the whole run: past it, the run stops with what finished (exit 2)")
 	fs.DurationVar(&f.rtWindow, "realtime-window", time.Second, "window of the specs graded in real time (targets without clock control); raised by itself when the target's round trips are too slow for it")
 	fs.BoolVar(&f.failOnSkip, "fail-on-skip", false, "a run with any skipped spec is not conformant enough: exit 2 (for CI jobs that demand the whole level)")
+	fs.StringVar(&f.profile, "profile", "sliding-log", "the algorithm to grade against, `NAME[:key=value,...]`: sliding-log, fixed-window (align=epoch|first-grid|first-hit, count-denied=false|true), sliding-counter (count-denied), gcra (burst=N|limit), token-bucket (capacity=N|limit, refill=continuous|interval); 'rlconform list --profile NAME' says what it grades")
 	fs.StringVar(&f.reportDir, "report-dir", "", "directory for failure artefacts such as linearizability visualisations (default: the temp directory)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -141,7 +144,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return ExitCannotRun
 	}
 	cfg := suite.Config{Level: lvl, Seed: f.seed, IDs: f.ids, Labels: f.labels, ExpectFail: f.expectFail,
-		ReportDir: f.reportDir, StorePrefix: f.storePrefix, SpecTimeout: f.specTimeout, RealTimeWindow: f.rtWindow}
+		ReportDir: f.reportDir, StorePrefix: f.storePrefix, SpecTimeout: f.specTimeout, RealTimeWindow: f.rtWindow, Profile: f.profile}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(stderr, "rlconform run: %v\n", err)
 		return ExitCannotRun
@@ -168,7 +171,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		done++
 		fmt.Fprintf(stderr, "[%2d/%d] %-13s %s\n", done, total, r.Status, r.ID)
 	}
-	target := targets.Reference()
+	target, err := targets.ReferenceProfile(model.MustSpec(f.profile))
+	if err != nil {
+		fmt.Fprintf(stderr, "rlconform run: %v\n", err)
+		return ExitCannotRun
+	}
 	if len(f.targets) > 0 {
 		probeCtx, cancel := context.WithTimeout(ctx, 3*f.timeout)
 		began := time.Now()

@@ -24,7 +24,7 @@ import (
 func serve(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("rlconform serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	impl := fs.String("impl", "reference", "what to serve: reference, model, or mutant:NAME ("+mutantNames()+")")
+	impl := fs.String("impl", "reference", "what to serve: reference, model, reference:PROFILE, model:PROFILE (e.g. model:gcra:burst=3), or mutant:NAME ("+mutantNames()+")")
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
 	limit := fs.Int("limit", 5, "initial limit N")
 	window := fs.Duration("window", time.Minute, "initial window W")
@@ -64,12 +64,26 @@ func serve(args []string, stdout, stderr io.Writer) int {
 
 // build makes the limiter to serve, and the Redis it uses (nil for the model).
 func build(ctx context.Context, impl string, clock fakeclock.Clock, prefix string, n int, w time.Duration) (contract.RateLimiterContract, *redisenv.Redis, error) {
-	if impl == "model" {
-		lim, err := model.NewLimiter(clock, n, w)
-		return lim, nil, err
+	var profile model.Spec
+	if sp, ok := strings.CutPrefix(impl, "model:"); ok || impl == "model" {
+		spec, err := model.ParseSpec(sp)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--impl %s: %w", impl, err)
+		}
+		p, err := spec.New(n, w)
+		if err != nil {
+			return nil, nil, err
+		}
+		return model.NewProfileLimiter(clock, p), nil, nil
 	}
 	var mutant *mutants.Mutant
-	if name, ok := strings.CutPrefix(impl, "mutant:"); ok {
+	if sp, ok := strings.CutPrefix(impl, "reference:"); ok {
+		spec, err := model.ParseSpec(sp)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--impl %s: %w", impl, err)
+		}
+		profile = spec
+	} else if name, ok := strings.CutPrefix(impl, "mutant:"); ok {
 		for _, m := range mutants.All() {
 			if m.Name == name {
 				mutant = &m
@@ -79,7 +93,7 @@ func build(ctx context.Context, impl string, clock fakeclock.Clock, prefix strin
 			return nil, nil, fmt.Errorf("unknown mutant %q; known: %s", name, mutantNames())
 		}
 	} else if impl != "reference" {
-		return nil, nil, fmt.Errorf("unknown --impl %q: want reference, model or mutant:NAME", impl)
+		return nil, nil, fmt.Errorf("unknown --impl %q: want reference, model, reference:PROFILE, model:PROFILE or mutant:NAME", impl)
 	}
 	store, err := redisenv.Obtain(ctx)
 	if err != nil {
@@ -89,7 +103,11 @@ func build(ctx context.Context, impl string, clock fakeclock.Clock, prefix strin
 	if mutant != nil {
 		lim, err = mutant.New(mutants.Store{Redis: store.Client, Clock: clock, Prefix: prefix, MaxRequests: n, Window: w})
 	} else {
-		lim, err = reference.New(store.Client, reference.Options{MaxRequests: n, Window: w, Prefix: prefix, Clock: clock})
+		if !profile.IsSlidingLog() {
+			err = fmt.Errorf("no built-in Redis implementation of profile %s yet", profile)
+		} else {
+			lim, err = reference.New(store.Client, reference.Options{MaxRequests: n, Window: w, Prefix: prefix, Clock: clock})
+		}
 	}
 	if err != nil {
 		store.Close()

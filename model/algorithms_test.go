@@ -5,24 +5,38 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
+
+const epochMs = 1_767_225_600_000
 
 // answers runs allow at each offset (ms) and returns the answers.
 func answers(a Algorithm, user string, offsets ...int64) []bool {
 	var out []bool
 	for _, ms := range offsets {
-		out = append(out, a.Allow(time.UnixMilli(1_767_225_600_000+ms), user))
+		ok, _ := a.Allow(time.UnixMilli(epochMs+ms), user)
+		out = append(out, ok)
 	}
 	return out
+}
+
+func profile(t *testing.T, spec string, n int, w time.Duration) Profile {
+	t.Helper()
+	sp, err := ParseSpec(spec)
+	require.NoError(t, err)
+	p, err := sp.New(n, w)
+	require.NoError(t, err)
+	return p
 }
 
 func TestFixedWindowEpoch(t *testing.T) {
 	f := NewFixedWindow(2, time.Second, false, false)
 	// 2 just before the edge at 1000 and 2 just after: all pass.
 	assert.Equal(t, []bool{true, true, false, true, true, false}, answers(f, "u", 998, 999, 999, 1000, 1001, 1999))
-	n, ok := f.Remaining(time.UnixMilli(1_767_225_600_000+1500), "u")
-	assert.True(t, ok)
+	n, err := f.Remaining(time.UnixMilli(epochMs+1500), "u")
+	assert.NoError(t, err)
 	assert.Equal(t, 0, n)
+	assert.Equal(t, 500*time.Millisecond, f.RetryAfter(time.UnixMilli(epochMs+1500), "u"))
 }
 
 func TestFixedWindowFirstHitCountingDenied(t *testing.T) {
@@ -34,28 +48,53 @@ func TestFixedWindowFirstHitCountingDenied(t *testing.T) {
 	assert.Equal(t, []bool{true, true, false, false, true}, answers(g, "u", 100, 1099, 1099, 1099, 1100))
 }
 
+func TestFixedWindowFirstGrid(t *testing.T) {
+	f := profile(t, "fixed-window:align=first-grid", 2, time.Second)
+	// The grid is anchored at 100: windows [100, 1100), [1100, 2100), ...
+	assert.Equal(t, []bool{true, true, false, true, true, false}, answers(f, "u", 100, 1000, 1099, 1100, 2000, 2099))
+	// A whole window [2100, 3100) with no counted request: forgotten at
+	// 1100+2000 = 3100, a new grid anchored at 3500.
+	assert.Equal(t, []bool{true, true, false, true}, answers(f, "u", 3500, 4000, 4499, 4500))
+	assert.Equal(t, 2000*time.Millisecond, f.Lifetime(time.UnixMilli(epochMs+4500), "u"), "the anchor lives a window past the count's window")
+}
+
 func TestSlidingCounter(t *testing.T) {
-	s := &SlidingCounter{n: 4, w: time.Second}
+	s := profile(t, "sliding-counter", 4, time.Second)
 	// 4 late in window 0; at 1500 the estimate is 4*0.5 = 2: 2 more pass.
 	assert.Equal(t, []bool{true, true, true, true}, answers(s, "u", 900, 900, 900, 900))
+	n, _ := s.Remaining(time.UnixMilli(epochMs+1500), "u")
+	assert.Equal(t, 2, n)
 	assert.Equal(t, []bool{true, true, false}, answers(s, "u", 1500, 1500, 1500))
-	// At 1000 exactly the estimate is 4: denied.
-	s2 := &SlidingCounter{n: 4, w: time.Second}
+	// At 1000 exactly the estimate is 4: denied; at 1001 it is 3.996: allowed.
+	s2 := profile(t, "sliding-counter", 4, time.Second)
 	answers(s2, "u", 999, 999, 999, 999)
-	assert.Equal(t, []bool{false}, answers(s2, "u", 1000))
+	assert.Equal(t, time.Millisecond, s2.RetryAfter(time.UnixMilli(epochMs+1000), "u"))
+	assert.Equal(t, []bool{false, true}, answers(s2, "u", 1000, 1001))
 }
 
 func TestGCRA(t *testing.T) {
-	g := &GCRA{n: 4, w: time.Second} // one every 250ms, burst 4
+	g := NewGCRA(4, time.Second) // one every 250ms, burst 4
 	assert.Equal(t, []bool{true, true, true, true, false}, answers(g, "u", 0, 0, 0, 0, 0))
+	assert.Equal(t, 250*time.Millisecond, g.RetryAfter(time.UnixMilli(epochMs), "u"))
 	assert.Equal(t, []bool{false, true, false, true}, answers(g, "u", 249, 250, 250, 500))
+	// A fractional interval is exact: 1000/3 ms.
+	h := profile(t, "gcra:burst=1", 3, time.Second)
+	assert.Equal(t, []bool{true, false, true, false, true}, answers(h, "u", 0, 333, 334, 667, 668))
+}
+
+func TestTokenBucketInterval(t *testing.T) {
+	b := profile(t, "token-bucket:capacity=3,refill=interval", 2, time.Second)
+	// Full at 0 (3 tokens); 2 more at 1000, 2000 (capped at 3).
+	assert.Equal(t, []bool{true, true, true, false, true, true, false}, answers(b, "u", 0, 1, 2, 999, 1000, 1500, 1999))
+	n, _ := b.Remaining(time.UnixMilli(epochMs+2000), "u")
+	assert.Equal(t, 2, n)
 }
 
 func TestLogVariants(t *testing.T) {
-	alts := Alternatives(2, time.Second)
+	alts := Alternatives(Spec{}, 2, time.Second)
 	byKind := map[string]Algorithm{}
 	for _, a := range alts {
-		if l, ok := a.(*logVariant); ok {
+		if l, ok := a.Algorithm.(*logVariant); ok {
 			byKind[l.kind] = a
 		}
 	}
@@ -66,7 +105,10 @@ func TestLogVariants(t *testing.T) {
 	assert.Equal(t, []bool{true, true, true, true, false}, answers(byKind["same-ms-once"], "u", 0, 0, 0, 5, 6))
 	assert.Equal(t, []bool{true, true, false, true}, answers(byKind["window/1000"], "u", 0, 0, 0, 1))
 	for _, a := range alts {
-		assert.NotEmpty(t, a.Name())
-		assert.NotEmpty(t, a.Hint())
+		assert.NotEmpty(t, a.Describe())
+		assert.NotEmpty(t, a.Hint)
+		if a.Spec.Name != "" {
+			assert.NotEqual(t, SlidingLog, a.Spec.String(), "the graded profile is not its own alternative")
+		}
 	}
 }

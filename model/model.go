@@ -4,8 +4,10 @@ package model
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -146,16 +148,23 @@ func (s *State) active(t int64, user string) []int64 {
 type Limiter struct {
 	clock fakeclock.Clock
 	mu    sync.Mutex
-	state *State
+	state Profile
 }
 
-// NewLimiter returns a model limiter reading time from clock.
+// NewLimiter returns a model limiter of the sliding log reading time from
+// clock.
 func NewLimiter(clock fakeclock.Clock, maxRequests int, window time.Duration) (*Limiter, error) {
 	s, err := New(maxRequests, window)
 	if err != nil {
 		return nil, err
 	}
 	return &Limiter{clock: clock, state: s}, nil
+}
+
+// NewProfileLimiter returns a limiter that answers as the profile p does
+// on clock; it owns p from then on.
+func NewProfileLimiter(clock fakeclock.Clock, p Profile) *Limiter {
+	return &Limiter{clock: clock, state: p}
 }
 
 // AllowRequest implements [contract.RateLimiterContract].
@@ -207,3 +216,67 @@ func (s *State) Log(now time.Time, user string) []time.Time {
 	}
 	return out
 }
+
+// Spec implements [Profile]: the sliding log.
+func (s *State) Spec() Spec { return Spec{Name: SlidingLog} }
+
+// Describe implements [Profile].
+func (s *State) Describe() string {
+	return fmt.Sprintf("the exact sliding log of %d per %v", s.max, s.Window())
+}
+
+// Lifetime implements [Profile]: until the newest entry leaves.
+func (s *State) Lifetime(now time.Time, user string) time.Duration {
+	log := s.logs[user]
+	if len(log) == 0 {
+		return 0
+	}
+	return time.Duration(max(0, log[len(log)-1]+s.window-now.UnixMilli())) * time.Millisecond
+}
+
+// Explain implements [Profile]: the entries that count at now.
+func (s *State) Explain(now, base time.Time, user string) string {
+	log := s.Log(now, user)
+	var b strings.Builder
+	fmt.Fprintf(&b, "the model counts %d of limit %d for %s: the entries in (%s, %s]", len(log), s.max, user, offset(now.Add(-s.Window()), base), offset(now, base))
+	if len(log) == 0 {
+		b.WriteString(" (none)")
+	} else {
+		b.WriteString(" at")
+	}
+	// Entries at one instant are shown once, with a count.
+	for i, shown := 0, 0; i < len(log); shown++ {
+		j := i
+		for j < len(log) && log[j].Equal(log[i]) {
+			j++
+		}
+		if shown == 8 {
+			fmt.Fprintf(&b, " … %d more", len(log)-i)
+			break
+		}
+		b.WriteString(" " + offset(log[i], base))
+		if j-i > 1 {
+			fmt.Fprintf(&b, "×%d", j-i)
+		}
+		i = j
+	}
+	if len(log) >= s.max {
+		b.WriteString(": every slot is taken")
+	} else {
+		fmt.Fprintf(&b, ": %d slot(s) free", s.max-len(log))
+	}
+	return b.String()
+}
+
+// Clone implements [Profile].
+func (s *State) Clone() Profile {
+	c := *s
+	c.logs = make(map[string][]int64, len(s.logs))
+	for u, log := range s.logs {
+		c.logs[u] = slices.Clone(log)
+	}
+	return &c
+}
+
+// StateKey implements [Profile].
+func (s *State) StateKey(user string) string { return fmt.Sprint(s.logs[user]) }

@@ -23,7 +23,7 @@ type Meta struct {
 // verdict line.
 func Text(w io.Writer, rep *suite.Report) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s (level %s, seed %d)\n", rep.Target, rep.Level, rep.Seed)
+	fmt.Fprintf(&b, "%s (level %s, profile %s, seed %d)\n", rep.Target, rep.Level, rep.Profile, rep.Seed)
 	for _, r := range rep.Results {
 		fmt.Fprintf(&b, "  %-13s %-34s %6dms", r.Status, r.ID, r.Duration.Milliseconds())
 		if r.Mode == suite.RealTime {
@@ -135,6 +135,7 @@ func JSON(w io.Writer, rep *suite.Report, meta Meta) error {
 		Target     string       `json:"target"`
 		Targets    []string     `json:"targets,omitempty"`
 		Level      string       `json:"level"`
+		Profile    string       `json:"profile,omitempty"`
 		Seed       uint64       `json:"seed"`
 		Outcome    string       `json:"outcome"`
 		Conformant bool         `json:"conformant"`
@@ -145,7 +146,7 @@ func JSON(w io.Writer, rep *suite.Report, meta Meta) error {
 		Coverage   jsonCoverage `json:"coverage"`
 		Results    []jsonResult `json:"results"`
 	}{
-		Version: meta.Version, Target: rep.Target, Targets: rep.Targets, Level: string(rep.Level), Seed: rep.Seed,
+		Version: meta.Version, Target: rep.Target, Targets: rep.Targets, Level: string(rep.Level), Profile: rep.Profile, Seed: rep.Seed,
 		Outcome: string(v.Outcome), Conformant: v.Outcome == suite.Conformant, Verdict: v.String(), Reasons: v.Reasons,
 		Aborted: rep.Aborted, Notes: rep.Notes,
 		Coverage: jsonCoverage{Selected: c.Selected, Graded: c.Graded, RealTime: c.RealTime, Passed: c.Passed, Failed: c.Failed,
@@ -219,7 +220,7 @@ func JUnit(w io.Writer, rep *suite.Report, meta Meta) error {
 		Suites []testsuite `xml:"testsuite"`
 	}
 	props := []property{{"target", rep.Target}, {"seed", fmt.Sprint(rep.Seed)}, {"level", string(rep.Level)},
-		{"verdict", rep.Verdict().String()}}
+		{"profile", rep.Profile}, {"verdict", rep.Verdict().String()}}
 	for i, t := range rep.Targets {
 		props = append(props, property{fmt.Sprintf("target.%d", i+1), t})
 	}
@@ -309,7 +310,7 @@ func Markdown(w io.Writer, rep *suite.Report, meta Meta) error {
 	if len(v.Reasons) > 0 {
 		b.WriteByte('\n')
 	}
-	fmt.Fprintf(&b, "seed `%d`", rep.Seed)
+	fmt.Fprintf(&b, "profile `%s` · seed `%d`", rep.Profile, rep.Seed)
 	if meta.Version != "" {
 		fmt.Fprintf(&b, " · rlconform %s", meta.Version)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/redisenv"
 )
 
@@ -50,6 +51,12 @@ type Config struct {
 	// ReportDir receives artefacts of failures (linearizability
 	// visualisations); default the system's temp directory.
 	ReportDir string
+	// Profile is the algorithm the target is graded against, as
+	// model.ParseSpec reads it: NAME[:key=value,...], e.g.
+	// "fixed-window:align=first-hit,count-denied=true" (default
+	// "sliding-log", the contract's exact log). docs/profiles.md gives
+	// each profile's rules.
+	Profile string
 	// Progress, when set, is called after each spec.
 	Progress func(Result)
 }
@@ -96,6 +103,9 @@ func (c Config) validated() (Config, error) {
 	}
 	if c.Limit > 10_000 {
 		errs = append(errs, fmt.Errorf("Config.Limit %d: specs send several times the limit, keep it at most 10000", c.Limit))
+	}
+	if _, err := model.ParseSpec(c.Profile); err != nil {
+		errs = append(errs, fmt.Errorf("Config.Profile: %w", err))
 	}
 	if c.RealTimeWindow < 10*time.Millisecond || c.RealTimeWindow > time.Minute {
 		errs = append(errs, fmt.Errorf("RealTimeWindow %v: want 10ms to 1m", c.RealTimeWindow))
@@ -218,6 +228,9 @@ func (c Config) reproduce(test string) string {
 		fmt.Fprintf(&b, " -run '^%s$'", regexp.QuoteMeta(test))
 	}
 	fmt.Fprintf(&b, " -args -rlconform.seed=%d -rlconform.level=%s", c.Seed, c.Level)
+	if c.Profile != "" {
+		fmt.Fprintf(&b, " -rlconform.profile=%s", c.Profile)
+	}
 	if len(c.IDs) > 0 {
 		fmt.Fprintf(&b, " -rlconform.id=%s", strings.Join(c.IDs, ","))
 	}
@@ -234,6 +247,7 @@ type testFlags struct {
 	level                   string
 	ids, labels, expectFail commaList
 	reportDir               string
+	profile                 string
 }
 
 // flags is the one piece of package state: flags must be registered when
@@ -251,6 +265,7 @@ func init() {
 	flag.Var(&flags.labels, "rlconform.label", "rlconform: only specs with any of these labels (comma-separated)")
 	flag.Var(&flags.expectFail, "rlconform.expect-fail", "rlconform: spec ids the limiter knowingly fails (comma-separated)")
 	flag.StringVar(&flags.reportDir, "rlconform.report-dir", "", "rlconform: directory for failure artefacts")
+	flag.StringVar(&flags.profile, "rlconform.profile", "", "rlconform: the profile to grade against, NAME[:key=value,...] (default sliding-log)")
 }
 
 // flagOverrides applies the -rlconform.* flags that were set to cfg.
@@ -275,6 +290,9 @@ func flagOverrides(cfg Config) Config {
 	}
 	if flags.reportDir != "" {
 		cfg.ReportDir = flags.reportDir
+	}
+	if flags.profile != "" {
+		cfg.Profile = flags.profile
 	}
 	return cfg
 }

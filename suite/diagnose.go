@@ -76,20 +76,25 @@ func (h *harness) diagnose() []candidate {
 		}
 		return false
 	}
-	if explains(func(ops []traceOp) bool { return replayAll(exact(h.env.MaxRequests, h.env.Window), ops) }) {
+	n, w := h.env.MaxRequests, h.env.Window
+	graded := func() model.Algorithm { p, _ := h.run.profile.New(n, w); return p }
+	if explains(func(ops []traceOp) bool { return replayAll(graded(), false, ops) }) {
 		return nil
 	}
 	for _, t := range traces {
-		markWrong(exact(h.env.MaxRequests, h.env.Window), t)
+		markWrong(graded(), t)
 	}
-	n, w := h.env.MaxRequests, h.env.Window
+	what := "log"
+	if !h.run.profile.IsSlidingLog() {
+		what = "state"
+	}
 	cands := []candidate{{
-		"instances that each keep their own log (not one limit over the shared store)",
-		"keep the log in the shared store, not in the instance's memory",
-		func(ops []traceOp) bool { return replayPerInstance(n, w, ops) },
+		"instances that each keep their own " + what + " (not one limit over the shared store)",
+		"keep the " + what + " in the shared store, not in the instance's memory",
+		func(ops []traceOp) bool { return replayPerInstance(graded, ops) },
 	}}
-	for _, a := range model.Alternatives(n, w) {
-		cands = append(cands, candidate{a.Name(), a.Hint(), func(ops []traceOp) bool { return replayAll(a, ops) }})
+	for _, a := range model.Alternatives(h.run.profile, n, w) {
+		cands = append(cands, candidate{a.Describe(), a.Hint, func(ops []traceOp) bool { return replayAll(a.Algorithm, a.RemainingVaries, ops) }})
 	}
 	var out []candidate
 	for _, c := range cands {
@@ -118,10 +123,11 @@ func timed(ops []traceOp, at int) []traceOp {
 	return out
 }
 
-// replayAll replays ops on a and reports whether it gives every answer.
-func replayAll(a model.Algorithm, ops []traceOp) bool {
+// replayAll replays ops on a and reports whether it gives every answer
+// (of remaining too, unless its remaining varies between implementations).
+func replayAll(a model.Algorithm, varies bool, ops []traceOp) bool {
 	for _, op := range ops {
-		if !step(op, func(int) model.Algorithm { return a }) {
+		if !step(op, func(int) model.Algorithm { return a }, varies) {
 			return false
 		}
 	}
@@ -138,7 +144,7 @@ func markWrong(a model.Algorithm, ops []traceOp) {
 			op.wrong = strconv.Itoa(n) != op.got
 			continue
 		}
-		step(*op, func(int) model.Algorithm { return a })
+		step(*op, func(int) model.Algorithm { return a }, false)
 	}
 }
 
@@ -154,29 +160,34 @@ func hintOf(found []candidate) string {
 	return found[0].hint
 }
 
-// replayPerInstance replays ops on one sliding log per instance.
-func replayPerInstance(n int, w time.Duration, ops []traceOp) bool {
+// replayPerInstance replays ops on one model of the graded profile per
+// instance.
+func replayPerInstance(fresh func() model.Algorithm, ops []traceOp) bool {
 	logs := map[int]model.Algorithm{}
 	multi := false
+	var configured []traceOp // instances made later start with these
 	of := func(i int) model.Algorithm {
 		if i > 0 {
 			multi = true
 		}
 		if logs[i] == nil {
-			logs[i] = exact(n, w)
+			logs[i] = fresh()
+			for _, c := range configured {
+				logs[i].Configure(c.n, c.w)
+			}
 		}
 		return logs[i]
 	}
 	for _, op := range ops {
 		switch {
 		case op.kind == 'C':
-			n, w = op.n, op.w // instances made later start with it
+			configured = append(configured, op)
 			for _, a := range logs {
 				a.Configure(op.n, op.w)
 			}
 		case op.kind == 'R': // Reset reached instance 0: the others keep their logs
 			of(0).Reset(op.user)
-		case !step(op, of):
+		case !step(op, of, false):
 			return false
 		}
 		if op.kind == 'B' && op.instances > 1 {
@@ -187,18 +198,19 @@ func replayPerInstance(n int, w time.Duration, ops []traceOp) bool {
 }
 
 // step applies op to the algorithm of its instance and reports whether
-// the answer matches. An algorithm that does not model remaining matches
-// every remaining answer but a wrong one (op.wrong): a diagnosis must
-// explain what went wrong.
-func step(op traceOp, of func(int) model.Algorithm) bool {
+// the answer matches. An algorithm whose remaining varies matches every
+// remaining answer but a wrong one (op.wrong): a diagnosis must explain
+// what went wrong.
+func step(op traceOp, of func(int) model.Algorithm, varies bool) bool {
 	switch op.kind {
 	case 'A':
-		return allowedWord(of(op.inst).Allow(op.at, op.user)) == op.got
+		ok, _ := of(op.inst).Allow(op.at, op.user)
+		return allowedWord(ok) == op.got
 	case 'G':
-		n, ok := of(op.inst).Remaining(op.at, op.user)
-		if !ok {
+		if varies {
 			return !op.wrong
 		}
+		n, _ := of(op.inst).Remaining(op.at, op.user)
 		return strconv.Itoa(n) == op.got
 	case 'R':
 		of(0).Reset(op.user)
@@ -210,7 +222,7 @@ func step(op traceOp, of func(int) model.Algorithm) bool {
 		allowed := 0
 		k := max(1, op.instances)
 		for i := range op.n {
-			if of((i+op.inst)%k).Allow(op.at, op.user) {
+			if ok, _ := of((i+op.inst)%k).Allow(op.at, op.user); ok {
 				allowed++
 			}
 		}
@@ -218,27 +230,6 @@ func step(op traceOp, of func(int) model.Algorithm) bool {
 	}
 	return true
 }
-
-// exact is the contract's sliding log as an Algorithm.
-func exact(n int, w time.Duration) model.Algorithm {
-	s, _ := model.New(n, w)
-	return exactLog{s}
-}
-
-type exactLog struct{ s *model.State }
-
-func (e exactLog) Name() string { return "the exact sliding log" }
-func (e exactLog) Hint() string { return "" }
-func (e exactLog) Allow(now time.Time, u string) bool {
-	ok, _ := e.s.Allow(now, u)
-	return ok
-}
-func (e exactLog) Remaining(now time.Time, u string) (int, bool) {
-	n, _ := e.s.Remaining(now, u)
-	return n, true
-}
-func (e exactLog) Reset(u string)                   { e.s.Reset(u) }
-func (e exactLog) Configure(n int, w time.Duration) { e.s.Configure(n, w) }
 
 // diagnosis is the message's line naming what explains the history.
 func diagnosis(found []candidate) string {

@@ -75,6 +75,11 @@ func differential(h *harness) {
 func genSchedule(h *harness, n int) []dop {
 	sim := newSim(h)
 	windows := []time.Duration{h.W(), h.W() / 2, h.W() / 4, 2 * h.W()}
+	if !h.run.profile.IsSlidingLog() {
+		// Other profiles change the limit only: what a new window means for
+		// a user's stored state differs between honest implementations.
+		windows = []time.Duration{h.W()}
+	}
 	var ops []dop
 	for len(ops) < n {
 		u := h.rng.IntN(diffUsers)
@@ -94,8 +99,8 @@ func genSchedule(h *harness, n int) []dop {
 			}
 		default:
 			o = dop{kind: 't', advance: time.Duration(h.rng.Int64N(int64(w/3/time.Millisecond))) * time.Millisecond}
-			if log := sim.m.Log(sim.now, "u"+strconv.Itoa(u)); len(log) > 0 && h.rng.IntN(2) == 0 {
-				edge := log[h.rng.IntN(len(log))].Add(w)
+			if edges := sim.edges(u); len(edges) > 0 && h.rng.IntN(2) == 0 {
+				edge := edges[h.rng.IntN(len(edges))]
 				if h.rng.IntN(3) == 0 {
 					edge = edge.Add(-time.Millisecond)
 				}
@@ -111,14 +116,35 @@ func genSchedule(h *harness, n int) []dop {
 // sim follows a schedule on the model, with every instant each user was
 // allowed at since its last reset, to keep window raises promised.
 type sim struct {
-	m       *model.State
+	m       model.Profile
 	now     time.Time
 	allowed [][]time.Time
 }
 
 func newSim(h *harness) *sim {
-	m, _ := model.New(h.run.cfg.Limit, h.W())
+	m, _ := h.run.profile.New(h.run.cfg.Limit, h.W())
 	return &sim{m: m, now: start, allowed: make([][]time.Time, diffUsers)}
+}
+
+// edges are instants where user u's answers change: for a log, each
+// entry's s+W; otherwise when a request is next allowed and when the
+// user's state is forgotten.
+func (s *sim) edges(u int) []time.Time {
+	user := "u" + strconv.Itoa(u)
+	if log, ok := s.m.(*model.State); ok {
+		var out []time.Time
+		for _, e := range log.Log(s.now, user) {
+			out = append(out, e.Add(log.Window()))
+		}
+		return out
+	}
+	var out []time.Time
+	for _, d := range []time.Duration{s.m.RetryAfter(s.now, user), s.m.Lifetime(s.now, user)} {
+		if d > 0 {
+			out = append(out, s.now.Add(d))
+		}
+	}
+	return out
 }
 
 // safe reports whether o is not a raise of the window that the contract
@@ -176,7 +202,7 @@ func (h *harness) replay(ops []dop, tag string, record bool) (int, string) {
 		h.start = base // the report counts from the schedule's start
 		h.trace = []traceOp{{at: base, kind: 'C', n: h.run.cfg.Limit, w: h.W()}}
 	}
-	m, _ := model.New(h.run.cfg.Limit, h.W())
+	m, _ := h.run.profile.New(h.run.cfg.Limit, h.W())
 	users := make([]string, diffUsers)
 	for i := range users {
 		users[i] = h.User(tag + "u" + strconv.Itoa(i))
@@ -315,7 +341,7 @@ func differentialRealTime(h *harness) {
 			rng := newRand(seed)
 			v := &results[k]
 			v.user = u
-			oracle, _ := model.NewInterval(h.N(), h.W())
+			oracle, _ := model.NewOracle(h.run.profile, h.N(), h.W())
 			var entries []time.Time // when each allowed request was sent
 			for range rtDiffOps {
 				if h.ctx.Err() != nil {

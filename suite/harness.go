@@ -29,10 +29,11 @@ type harness struct {
 	env    Env
 	fake   *fakeclock.Fake // nil in real time
 	start  time.Time
-	model  *model.State
+	// model is the profile graded against, on the fake clock.
+	model model.Profile
 	// oracle judges answers in real time, where instants are intervals;
 	// decided and undecided count its judgements.
-	oracle             *model.Interval
+	oracle             model.Oracle
 	decided, undecided int
 	// trace is every checked operation on the fake clock, with its answer,
 	// for naming the algorithm a failing history shows.
@@ -377,7 +378,7 @@ func (h *harness) checked(i int, name, user string, want func(time.Time) string,
 	}
 	lim := h.Instance(i)
 	now := h.Now()
-	before := h.snapshot(now, user)
+	before := h.model.Explain(now, h.start, user)
 	w := want(now)
 	got, err := call(lim)
 	op := name + "(" + h.short(user) + ")"
@@ -388,7 +389,7 @@ func (h *harness) checked(i int, name, user string, want func(time.Time) string,
 	h.record(i, now, op, got)
 	h.trace = append(h.trace, traceOp{at: now, inst: i, kind: name[0], user: user, got: got})
 	if got != w {
-		h.failStep(i, now, op, got, w, h.explain(before, now, user), nil)
+		h.failStep(i, now, op, got, w, strings.ReplaceAll(before, user, h.short(user)), nil)
 	}
 	return got
 }
@@ -478,54 +479,6 @@ func (h *harness) Configure(n int, w time.Duration) {
 // checked operations (a concurrent phase, say).
 func (h *harness) Note(op, outcome string) { h.record(0, h.Now(), op, outcome) }
 
-// snapshot is what the model knows of one user at one instant, kept before
-// a step so that a failing step can be explained.
-type snapshot struct {
-	log    []time.Time
-	limit  int
-	window time.Duration
-}
-
-func (h *harness) snapshot(now time.Time, user string) snapshot {
-	return snapshot{log: h.model.Log(now, user), limit: h.model.Limit(), window: h.model.Window()}
-}
-
-// explain says what the model knew about user just before the diverging
-// step, so that the reader sees which entries should have counted.
-func (h *harness) explain(before snapshot, now time.Time, user string) string {
-	log := before.log
-	var b strings.Builder
-	lo, hi := now.Add(-before.window).Sub(h.start), now.Sub(h.start)
-	fmt.Fprintf(&b, "the model counts %d of limit %d for %s: the entries in (%s, %s]", len(log), before.limit, h.short(user), fmtOffset(lo), fmtOffset(hi))
-	if len(log) == 0 {
-		b.WriteString(" (none)")
-	} else {
-		b.WriteString(" at")
-	}
-	// Entries at one instant are shown once, with a count.
-	for i, shown := 0, 0; i < len(log); shown++ {
-		j := i
-		for j < len(log) && log[j].Equal(log[i]) {
-			j++
-		}
-		if shown == 8 {
-			fmt.Fprintf(&b, " … %d more", len(log)-i)
-			break
-		}
-		b.WriteString(" " + fmtOffset(log[i].Sub(h.start)))
-		if j-i > 1 {
-			fmt.Fprintf(&b, "×%d", j-i)
-		}
-		i = j
-	}
-	if len(log) >= before.limit {
-		b.WriteString(": every slot is taken")
-	} else {
-		fmt.Fprintf(&b, ": %d slot(s) free", before.limit-len(log))
-	}
-	return b.String()
-}
-
 // burstOutcome counts the answers of a concurrent phase.
 type burstOutcome struct {
 	Allowed, Denied int
@@ -600,7 +553,11 @@ func (h *harness) CheckBurst(users []string, perUser, goroutines int, instances 
 	now := h.Now()
 	want := map[string]int{}
 	for _, u := range users {
-		want[u] = min(perUser, h.N()-h.model.Active(now, u))
+		for range perUser { // at one instant, the model's answers in any order
+			if ok, _ := h.model.Allow(now, u); ok {
+				want[u]++
+			}
+		}
 	}
 	out := h.Burst(users, perUser, goroutines, instances)
 	for ui, u := range users {
@@ -616,18 +573,30 @@ func (h *harness) CheckBurst(users []string, perUser, goroutines int, instances 
 		}
 		if o.Allowed != want[u] && h.pending == nil {
 			h.divergef("at %s: %d goroutines on %d instance(s) sent %d AllowRequest(%s) with the clock standing still: "+
-				"%d allowed, want exactly %d (the limit %d less the %d entries already active); "+
+				"%d allowed, want exactly %d (what %s allows at this instant); "+
 				"more means two requests passed the same check (a race, or instances not sharing one limit), "+
 				"fewer means allowed requests were lost",
 				fmtOffset(now.Sub(h.start)), goroutines, len(instances), perUser, h.short(u),
-				o.Allowed, want[u], h.N(), h.model.Active(now, u))
+				o.Allowed, want[u], h.profileName())
 		}
 	}
-	for _, u := range users {
-		for range want[u] {
-			h.model.Allow(now, u)
-		}
+}
+
+// profileName names the model answers are graded against.
+func (h *harness) profileName() string {
+	if h.run.profile.IsSlidingLog() {
+		return "the model"
 	}
+	return "the profile " + h.run.profile.String()
+}
+
+// hint is what to change after a failure: the spec's usual cause for the
+// sliding log; for another profile, its rules.
+func (h *harness) hint() string {
+	if h.run.profile.IsSlidingLog() {
+		return h.spec.hint
+	}
+	return fmt.Sprintf("the limiter answered otherwise than %s (docs/profiles.md, profile %s): replay the timeline above against its rules", h.model.Describe(), h.run.profile.Name)
 }
 
 // newRand returns a generator for a goroutine of a spec, seeded from the
@@ -749,31 +718,18 @@ func (h *harness) checkBurstRealTime(users []string, perUser, goroutines int, in
 			h.Failf("%d of %d concurrent AllowRequest(%s) failed, first: %v", len(o.Errors), perUser, h.short(u), o.Errors[0])
 		}
 		h.trace = append(h.trace, traceOp{at: began, until: ended, kind: 'B', user: u, n: perUser, allowed: o.Allowed, inst: ui, instances: len(instances)})
-		cMin, cMax := h.oracle.Count(u, began, ended)
-		lo, hi := min(perUser, max(0, h.N()-cMax)), min(perUser, max(0, h.N()-cMin))
-		switch {
-		case ended.Sub(began) >= h.W():
+		switch j, want := h.oracle.JudgeBurst(u, began, ended, perUser, o.Allowed); j {
+		case model.Undecided:
 			h.undecided++
-		case o.Allowed < lo || o.Allowed > hi:
-			h.divergef("%d goroutines on %d instance(s) sent %d AllowRequest(%s) within %v, less than the window %v: %d allowed, want %s "+
-				"(the limit %d less the entries active); more means two requests passed the same check (a race, or instances not sharing one limit), "+
+		case model.Impossible:
+			h.divergef("%d goroutines on %d instance(s) sent %d AllowRequest(%s) within %v (window %v): %d allowed, want %s "+
+				"(what %s allows at any instants of the burst); more means two requests passed the same check (a race, or instances not sharing one limit), "+
 				"fewer means allowed requests were lost",
-				goroutines, len(instances), perUser, h.short(u), ended.Sub(began).Round(time.Millisecond), h.W(), o.Allowed, span(lo, hi), h.N())
+				goroutines, len(instances), perUser, h.short(u), ended.Sub(began).Round(time.Millisecond), h.W(), o.Allowed, want, h.profileName())
 		default:
 			h.decided++
 		}
-		for range o.Allowed {
-			h.oracle.Log(u, began, ended)
-		}
 	}
-}
-
-// span says "exactly n" or "n to m".
-func span(lo, hi int) string {
-	if lo == hi {
-		return fmt.Sprintf("exactly %d", lo)
-	}
-	return fmt.Sprintf("%d to %d", lo, hi)
 }
 
 // unguarded is the target's own instance behind the harness's wrapper.

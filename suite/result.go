@@ -125,6 +125,9 @@ type Report struct {
 	Targets []string
 	Seed    uint64
 	Level   Level
+	// Profile is the algorithm graded against (model.Spec.String, e.g.
+	// "sliding-log" or "gcra:burst=limit").
+	Profile string
 	Results []Result
 	// Aborted, when not empty, says why the run stopped early (the target
 	// or the grader's store stopped answering, an interrupt).

@@ -10,6 +10,7 @@ import (
 	"github.com/onsi/gomega"
 
 	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/redisenv"
 )
 
@@ -30,9 +31,10 @@ func robustSpecs() []spec {
 			run:  invalidConfig,
 			hint: "validate both values before storing either (contract.ValidateConfig), and return an error wrapping contract.ErrInvalidConfig (over HTTP: status 400)"},
 		{id: "robust/key-hygiene", level: Robust, needs: []need{needInspect},
-			rule: "every key the limiter leaves has a TTL covering its newest entry and at most a few windows, and lives under its prefix",
-			run:  keyHygiene,
-			hint: "PEXPIRE the key by W on every write, in the same script; build keys as prefix + id"},
+			rule:    "every key the limiter leaves has a TTL covering its newest entry and at most a few windows, and lives under its prefix",
+			general: "every key the limiter leaves has a TTL covering the time its state still matters (the profile's lifetime) and at most a few windows, and lives under its prefix",
+			run:     keyHygiene,
+			hint:    "PEXPIRE the key by W on every write, in the same script; build keys as prefix + id"},
 		{id: "robust/store-outage", level: Robust, needs: []need{needOwnRedis},
 			rule: "with Redis down every call returns an error within its deadline, nothing is allowed (unless fail-open), and the limiter recovers without a restart",
 			run:  storeOutage,
@@ -171,6 +173,12 @@ func keyHygiene(h *harness) {
 			oldest = t
 		}
 	}
+	// How long the state written still matters: W after the newest entry
+	// of a log; another profile's lifetime, the shortest of the users'.
+	life, longest := h.W(), h.W()
+	if !h.run.profile.IsSlidingLog() {
+		life, longest = h.lifetimes(users[:2])
+	}
 	ctx := h.ctx
 	// This spec's keys under the prefix (they carry its users' tag; with a
 	// per-spec prefix, all do): each must expire, not too early, not too late.
@@ -206,13 +214,14 @@ func keyHygiene(h *harness) {
 			continue
 		case ttl == -1:
 			h.Failf("key %q has no TTL (PTTL = -1): every idle user's key is a leak", k)
-		case ttl > 3*h.W()+time.Second:
+		case ttl > 3*max(h.W(), longest)+time.Second:
 			h.Failf("key %q has a TTL of %v, more than a few windows (W = %v): idle users cost memory long after their entries expired", k, ttl, h.W())
 		}
-		// The newest entry lives W from its write; the key must live as long.
-		floor := h.W() - time.Since(oldest) - time.Millisecond
+		// The newest entry lives W from its write (another profile's state
+		// its lifetime); the key must live as long.
+		floor := life - time.Since(oldest) - time.Millisecond
 		if attributed && ttl < floor {
-			h.Failf("key %q has a TTL of %v, less than the %v its newest entry still counts: the key would expire while its entries still count", k, ttl, floor)
+			h.Failf("key %q has a TTL of %v, less than the %v its state still matters (%s): the key would expire while it still counts", k, ttl, floor, h.profileName())
 		}
 	}
 	// Keys that carry this spec's user ids but not the prefix: written
@@ -231,6 +240,25 @@ func keyHygiene(h *harness) {
 			h.Failf("key %q holds one of this spec's users but is outside the prefix %q", k, h.env.KeyPrefix)
 		}
 	}
+}
+
+// lifetimes bounds how long the state of users still matters: the
+// shortest and the longest lifetime of any of them, as the profile's model
+// says on the fake clock, or as the interval oracle's states allow in real
+// time.
+func (h *harness) lifetimes(users []string) (shortest, longest time.Duration) {
+	shortest = -1
+	for _, u := range users {
+		lo, hi := h.model.Lifetime(h.Now(), u), h.model.Lifetime(h.Now(), u)
+		if s, ok := h.oracle.(*model.Search); ok && h.fake == nil {
+			lo, hi = s.Lifetimes(time.Now(), u)
+		}
+		if shortest < 0 || lo < shortest {
+			shortest = lo
+		}
+		longest = max(longest, hi)
+	}
+	return max(0, shortest), longest
 }
 
 // outageBound is how long past its context's deadline a call may take while

@@ -34,6 +34,8 @@ type runner struct {
 	count    int
 	sweep    bool     // keys were left for finish to sweep
 	notes    []string // what the run has to say beyond results
+	// profile is what targets are graded against.
+	profile model.Spec
 	// margin is how far from a window edge real-time specs aim, measured
 	// from the target's round trips on the first real-time spec.
 	margin time.Duration
@@ -48,7 +50,7 @@ func newRunner(ctx context.Context, cfg Config, targets ...Target) (*runner, err
 	if _, err := rand.Read(id); err != nil {
 		return nil, fmt.Errorf("suite: run id: %w", err)
 	}
-	r := &runner{cfg: cfg, redis: cfg.Redis, runID: hex.EncodeToString(id)}
+	r := &runner{cfg: cfg, redis: cfg.Redis, runID: hex.EncodeToString(id), profile: model.MustSpec(cfg.Profile)}
 	needsRedis := false
 	for _, t := range targets {
 		needsRedis = needsRedis || t.NeedsRedis || t.Capabilities.StoreInspection
@@ -86,7 +88,7 @@ func selectSpecs(cfg Config) []spec {
 
 // newReport starts the report of a run on t.
 func (r *runner) newReport(t Target) *Report {
-	return &Report{Target: t.Name, Targets: t.Addresses, Seed: r.cfg.Seed, Level: r.cfg.Level}
+	return &Report{Target: t.Name, Targets: t.Addresses, Seed: r.cfg.Seed, Level: r.cfg.Level, Profile: r.profile.String()}
 }
 
 // notRun is the result of a spec the run never reached: interrupted when
@@ -96,7 +98,7 @@ func (r *runner) notRun(s *spec, why string, stopped bool) Result {
 	if stopped {
 		st = Interrupted
 	}
-	res := Result{ID: s.id, Level: s.level, Rule: s.rule, Status: st, Message: why,
+	res := Result{ID: s.id, Level: s.level, Rule: s.ruleFor(r.profile), Status: st, Message: why,
 		ExpectedFailure: slices.Contains(r.cfg.ExpectFail, s.id)}
 	if r.cfg.Progress != nil {
 		r.cfg.Progress(res)
@@ -172,7 +174,7 @@ func (r *runner) stillAlive(ctx context.Context, t Target, res Result) error {
 func (r *runner) runSpec(ctx context.Context, t Target, s *spec) (res Result) {
 	r.count++
 	began := time.Now()
-	res = Result{ID: s.id, Level: s.level, Rule: s.rule, ExpectedFailure: slices.Contains(r.cfg.ExpectFail, s.id)}
+	res = Result{ID: s.id, Level: s.level, Rule: s.ruleFor(r.profile), ExpectedFailure: slices.Contains(r.cfg.ExpectFail, s.id)}
 	defer func() {
 		res.Duration = time.Since(began)
 		if r.cfg.Progress != nil {
@@ -184,6 +186,10 @@ func (r *runner) runSpec(ctx context.Context, t Target, s *spec) (res Result) {
 		return res
 	}
 	if why := r.missing(t, s); why != "" {
+		res.Status, res.Message = Skipped, why
+		return res
+	}
+	if why := s.outside(r.profile, t.Capabilities.Clock); why != "" {
 		res.Status, res.Message = Skipped, why
 		return res
 	}
@@ -297,7 +303,7 @@ func (r *runner) newH(ctx context.Context, t Target, s *spec) *harness {
 	} else {
 		// In real time, specs wait out their windows: short ones.
 		env.Window = r.cfg.RealTimeWindow
-		h.oracle, _ = model.NewInterval(env.MaxRequests, env.Window)
+		h.oracle, _ = model.NewOracle(r.profile, env.MaxRequests, env.Window)
 	}
 	if (t.NeedsRedis || t.Capabilities.StoreInspection) && r.redis != nil {
 		env.Redis, env.RedisURL = r.redis.Client, r.redis.URL
@@ -306,7 +312,7 @@ func (r *runner) newH(ctx context.Context, t Target, s *spec) *harness {
 		env.KeyPrefix = r.cfg.StorePrefix
 	}
 	h.env = env
-	h.model, _ = model.New(env.MaxRequests, env.Window)
+	h.model, _ = r.profile.New(env.MaxRequests, env.Window)
 	sum := fnv.New64a()
 	sum.Write([]byte(s.id))
 	h.seed = r.cfg.Seed
@@ -326,7 +332,7 @@ func (h *harness) execute() (res Result) {
 			res.Status = Passed
 		case failure:
 			f := v.f
-			f.Hint = h.spec.hint
+			f.Hint = h.hint()
 			res.Status, res.Failure = Failed, &f
 			if f.Kind == KindFault { // the store or the grader, not the limiter
 				res.Status, f.Hint = Errored, ""

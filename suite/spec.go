@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/rlconform/rlconform/model"
 )
 
 // Level groups specs by how much they demand. Levels are cumulative: a
@@ -59,8 +61,36 @@ type spec struct {
 	rule  string
 	needs []need
 	run   func(h *harness)
-	// hint is the usual cause of a failure, printed with it.
+	// hint is the usual cause of a failure of a sliding log, printed with it.
 	hint string
+	// general is the rule as every profile states it, when rule is the
+	// sliding log's own wording.
+	general string
+	// logOnly, when set, is why the spec grades the sliding log alone;
+	// rtLogOnly why it does without clock control.
+	logOnly, rtLogOnly string
+}
+
+// ruleFor is the rule the spec checks under a profile.
+func (s *spec) ruleFor(p model.Spec) string {
+	if !p.IsSlidingLog() && s.general != "" {
+		return s.general
+	}
+	return s.rule
+}
+
+// outside says why the spec does not grade profile p (with or without a
+// clock), or "" when it does.
+func (s *spec) outside(p model.Spec, clock bool) string {
+	switch {
+	case p.IsSlidingLog():
+		return ""
+	case s.logOnly != "":
+		return fmt.Sprintf("not part of profile %s: %s", p.Name, s.logOnly)
+	case s.rtLogOnly != "" && !clock:
+		return fmt.Sprintf("not part of profile %s without clock control: %s", p.Name, s.rtLogOnly)
+	}
+	return ""
 }
 
 // retired maps the ids of retired specs to what replaced them: asking for
@@ -81,19 +111,40 @@ type SpecInfo struct {
 	Level Level
 	Rule  string
 	Needs []string
+	// NotGraded, when set, says why a profile's listing does not grade the
+	// spec (ProfileSpecs); a run reports it skipped with this reason.
+	NotGraded string `json:",omitempty"`
+	// NotGradedInRealTime says why the spec is not graded without clock
+	// control under the profile.
+	NotGradedInRealTime string `json:",omitempty"`
 }
 
-// Specs lists the catalogue.
+// Specs lists the catalogue, with the rules of the sliding log.
 func Specs() []SpecInfo {
+	out, _ := ProfileSpecs("")
+	return out
+}
+
+// ProfileSpecs lists the catalogue as it grades a profile
+// (model.ParseSpec: NAME[:key=value,...]; "" is the sliding log): each
+// rule as the profile states it, and why a spec does not grade it.
+func ProfileSpecs(profile string) ([]SpecInfo, error) {
+	p, err := model.ParseSpec(profile)
+	if err != nil {
+		return nil, err
+	}
 	var out []SpecInfo
 	for _, s := range catalogue() {
-		info := SpecInfo{ID: s.id, Level: s.level, Rule: s.rule}
+		info := SpecInfo{ID: s.id, Level: s.level, Rule: s.ruleFor(p), NotGraded: s.outside(p, true)}
+		if info.NotGraded == "" {
+			info.NotGradedInRealTime = s.outside(p, false)
+		}
 		for _, n := range s.needs {
 			info.Needs = append(info.Needs, string(n))
 		}
 		out = append(out, info)
 	}
-	return out
+	return out, nil
 }
 
 // labels are the Ginkgo labels of a spec: its level and what it needs.

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/rlconform/rlconform/adapters"
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/model"
@@ -40,10 +42,42 @@ func Reference() suite.Target {
 	}
 }
 
+// ReferenceProfile is the reference Redis implementation of a profile
+// (reference.NewProfile), like Reference: it must pass every spec that
+// grades that profile.
+func ReferenceProfile(spec model.Spec) (suite.Target, error) {
+	if spec.IsSlidingLog() {
+		return Reference(), nil
+	}
+	if _, err := spec.New(5, time.Minute); err != nil {
+		return suite.Target{}, err
+	}
+	t := Reference()
+	t.Name = "reference:" + spec.String()
+	t.New = func(_ context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
+		if env.Redis == nil {
+			return nil, nil, errors.New("the reference limiter needs Redis")
+		}
+		lim, err := newProfile(env.Redis, spec, reference.Options{
+			MaxRequests: env.MaxRequests, Window: env.Window, Prefix: env.KeyPrefix, Clock: env.Clock,
+		})
+		return lim, nil, err
+	}
+	return t, nil
+}
+
 // Model is the model itself, in memory: it must pass every spec that
 // does not need a store. Several instances share one model, as instances of
 // a limiter share one store.
-func Model() suite.Target {
+func Model() suite.Target { return ProfileModel(model.Spec{}) }
+
+// ProfileModel is the model of a profile in memory, like Model: graded
+// against its own profile, it must pass every spec that grades it.
+func ProfileModel(spec model.Spec) suite.Target {
+	name := "model"
+	if !spec.IsSlidingLog() {
+		name = "model:" + spec.String()
+	}
 	caps := contract.All()
 	caps.StoreInspection = false
 	var (
@@ -51,7 +85,7 @@ func Model() suite.Target {
 		shared = map[string]*model.Limiter{} // one model per spec, by key prefix
 	)
 	return suite.Target{
-		Name:         "model",
+		Name:         name,
 		Capabilities: caps,
 		New: func(_ context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
 			mu.Lock()
@@ -59,10 +93,11 @@ func Model() suite.Target {
 			if lim, ok := shared[env.KeyPrefix]; ok {
 				return lim, nil, nil
 			}
-			lim, err := model.NewLimiter(env.Clock, env.MaxRequests, env.Window)
+			p, err := spec.New(env.MaxRequests, env.Window)
 			if err != nil {
 				return nil, nil, err
 			}
+			lim := model.NewProfileLimiter(env.Clock, p)
 			shared[env.KeyPrefix] = lim
 			return lim, func() error {
 				mu.Lock()
@@ -143,4 +178,9 @@ func redacted(u string) string {
 		return parsed.Redacted()
 	}
 	return u
+}
+
+// newProfile is reference.NewProfile until the Redis implementations land.
+var newProfile = func(_ redis.UniversalClient, spec model.Spec, _ reference.Options) (contract.RateLimiterContract, error) {
+	return nil, fmt.Errorf("no built-in Redis implementation of profile %s yet: grade yours with --target", spec)
 }

@@ -1,0 +1,190 @@
+package model
+
+import (
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/rlconform/rlconform/contract"
+)
+
+// FixedWindow is the fixed-window profile: a counter per user and window of
+// W, a request allowed while the count of its window is below N. Windows
+// are laid out by align:
+//
+//   - epoch: [kW, (k+1)W) for every whole k, on the Unix epoch in ms;
+//   - first-grid: [a+kW, a+(k+1)W), anchored at the instant a of the
+//     user's first counted request; the user (anchor and all) is forgotten
+//     once a whole window has passed with no counted request, i.e. at
+//     s+2W for the window [s, s+W) of the last one;
+//   - first-hit: [s, s+W), opened by the first request at or after the end
+//     of the previous window (the INCR + PEXPIRE pattern).
+//
+// countDenied counts denied requests too (INCR before the check).
+type FixedWindow struct {
+	align       string // epoch, first-grid, first-hit
+	countDenied bool
+	n           int
+	w           int64
+	users       map[string]fixedState
+}
+
+type fixedState struct {
+	anchor int64 // first-grid: the grid's anchor
+	start  int64 // the window of the last counted request is [start, start+W)
+	count  int
+}
+
+// NewFixedWindow returns a fixed-window model aligned to the epoch or
+// (firstHit) opened by the first request.
+func NewFixedWindow(n int, w time.Duration, firstHit, countDenied bool) *FixedWindow {
+	align := "epoch"
+	if firstHit {
+		align = "first-hit"
+	}
+	return &FixedWindow{align: align, countDenied: countDenied, n: n, w: w.Milliseconds()}
+}
+
+// Spec implements [Profile].
+func (f *FixedWindow) Spec() Spec {
+	return Spec{Name: FixedWindowP, Params: map[string]string{"align": f.align, "count-denied": fmt.Sprint(f.countDenied)}}
+}
+
+// Describe implements [Profile].
+func (f *FixedWindow) Describe() string {
+	s := fmt.Sprintf("a fixed window of %v aligned to the epoch", ms(f.w))
+	switch f.align {
+	case "first-hit":
+		s = fmt.Sprintf("a fixed window of %v opened by the first request", ms(f.w))
+	case "first-grid":
+		s = fmt.Sprintf("fixed windows of %v on a grid anchored at the user's first request", ms(f.w))
+	}
+	if f.countDenied {
+		return fmt.Sprintf("%s, counting denied requests, limit %d", s, f.n)
+	}
+	return fmt.Sprintf("%s, not counting denied requests, limit %d", s, f.n)
+}
+
+// Limit implements [Profile].
+func (f *FixedWindow) Limit() int { return f.n }
+
+// Window implements [Profile].
+func (f *FixedWindow) Window() time.Duration { return ms(f.w) }
+
+// current returns the user's state for the window holding t: its start,
+// and the count so far (0 in a window not yet counted in).
+func (f *FixedWindow) current(t int64, user string) fixedState {
+	st, ok := f.users[user]
+	switch f.align {
+	case "epoch":
+		start := floorDiv(t, f.w) * f.w
+		if !ok || st.start != start {
+			return fixedState{start: start}
+		}
+	case "first-hit":
+		if !ok || t >= st.start+f.w || t < st.start {
+			return fixedState{start: t}
+		}
+	default: // first-grid
+		if !ok || t >= st.start+2*f.w || t < st.anchor {
+			return fixedState{anchor: t, start: t}
+		}
+		start := st.anchor + floorDiv(t-st.anchor, f.w)*f.w
+		if start != st.start {
+			return fixedState{anchor: st.anchor, start: start}
+		}
+	}
+	return st
+}
+
+// Allow implements [Profile].
+func (f *FixedWindow) Allow(now time.Time, user string) (bool, error) {
+	if err := contract.ValidateUserID(user); err != nil {
+		return false, err
+	}
+	t := now.UnixMilli()
+	st := f.current(t, user)
+	ok := st.count < f.n
+	if ok || f.countDenied {
+		st.count++
+		if f.users == nil {
+			f.users = map[string]fixedState{}
+		}
+		f.users[user] = st
+	}
+	return ok, nil
+}
+
+// Remaining implements [Profile].
+func (f *FixedWindow) Remaining(now time.Time, user string) (int, error) {
+	if err := contract.ValidateUserID(user); err != nil {
+		return 0, err
+	}
+	return max(0, f.n-f.current(now.UnixMilli(), user).count), nil
+}
+
+// RetryAfter implements [Profile]: the end of the current window.
+func (f *FixedWindow) RetryAfter(now time.Time, user string) time.Duration {
+	t := now.UnixMilli()
+	st := f.current(t, user)
+	if st.count < f.n {
+		return 0
+	}
+	return ms(st.start + f.w - t)
+}
+
+// Lifetime implements [Profile].
+func (f *FixedWindow) Lifetime(now time.Time, user string) time.Duration {
+	t := now.UnixMilli()
+	st, ok := f.users[user]
+	if !ok {
+		return 0
+	}
+	end := st.start + f.w
+	if f.align == "first-grid" {
+		end += f.w // the anchor outlives the count by a window
+	}
+	return ms(max(0, end-t))
+}
+
+// Reset implements [Profile].
+func (f *FixedWindow) Reset(user string) error {
+	if err := contract.ValidateUserID(user); err != nil {
+		return err
+	}
+	delete(f.users, user)
+	return nil
+}
+
+// Configure implements [Profile]: the counts are kept and read against the
+// new limit; windows are laid out with the new W from the next decision.
+func (f *FixedWindow) Configure(n int, w time.Duration) error {
+	if err := contract.ValidateConfig(n, w); err != nil {
+		return err
+	}
+	f.n, f.w = n, w.Milliseconds()
+	return nil
+}
+
+// Explain implements [Profile].
+func (f *FixedWindow) Explain(now, base time.Time, user string) string {
+	st := f.current(now.UnixMilli(), user)
+	return fmt.Sprintf("the window [%s, %s) of %s has counted %d of limit %d",
+		offset(time.UnixMilli(st.start), base), offset(time.UnixMilli(st.start+f.w), base), user, st.count, f.n)
+}
+
+// Clone implements [Profile].
+func (f *FixedWindow) Clone() Profile {
+	c := *f
+	c.users = maps.Clone(f.users)
+	return &c
+}
+
+// StateKey implements [Profile].
+func (f *FixedWindow) StateKey(user string) string {
+	st, ok := f.users[user]
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("%d/%d/%d", st.anchor, st.start, st.count)
+}

@@ -1,0 +1,184 @@
+package model
+
+import (
+	"fmt"
+	"math/big"
+	"time"
+
+	"github.com/rlconform/rlconform/contract"
+)
+
+// GCRA is the generic cell rate algorithm, a leaky bucket as a meter: a
+// rate of N per W, so an emission interval T = W/N ms (a fraction, kept
+// exact), and a burst B (default N). Each user has a theoretical arrival
+// time TAT (none when fresh: TAT = t). A request at t is allowed when
+//
+//	max(TAT, t) - t <= (B-1)*T
+//
+// and then TAT = max(TAT, t) + T; a denied request changes nothing.
+// Remaining is the number allowed at t one after the other:
+// floor(((B-1)*T - (max(TAT,t) - t)) / T) + 1, or 0; a denied request may
+// retry at TAT - (B-1)*T, rounded up to the millisecond. Its decisions are
+// those of a token bucket of capacity B refilled continuously at N per W.
+type GCRA struct {
+	burst int // 0: follow N
+	n     int
+	w     int64
+	tat   map[string]*big.Rat // ms
+}
+
+// NewGCRA returns a GCRA model: N per W with a burst of N.
+func NewGCRA(n int, w time.Duration) *GCRA { return &GCRA{n: n, w: w.Milliseconds()} }
+
+// Spec implements [Profile].
+func (g *GCRA) Spec() Spec {
+	return Spec{Name: GCRAP, Params: map[string]string{"burst": limitParam(g.burst)}}
+}
+
+func limitParam(n int) string {
+	if n == 0 {
+		return "limit"
+	}
+	return fmt.Sprint(n)
+}
+
+// Describe implements [Profile].
+func (g *GCRA) Describe() string {
+	return fmt.Sprintf("GCRA (a token bucket of %d refilled continuously at %d per %v, one every %v)", g.b(), g.n, ms(g.w), g.interval())
+}
+
+func (g *GCRA) b() int {
+	if g.burst == 0 {
+		return g.n
+	}
+	return g.burst
+}
+
+func (g *GCRA) interval() time.Duration { return ms(g.w) / time.Duration(g.n) }
+
+// Limit implements [Profile].
+func (g *GCRA) Limit() int { return g.n }
+
+// Window implements [Profile].
+func (g *GCRA) Window() time.Duration { return ms(g.w) }
+
+// t is the emission interval W/N.
+func (g *GCRA) t() *big.Rat { return big.NewRat(g.w, int64(g.n)) }
+
+// slack is (B-1)*T - (max(TAT,t) - t): allowed when not negative. It also
+// returns max(TAT, t).
+func (g *GCRA) slack(t int64, user string) (slack, from *big.Rat) {
+	now := new(big.Rat).SetInt64(t)
+	from = now
+	if tat, ok := g.tat[user]; ok && tat.Cmp(now) > 0 {
+		from = tat
+	}
+	slack = new(big.Rat).Mul(big.NewRat(int64(g.b()-1), 1), g.t())
+	slack.Sub(slack, new(big.Rat).Sub(from, now))
+	return slack, from
+}
+
+// Allow implements [Profile].
+func (g *GCRA) Allow(now time.Time, user string) (bool, error) {
+	if err := contract.ValidateUserID(user); err != nil {
+		return false, err
+	}
+	slack, from := g.slack(now.UnixMilli(), user)
+	if slack.Sign() < 0 {
+		return false, nil
+	}
+	if g.tat == nil {
+		g.tat = map[string]*big.Rat{}
+	}
+	g.tat[user] = new(big.Rat).Add(from, g.t())
+	return true, nil
+}
+
+// Remaining implements [Profile].
+func (g *GCRA) Remaining(now time.Time, user string) (int, error) {
+	if err := contract.ValidateUserID(user); err != nil {
+		return 0, err
+	}
+	slack, _ := g.slack(now.UnixMilli(), user)
+	if slack.Sign() < 0 {
+		return 0, nil
+	}
+	q := new(big.Rat).Quo(slack, g.t())
+	return int(new(big.Int).Quo(q.Num(), q.Denom()).Int64()) + 1, nil
+}
+
+// RetryAfter implements [Profile].
+func (g *GCRA) RetryAfter(now time.Time, user string) time.Duration {
+	t := now.UnixMilli()
+	slack, _ := g.slack(t, user)
+	if slack.Sign() >= 0 {
+		return 0
+	}
+	// -slack ms from now, rounded up.
+	return ms(ceilRat(new(big.Rat).Neg(slack)))
+}
+
+// Lifetime implements [Profile]: until TAT.
+func (g *GCRA) Lifetime(now time.Time, user string) time.Duration {
+	tat, ok := g.tat[user]
+	if !ok {
+		return 0
+	}
+	return ms(max(0, ceilRat(new(big.Rat).Sub(tat, new(big.Rat).SetInt64(now.UnixMilli())))))
+}
+
+// ceilRat rounds r up to a whole number.
+func ceilRat(r *big.Rat) int64 {
+	q, m := new(big.Int).QuoRem(r.Num(), r.Denom(), new(big.Int))
+	if m.Sign() > 0 {
+		q.Add(q, big.NewInt(1))
+	}
+	return q.Int64()
+}
+
+// Reset implements [Profile].
+func (g *GCRA) Reset(user string) error {
+	if err := contract.ValidateUserID(user); err != nil {
+		return err
+	}
+	delete(g.tat, user)
+	return nil
+}
+
+// Configure implements [Profile]: TAT is kept; T and B follow N and W.
+func (g *GCRA) Configure(n int, w time.Duration) error {
+	if err := contract.ValidateConfig(n, w); err != nil {
+		return err
+	}
+	g.n, g.w = n, w.Milliseconds()
+	return nil
+}
+
+// Explain implements [Profile].
+func (g *GCRA) Explain(now, base time.Time, user string) string {
+	tat, ok := g.tat[user]
+	if !ok {
+		return fmt.Sprintf("%s is fresh: a burst of %d is allowed", user, g.b())
+	}
+	f, _ := tat.Float64()
+	return fmt.Sprintf("the theoretical arrival time of %s is %s (%s); a request is allowed while it is at most (B-1)×T = %d×%v after now",
+		user, offset(time.UnixMilli(int64(f)), base), tat.FloatString(3), g.b()-1, g.interval())
+}
+
+// Clone implements [Profile].
+func (g *GCRA) Clone() Profile {
+	c := *g
+	c.tat = make(map[string]*big.Rat, len(g.tat))
+	for u, r := range g.tat {
+		c.tat[u] = r // values are never changed in place
+	}
+	return &c
+}
+
+// StateKey implements [Profile].
+func (g *GCRA) StateKey(user string) string {
+	if tat, ok := g.tat[user]; ok {
+		return tat.RatString()
+	}
+	return ""
+}

@@ -1,0 +1,64 @@
+package model
+
+import (
+	"fmt"
+	"time"
+)
+
+// Oracle judges histories whose instants are only known to lie in
+// intervals (grading without clock control) against one profile: an
+// answer fails only when no admissible choice of instants gives it.
+type Oracle interface {
+	// Limit and Window are the configuration in force.
+	Limit() int
+	Window() time.Duration
+	// Judge takes the next operation of the history.
+	Judge(op TimedOp) (Judgement, string)
+	// JudgeBurst judges a concurrent burst: sent AllowRequest of user, each
+	// decided at some instant of [lo, hi] in some order, of which allowed
+	// were allowed. want says how many could be ("exactly 5", "3 to 5",
+	// "any number": undecided).
+	JudgeBurst(user string, lo, hi time.Time, sent, allowed int) (j Judgement, want string)
+}
+
+// NewOracle returns the interval oracle of a profile: [Interval] for the
+// sliding log, a [Search] for the others.
+func NewOracle(spec Spec, maxRequests int, window time.Duration) (Oracle, error) {
+	if spec.IsSlidingLog() {
+		return NewInterval(maxRequests, window)
+	}
+	return NewSearch(spec, maxRequests, window)
+}
+
+// JudgeBurst implements [Oracle]: when the burst took less than the
+// window, none of its own entries left during it, so the user got between
+// N less the entries possibly active and N less those certainly active; a
+// longer burst is undecided. Its allowed entries are logged either way.
+func (o *Interval) JudgeBurst(user string, lo, hi time.Time, sent, allowed int) (Judgement, string) {
+	defer func() {
+		for range allowed {
+			o.Log(user, lo, hi)
+		}
+	}()
+	if hi.Sub(lo) >= o.Window() {
+		return Undecided, "any number"
+	}
+	cMin, cMax := o.Count(user, lo, hi)
+	least, most := min(sent, max(0, o.max-cMax)), min(sent, max(0, o.max-cMin))
+	want := spanWord(least, most)
+	switch {
+	case allowed < least || allowed > most:
+		return Impossible, want
+	case least == most:
+		return Certain, want
+	}
+	return Undecided, want
+}
+
+// spanWord says "exactly n" or "n to m".
+func spanWord(lo, hi int) string {
+	if lo == hi {
+		return fmt.Sprintf("exactly %d", lo)
+	}
+	return fmt.Sprintf("%d to %d", lo, hi)
+}

@@ -1,0 +1,247 @@
+package model
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// every profile and parameter combination the tests cover.
+var everySpec = []string{
+	"sliding-log",
+	"fixed-window:align=epoch", "fixed-window:align=epoch,count-denied=true",
+	"fixed-window:align=first-grid", "fixed-window:align=first-grid,count-denied=true",
+	"fixed-window:align=first-hit", "fixed-window:align=first-hit,count-denied=true",
+	"sliding-counter", "sliding-counter:count-denied=true",
+	"gcra", "gcra:burst=1", "gcra:burst=7",
+	"token-bucket", "token-bucket:capacity=2", "token-bucket:refill=interval", "token-bucket:refill=interval,capacity=9",
+}
+
+func TestParseSpec(t *testing.T) {
+	for _, s := range everySpec {
+		sp, err := ParseSpec(s)
+		require.NoError(t, err, s)
+		again, err := ParseSpec(sp.String())
+		require.NoError(t, err)
+		assert.Equal(t, sp, again, "String round-trips")
+		p, err := sp.New(5, time.Second)
+		require.NoError(t, err)
+		assert.Equal(t, sp.String(), p.Spec().String(), "the model says which profile it is")
+	}
+	def, err := ParseSpec("")
+	require.NoError(t, err)
+	assert.True(t, def.IsSlidingLog())
+	assert.Equal(t, "fixed-window:align=first-hit,count-denied=true", MustSpec("fixed-window:count-denied=true,align=first-hit").String())
+	for bad, want := range map[string]string{
+		"fixed":                           `unknown profile "fixed"`,
+		"fixed-window:align=sideways":     "want one of epoch, first-grid, first-hit",
+		"fixed-window:burst=3":            `no parameter "burst"`,
+		"gcra:burst=0":                    "whole number",
+		"gcra:burst":                      "key=value",
+		"sliding-log:x=1":                 "it takes none",
+		"token-bucket:refill=continuous,": "key=value",
+	} {
+		_, err := ParseSpec(bad)
+		if assert.Error(t, err, bad) {
+			assert.Contains(t, err.Error(), want, bad)
+		}
+	}
+}
+
+// schedule drives p and, at every step, checks the profile-wide rules:
+// Remaining is how many requests in a row would be allowed now, and
+// RetryAfter is the first instant one would.
+func TestProfileRules(t *testing.T) {
+	for _, spec := range everySpec {
+		t.Run(spec, func(t *testing.T) {
+			for seed := range uint64(40) {
+				rng := rand.New(rand.NewPCG(seed, 3))
+				n, w := 1+rng.IntN(6), time.Duration(20+rng.IntN(300))*time.Millisecond
+				p := profile(t, spec, n, w)
+				now := time.UnixMilli(epochMs + rng.Int64N(1000))
+				for step := range 150 {
+					u := fmt.Sprint("u", rng.IntN(2))
+					left, err := p.Remaining(now, u)
+					require.NoError(t, err)
+					in := p.Clone()
+					for k := range left + 1 {
+						ok, _ := in.Allow(now, u)
+						require.Equal(t, k < left, ok, "seed %d step %d: remaining %d, request %d", seed, step, left, k+1)
+					}
+					if d := p.RetryAfter(now, u); d > 0 {
+						require.Zero(t, left, "seed %d step %d", seed, step)
+						before, after := p.Clone(), p.Clone()
+						ok, _ := before.Allow(now.Add(d-time.Millisecond), u)
+						require.False(t, ok, "seed %d step %d: denied just before retry-after %v", seed, step, d)
+						ok, _ = after.Allow(now.Add(d), u)
+						require.True(t, ok, "seed %d step %d: allowed at retry-after %v", seed, step, d)
+					} else {
+						require.NotZero(t, left, "seed %d step %d: retry-after 0 means one is allowed", seed, step)
+					}
+					if life := p.Lifetime(now, u); rng.IntN(4) == 0 {
+						// From now+life on, u answers as a fresh user.
+						at := now.Add(life + time.Duration(rng.IntN(3))*time.Millisecond)
+						old, fresh := p.Clone(), p.Clone()
+						fresh.Reset(u)
+						for range n + 1 {
+							a, _ := old.Allow(at, u)
+							b, _ := fresh.Allow(at, u)
+							require.Equal(t, b, a, "seed %d step %d: after the lifetime %v, as fresh", seed, step, life)
+						}
+					}
+					switch r := rng.IntN(10); {
+					case r < 6:
+						p.Allow(now, u)
+					case r < 7:
+						p.Reset(u)
+					default:
+						now = now.Add(time.Duration(rng.IntN(int(w.Milliseconds())/2+1)) * time.Millisecond)
+					}
+				}
+			}
+		})
+	}
+}
+
+// equivalent runs the same random schedule on a and b and requires the
+// same decisions.
+func equivalent(t *testing.T, a, b string) {
+	t.Helper()
+	for seed := range uint64(60) {
+		rng := rand.New(rand.NewPCG(seed, 5))
+		n, w := 1+rng.IntN(6), time.Duration(20+rng.IntN(500))*time.Millisecond
+		p, q := profile(t, a, n, w), profile(t, b, n, w)
+		now := time.UnixMilli(epochMs + rng.Int64N(1000))
+		for step := range 300 {
+			u := fmt.Sprint("u", rng.IntN(2))
+			if rng.IntN(3) == 0 {
+				now = now.Add(time.Duration(rng.IntN(int(w.Milliseconds())/3+1)) * time.Millisecond)
+			}
+			x, _ := p.Allow(now, u)
+			y, _ := q.Allow(now, u)
+			require.Equal(t, x, y, "%s and %s, seed %d step %d", a, b, seed, step)
+			r, _ := p.Remaining(now, u)
+			s, _ := q.Remaining(now, u)
+			require.Equal(t, r, s, "%s and %s remaining, seed %d step %d", a, b, seed, step)
+		}
+	}
+}
+
+// GCRA and a continuously refilled token bucket decide alike; so do an
+// interval-refilled bucket of N and a fixed window opened by the first
+// request: identify groups them, the docs say so.
+func TestEquivalentProfiles(t *testing.T) {
+	equivalent(t, "gcra", "token-bucket")
+	equivalent(t, "gcra:burst=3", "token-bucket:capacity=3")
+	equivalent(t, "token-bucket:refill=interval", "fixed-window:align=first-hit")
+}
+
+// With every interval a point, the search oracle is exact: each answer of
+// the profile is certain, and its opposite impossible.
+func TestSearchExactOnPoints(t *testing.T) {
+	for _, spec := range everySpec[1:] {
+		for seed := range uint64(15) {
+			rng := rand.New(rand.NewPCG(seed, 11))
+			n, w := 1+rng.IntN(5), time.Duration(50+rng.IntN(500))*time.Millisecond
+			p := profile(t, spec, n, w)
+			o, err := NewSearch(MustSpec(spec), n, w)
+			require.NoError(t, err)
+			now := time.UnixMilli(epochMs)
+			for step := range 120 {
+				u := fmt.Sprint("u", rng.IntN(2))
+				var op TimedOp
+				switch r := rng.IntN(10); {
+				case r < 5:
+					ok, _ := p.Allow(now, u)
+					op = TimedOp{Kind: OpAllow, User: u, Allowed: ok}
+				case r < 7:
+					left, _ := p.Remaining(now, u)
+					op = TimedOp{Kind: OpRemaining, User: u, Remaining: left}
+				case r < 8:
+					p.Reset(u)
+					op = TimedOp{Kind: OpReset, User: u}
+				default:
+					now = now.Add(time.Duration(rng.IntN(200)) * time.Millisecond)
+					continue
+				}
+				op.Lo, op.Hi = now, now
+				if op.Kind == OpAllow {
+					bad := op
+					bad.Allowed = !op.Allowed
+					probe, _ := NewSearch(MustSpec(spec), n, w)
+					probe.users = o.cloneUsers()
+					j, _ := probe.Judge(bad)
+					require.Equal(t, Impossible, j, "%s seed %d step %d: the opposite of %+v", spec, seed, step, op)
+				}
+				j, why := o.Judge(op)
+				require.Equal(t, Certain, j, "%s seed %d step %d: %+v: %s", spec, seed, step, op, why)
+			}
+		}
+	}
+}
+
+// The search never fails a correct limiter: answers given at true instants
+// inside random intervals are never impossible, bursts included.
+func TestSearchSoundOnIntervals(t *testing.T) {
+	for _, spec := range everySpec[1:] {
+		decided := 0
+		for seed := range uint64(15) {
+			rng := rand.New(rand.NewPCG(seed, 13))
+			n, w := 1+rng.IntN(5), time.Duration(50+rng.IntN(500))*time.Millisecond
+			p := profile(t, spec, n, w)
+			o, _ := NewSearch(MustSpec(spec), n, w)
+			now := time.UnixMilli(epochMs)
+			for step := range 100 {
+				u := fmt.Sprint("u", rng.IntN(2))
+				lo := now.Add(-time.Duration(rng.IntN(4)) * time.Millisecond)
+				hi := now.Add(time.Duration(rng.IntN(4)) * time.Millisecond)
+				switch r := rng.IntN(10); {
+				case r < 5:
+					ok, _ := p.Allow(now, u)
+					j, why := o.Judge(TimedOp{Kind: OpAllow, User: u, Allowed: ok, Lo: lo, Hi: hi})
+					require.NotEqual(t, Impossible, j, "%s seed %d step %d: %s", spec, seed, step, why)
+					if j == Certain {
+						decided++
+					}
+				case r < 6:
+					left, _ := p.Remaining(now, u)
+					j, why := o.Judge(TimedOp{Kind: OpRemaining, User: u, Remaining: left, Lo: lo, Hi: hi})
+					require.NotEqual(t, Impossible, j, "%s seed %d step %d: %s", spec, seed, step, why)
+				case r < 7:
+					k, allowed := 1+rng.IntN(2*n), 0
+					at := now
+					for range k {
+						if ok, _ := p.Allow(at, u); ok {
+							allowed++
+						}
+						if rng.IntN(3) == 0 {
+							at = at.Add(time.Millisecond)
+						}
+					}
+					j, want := o.JudgeBurst(u, lo, at.Add(time.Duration(rng.IntN(3))*time.Millisecond), k, allowed)
+					require.NotEqual(t, Impossible, j, "%s seed %d step %d: burst of %d, %d allowed, want %s", spec, seed, step, k, allowed, want)
+					now = at
+				default:
+					now = now.Add(time.Duration(5+rng.IntN(200)) * time.Millisecond)
+				}
+			}
+		}
+		assert.Positive(t, decided, "%s: the search decides something", spec)
+	}
+}
+
+func (s *Search) cloneUsers() map[string]*searchUser {
+	out := map[string]*searchUser{}
+	for u, su := range s.users {
+		c := &searchUser{off: su.off}
+		for _, x := range su.states {
+			c.states = append(c.states, cand{p: x.p.Clone(), low: x.low, n: x.n})
+		}
+		out[u] = c
+	}
+	return out
+}

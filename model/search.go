@@ -1,0 +1,293 @@
+package model
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/rlconform/rlconform/contract"
+)
+
+// Search is the interval oracle of any [Profile]: for each user it keeps
+// every state of the profile that some admissible choice of instants
+// leads to (each operation at a whole millisecond of its interval, no
+// earlier than the user's previous one), and judges an answer impossible
+// when no state gives it at any such instant. It is exact, so sound: a
+// correct limiter is never failed. When a user's states or an interval
+// grow past its bounds, that user's later answers are undecided, never
+// failed.
+type Search struct {
+	spec  Spec
+	n     int
+	w     time.Duration
+	users map[string]*searchUser
+}
+
+// The bounds of a search: past them, a user's answers are undecided.
+const (
+	searchMaxStates = 4096
+	searchMaxWidth  = 10_000  // ms in one operation's interval
+	searchBudget    = 400_000 // profile steps for one burst
+)
+
+type searchUser struct {
+	states []cand
+	off    bool
+}
+
+// cand is one state the user may be in, after instants no earlier than low.
+type cand struct {
+	p   Profile
+	low int64
+	n   int // bursts: how many were allowed so far
+}
+
+// NewSearch returns an empty search oracle for a profile.
+func NewSearch(spec Spec, maxRequests int, window time.Duration) (*Search, error) {
+	if _, err := spec.New(maxRequests, window); err != nil {
+		return nil, err
+	}
+	return &Search{spec: spec, n: maxRequests, w: window, users: map[string]*searchUser{}}, nil
+}
+
+// Limit implements [Oracle].
+func (s *Search) Limit() int { return s.n }
+
+// Window implements [Oracle].
+func (s *Search) Window() time.Duration { return s.w }
+
+func (s *Search) user(u string) *searchUser {
+	su := s.users[u]
+	if su == nil {
+		p, _ := s.spec.New(s.n, s.w)
+		su = &searchUser{states: []cand{{p: p, low: -1 << 62}}}
+		s.users[u] = su
+	}
+	return su
+}
+
+// Judge implements [Oracle].
+func (s *Search) Judge(op TimedOp) (Judgement, string) {
+	if op.Kind == OpConfigure {
+		if err := contract.ValidateConfig(op.Limit, op.Window); err == nil {
+			s.n, s.w = op.Limit, op.Window
+			for _, su := range s.users {
+				for _, c := range su.states {
+					c.p.Configure(op.Limit, op.Window)
+				}
+			}
+		}
+		return Certain, ""
+	}
+	su := s.user(op.User)
+	lo, hi := op.Lo.UnixMilli(), op.Hi.UnixMilli()
+	if op.Lo.IsZero() || op.Hi.IsZero() {
+		lo, hi = -1<<62, 1<<62
+	}
+	if hi < lo {
+		lo, hi = hi, lo
+	}
+	if op.Kind == OpReset {
+		p, _ := s.spec.New(s.n, s.w)
+		low := int64(-1 << 62)
+		if len(su.states) > 0 {
+			low = max(lo, slices.MinFunc(su.states, func(a, b cand) int { return cmpInt(a.low, b.low) }).low)
+		}
+		s.users[op.User] = &searchUser{states: []cand{{p: p, low: low}}}
+		return Certain, ""
+	}
+	if su.off {
+		return Undecided, ""
+	}
+	next := map[string]cand{}
+	answers := map[string]bool{}
+	want := ""
+	switch op.Kind {
+	case OpAllow:
+		want = strconv.FormatBool(op.Allowed)
+	default:
+		want = strconv.Itoa(op.Remaining)
+	}
+	for _, c := range su.states {
+		from := max(c.low, lo)
+		if hi-from > searchMaxWidth {
+			su.off = true
+			return Undecided, ""
+		}
+		for t := from; t <= hi; t++ {
+			q := c.p.Clone()
+			var got string
+			if op.Kind == OpAllow {
+				ok, _ := q.Allow(time.UnixMilli(t), op.User)
+				got = strconv.FormatBool(ok)
+			} else {
+				n, _ := q.Remaining(time.UnixMilli(t), op.User)
+				got = strconv.Itoa(n)
+			}
+			answers[got] = true
+			if got != want {
+				continue
+			}
+			k := q.StateKey(op.User)
+			if old, ok := next[k]; !ok || t < old.low {
+				next[k] = cand{p: q, low: t}
+			}
+		}
+	}
+	if len(next) == 0 {
+		su.off = true
+		return Impossible, s.impossible(op, answers)
+	}
+	su.states = su.states[:0]
+	for _, c := range next {
+		su.states = append(su.states, c)
+	}
+	if len(su.states) > searchMaxStates {
+		su.off = true
+	}
+	if len(answers) == 1 {
+		return Certain, ""
+	}
+	return Undecided, ""
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// impossible says why no instant gives the answer: what the profile would
+// have answered instead.
+func (s *Search) impossible(op TimedOp, answers map[string]bool) string {
+	var got []string
+	for a := range answers {
+		switch a {
+		case "true":
+			a = "allowed"
+		case "false":
+			a = "denied"
+		}
+		got = append(got, a)
+	}
+	slices.Sort(got)
+	name := "its model"
+	if p, err := s.spec.New(s.n, s.w); err == nil {
+		name = p.Describe()
+	}
+	if len(got) == 0 {
+		return "no instant of the call's interval comes after the user's previous call"
+	}
+	return fmt.Sprintf("at every instant of the call's interval, after the user's earlier answers, %s answers %s", name, joinOr(got))
+}
+
+func joinOr(s []string) string {
+	switch len(s) {
+	case 1:
+		return s[0]
+	case 2:
+		return s[0] + " or " + s[1]
+	}
+	return fmt.Sprintf("%s, or %s", joinComma(s[:len(s)-1]), s[len(s)-1])
+}
+
+func joinComma(s []string) string {
+	out := ""
+	for i, x := range s {
+		if i > 0 {
+			out += ", "
+		}
+		out += x
+	}
+	return out
+}
+
+// JudgeBurst implements [Oracle]: the burst's requests are decided one
+// after the other, each at a whole millisecond of [lo, hi] no earlier than
+// the one before, and every way gives a number allowed.
+func (s *Search) JudgeBurst(user string, lo, hi time.Time, sent, allowed int) (Judgement, string) {
+	su := s.user(user)
+	if su.off {
+		return Undecided, "any number"
+	}
+	l, h := lo.UnixMilli(), hi.UnixMilli()
+	type key struct {
+		state string
+		n     int
+	}
+	cur := make([]cand, 0, len(su.states))
+	for _, c := range su.states {
+		cur = append(cur, cand{p: c.p, low: c.low})
+	}
+	budget := searchBudget
+	for range sent {
+		next := map[key]cand{}
+		for _, c := range cur {
+			from := max(c.low, l)
+			budget -= int(h-from) + 1
+			if budget < 0 || h-from > searchMaxWidth {
+				su.off = true
+				return Undecided, "any number"
+			}
+			for t := from; t <= h; t++ {
+				q := c.p.Clone()
+				n := c.n
+				if ok, _ := q.Allow(time.UnixMilli(t), user); ok {
+					n++
+				}
+				k := key{q.StateKey(user), n}
+				if old, ok := next[k]; !ok || t < old.low {
+					next[k] = cand{p: q, low: t, n: n}
+				}
+			}
+		}
+		if len(next) > searchMaxStates {
+			su.off = true
+			return Undecided, "any number"
+		}
+		cur = cur[:0]
+		for _, c := range next {
+			cur = append(cur, c)
+		}
+	}
+	least, most := sent, 0
+	su.states = su.states[:0]
+	for _, c := range cur {
+		least, most = min(least, c.n), max(most, c.n)
+		if c.n == allowed {
+			su.states = append(su.states, cand{p: c.p, low: c.low})
+		}
+	}
+	want := spanWord(least, most)
+	switch {
+	case len(su.states) == 0:
+		su.off = true
+		return Impossible, want
+	case least == most:
+		return Certain, want
+	}
+	return Undecided, want
+}
+
+// Lifetimes bounds how long from now user's state still matters, over
+// every state the user may be in: the shortest and the longest.
+func (s *Search) Lifetimes(now time.Time, user string) (shortest, longest time.Duration) {
+	su := s.users[user]
+	if su == nil || su.off {
+		return 0, s.w
+	}
+	shortest = -1
+	for _, c := range su.states {
+		l := c.p.Lifetime(now, user)
+		if shortest < 0 || l < shortest {
+			shortest = l
+		}
+		longest = max(longest, l)
+	}
+	return max(0, shortest), longest
+}

@@ -1,0 +1,199 @@
+package model
+
+import (
+	"fmt"
+	"maps"
+	"math/big"
+	"time"
+
+	"github.com/rlconform/rlconform/contract"
+)
+
+// SlidingCounter is the two-window weighted counter: a count per user and
+// epoch-aligned window [kW, (k+1)W), and at t in window k, e = t-kW ms
+// into it, the estimate
+//
+//	est(t) = prev * (W - e) / W + cur
+//
+// where cur counts window k and prev window k-1. A request is allowed when
+// est(t) < N, computed exactly, with no rounding: prev*(W-e) + cur*W < N*W.
+// countDenied counts denied requests too. Remaining is the number of
+// requests allowed at t, one after the other: max(0, ceil((N*W -
+// prev*(W-e)) / W) - cur).
+type SlidingCounter struct {
+	countDenied bool
+	n           int
+	w           int64
+	users       map[string]counterState
+}
+
+type counterState struct {
+	k         int64 // the window of cur
+	prev, cur int64
+}
+
+// Spec implements [Profile].
+func (s *SlidingCounter) Spec() Spec {
+	return Spec{Name: SlidingCounterP, Params: map[string]string{"count-denied": fmt.Sprint(s.countDenied)}}
+}
+
+// Describe implements [Profile].
+func (s *SlidingCounter) Describe() string {
+	d := "not counting"
+	if s.countDenied {
+		d = "counting"
+	}
+	return fmt.Sprintf("a two-window weighted counter (sliding-window estimate) of %v, %s denied requests, limit %d", ms(s.w), d, s.n)
+}
+
+// Limit implements [Profile].
+func (s *SlidingCounter) Limit() int { return s.n }
+
+// Window implements [Profile].
+func (s *SlidingCounter) Window() time.Duration { return ms(s.w) }
+
+// at is the user's counts rolled to the window holding t.
+func (s *SlidingCounter) at(t int64, user string) counterState {
+	k := floorDiv(t, s.w)
+	st, ok := s.users[user]
+	switch {
+	case !ok || k > st.k+1 || k < st.k:
+		return counterState{k: k}
+	case k == st.k+1:
+		return counterState{k: k, prev: st.cur}
+	}
+	return st
+}
+
+// room is N*W - prev*(W-e) - cur*W: positive when a request is allowed.
+func (s *SlidingCounter) room(t int64, st counterState) *big.Int {
+	e := t - st.k*s.w
+	r := new(big.Int).Mul(big.NewInt(int64(s.n)), big.NewInt(s.w))
+	r.Sub(r, new(big.Int).Mul(big.NewInt(st.prev), big.NewInt(s.w-e)))
+	return r.Sub(r, new(big.Int).Mul(big.NewInt(st.cur), big.NewInt(s.w)))
+}
+
+// Allow implements [Profile].
+func (s *SlidingCounter) Allow(now time.Time, user string) (bool, error) {
+	if err := contract.ValidateUserID(user); err != nil {
+		return false, err
+	}
+	t := now.UnixMilli()
+	st := s.at(t, user)
+	ok := s.room(t, st).Sign() > 0
+	if ok || s.countDenied {
+		st.cur++
+		if s.users == nil {
+			s.users = map[string]counterState{}
+		}
+		s.users[user] = st
+	}
+	return ok, nil
+}
+
+// Remaining implements [Profile].
+func (s *SlidingCounter) Remaining(now time.Time, user string) (int, error) {
+	if err := contract.ValidateUserID(user); err != nil {
+		return 0, err
+	}
+	t := now.UnixMilli()
+	r := s.room(t, s.at(t, user))
+	if r.Sign() <= 0 {
+		return 0, nil
+	}
+	// ceil(room / W) more requests fit.
+	w := big.NewInt(s.w)
+	q := new(big.Int).Add(r, new(big.Int).Sub(w, big.NewInt(1)))
+	return int(q.Quo(q, w).Int64()), nil
+}
+
+// RetryAfter implements [Profile]: the first instant the estimate falls
+// below N, in this window or the next.
+func (s *SlidingCounter) RetryAfter(now time.Time, user string) time.Duration {
+	t := now.UnixMilli()
+	st := s.at(t, user)
+	if s.room(t, st).Sign() > 0 {
+		return 0
+	}
+	if e, ok := s.firstRoom(st.prev, st.cur); ok && st.k*s.w+e > t {
+		return ms(st.k*s.w + e - t)
+	}
+	// In the next window the current count is weighted by W-e.
+	e, _ := s.firstRoom(st.cur, 0)
+	return ms((st.k+1)*s.w + e - t)
+}
+
+// firstRoom is the first e in [0, W) at which prev*(W-e) < (N-cur)*W,
+// when there is one.
+func (s *SlidingCounter) firstRoom(prev, cur int64) (int64, bool) {
+	if int64(s.n) <= cur {
+		return 0, false
+	}
+	if prev == 0 {
+		return 0, true
+	}
+	// e > W - (N-cur)*W/prev: e = W - floor(that), one more on exact division.
+	num := new(big.Int).Mul(big.NewInt(int64(s.n)-cur), big.NewInt(s.w))
+	q, m := new(big.Int).QuoRem(num, big.NewInt(prev), new(big.Int))
+	if q.Cmp(big.NewInt(s.w)) > 0 {
+		return 0, true
+	}
+	e := s.w - q.Int64()
+	if m.Sign() == 0 {
+		e++
+	}
+	return max(0, e), e < s.w
+}
+
+// Lifetime implements [Profile]: a count matters until the end of the
+// window after its own.
+func (s *SlidingCounter) Lifetime(now time.Time, user string) time.Duration {
+	st, ok := s.users[user]
+	if !ok {
+		return 0
+	}
+	return ms(max(0, (st.k+2)*s.w-now.UnixMilli()))
+}
+
+// Reset implements [Profile].
+func (s *SlidingCounter) Reset(user string) error {
+	if err := contract.ValidateUserID(user); err != nil {
+		return err
+	}
+	delete(s.users, user)
+	return nil
+}
+
+// Configure implements [Profile]: counts are kept, windows laid out anew.
+func (s *SlidingCounter) Configure(n int, w time.Duration) error {
+	if err := contract.ValidateConfig(n, w); err != nil {
+		return err
+	}
+	s.n, s.w = n, w.Milliseconds()
+	return nil
+}
+
+// Explain implements [Profile].
+func (s *SlidingCounter) Explain(now, base time.Time, user string) string {
+	t := now.UnixMilli()
+	st := s.at(t, user)
+	e := t - st.k*s.w
+	return fmt.Sprintf("the window [%s, %s) of %s has counted %d and the one before %d: the estimate is %d×(%d-%d)/%d + %d, limit %d",
+		offset(time.UnixMilli(st.k*s.w), base), offset(time.UnixMilli((st.k+1)*s.w), base), user, st.cur, st.prev, st.prev, s.w, e, s.w, st.cur, s.n)
+}
+
+// Clone implements [Profile].
+func (s *SlidingCounter) Clone() Profile {
+	c := *s
+	c.users = maps.Clone(s.users)
+	return &c
+}
+
+// StateKey implements [Profile].
+func (s *SlidingCounter) StateKey(user string) string {
+	st, ok := s.users[user]
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("%d/%d/%d", st.k, st.prev, st.cur)
+}

@@ -1,0 +1,201 @@
+package model
+
+import (
+	"fmt"
+	"math/big"
+	"time"
+
+	"github.com/rlconform/rlconform/contract"
+)
+
+// TokenBucket is a bucket of capacity C (default N) per user, made full at
+// the user's first request, holding tokens that requests spend one each; a
+// request is allowed when a whole token is there. Refill adds N tokens per
+// W, never above C:
+//
+//   - continuous: (t - last)*N/W tokens at every decision, exactly (a
+//     fraction): the decisions of GCRA with burst C;
+//   - interval: N tokens at once at each whole W since the bucket was made
+//     (its anchor a: at a+W, a+2W, ...); a bucket that a refill makes full
+//     is forgotten, so the next request makes a new one, anchored at its
+//     own instant (a store forgets it when its TTL, the time to full,
+//     runs out). With C = N these are the decisions of a fixed window
+//     opened by the first request, not counting denied requests.
+//
+// Remaining is the whole tokens in the bucket at t.
+type TokenBucket struct {
+	capacity int // 0: follow N
+	interval bool
+	n        int
+	w        int64
+	users    map[string]bucket
+}
+
+type bucket struct {
+	tokens *big.Rat // continuous: may be a fraction; never changed in place
+	last   int64    // continuous: the last refill; interval: the anchor
+}
+
+// Spec implements [Profile].
+func (b *TokenBucket) Spec() Spec {
+	refill := "continuous"
+	if b.interval {
+		refill = "interval"
+	}
+	return Spec{Name: TokenBucketP, Params: map[string]string{"capacity": limitParam(b.capacity), "refill": refill}}
+}
+
+func (b *TokenBucket) c() int64 {
+	if b.capacity == 0 {
+		return int64(b.n)
+	}
+	return int64(b.capacity)
+}
+
+// Describe implements [Profile].
+func (b *TokenBucket) Describe() string {
+	if b.interval {
+		return fmt.Sprintf("a token bucket of %d refilled with %d tokens at once every %v", b.c(), b.n, ms(b.w))
+	}
+	return fmt.Sprintf("a token bucket of %d refilled continuously at %d per %v", b.c(), b.n, ms(b.w))
+}
+
+// Limit implements [Profile].
+func (b *TokenBucket) Limit() int { return b.n }
+
+// Window implements [Profile].
+func (b *TokenBucket) Window() time.Duration { return ms(b.w) }
+
+// at is the user's bucket refilled up to t (ok false: no bucket, full).
+func (b *TokenBucket) at(t int64, user string) (bucket, bool) {
+	st, ok := b.users[user]
+	if !ok {
+		return bucket{tokens: big.NewRat(b.c(), 1), last: t}, false
+	}
+	full := big.NewRat(b.c(), 1)
+	if b.interval {
+		k := floorDiv(t-st.last, b.w)
+		if k < 1 {
+			return st, true
+		}
+		tok := new(big.Rat).Add(st.tokens, new(big.Rat).Mul(big.NewRat(k, 1), big.NewRat(int64(b.n), 1)))
+		if tok.Cmp(full) >= 0 { // full again: forgotten, a new bucket at t
+			return bucket{tokens: full, last: t}, false
+		}
+		return bucket{tokens: tok, last: st.last + k*b.w}, true
+	}
+	if t <= st.last {
+		return st, true
+	}
+	gained := new(big.Int).Mul(big.NewInt(t-st.last), big.NewInt(int64(b.n)))
+	tok := new(big.Rat).Add(st.tokens, new(big.Rat).SetFrac(gained, big.NewInt(b.w)))
+	if tok.Cmp(full) > 0 {
+		tok = full
+	}
+	return bucket{tokens: tok, last: t}, true
+}
+
+var one = big.NewRat(1, 1)
+
+// Allow implements [Profile].
+func (b *TokenBucket) Allow(now time.Time, user string) (bool, error) {
+	if err := contract.ValidateUserID(user); err != nil {
+		return false, err
+	}
+	st, _ := b.at(now.UnixMilli(), user)
+	if st.tokens.Cmp(one) < 0 {
+		return false, nil
+	}
+	st.tokens = new(big.Rat).Sub(st.tokens, one)
+	if b.users == nil {
+		b.users = map[string]bucket{}
+	}
+	b.users[user] = st
+	return true, nil
+}
+
+// Remaining implements [Profile].
+func (b *TokenBucket) Remaining(now time.Time, user string) (int, error) {
+	if err := contract.ValidateUserID(user); err != nil {
+		return 0, err
+	}
+	st, _ := b.at(now.UnixMilli(), user)
+	return int(new(big.Int).Quo(st.tokens.Num(), st.tokens.Denom()).Int64()), nil
+}
+
+// RetryAfter implements [Profile].
+func (b *TokenBucket) RetryAfter(now time.Time, user string) time.Duration {
+	t := now.UnixMilli()
+	st, _ := b.at(t, user)
+	if st.tokens.Cmp(one) >= 0 {
+		return 0
+	}
+	if b.interval {
+		return ms(st.last + b.w - t)
+	}
+	// (1 - tokens) * W / N ms, rounded up.
+	d := new(big.Rat).Sub(one, st.tokens)
+	return ms(ceilRat(d.Mul(d, big.NewRat(b.w, int64(b.n)))))
+}
+
+// Lifetime implements [Profile]: until the bucket is full again.
+func (b *TokenBucket) Lifetime(now time.Time, user string) time.Duration {
+	t := now.UnixMilli()
+	st, ok := b.users[user]
+	if !ok {
+		return 0
+	}
+	missing := new(big.Rat).Sub(big.NewRat(b.c(), 1), st.tokens)
+	if b.interval {
+		k := ceilRat(missing.Quo(missing, big.NewRat(int64(b.n), 1)))
+		return ms(max(0, st.last+k*b.w-t))
+	}
+	return ms(max(0, st.last+ceilRat(missing.Mul(missing, big.NewRat(b.w, int64(b.n))))-t))
+}
+
+// Reset implements [Profile].
+func (b *TokenBucket) Reset(user string) error {
+	if err := contract.ValidateUserID(user); err != nil {
+		return err
+	}
+	delete(b.users, user)
+	return nil
+}
+
+// Configure implements [Profile]: tokens are kept; later refills use the
+// new rate and capacity.
+func (b *TokenBucket) Configure(n int, w time.Duration) error {
+	if err := contract.ValidateConfig(n, w); err != nil {
+		return err
+	}
+	b.n, b.w = n, w.Milliseconds()
+	return nil
+}
+
+// Explain implements [Profile].
+func (b *TokenBucket) Explain(now, base time.Time, user string) string {
+	st, ok := b.at(now.UnixMilli(), user)
+	if !ok {
+		return fmt.Sprintf("%s has a full bucket of %d", user, b.c())
+	}
+	return fmt.Sprintf("the bucket of %s holds %s of %d tokens (last refilled at %s)", user, st.tokens.FloatString(3), b.c(), offset(time.UnixMilli(st.last), base))
+}
+
+// Clone implements [Profile].
+func (b *TokenBucket) Clone() Profile {
+	c := *b
+	c.users = make(map[string]bucket, len(b.users))
+	for u, st := range b.users {
+		c.users[u] = st
+	}
+	return &c
+}
+
+// StateKey implements [Profile].
+func (b *TokenBucket) StateKey(user string) string {
+	st, ok := b.users[user]
+	if !ok {
+		return ""
+	}
+	return st.tokens.RatString() + "@" + fmt.Sprint(st.last)
+}
