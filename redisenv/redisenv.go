@@ -25,9 +25,15 @@ const (
 var ErrNoRedis = errors.New(`no Redis found; rlconform needs a real one. Either
   - set REDIS_URL (redis://host:port/db, or a comma-separated list of cluster nodes host:port,host:port), or
   - install redis-server on PATH (Debian/Ubuntu: apt-get install -y redis-server; macOS: brew install redis), or
-  - run a Docker engine, so testcontainers-go can start redis:7 (programs
-    that import github.com/rlconform/rlconform/redisenv/container, as the
-    rlconform command does)`)
+  - run a Docker engine, so testcontainers-go can start redis:7-alpine (or the
+    image RLCONFORM_REDIS_IMAGE names) in programs that import
+    github.com/rlconform/rlconform/redisenv/container, as the rlconform command does`)
+
+// SelectEnv names the environment variable that picks one rung instead of
+// the ladder: "container" (the testcontainers rung, even where REDIS_URL is
+// set or redis-server is on PATH) or "redis-server". Unset or "auto", Obtain
+// tries the rungs in order.
+const SelectEnv = "RLCONFORM_REDIS"
 
 // Redis is a Redis that a run may use.
 type Redis struct {
@@ -68,8 +74,30 @@ func (r *Redis) Close() error {
 // module when a Docker engine answers. Failing all three, it returns an
 // error wrapping [ErrNoRedis] that names the three ways to get one. A
 // REDIS_URL that does not answer is an error, not a reason to try the next
-// rung. The caller must Close the result.
+// rung. RLCONFORM_REDIS ([SelectEnv]) set to "container" or "redis-server"
+// takes that rung alone, and its failure is the error. The caller must
+// Close the result.
 func Obtain(ctx context.Context) (*Redis, error) {
+	switch sel := os.Getenv(SelectEnv); sel {
+	case "", "auto":
+	case "container":
+		if containerRung == nil {
+			return nil, fmt.Errorf("%s=container: %w\n(the container rung is not linked in: import github.com/rlconform/rlconform/redisenv/container)", SelectEnv, ErrNoRedis)
+		}
+		r, err := containerRung(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s=container: %w", SelectEnv, err)
+		}
+		return r, nil
+	case SourceBinary:
+		r, err := Start(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s=redis-server: %w", SelectEnv, err)
+		}
+		return r, nil
+	default:
+		return nil, fmt.Errorf("redisenv: %s=%q: want container, redis-server, auto or nothing", SelectEnv, sel)
+	}
 	if url := os.Getenv("REDIS_URL"); url != "" {
 		r, err := FromURL(ctx, url)
 		if err != nil {
@@ -95,7 +123,8 @@ func Obtain(ctx context.Context) (*Redis, error) {
 var containerRung func(context.Context) (*Redis, error)
 
 // RegisterContainerRung makes start the rung Obtain tries after REDIS_URL
-// and redis-server. Package redisenv/container calls it when imported.
+// and redis-server, or alone when RLCONFORM_REDIS=container. Package
+// redisenv/container calls it when imported.
 func RegisterContainerRung(start func(context.Context) (*Redis, error)) { containerRung = start }
 
 // Wrap makes a Redis of a client that another rung connected: source says
