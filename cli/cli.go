@@ -31,6 +31,8 @@ or against the profile of another algorithm (--profile).
 usage:
   rlconform run   [flags]  grade a limiter: the reference on a Redis found or started,
                            or a protocol v1 server with --target URL
+  rlconform identify --target URL [flags]
+                           probe a limiter and name the profiles that explain its answers
   rlconform serve [flags]  serve a built-in limiter over protocol v1
   rlconform list [--json] [--profile P] [LEVEL|ID-PREFIX]...
                            spec ids, their level, what they need, what they prove
@@ -55,6 +57,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return run(args[1:], stdout, stderr)
 	case "serve":
 		return serve(args[1:], stdout, stderr)
+	case "identify":
+		return identify(args[1:], stdout, stderr)
 	case "list":
 		return listSpecs(args[1:], stdout, stderr)
 	case "version":

@@ -29,6 +29,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	limit := fs.Int("limit", 5, "initial limit N")
 	window := fs.Duration("window", time.Minute, "initial window W")
 	prefix := fs.String("prefix", "rlc-serve:", "key prefix in Redis")
+	withClock := fs.Bool("clock", true, "declare clock control and take now from each request's X-Rlc-Now-Ms; -clock=false serves a limiter on real time (the reference and mutants read Redis TIME), graded without clock control")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return ExitConformant
@@ -39,7 +40,11 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 
 	clock := fakeclock.New(time.Now())
-	lim, store, err := build(ctx, *impl, clock, *prefix, *limit, *window)
+	var limClock fakeclock.Clock = clock
+	if !*withClock {
+		clock, limClock = nil, nil
+	}
+	lim, store, err := build(ctx, *impl, limClock, *prefix, *limit, *window)
 	if err != nil {
 		fmt.Fprintf(stderr, "rlconform serve: %v\n", err)
 		return ExitCannotRun
@@ -52,7 +57,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rlconform serve: %v\n", err)
 		return ExitCannotRun
 	}
-	fmt.Fprintf(stdout, "rlconform: serving %s over protocol v1 at %s (clock control: yes)\n", *impl, srv.URL)
+	fmt.Fprintf(stdout, "rlconform: serving %s over protocol v1 at %s (clock control: %s)\n", *impl, srv.URL, map[bool]string{true: "yes", false: "no"}[*withClock])
 	if store != nil {
 		fmt.Fprintf(stdout, "rlconform: its keys are in redis://%s under %q (%s): --store-url redis://%s --store-prefix %s\n",
 			store.Addr, *prefix, store.Source, store.Addr, *prefix)
@@ -62,7 +67,9 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	return ExitConformant
 }
 
-// build makes the limiter to serve, and the Redis it uses (nil for the model).
+// build makes the limiter to serve, and the Redis it uses (nil for the
+// model). A nil clock means real time: the server's TIME for Redis
+// limiters.
 func build(ctx context.Context, impl string, clock fakeclock.Clock, prefix string, n int, w time.Duration) (contract.RateLimiterContract, *redisenv.Redis, error) {
 	var profile model.Spec
 	if sp, ok := strings.CutPrefix(impl, "model:"); ok || impl == "model" {
@@ -73,6 +80,9 @@ func build(ctx context.Context, impl string, clock fakeclock.Clock, prefix strin
 		p, err := spec.New(n, w)
 		if err != nil {
 			return nil, nil, err
+		}
+		if clock == nil {
+			clock = fakeclock.Real{}
 		}
 		return model.NewProfileLimiter(clock, p), nil, nil
 	}

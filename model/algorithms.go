@@ -62,6 +62,13 @@ func Alternatives(graded Spec, n int, w time.Duration) []Alternative {
 	add("sliding-counter:count-denied=true", counter, true)
 	add("gcra", rate, true)
 	add("sliding-log", logHint, false)
+	return append(out, Mistakes(n, w)...)
+}
+
+// Mistakes returns the classic mistakes of a sliding log configured with n
+// and w, each fresh, always in the same order.
+func Mistakes(n int, w time.Duration) []Alternative {
+	var out []Alternative
 	for _, kind := range []string{"limit+1", "limit-1", "window/1000", "count-denied", "same-ms-once", "inclusive"} {
 		v := &logVariant{kind: kind, n: n, w: w}
 		out = append(out, Alternative{Algorithm: v, Hint: v.hint()})

@@ -36,6 +36,9 @@ type runner struct {
 	notes    []string // what the run has to say beyond results
 	// profile is what targets are graded against.
 	profile model.Spec
+	// probed, when set, gets every spec's harness once it has run (identify
+	// reads their traces).
+	probed func(s *spec, h *harness)
 	// margin is how far from a window edge real-time specs aim, measured
 	// from the target's round trips on the first real-time spec.
 	margin time.Duration
@@ -206,6 +209,9 @@ func (r *runner) runSpec(ctx context.Context, t Target, s *spec) (res Result) {
 	select {
 	case out := <-done:
 		res.Status, res.Message, res.Failure = out.Status, out.Message, out.Failure
+		if r.probed != nil {
+			r.probed(s, h)
+		}
 	case <-specCtx.Done():
 		if ctx.Err() != nil {
 			res.Status, res.Message = Interrupted, "the run was stopped while this spec ran"

@@ -1,0 +1,101 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/rlconform/rlconform/report"
+	"github.com/rlconform/rlconform/suite"
+	"github.com/rlconform/rlconform/targets"
+)
+
+// identify probes a limiter and says which profiles explain its answers.
+// Exit codes: 0 some profile fits, 1 none does (the limiter is none of
+// the honest designs), 2 could not run, 130 interrupted.
+func identify(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("rlconform identify", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var urls list
+	fs.Var(&urls, "target", "base URL of a protocol v1 limiter; repeat for several instances sharing one store (required)")
+	limit := fs.Int("limit", 5, "the limit N the probes configure (or that the limiter enforces, without Configure)")
+	window := fs.Duration("window", time.Minute, "the window W the probes configure, with clock control")
+	rtWindow := fs.Duration("realtime-window", time.Second, "the window W without clock control")
+	jsonPath := fs.String("json", "", "write the identification as JSON to `FILE` (- for stdout)")
+	timeout := fs.Duration("timeout", 5*time.Second, "bound on each call to the target")
+	seed := fs.Uint64("seed", 0, "seed (0: pick one)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: rlconform identify --target URL [flags]\n\nProbes the limiter (with its clock when it has one, in real time otherwise) and says which\nprofiles and parameters explain every answer, which are ruled out and by which answer.\nExit codes: 0 a profile fits, 1 none fits, 2 could not run, 130 interrupted.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitConformant
+		}
+		return ExitCannotRun
+	}
+	switch {
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "rlconform identify: unexpected argument %q\n", fs.Arg(0))
+		return ExitCannotRun
+	case len(urls) == 0:
+		fmt.Fprintln(stderr, "rlconform identify: give --target URL (rlconform serve --impl model:gcra serves one to try)")
+		return ExitCannotRun
+	case *timeout <= 0:
+		fmt.Fprintln(stderr, "rlconform identify: --timeout must be positive")
+		return ExitCannotRun
+	}
+	cfg := suite.Config{Limit: *limit, Window: *window, RealTimeWindow: *rtWindow, Seed: *seed}
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintf(stderr, "rlconform identify: %v\n", err)
+		return ExitCannotRun
+	}
+	var out io.Writer
+	text := stdout
+	switch *jsonPath {
+	case "":
+	case "-":
+		out, text = stdout, stderr
+	default:
+		f, err := os.Create(*jsonPath)
+		if err != nil {
+			fmt.Fprintf(stderr, "rlconform identify: --json: %v\n", err)
+			return ExitCannotRun
+		}
+		defer f.Close()
+		out = f
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	target, err := targets.Remote(ctx, urls, *timeout)
+	if err != nil {
+		fmt.Fprintf(stderr, "rlconform identify: %v\n", err)
+		return cannotRun(ctx)
+	}
+	fmt.Fprintf(stderr, "rlconform: probing %s\n", target.Name)
+	id, err := suite.Identify(ctx, cfg, target)
+	if err != nil {
+		fmt.Fprintf(stderr, "rlconform %v\n", err)
+		return cannotRun(ctx)
+	}
+	if err := report.Identification(text, id); err != nil {
+		fmt.Fprintf(stderr, "rlconform identify: %v\n", err)
+		return ExitCannotRun
+	}
+	if out != nil {
+		if err := report.IdentificationJSON(out, id, report.Meta{Version: Version()}); err != nil {
+			fmt.Fprintf(stderr, "rlconform identify: --json: %v\n", err)
+			return ExitCannotRun
+		}
+	}
+	if len(id.Fits) == 0 {
+		return ExitNotConformant
+	}
+	return ExitConformant
+}

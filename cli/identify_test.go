@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlconform/rlconform/adapters"
+	"github.com/rlconform/rlconform/fakeclock"
+	"github.com/rlconform/rlconform/model"
+)
+
+// serveProfile serves a profile's model over protocol v1, with clock
+// control or on real time.
+func serveProfile(t *testing.T, spec string, withClock bool) string {
+	t.Helper()
+	var clock *fakeclock.Fake
+	var read fakeclock.Clock = fakeclock.Real{}
+	if withClock {
+		clock = fakeclock.New(time.Now())
+		read = clock
+	}
+	p, err := model.MustSpec(spec).New(5, time.Minute)
+	require.NoError(t, err)
+	srv, err := adapters.NewServer(model.NewProfileLimiter(read, p), clock)
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	return srv.URL
+}
+
+// identify names a profile model served over protocol v1, in both clock
+// modes, with its parameters; JSON says the same.
+func TestIdentifyOverTheProtocol(t *testing.T) {
+	for _, c := range []struct {
+		spec      string
+		withClock bool
+	}{
+		{"gcra:burst=3", true},
+		{"sliding-counter:count-denied=true", true},
+		{"fixed-window:align=first-hit", false},
+	} {
+		t.Run(c.spec, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "id.json")
+			code, out, errOut := rlconform(t, "identify", "--target", serveProfile(t, c.spec, c.withClock), "--json", path)
+			require.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
+			assert.Contains(t, out, "IDENTIFIED")
+			assert.Contains(t, out, "fits      "+model.MustSpec(c.spec).String())
+			var got struct {
+				Outcome string `json:"outcome"`
+				Fits    []struct {
+					Profile string `json:"profile"`
+				} `json:"fits"`
+				RuledOut []struct {
+					Profile  string   `json:"profile"`
+					Timeline []string `json:"timeline"`
+				} `json:"ruled_out"`
+			}
+			data, err := os.ReadFile(path)
+			require.NoError(t, err)
+			require.NoError(t, json.Unmarshal(data, &got))
+			assert.Equal(t, "identified", got.Outcome)
+			require.Len(t, got.Fits, 1)
+			assert.Equal(t, model.MustSpec(c.spec).String(), got.Fits[0].Profile)
+			assert.NotEmpty(t, got.RuledOut)
+		})
+	}
+}
+
+func TestIdentifyCannotRun(t *testing.T) {
+	code, _, errOut := rlconform(t, "identify")
+	assert.Equal(t, ExitCannotRun, code)
+	assert.Contains(t, errOut, "--target")
+	code, _, errOut = rlconform(t, "identify", "--target", "http://127.0.0.1:1")
+	assert.Equal(t, ExitCannotRun, code, errOut)
+}
+
+// run --profile grades a served profile model against its profile, and
+// fails it against another; list --profile says what is not graded.
+func TestRunAndListWithAProfile(t *testing.T) {
+	url := serveProfile(t, "gcra", true)
+	code, out, errOut := rlconform(t, "run", "--target", url, "--profile", "gcra", "--level", "strict")
+	assert.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
+	assert.Contains(t, out, "profile gcra:burst=limit")
+	code, out, _ = rlconform(t, "run", "--target", url, "--profile", "fixed-window", "--level", "strict")
+	assert.Equal(t, ExitNotConformant, code, out)
+	code, _, errOut = rlconform(t, "run", "--target", url, "--profile", "fixed-window:align=sideways")
+	assert.Equal(t, ExitCannotRun, code)
+	assert.Contains(t, errOut, "want one of epoch, first-grid, first-hit")
+	code, out, _ = rlconform(t, "list", "--profile", "gcra")
+	assert.Equal(t, ExitConformant, code)
+	assert.Contains(t, out, "strict/clock-step-back")
+	assert.Contains(t, out, "NOT GRADED: not part of profile gcra")
+}

@@ -1,0 +1,128 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/rlconform/rlconform/suite"
+)
+
+// Identification writes what rlconform identify found, for people: the
+// profiles that explain every answer, then those ruled out with the
+// answer that rules each out and the user's operations leading to it.
+func Identification(w io.Writer, id *suite.Identification) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s (limit %d, window %v, %s; a fresh user got %d at once)\n", id.Target, id.Limit, id.Window, id.Mode, id.Burst)
+	switch len(id.Fits) {
+	case 0:
+		b.WriteString("NONE FITS: no profile explains every answer (each is ruled out below)\n")
+	case 1:
+		b.WriteString("IDENTIFIED: one profile explains every answer\n")
+	default:
+		fmt.Fprintf(&b, "AMBIGUOUS: %d profiles explain every answer; these probes cannot tell them apart\n", len(id.Fits))
+	}
+	for _, f := range id.Fits {
+		fmt.Fprintf(&b, "  fits      %s: %s (%d answers decided)\n", f.Profile, f.Description, f.Decided)
+		if len(f.SameDecisions) > 0 {
+			fmt.Fprintf(&b, "            decides as %s on every history: decisions alone cannot tell them apart\n", strings.Join(f.SameDecisions, ", "))
+		}
+		if f.RemainingDiffers != "" {
+			fmt.Fprintf(&b, "            but GetRemainingRequests differs: %s\n", f.RemainingDiffers)
+		}
+	}
+	// Profiles ruled out by the same answer share one block.
+	done := make([]bool, len(id.RuledOut))
+	for i, r := range id.RuledOut {
+		if done[i] {
+			continue
+		}
+		names := []string{r.Profile}
+		for j := i + 1; j < len(id.RuledOut); j++ {
+			o := id.RuledOut[j]
+			if !done[j] && o.Probe == r.Probe && o.Step == r.Step && o.Want == r.Want {
+				done[j] = true
+				names = append(names, o.Profile)
+			}
+		}
+		says := "the profile says"
+		if len(names) > 1 {
+			says = "they say"
+		}
+		fmt.Fprintf(&b, "  ruled out %s\n    by %s step %d at %s: %s = %s, %s %s\n", strings.Join(names, ", "), r.Probe, r.Step, offset(r.At), r.Operation, r.Got, says, r.Want)
+		for _, t := range r.Timeline {
+			fmt.Fprintf(&b, "      %s\n", t)
+		}
+	}
+	for _, m := range id.Mistakes {
+		fmt.Fprintf(&b, "  closest: every decision is what %s would give\n", m)
+	}
+	for _, n := range id.Notes {
+		fmt.Fprintf(&b, "  note: %s\n", n)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func offset(d time.Duration) string {
+	if ms := d.Milliseconds(); ms < 0 {
+		return fmt.Sprintf("%dms", ms)
+	}
+	return fmt.Sprintf("+%dms", d.Milliseconds())
+}
+
+// IdentificationJSON writes what rlconform identify found as JSON.
+func IdentificationJSON(w io.Writer, id *suite.Identification, meta Meta) error {
+	type fit struct {
+		Profile          string   `json:"profile"`
+		Description      string   `json:"description"`
+		SameDecisions    []string `json:"same_decisions,omitempty"`
+		Decided          int      `json:"decided"`
+		RemainingDiffers string   `json:"remaining_differs,omitempty"`
+	}
+	type ruledOut struct {
+		Profile     string   `json:"profile"`
+		Description string   `json:"description"`
+		Probe       string   `json:"probe"`
+		Step        int      `json:"step"`
+		AtMs        int64    `json:"at_ms"`
+		Operation   string   `json:"operation"`
+		Got         string   `json:"got"`
+		Want        string   `json:"want"`
+		Timeline    []string `json:"timeline"`
+	}
+	out := struct {
+		Version  string     `json:"version,omitempty"`
+		Target   string     `json:"target"`
+		Limit    int        `json:"limit"`
+		WindowMs int64      `json:"window_ms"`
+		Mode     string     `json:"mode"`
+		Burst    int        `json:"burst"`
+		Outcome  string     `json:"outcome"`
+		Fits     []fit      `json:"fits"`
+		RuledOut []ruledOut `json:"ruled_out"`
+		Mistakes []string   `json:"mistakes,omitempty"`
+		Probes   []string   `json:"probes"`
+		Notes    []string   `json:"notes,omitempty"`
+	}{Version: meta.Version, Target: id.Target, Limit: id.Limit, WindowMs: id.Window.Milliseconds(), Mode: string(id.Mode), Burst: id.Burst,
+		Fits: []fit{}, RuledOut: []ruledOut{}, Mistakes: id.Mistakes, Probes: id.Probes, Notes: id.Notes}
+	switch len(id.Fits) {
+	case 0:
+		out.Outcome = "none-fits"
+	case 1:
+		out.Outcome = "identified"
+	default:
+		out.Outcome = "ambiguous"
+	}
+	for _, f := range id.Fits {
+		out.Fits = append(out.Fits, fit{f.Profile, f.Description, f.SameDecisions, f.Decided, f.RemainingDiffers})
+	}
+	for _, r := range id.RuledOut {
+		out.RuledOut = append(out.RuledOut, ruledOut{r.Profile, r.Description, r.Probe, r.Step, r.At.Milliseconds(), r.Operation, r.Got, r.Want, r.Timeline})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}

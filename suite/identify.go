@@ -1,0 +1,446 @@
+package suite
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/model"
+)
+
+// Identification is what Identify found: the profiles (with parameters)
+// that explain every answer of its probes, and those ruled out, each by
+// the first answer it would not give.
+type Identification struct {
+	Target string
+	// Limit and Window are the configuration the probes ran with.
+	Limit  int
+	Window time.Duration
+	Mode   Mode
+	// Burst is how many requests a fresh user got at one instant (in real
+	// time: in one quick burst).
+	Burst int
+	// Fits explain every answer, grouped where decisions alone cannot
+	// tell them apart; RuledOut are the others.
+	Fits     []Fit
+	RuledOut []RuledOut
+	// Mistakes, when no profile fits, are the classic mistakes of a
+	// sliding log that give every decision (in real time, with instants
+	// taken at the sending, the answer or half-way: a diagnosis, not a
+	// verdict).
+	Mistakes []string `json:",omitempty"`
+	// Probes are the specs whose histories were replayed.
+	Probes []string
+	Notes  []string
+}
+
+// Fit is a profile that explains every decision of the probes.
+type Fit struct {
+	Profile     string
+	Description string
+	// SameDecisions are profiles that always decide as this one does (a
+	// GCRA and a continuously refilled token bucket of the same burst):
+	// no history can tell them apart.
+	SameDecisions []string `json:",omitempty"`
+	// Decided counts the answers this profile left no doubt about (in
+	// real time, the others fit whatever the instants).
+	Decided int
+	// RemainingDiffers, when set, says how GetRemainingRequests answered
+	// otherwise than the profile does, though every decision fits.
+	RemainingDiffers string `json:",omitempty"`
+}
+
+// RuledOut is a profile that does not explain the probes, with the
+// shortest evidence: the first answer it would not give, and the user's
+// operations up to it.
+type RuledOut struct {
+	Profile     string
+	Description string
+	Probe       string
+	Step        int
+	At          time.Duration
+	Operation   string
+	Got, Want   string
+	Timeline    []string
+}
+
+// identifyProbes are the specs whose histories tell profiles apart.
+var identifyProbes = []string{
+	"core/allow-within-limit", "core/block-over-limit", "core/sliding-expiry", "core/remaining",
+	"strict/boundary-burst-epoch", "strict/boundary-burst-first", "strict/rolling-expiry",
+	"strict/same-millisecond-burst", "strict/denied-not-logged", "strict/raised-limit",
+}
+
+// burstProbe measures how many requests a fresh user gets at once.
+func burstProbe() spec {
+	return spec{id: "identify/burst", level: Core, rule: "a fresh user's requests at one instant: how many are allowed",
+		run: func(h *harness) {
+			h.CheckBurst([]string{h.User("burst")}, 4*h.N()+4, 1, []contract.RateLimiterContract{h.Instance(0)})
+		}}
+}
+
+// gridProbe tells windows on the epoch, on a grid anchored at the first
+// request and opened by the first request apart: an anchor off every epoch
+// edge, a full window half a window after the anchor's, then requests just
+// after the next epoch edge, at the grid's edge and at the opened
+// window's end.
+func gridProbe() spec {
+	return spec{id: "identify/grid", level: Core, rule: "where a fixed window's edges are: the epoch, a grid anchored at the first request, or a window opened by a request",
+		run: func(h *harness) {
+			u := h.User("grid")
+			w := h.W()
+			a := 12_345 * time.Millisecond
+			if h.fake == nil {
+				h.Origin()
+				a = 0
+			}
+			h.At(a)
+			h.Allow(u)
+			h.At(a + w + w/2)
+			for range h.N() + 1 {
+				h.Allow(u)
+			}
+			if h.fake != nil {
+				h.At(2*w + time.Millisecond) // just after an epoch edge
+				h.Allow(u)
+			}
+			h.After(a + 2*w) // the grid's edge
+			h.Allow(u)
+			h.Before(a + 2*w + w/2) // the opened window's end
+			h.Allow(u)
+			h.After(a + 2*w + w/2)
+			h.Allow(u)
+		}}
+}
+
+// probe is one probe's history.
+type probe struct {
+	id       string
+	n        int
+	w        time.Duration
+	realTime bool
+	start    time.Time
+	tag      string
+	trace    []traceOp
+}
+
+// Identify probes target (with its clock when it has one, in real time
+// otherwise), then replays every answer on every profile and its
+// parameters: the result says which explain all of them and which are
+// ruled out, by what. cfg.Profile is not used; the probes run with
+// cfg.Limit and cfg.Window (cfg.RealTimeWindow in real time). An error
+// means the probes could not run (a fault, a target that stopped
+// answering, a probe too slow to finish), never that nothing fits.
+func Identify(ctx context.Context, cfg Config, target Target) (*Identification, error) {
+	cfg.Profile = ""
+	cfg.IDs = identifyProbes
+	r, err := newRunner(ctx, cfg, target)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	defer r.finish()
+	var probes []probe
+	r.probed = func(s *spec, h *harness) {
+		probes = append(probes, probe{id: s.id, n: h.env.MaxRequests, w: h.env.Window, realTime: h.fake == nil, start: h.start, tag: h.tag, trace: slices.Clone(h.trace)})
+	}
+	id := &Identification{Target: target.Name, Mode: FakeClock}
+	if !target.Capabilities.Clock {
+		id.Mode = RealTime
+	}
+	specs := append(r.selected(), burstProbe(), gridProbe())
+	for i := range specs {
+		s := &specs[i]
+		rep := &Report{}
+		res := r.runInto(ctx, target, s, rep)
+		switch {
+		case rep.Aborted != "":
+			return nil, fmt.Errorf("identify: %s", rep.Aborted)
+		case res.Status == Skipped:
+			id.Notes = append(id.Notes, fmt.Sprintf("probe %s not run: %s", s.id, res.Message))
+		case res.Status == Errored || res.Status == Inconclusive || res.Status == Interrupted || res.Failure != nil && (res.Failure.Kind == KindTargetError || res.Failure.Kind == KindPanic || res.Failure.Kind == KindHang):
+			return nil, fmt.Errorf("identify: probe %s could not run: %s", s.id, firstLine(res.Message))
+		}
+	}
+	if len(probes) == 0 {
+		return nil, fmt.Errorf("identify: no probe ran")
+	}
+	id.Limit, id.Window = probes[0].n, probes[0].w
+	for _, p := range probes {
+		id.Probes = append(id.Probes, p.id)
+		for _, op := range p.trace {
+			if p.id == "identify/burst" && op.kind == 'B' {
+				id.Burst = op.allowed
+			}
+		}
+	}
+	id.judge(candidateSpecs(id.Limit, id.Burst), probes)
+	if len(id.Fits) == 0 {
+		id.Mistakes = mistakes(id.Limit, id.Window, probes)
+	}
+	return id, nil
+}
+
+// mistakes names the classic mistakes of a sliding log that give every
+// decision of the probes.
+func mistakes(n int, w time.Duration, probes []probe) []string {
+	var out []string
+	for i, m := range model.Mistakes(n, w) {
+		explains := true
+		for _, p := range probes {
+			traces := [][]traceOp{p.trace}
+			if p.realTime {
+				traces = [][]traceOp{timed(p.trace, 0), timed(p.trace, 1), timed(p.trace, 2)}
+			}
+			explains = slices.ContainsFunc(traces, func(t []traceOp) bool {
+				return replayAll(model.Mistakes(p.n, p.w)[i].Algorithm, true, t)
+			})
+			if !explains {
+				break
+			}
+		}
+		if explains {
+			out = append(out, m.Describe())
+		}
+	}
+	return out
+}
+
+// candidateSpecs are the profiles and parameters worth trying: each
+// profile with its defaults, and the buckets with the burst seen.
+func candidateSpecs(n, burst int) []model.Spec {
+	list := []string{"sliding-log"}
+	for _, align := range []string{"epoch", "first-grid", "first-hit"} {
+		for _, d := range []string{"false", "true"} {
+			list = append(list, "fixed-window:align="+align+",count-denied="+d)
+		}
+	}
+	list = append(list, "sliding-counter:count-denied=false", "sliding-counter:count-denied=true")
+	bursts := []string{"limit"}
+	if burst > 0 && burst != n {
+		bursts = append(bursts, strconv.Itoa(burst))
+	}
+	for _, b := range bursts {
+		list = append(list, "gcra:burst="+b, "token-bucket:capacity="+b+",refill=continuous", "token-bucket:capacity="+b+",refill=interval")
+	}
+	out := make([]model.Spec, len(list))
+	for i, s := range list {
+		out[i] = model.MustSpec(s)
+	}
+	return out
+}
+
+// sameDecisions reports whether a and b decide alike on every history (the
+// equivalences docs/profiles.md proves), under limit n.
+func sameDecisions(a, b model.Spec, n int) bool {
+	key := func(s model.Spec) string {
+		p := s.Params
+		capacity := func(v string) string {
+			if v == strconv.Itoa(n) {
+				return "limit"
+			}
+			return v
+		}
+		switch {
+		case s.Name == model.GCRAP:
+			return "bucket/" + capacity(p["burst"])
+		case s.Name == model.TokenBucketP && p["refill"] == "continuous":
+			return "bucket/" + capacity(p["capacity"])
+		case s.Name == model.TokenBucketP && capacity(p["capacity"]) == "limit",
+			s.Name == model.FixedWindowP && p["align"] == "first-hit" && p["count-denied"] == "false":
+			return "first-hit"
+		}
+		return s.String()
+	}
+	return key(a) == key(b)
+}
+
+// judge replays every probe on every candidate.
+func (id *Identification) judge(cands []model.Spec, probes []probe) {
+	var fits []Fit
+	var fitSpecs []model.Spec
+	for _, c := range cands {
+		desc := ""
+		if p, err := c.New(id.Limit, id.Window); err == nil {
+			desc = p.Describe()
+		}
+		fit := Fit{Profile: c.String(), Description: desc}
+		var out *RuledOut
+		for _, p := range probes {
+			bad, decided := replayProbe(c, p, false)
+			fit.Decided += decided
+			if bad != nil {
+				out = bad
+				break
+			}
+		}
+		if out != nil {
+			out.Profile, out.Description = c.String(), desc
+			id.RuledOut = append(id.RuledOut, *out)
+			continue
+		}
+		for _, p := range probes {
+			if bad, _ := replayProbe(c, p, true); bad != nil {
+				fit.RemainingDiffers = fmt.Sprintf("%s step %d at %s: %s = %s, the profile says %s", bad.Probe, bad.Step, fmtOffset(bad.At), bad.Operation, bad.Got, bad.Want)
+				break
+			}
+		}
+		fits = append(fits, fit)
+		fitSpecs = append(fitSpecs, c)
+	}
+	// Group the fits that decide alike on every history: the first names
+	// the group.
+	used := make([]bool, len(fits))
+	for i := range fits {
+		if used[i] {
+			continue
+		}
+		for j := i + 1; j < len(fits); j++ {
+			if !used[j] && sameDecisions(fitSpecs[i], fitSpecs[j], id.Limit) {
+				used[j] = true
+				fits[i].SameDecisions = append(fits[i].SameDecisions, fits[j].Profile)
+			}
+		}
+		id.Fits = append(id.Fits, fits[i])
+	}
+	// Fits whose remaining answers fit too come first.
+	slices.SortStableFunc(id.Fits, func(a, b Fit) int {
+		return boolInt(a.RemainingDiffers != "") - boolInt(b.RemainingDiffers != "")
+	})
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// replayProbe replays one probe's history on profile c: exactly on the
+// fake clock, with the interval oracle in real time. It returns the first
+// answer c would not give (nil when it gives every one) and how many
+// answers it decided. Remaining answers are judged only with remaining.
+func replayProbe(c model.Spec, p probe, remaining bool) (*RuledOut, int) {
+	decided := 0
+	var exact model.Profile
+	var oracle model.Oracle
+	if p.realTime {
+		oracle, _ = model.NewOracle(c, p.n, p.w)
+	} else {
+		exact, _ = c.New(p.n, p.w)
+	}
+	for i, op := range p.trace {
+		var want string
+		bad := false
+		switch op.kind {
+		case 'C':
+			if exact != nil {
+				exact.Configure(op.n, op.w)
+			} else {
+				oracle.Judge(model.TimedOp{Kind: model.OpConfigure, Limit: op.n, Window: op.w})
+			}
+			continue
+		case 'R':
+			if exact != nil {
+				exact.Reset(op.user)
+			} else {
+				oracle.Judge(model.TimedOp{Kind: model.OpReset, User: op.user, Lo: op.at, Hi: op.at})
+			}
+			continue
+		case 'G':
+			if !remaining {
+				continue
+			}
+		}
+		if exact != nil {
+			switch op.kind {
+			case 'A':
+				ok, _ := exact.Allow(op.at, op.user)
+				want = allowedWord(ok)
+			case 'G':
+				n, _ := exact.Remaining(op.at, op.user)
+				want = strconv.Itoa(n)
+			case 'B':
+				allowed := 0
+				for range op.n {
+					if ok, _ := exact.Allow(op.at, op.user); ok {
+						allowed++
+					}
+				}
+				want = fmt.Sprintf("%d allowed", allowed)
+				bad = allowed != op.allowed
+			}
+			if op.kind != 'B' {
+				bad = want != op.got
+			}
+			decided++
+		} else {
+			var j model.Judgement
+			var why string
+			switch op.kind {
+			case 'A':
+				j, why = oracle.Judge(model.TimedOp{Kind: model.OpAllow, User: op.user, Lo: op.at, Hi: op.until, Allowed: op.got == allowedWord(true)})
+				want = map[bool]string{true: "denied", false: "allowed"}[op.got == allowedWord(true)]
+			case 'G':
+				n, _ := strconv.Atoi(op.got)
+				j, why = oracle.Judge(model.TimedOp{Kind: model.OpRemaining, User: op.user, Lo: op.at, Hi: op.until, Remaining: n})
+				want = "another count"
+			case 'B':
+				j, why = oracle.JudgeBurst(op.user, op.at, op.until, op.n, op.allowed)
+				want = why + " allowed"
+			}
+			if why != "" && op.kind != 'B' {
+				want += " (" + why + ")"
+			}
+			bad = j == model.Impossible
+			if j == model.Certain {
+				decided++
+			}
+		}
+		if bad {
+			return p.ruledOut(i, want), decided
+		}
+	}
+	return nil, decided
+}
+
+// ruledOut is the evidence of step i: the answer, and the user's
+// operations up to it.
+func (p probe) ruledOut(i int, want string) *RuledOut {
+	op := p.trace[i]
+	short := func(u string) string { return strconv.Quote(strings.TrimPrefix(u, p.tag)) }
+	describe := func(o traceOp) (string, string) {
+		switch o.kind {
+		case 'A':
+			return "AllowRequest(" + short(o.user) + ")", o.got
+		case 'G':
+			return "GetRemainingRequests(" + short(o.user) + ")", o.got
+		case 'R':
+			return "Reset(" + short(o.user) + ")", "ok"
+		case 'B':
+			return fmt.Sprintf("AllowRequest(%s) ×%d at once", short(o.user), o.n), fmt.Sprintf("%d allowed", o.allowed)
+		}
+		return fmt.Sprintf("Configure(%d, %v)", o.n, o.w), "ok"
+	}
+	name, got := describe(op)
+	out := &RuledOut{Probe: p.id, Step: i + 1, At: op.at.Sub(p.start), Operation: name, Got: got, Want: want}
+	for _, o := range p.trace[:i+1] {
+		if o.user != op.user && o.kind != 'C' {
+			continue
+		}
+		n, g := describe(o)
+		at := fmtOffset(o.at.Sub(p.start))
+		if !o.until.IsZero() {
+			at += "…" + fmtOffset(o.until.Sub(p.start))
+		}
+		out.Timeline = append(out.Timeline, fmt.Sprintf("%s  %s = %s", at, n, g))
+	}
+	if len(out.Timeline) > 12 { // the last ones lead to it
+		out.Timeline = append([]string{fmt.Sprintf("… %d earlier operations", len(out.Timeline)-11)}, out.Timeline[len(out.Timeline)-11:]...)
+	}
+	return out
+}

@@ -1,0 +1,41 @@
+package suite_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlconform/rlconform/model"
+	"github.com/rlconform/rlconform/suite"
+	"github.com/rlconform/rlconform/targets"
+)
+
+// fitsOnly asserts that want is identified, alone (with the profiles that
+// always decide as it does).
+func fitsOnly(t *testing.T, id *suite.Identification, want string) {
+	t.Helper()
+	require.NotEmpty(t, id.Fits, "%s: nothing fits; ruled out: %+v", want, id.RuledOut)
+	got := id.Fits[0]
+	names := append([]string{got.Profile}, got.SameDecisions...)
+	assert.Contains(t, names, model.MustSpec(want).String(), "%s is identified: %+v", want, id.Fits)
+	assert.Len(t, id.Fits, 1, "%s alone fits: %+v", want, id.Fits)
+	assert.Empty(t, got.RemainingDiffers)
+	for _, r := range id.RuledOut {
+		assert.NotEmpty(t, r.Timeline, "%s is ruled out with its evidence", r.Profile)
+	}
+}
+
+// Every profile's own model, probed on the fake clock, is identified with
+// its parameters.
+func TestIdentifyNamesEveryProfileModel(t *testing.T) {
+	for _, p := range append(slices.Clone(profileSpecs), "sliding-log", "gcra:burst=9", "token-bucket:capacity=2,refill=interval") {
+		t.Run(p, func(t *testing.T) {
+			id, err := suite.Identify(context.Background(), suite.Config{}, targets.ProfileModel(model.MustSpec(p)))
+			require.NoError(t, err)
+			fitsOnly(t, id, p)
+		})
+	}
+}
