@@ -128,3 +128,39 @@ func TestFixedWindowExampleIsFailedAndNamed(t *testing.T) {
 	}
 	assert.True(t, named, "the INCR + EXPIRE pattern is named exactly")
 }
+
+// TestIdentifyNamesTheNodeExamples: identify names the sliding-window
+// example a sliding log, with clock control and without, and the INCR +
+// EXPIRE example a fixed window opened by the first request, counting
+// denied requests.
+func TestIdentifyNamesTheNodeExamples(t *testing.T) {
+	for _, c := range []struct {
+		script string
+		env    []string
+		want   string
+	}{
+		{"server.js", nil, "sliding-log"},
+		{"server.js", []string{"CLOCK=off"}, "sliding-log"},
+		{"fixed-window.js", []string{"CLOCK=off"}, "fixed-window:align=first-hit,count-denied=true"},
+	} {
+		t.Run(c.script+" "+strings.Join(c.env, " "), func(t *testing.T) {
+			ctx := context.Background()
+			red, err := redisenv.Obtain(ctx)
+			require.NoError(t, err)
+			defer red.Close()
+			url := startNode(t, red, c.script, fmt.Sprintf("rlc-id:%d:", time.Now().UnixNano()), c.env...)
+			target, err := targets.Remote(ctx, []string{url}, 5*time.Second)
+			require.NoError(t, err)
+			id, err := suite.Identify(ctx, suite.Config{}, target)
+			require.NoError(t, err)
+			var b strings.Builder
+			report.Identification(&b, id)
+			t.Log("\n" + b.String())
+			require.NotEmpty(t, id.Fits, "something fits")
+			assert.Equal(t, c.want, id.Fits[0].Profile, "identified first")
+			for _, f := range id.Fits[1:] {
+				assert.NotEqual(t, f.Profile, c.want)
+			}
+		})
+	}
+}
