@@ -113,11 +113,7 @@ func build(ctx context.Context, impl string, clock fakeclock.Clock, prefix strin
 	if mutant != nil {
 		lim, err = mutant.New(mutants.Store{Redis: store.Client, Clock: clock, Prefix: prefix, MaxRequests: n, Window: w})
 	} else {
-		if !profile.IsSlidingLog() {
-			err = fmt.Errorf("no built-in Redis implementation of profile %s yet", profile)
-		} else {
-			lim, err = reference.New(store.Client, reference.Options{MaxRequests: n, Window: w, Prefix: prefix, Clock: clock})
-		}
+		lim, err = reference.NewProfile(store.Client, profile, reference.Options{MaxRequests: n, Window: w, Prefix: prefix, Clock: clock})
 	}
 	if err != nil {
 		store.Close()

@@ -73,6 +73,9 @@ func (b *TokenBucket) at(t int64, user string) (bucket, bool) {
 		return bucket{tokens: big.NewRat(b.c(), 1), last: t}, false
 	}
 	full := big.NewRat(b.c(), 1)
+	if st.tokens.Cmp(full) > 0 { // a lowered capacity: the excess is gone
+		st.tokens = full
+	}
 	if b.interval {
 		k := floorDiv(t-st.last, b.w)
 		if k < 1 {

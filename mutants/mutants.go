@@ -45,41 +45,59 @@ type Mutant struct {
 	NeedsRedis bool
 	// New makes one instance.
 	New func(Store) (contract.RateLimiterContract, error)
+	// Profile is the profile the mutant claims, as model.ParseSpec reads
+	// it ("" is the sliding log): the self-test grades it against that
+	// profile.
+	Profile string
 }
 
 // All lists every mutant.
 func All() []Mutant {
 	return []Mutant{
-		{"fixed-window-epoch", "windows are fixed and aligned to the epoch", []string{"strict/boundary-burst-epoch"}, true, FixedWindowEpoch},
-		{"fixed-window-first", "a fixed window opens at the user's first request", []string{"strict/boundary-burst-first"}, true, FixedWindowFirstRequest},
-		{"two-window-approx", "the two-window counter approximates the log", []string{"strict/boundary-burst-epoch"}, true, TwoWindowApprox},
-		{"same-ms-collision", "requests in one millisecond share one ZSET member", []string{"strict/same-millisecond-burst"}, true, SameMillisecondCollision},
-		{"logs-denied", "denied requests are logged and keep the user locked out", []string{"strict/denied-not-logged"}, true, LogsDenied},
-		{"off-by-one", "N+1 requests are allowed", []string{"core/block-over-limit", "strict/differential"}, true, OffByOne},
-		{"under-admits", "only N-1 requests are allowed", []string{"core/allow-within-limit"}, true, UnderAdmits},
-		{"global-limit", "every user shares one log", []string{"core/multi-user"}, true, GlobalLimit},
-		{"inclusive-boundary", "an entry still counts at exactly s+W", []string{"strict/rolling-expiry"}, true, InclusiveBoundary},
-		{"reconfigure-ignored", "users seen before keep the old configuration", []string{"core/reconfigure", "strict/raised-limit"}, true, ReconfigureIgnored},
-		{"window-ignored", "Configure validates the window, then ignores it", []string{"core/reconfigure", "strict/config-range"}, true, WindowIgnored},
-		{"remaining-no-prune", "GetRemainingRequests counts expired entries", []string{"core/remaining"}, true, RemainingWithoutPruning},
-		{"remaining-no-clamp", "GetRemainingRequests goes negative when the limit is lowered", []string{"strict/lowered-limit"}, true, RemainingNotClamped},
-		{"per-instance", "each instance keeps its own log: instances do not share one limit", []string{"strict/shared-store", "strict/shared-store-concurrent"}, false, PerInstanceState},
-		{"window-unit-mixup", "the window in seconds is used as milliseconds", []string{"core/sliding-expiry"}, true, WindowUnitMixup},
-		{"clock-ignored", "the limiter reads the server's clock, not the one it was given", []string{"core/sliding-expiry"}, true, ClockIgnored},
-		{"non-atomic", "count and add are separate round trips: concurrent requests pass the same check", []string{"core/concurrent-4", "strict/linearizable"}, true, NonAtomic},
-		{"reset-pattern", "Reset deletes every key matching the id as a prefix", []string{"core/reset"}, true, ResetByPattern},
-		{"counts-future", "entries later than now (the clock stepped back) are counted", []string{"strict/clock-step-back"}, true, CountsFuture},
-		{"drops-future", "entries later than now are lost when one is added", []string{"strict/clock-step-back"}, true, DropsFuture},
-		{"capped-limit", "the limit is silently cut to 1000", []string{"strict/config-range"}, true, CappedLimit},
-		{"capped-window", "the window is silently cut to one day", []string{"strict/config-range"}, true, CappedWindow},
-		{"late-reset", "a retried Reset lands late and wipes requests made after the first one returned", []string{"strict/reset-race", "core/reset"}, true, LateReset},
-		{"case-folded", "user ids are lower-cased", []string{"robust/user-id-zoo"}, true, CaseFolded},
-		{"truncated-id", "user ids are cut to 256 bytes", []string{"robust/user-id-zoo"}, true, TruncatedID},
-		{"plain-errors", "invalid input gets errors that wrap none of the contract's sentinels", []string{"robust/invalid-config", "robust/empty-user-id"}, true, PlainErrors},
-		{"no-ttl", "keys never expire", []string{"robust/key-hygiene"}, true, NoTTL},
-		{"hangs-when-down", "retries forever, ignoring the context, while Redis is down", []string{"robust/store-outage"}, true, HangsWhenDown},
-		{"allows-when-down", "allows every request, silently, while Redis is down", []string{"robust/store-outage"}, true, AllowsWhenDown},
-		{"ignores-context", "store calls run on a context of their own: a cancelled caller is still decided", []string{"robust/context-cancel"}, true, IgnoresContext},
+		{Name: "fixed-window-epoch", Breaks: "windows are fixed and aligned to the epoch", CaughtBy: []string{"strict/boundary-burst-epoch"}, NeedsRedis: true, New: FixedWindowEpoch},
+		{Name: "fixed-window-first", Breaks: "a fixed window opens at the user's first request", CaughtBy: []string{"strict/boundary-burst-first"}, NeedsRedis: true, New: FixedWindowFirstRequest},
+		{Name: "two-window-approx", Breaks: "the two-window counter approximates the log", CaughtBy: []string{"strict/boundary-burst-epoch"}, NeedsRedis: true, New: TwoWindowApprox},
+		{Name: "same-ms-collision", Breaks: "requests in one millisecond share one ZSET member", CaughtBy: []string{"strict/same-millisecond-burst"}, NeedsRedis: true, New: SameMillisecondCollision},
+		{Name: "logs-denied", Breaks: "denied requests are logged and keep the user locked out", CaughtBy: []string{"strict/denied-not-logged"}, NeedsRedis: true, New: LogsDenied},
+		{Name: "off-by-one", Breaks: "N+1 requests are allowed", CaughtBy: []string{"core/block-over-limit", "strict/differential"}, NeedsRedis: true, New: OffByOne},
+		{Name: "under-admits", Breaks: "only N-1 requests are allowed", CaughtBy: []string{"core/allow-within-limit"}, NeedsRedis: true, New: UnderAdmits},
+		{Name: "global-limit", Breaks: "every user shares one log", CaughtBy: []string{"core/multi-user"}, NeedsRedis: true, New: GlobalLimit},
+		{Name: "inclusive-boundary", Breaks: "an entry still counts at exactly s+W", CaughtBy: []string{"strict/rolling-expiry"}, NeedsRedis: true, New: InclusiveBoundary},
+		{Name: "reconfigure-ignored", Breaks: "users seen before keep the old configuration", CaughtBy: []string{"core/reconfigure", "strict/raised-limit"}, NeedsRedis: true, New: ReconfigureIgnored},
+		{Name: "window-ignored", Breaks: "Configure validates the window, then ignores it", CaughtBy: []string{"core/reconfigure", "strict/config-range"}, NeedsRedis: true, New: WindowIgnored},
+		{Name: "remaining-no-prune", Breaks: "GetRemainingRequests counts expired entries", CaughtBy: []string{"core/remaining"}, NeedsRedis: true, New: RemainingWithoutPruning},
+		{Name: "remaining-no-clamp", Breaks: "GetRemainingRequests goes negative when the limit is lowered", CaughtBy: []string{"strict/lowered-limit"}, NeedsRedis: true, New: RemainingNotClamped},
+		{Name: "per-instance", Breaks: "each instance keeps its own log: instances do not share one limit", CaughtBy: []string{"strict/shared-store", "strict/shared-store-concurrent"}, NeedsRedis: false, New: PerInstanceState},
+		{Name: "window-unit-mixup", Breaks: "the window in seconds is used as milliseconds", CaughtBy: []string{"core/sliding-expiry"}, NeedsRedis: true, New: WindowUnitMixup},
+		{Name: "clock-ignored", Breaks: "the limiter reads the server's clock, not the one it was given", CaughtBy: []string{"core/sliding-expiry"}, NeedsRedis: true, New: ClockIgnored},
+		{Name: "non-atomic", Breaks: "count and add are separate round trips: concurrent requests pass the same check", CaughtBy: []string{"core/concurrent-4", "strict/linearizable"}, NeedsRedis: true, New: NonAtomic},
+		{Name: "reset-pattern", Breaks: "Reset deletes every key matching the id as a prefix", CaughtBy: []string{"core/reset"}, NeedsRedis: true, New: ResetByPattern},
+		{Name: "counts-future", Breaks: "entries later than now (the clock stepped back) are counted", CaughtBy: []string{"strict/clock-step-back"}, NeedsRedis: true, New: CountsFuture},
+		{Name: "drops-future", Breaks: "entries later than now are lost when one is added", CaughtBy: []string{"strict/clock-step-back"}, NeedsRedis: true, New: DropsFuture},
+		{Name: "capped-limit", Breaks: "the limit is silently cut to 1000", CaughtBy: []string{"strict/config-range"}, NeedsRedis: true, New: CappedLimit},
+		{Name: "capped-window", Breaks: "the window is silently cut to one day", CaughtBy: []string{"strict/config-range"}, NeedsRedis: true, New: CappedWindow},
+		{Name: "late-reset", Breaks: "a retried Reset lands late and wipes requests made after the first one returned", CaughtBy: []string{"strict/reset-race", "core/reset"}, NeedsRedis: true, New: LateReset},
+		{Name: "case-folded", Breaks: "user ids are lower-cased", CaughtBy: []string{"robust/user-id-zoo"}, NeedsRedis: true, New: CaseFolded},
+		{Name: "truncated-id", Breaks: "user ids are cut to 256 bytes", CaughtBy: []string{"robust/user-id-zoo"}, NeedsRedis: true, New: TruncatedID},
+		{Name: "plain-errors", Breaks: "invalid input gets errors that wrap none of the contract's sentinels", CaughtBy: []string{"robust/invalid-config", "robust/empty-user-id"}, NeedsRedis: true, New: PlainErrors},
+		{Name: "no-ttl", Breaks: "keys never expire", CaughtBy: []string{"robust/key-hygiene"}, NeedsRedis: true, New: NoTTL},
+		{Name: "hangs-when-down", Breaks: "retries forever, ignoring the context, while Redis is down", CaughtBy: []string{"robust/store-outage"}, NeedsRedis: true, New: HangsWhenDown},
+		{Name: "allows-when-down", Breaks: "allows every request, silently, while Redis is down", CaughtBy: []string{"robust/store-outage"}, NeedsRedis: true, New: AllowsWhenDown},
+		{Name: "ignores-context", Breaks: "store calls run on a context of their own: a cancelled caller is still decided", CaughtBy: []string{"robust/context-cancel"}, NeedsRedis: true, New: IgnoresContext},
+		{Name: "fw-expire-every-hit", Breaks: "the window's EXPIRE is set on every hit: a user who keeps sending is never let through again",
+			CaughtBy: []string{"strict/denied-not-logged", "strict/boundary-burst-first"}, NeedsRedis: true, New: FixedWindowExpireEveryHit, Profile: fixedHitProfile},
+		{Name: "fw-incr-expire-split", Breaks: "INCR and EXPIRE are separate round trips: a crash between them leaves a key without a TTL",
+			CaughtBy: []string{"robust/key-hygiene"}, NeedsRedis: true, New: FixedWindowIncrExpireSplit, Profile: fixedHitProfile},
+		{Name: "gcra-burst-off-by-one", Breaks: "GCRA admits while TAT-now <= B×T: a burst of B+1",
+			CaughtBy: []string{"core/block-over-limit", "strict/differential"}, NeedsRedis: true, New: GCRABurstOffByOne, Profile: gcraProfile},
+		{Name: "gcra-float-drift", Breaks: "GCRA in float64 seconds: decisions on the exact edge flip",
+			CaughtBy: []string{"strict/config-range", "core/concurrent-4"}, NeedsRedis: true, New: GCRAFloatDrift, Profile: gcraProfile},
+		{Name: "tb-refill-wrong-instant", Breaks: "the token bucket's last refill moves to now while only whole tokens are added: the fraction earned is lost",
+			CaughtBy: []string{"core/sliding-expiry", "strict/differential"}, NeedsRedis: true, New: TokenBucketRefillWrongInstant, Profile: bucketProfile},
+		{Name: "tb-over-capacity", Breaks: "refills are not capped at the capacity: idle users bank tokens",
+			CaughtBy: []string{"strict/boundary-burst-first", "strict/differential"}, NeedsRedis: true, New: TokenBucketOverCapacity, Profile: bucketProfile},
+		{Name: "sc-weight-wrong-window", Breaks: "the two-window counter weights the previous count by the part of the current window gone",
+			CaughtBy: []string{"strict/boundary-burst-epoch", "strict/differential"}, NeedsRedis: true, New: SlidingCounterWrongWindow, Profile: counterProfile},
 	}
 }
 
@@ -93,6 +111,7 @@ func NotInRealTime() map[string]string {
 		"counts-future":      "the clock never steps back in real time",
 		"drops-future":       "the clock never steps back in real time",
 		"capped-window":      "a window cut to a day shows only once a day has passed",
+		"gcra-float-drift":   "whether the floats round across the edge depends on the instant's bits: on the server's clock the instants are not chosen, so the drift shows only on some runs",
 	}
 }
 

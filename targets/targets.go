@@ -13,8 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/rlconform/rlconform/adapters"
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/model"
@@ -58,7 +56,7 @@ func ReferenceProfile(spec model.Spec) (suite.Target, error) {
 		if env.Redis == nil {
 			return nil, nil, errors.New("the reference limiter needs Redis")
 		}
-		lim, err := newProfile(env.Redis, spec, reference.Options{
+		lim, err := reference.NewProfile(env.Redis, spec, reference.Options{
 			MaxRequests: env.MaxRequests, Window: env.Window, Prefix: env.KeyPrefix, Clock: env.Clock,
 		})
 		return lim, nil, err
@@ -178,9 +176,4 @@ func redacted(u string) string {
 		return parsed.Redacted()
 	}
 	return u
-}
-
-// newProfile is reference.NewProfile until the Redis implementations land.
-var newProfile = func(_ redis.UniversalClient, spec model.Spec, _ reference.Options) (contract.RateLimiterContract, error) {
-	return nil, fmt.Errorf("no built-in Redis implementation of profile %s yet: grade yours with --target", spec)
 }

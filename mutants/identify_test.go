@@ -1,0 +1,118 @@
+package mutants_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlconform/rlconform/mutants"
+	"github.com/rlconform/rlconform/report"
+	"github.com/rlconform/rlconform/suite"
+)
+
+// identity is what identify must say of a mutant, on the fake clock: the
+// profile that fits (with its parameters), or, when none does, the
+// classic mistake of a sliding log that gives every decision ("" with no
+// profile: nothing fits and nothing is named). A mutant missing here is a
+// sliding log whose fault lies outside the decisions the probes make
+// (keys, errors, ids, time), so a sliding log fits.
+var identity = map[string]struct{ profile, mistake string }{
+	"fixed-window-epoch":    {"fixed-window:align=epoch,count-denied=false", ""},
+	"fixed-window-first":    {"fixed-window:align=first-hit,count-denied=false", ""},
+	"two-window-approx":     {"sliding-counter:count-denied=false", ""},
+	"same-ms-collision":     {"", "same millisecond count once"},
+	"logs-denied":           {"", "logs denied requests"},
+	"off-by-one":            {"", "one more than the limit"},
+	"under-admits":          {"", "one fewer than the limit"},
+	"inclusive-boundary":    {"", "still count at exactly s+W"},
+	"window-unit-mixup":     {"", "seconds taken as milliseconds"},
+	"reconfigure-ignored":   {"", ""},
+	"clock-ignored":         {"", ""},
+	"fw-expire-every-hit":   {"", ""},
+	"fw-incr-expire-split":  {"fixed-window:align=first-hit,count-denied=true", ""},
+	"gcra-burst-off-by-one": {"gcra:burst=6", ""},
+	// The probes land on no edge where the floats drift: a GCRA (its
+	// drift is graded by strict/config-range).
+	"gcra-float-drift":        {"gcra:burst=limit", ""},
+	"tb-refill-wrong-instant": {"", ""},
+	"tb-over-capacity":        {"", ""},
+	"sc-weight-wrong-window":  {"", ""},
+}
+
+// inRealTime are the mutants whose profile identify must name without
+// clock control too. In real time the answers identify cannot decide fit
+// every profile, so what it must never do is rule the right one out; the
+// classic mistakes it names there are a diagnosis, not a verdict, and a
+// loaded machine may leave them unnamed.
+var inRealTime = []string{"fixed-window-epoch", "fixed-window-first", "two-window-approx", "fw-incr-expire-split", "gcra-burst-off-by-one"}
+
+// TestIdentifyNamesEveryMutant: identify names the algorithm of every
+// mutant, with its parameters, or the classic mistake it makes, or says
+// nothing fits; without clock control too, for those whose fault shows in
+// real time.
+func TestIdentifyNamesEveryMutant(t *testing.T) {
+	sem := make(chan struct{}, 3) // real-time probes mostly wait
+	for _, m := range mutants.All() {
+		want, ok := identity[m.Name]
+		if !ok {
+			want.profile = "sliding-log"
+		}
+		t.Run(m.Name, func(t *testing.T) {
+			checkIdentity(t, target(m), want.profile, want.mistake)
+		})
+	}
+	t.Run("real-time", func(t *testing.T) {
+		for _, name := range inRealTime {
+			m := byName(t, name)
+			want := identity[name]
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				id, err := suite.Identify(context.Background(), suite.Config{Redis: store}, clockless(m))
+				require.NoError(t, err)
+				var b strings.Builder
+				report.Identification(&b, id)
+				t.Log("\n" + b.String())
+				var fits []string
+				for _, f := range id.Fits {
+					fits = append(append(fits, f.Profile), f.SameDecisions...)
+				}
+				assert.Contains(t, fits, want.profile, "the profile is never ruled out")
+			})
+		}
+	})
+}
+
+func checkIdentity(t *testing.T, tg suite.Target, profile, mistake string) {
+	t.Helper()
+	id, err := suite.Identify(context.Background(), suite.Config{Redis: store}, tg)
+	require.NoError(t, err)
+	var b strings.Builder
+	report.Identification(&b, id)
+	t.Log("\n" + b.String())
+	if profile == "" {
+		assert.Empty(t, id.Fits, "no profile fits")
+		if mistake == "" {
+			assert.Empty(t, id.Mistakes, "no mistake is named")
+		} else if assert.Len(t, id.Mistakes, 1) {
+			assert.Contains(t, id.Mistakes[0], mistake)
+		}
+		return
+	}
+	require.NotEmpty(t, id.Fits, "%s fits", profile)
+	assert.Equal(t, profile, id.Fits[0].Profile)
+}
+
+func byName(t *testing.T, name string) mutants.Mutant {
+	for _, m := range mutants.All() {
+		if m.Name == name {
+			return m
+		}
+	}
+	t.Fatalf("no mutant %s", name)
+	return mutants.Mutant{}
+}

@@ -1,0 +1,101 @@
+-- rlconform mutants: the reference fixed-window script with a fault.
+-- ARGV[7]  the fault: "expire-every-hit" (every counted request re-opens
+--          the window: EXPIRE on every INCR), "split" (a new window's
+--          key is written without its TTL when ARGV[8] is "1": the process
+--          died between INCR and EXPIRE), or "" (none)
+--
+-- KEYS[1]  the user's state: a HASH of a (first-grid anchor), s (start of
+--          the window of the last counted request) and c (its count)
+-- ARGV[1]  now in unix ms, or "" to read the server's TIME
+-- ARGV[2]  window W in ms (>= 1)
+-- ARGV[3]  limit N (>= 1)
+-- ARGV[4]  "1": decide (and count) the request; "0": only look
+-- ARGV[5]  align: epoch | first-grid | first-hit
+-- ARGV[6]  "1": denied requests are counted too
+--
+-- Every number stays a whole number below 2^53 (ms instants, W, counts),
+-- so Lua's doubles hold them exactly.
+--
+-- Returns {allowed 0|1, remaining}.
+local key = KEYS[1]
+local now
+if ARGV[1] == "" then
+  local t = redis.call("TIME")
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+else
+  now = tonumber(ARGV[1])
+end
+local window = tonumber(ARGV[2])
+local limit = tonumber(ARGV[3])
+local record = ARGV[4] == "1"
+local align = ARGV[5]
+local countDenied = ARGV[6] == "1"
+local fault = ARGV[7]
+local crash = ARGV[8] == "1"
+
+-- The state of the window holding now, as the stored one and W say (a
+-- window the stored state is not of starts at zero).
+local st = redis.call("HMGET", key, "a", "s", "c")
+local exists = st[2] ~= false
+local anchor = tonumber(st[1] or "0")
+local start = tonumber(st[2] or "0")
+local count = tonumber(st[3] or "0")
+if align == "epoch" then
+  local s = math.floor(now / window) * window
+  if not exists or start ~= s then
+    anchor, start, count = 0, s, 0
+  end
+elseif align == "first-hit" then
+  if not exists or now >= start + window or now < start then
+    anchor, start, count = 0, now, 0
+  end
+else -- first-grid: forgotten a whole window after the last counted one
+  if not exists or now >= start + 2 * window or now < anchor then
+    anchor, start, count = now, now, 0
+  else
+    local s = anchor + math.floor((now - anchor) / window) * window
+    if s ~= start then
+      start, count = s, 0
+    end
+  end
+end
+
+local allowed = 0
+if count < limit then
+  allowed = 1
+end
+local remaining = limit - count
+if remaining < 0 then
+  remaining = 0
+end
+if record and (allowed == 1 or countDenied) then
+  count = count + 1
+  if fault == "expire-every-hit" then
+    start = now -- the TTL set again: the window closes W after the last hit
+  end
+  if fault == "split" then
+    -- INCR, then EXPIRE only on the window's first hit, in another round
+    -- trip: when the process dies between the two, the key never expires.
+    if count == 1 then
+      redis.call("DEL", key)
+    end
+    redis.call("HSET", key, "a", anchor, "s", start, "c", count)
+    if count == 1 and not crash then
+      redis.call("PEXPIRE", key, start + 2 * window - now)
+    end
+    return {allowed, remaining}
+  end
+  redis.call("HSET", key, "a", anchor, "s", start, "c", count)
+  -- The count matters until its window ends (first-grid: the anchor a
+  -- window more).
+  local life = start + window - now
+  if align == "first-grid" then
+    life = life + window
+  end
+  -- The TTL is the state's life plus one window: the script reads a state
+  -- past its life as a fresh one, so the window is only slack, for a "now"
+  -- that runs ahead of the server's clock (a given clock) not to forget a
+  -- state that still matters.
+  redis.call("PEXPIRE", key, math.max(0, life) + window)
+end
+return {allowed, remaining}

@@ -1,0 +1,148 @@
+package reference_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/model"
+	"github.com/rlconform/rlconform/redisenv"
+	"github.com/rlconform/rlconform/reference"
+	"github.com/rlconform/rlconform/suite"
+	"github.com/rlconform/rlconform/targets"
+)
+
+// profileSpecs are the profiles whose Redis implementations are graded.
+var profileSpecs = []string{
+	"fixed-window:align=epoch", "fixed-window:align=first-grid,count-denied=true",
+	"fixed-window:align=first-hit", "fixed-window:align=first-hit,count-denied=true",
+	"sliding-counter", "sliding-counter:count-denied=true",
+	"gcra", "gcra:burst=2",
+	"token-bucket:capacity=8", "token-bucket:refill=interval,capacity=3",
+}
+
+// obtainRedis gives the test a real Redis of its own (the package's
+// TestMain keeps its store unexported), closed when the test ends.
+func obtainRedis(t *testing.T) *redisenv.Redis {
+	t.Helper()
+	r, err := redisenv.Obtain(context.Background())
+	require.NoError(t, err)
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// profileTarget is the Redis implementation of profile p on the suite's
+// fake clock (targets.ReferenceProfile).
+func profileTarget(t *testing.T, p string) suite.Target {
+	t.Helper()
+	tg, err := targets.ReferenceProfile(model.MustSpec(p))
+	require.NoError(t, err)
+	return tg
+}
+
+// requireClean asserts that no spec of rep failed or errored, and that
+// most of the catalogue graded the target.
+func requireClean(t *testing.T, rep *suite.Report, p string, minPassed int) {
+	t.Helper()
+	for _, r := range rep.Results {
+		assert.NotEqual(t, suite.Failed, r.Status, "%s under %s:\n%s", r.ID, p, r.Message)
+		assert.NotEqual(t, suite.Errored, r.Status, "%s under %s:\n%s", r.ID, p, r.Message)
+	}
+	assert.GreaterOrEqual(t, rep.Count(suite.Passed), minPassed, "most of the catalogue grades %s", p)
+}
+
+// Each profile's Redis implementation passes every spec that grades its
+// profile, robust ones included (key TTLs are the model's lifetimes).
+func TestProfileImplementationsPassTheirProfile(t *testing.T) {
+	r := obtainRedis(t)
+	for _, p := range profileSpecs {
+		t.Run(p, func(t *testing.T) {
+			rep, err := suite.Check(context.Background(), suite.Config{Profile: p, Redis: r, ReportDir: t.TempDir()}, profileTarget(t, p))
+			require.NoError(t, err)
+			requireClean(t, rep, p, 20)
+		})
+	}
+}
+
+// An implementation graded against a profile that decides otherwise fails
+// the spec where they differ, with a wrong answer: the grading can fail.
+func TestProfileImplementationsFailOtherProfiles(t *testing.T) {
+	r := obtainRedis(t)
+	for _, c := range []struct{ impl, graded, spec string }{
+		{"fixed-window:align=epoch", "", "strict/boundary-burst-epoch"},
+		{"fixed-window:align=first-hit", "", "strict/boundary-burst-first"},
+		{"fixed-window:align=first-hit", "fixed-window:align=epoch", "strict/boundary-burst-epoch"},
+		{"sliding-counter", "", "strict/boundary-burst-epoch"},
+		{"gcra", "fixed-window:align=epoch", "strict/differential"},
+		{"gcra:burst=2", "gcra", "core/allow-within-limit"},
+		{"token-bucket:capacity=8", "token-bucket", "core/block-over-limit"},
+		{"token-bucket:refill=interval,capacity=3", "token-bucket:capacity=3", "strict/differential"},
+	} {
+		t.Run(c.impl+" as "+model.MustSpec(c.graded).String(), func(t *testing.T) {
+			rep, err := suite.Check(context.Background(), suite.Config{Profile: c.graded, Redis: r, IDs: []string{c.spec}, ReportDir: t.TempDir()}, profileTarget(t, c.impl))
+			require.NoError(t, err)
+			require.Len(t, rep.Results, 1)
+			res := rep.Results[0]
+			require.Equal(t, suite.Failed, res.Status, "%s graded as %q must fail %s:\n%s", c.impl, c.graded, c.spec, res.Message)
+			require.NotNil(t, res.Failure)
+			assert.Contains(t, []suite.Kind{suite.KindWrongAnswer, suite.KindViolation}, res.Failure.Kind, res.Message)
+		})
+	}
+}
+
+// Without clock control the scripts read the Redis server's TIME; graded
+// in real time they fail nothing (a spec real time cannot decide is
+// skipped, never passed).
+func TestProfileImplementationsInRealTime(t *testing.T) {
+	r := obtainRedis(t)
+	for _, p := range []string{"fixed-window:align=first-hit", "gcra:burst=2"} {
+		t.Run(p, func(t *testing.T) {
+			t.Parallel() // real time mostly waits
+			spec := model.MustSpec(p)
+			caps := contract.All()
+			caps.Clock = false
+			tg := suite.Target{Name: "reference:" + p + " on Redis TIME", Capabilities: caps, NeedsRedis: true,
+				KeyOf: func(prefix, userID string) string { return prefix + "{" + userID + "}" },
+				New: func(_ context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
+					lim, err := reference.NewProfile(env.Redis, spec, reference.Options{
+						MaxRequests: env.MaxRequests, Window: env.Window, Prefix: env.KeyPrefix,
+					})
+					return lim, nil, err
+				}}
+			rep, err := suite.Check(context.Background(), suite.Config{Profile: p, Redis: r, Level: suite.Strict, ReportDir: t.TempDir()}, tg)
+			require.NoError(t, err)
+			for _, res := range rep.Results {
+				if res.Status == suite.Skipped {
+					continue
+				}
+				assert.Equal(t, suite.RealTime, res.Mode, res.ID)
+				if res.Status == suite.Inconclusive {
+					t.Logf("%s is inconclusive in real time on this machine:\n%s", res.ID, res.Message)
+				}
+			}
+			requireClean(t, rep, p, 10)
+		})
+	}
+}
+
+// Configurations whose products pass 2^52 are refused, not miscomputed.
+func TestProfileExactBound(t *testing.T) {
+	r := obtainRedis(t)
+	ctx := context.Background()
+	lim, err := reference.NewProfile(r.Client, model.MustSpec("gcra"), reference.Options{MaxRequests: 10, Window: contract.MaxWindow, Prefix: "rlc-bound:"})
+	require.NoError(t, err)
+	err = lim.Configure(ctx, 10_000, contract.MaxWindow)
+	require.ErrorIs(t, err, contract.ErrInvalidConfig)
+	require.NoError(t, lim.Configure(ctx, 2, contract.MaxWindow))
+	_, err = reference.NewProfile(r.Client, model.MustSpec("sliding-counter"), reference.Options{MaxRequests: 1 << 40, Window: contract.MaxWindow})
+	require.ErrorIs(t, err, contract.ErrInvalidConfig)
+	_, err = reference.NewProfile(r.Client, model.MustSpec("fixed-window"), reference.Options{MaxRequests: contract.MaxLimit, Window: contract.MaxWindow})
+	require.NoError(t, err, "fixed windows compute no products")
+	_, err = reference.NewProfile(r.Client, model.MustSpec("gcra"), reference.Options{MaxRequests: 1, Window: 0})
+	require.ErrorIs(t, err, contract.ErrInvalidConfig)
+	_, err = reference.NewProfile(r.Client, model.MustSpec("gcra"), reference.Options{MaxRequests: 1, Window: 1, Prefix: "a{b}"})
+	require.Error(t, err)
+}

@@ -1,0 +1,120 @@
+-- rlconform reference: one decision of a token bucket (model.TokenBucket:
+-- the rules are in its doc comment), exact.
+--
+-- KEYS[1]  the user's bucket: a HASH of n/d tokens (a reduced fraction) and
+--          l (continuous: the last refill; interval: the anchor)
+-- ARGV[1]  now in unix ms, or "" to read the server's TIME
+-- ARGV[2]  window W in ms (>= 1)
+-- ARGV[3]  refill N tokens per W (>= 1)
+-- ARGV[4]  capacity C (>= 1)
+-- ARGV[5]  "1": decide (and spend a token on) the request; "0": only look
+-- ARGV[6]  refill: continuous | interval
+--
+-- Arithmetic: tokens are counted in units of 1/L, L = lcm(d, W), where a
+-- continuous refill of N/W per ms is a whole number N*(L/W) per ms. The
+-- caller keeps C*W <= 2^52 and N <= 2^52; the script keeps C*L and
+-- N*(L/W) <= 2^52, so every compared quantity is exact in a double. When
+-- tokens written under another W would need a larger L, they are rounded
+-- down to 1/W (never more admitted); with a fixed W, d divides W and that
+-- never happens. Interval refills keep whole tokens (d = 1).
+--
+-- Returns {allowed 0|1, remaining}.
+local key = KEYS[1]
+local now
+if ARGV[1] == "" then
+  local t = redis.call("TIME")
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+else
+  now = tonumber(ARGV[1])
+end
+local window = tonumber(ARGV[2])
+local rate = tonumber(ARGV[3])
+local cap = tonumber(ARGV[4])
+local record = ARGV[5] == "1"
+local interval = ARGV[6] == "interval"
+local BIG = 4503599627370496 -- 2^52
+
+local function gcd(a, b)
+  while b ~= 0 do
+    a, b = b, a % b
+  end
+  return a
+end
+
+local st = redis.call("HMGET", key, "n", "d", "l")
+local L, tok, last
+if interval then
+  L = 1
+  if not st[1] then
+    tok, last = cap, now -- a new, full bucket
+  else
+    tok, last = tonumber(st[1]), tonumber(st[3])
+    if tok > cap then
+      tok = cap -- a capacity lowered since: the excess is gone
+    end
+    local k = math.floor((now - last) / window) -- whole W since the anchor
+    if k >= 1 then
+      local missing = cap - tok
+      if missing <= 0 or k >= math.ceil(missing / rate) then
+        tok, last = cap, now -- full again: forgotten, a new bucket
+      else
+        tok, last = tok + k * rate, last + k * window
+      end
+    end
+  end
+else
+  if not st[1] then
+    L = window
+    tok, last = cap * L, now
+  else
+    local n, d = tonumber(st[1]), tonumber(st[2])
+    last = tonumber(st[3])
+    L = d / gcd(d, window) * window
+    if L > BIG or cap * L > BIG or rate * (L / window) > BIG then
+      n = math.floor(n / d * window)
+      d, L = window, window
+    end
+    tok = n * (L / d)
+    if tok > cap * L then
+      tok = cap * L -- a capacity lowered since: the excess is gone
+    end
+    if now > last then
+      local per = rate * (L / window) -- tokens per ms, in units of 1/L
+      local full = cap * L
+      if tok >= full then
+        tok = full
+      else
+        local missing = full - tok
+        if now - last >= math.ceil(missing / per) then
+          tok = full
+        else
+          tok = tok + (now - last) * per
+        end
+      end
+      last = now
+    end
+  end
+end
+
+local allowed, remaining = 0, math.floor(tok / L)
+if tok >= L then
+  allowed = 1
+end
+if record and allowed == 1 then
+  tok = tok - L
+  local g = gcd(tok, L)
+  redis.call("HSET", key, "n", tok / g, "d", L / g, "l", last)
+  -- The bucket matters until it is full again.
+  local life
+  if interval then
+    life = last + math.ceil((cap - tok) / rate) * window - now
+  else
+    life = last + math.ceil((cap * L - tok) / (rate * (L / window))) - now
+  end
+  -- The TTL is the state's life plus one window: the script reads a state
+  -- past its life as a fresh one, so the window is only slack, for a "now"
+  -- that runs ahead of the server's clock (a given clock) not to forget a
+  -- state that still matters.
+  redis.call("PEXPIRE", key, math.max(0, life) + window)
+end
+return {allowed, remaining}
