@@ -22,12 +22,17 @@ type Oracle interface {
 }
 
 // NewOracle returns the interval oracle of a profile: [Interval] for the
-// sliding log, a [Search] for the others.
+// sliding log, a [Search] widened by a millisecond for the others.
 func NewOracle(spec Spec, maxRequests int, window time.Duration) (Oracle, error) {
 	if spec.IsSlidingLog() {
 		return NewInterval(maxRequests, window)
 	}
-	return NewSearch(spec, maxRequests, window)
+	s, err := NewSearch(spec, maxRequests, window)
+	if err != nil {
+		return nil, err
+	}
+	s.Widen(1)
+	return s, nil
 }
 
 // JudgeBurst implements [Oracle]: when the burst took less than the

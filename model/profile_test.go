@@ -245,3 +245,30 @@ func (s *Search) cloneUsers() map[string]*searchUser {
 	}
 	return out
 }
+
+// A limiter deciding on microsecond instants (Redis TIME, a float clock)
+// is judged on millisecond intervals, widened by a millisecond each way:
+// never impossible. The microsecond limiter is the same profile with every
+// duration a thousand times longer.
+func TestSearchSoundForSubMillisecondLimiters(t *testing.T) {
+	for _, spec := range []string{"gcra", "gcra:burst=2", "token-bucket", "fixed-window:align=epoch", "sliding-counter", "token-bucket:refill=interval"} {
+		for seed := range uint64(20) {
+			rng := rand.New(rand.NewPCG(seed, 17))
+			n, w := 1+rng.IntN(5), time.Duration(50+rng.IntN(300))*time.Millisecond
+			micro := profile(t, spec, n, w*1000) // its "ms" are µs
+			o, err := NewOracle(MustSpec(spec), n, w)
+			require.NoError(t, err)
+			us := int64(epochMs) * 1000
+			for step := range 200 {
+				u := fmt.Sprint("u", rng.IntN(2))
+				sent := us
+				us += rng.Int64N(900) // the decision, within the call
+				ok, _ := micro.Allow(time.UnixMilli(us), u)
+				answered := us + rng.Int64N(900)
+				j, why := o.Judge(TimedOp{Kind: OpAllow, User: u, Allowed: ok, Lo: time.UnixMilli(sent / 1000), Hi: time.UnixMilli(answered / 1000)})
+				require.NotEqual(t, Impossible, j, "%s seed %d step %d: %s", spec, seed, step, why)
+				us = answered + rng.Int64N(int64(w.Microseconds())/3)
+			}
+		}
+	}
+}

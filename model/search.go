@@ -22,6 +22,7 @@ type Search struct {
 	n     int
 	w     time.Duration
 	users map[string]*searchUser
+	slack int64 // ms every interval is widened by, each way
 }
 
 // The bounds of a search: past them, a user's answers are undecided.
@@ -42,6 +43,13 @@ type cand struct {
 	low int64
 	n   int // bursts: how many were allowed so far
 }
+
+// Widen widens every interval by ms each way from now on: a limiter that
+// decides on sub-millisecond instants (Redis TIME in microseconds, a
+// float clock) may cross a whole-millisecond edge that no millisecond of
+// its call's interval does, and is then judged as if its instants were
+// rounded either way. [NewOracle] widens by 1 ms.
+func (s *Search) Widen(ms int64) { s.slack = ms }
 
 // NewSearch returns an empty search oracle for a profile.
 func NewSearch(spec Spec, maxRequests int, window time.Duration) (*Search, error) {
@@ -88,6 +96,7 @@ func (s *Search) Judge(op TimedOp) (Judgement, string) {
 	if hi < lo {
 		lo, hi = hi, lo
 	}
+	lo, hi = lo-s.slack, hi+s.slack
 	if op.Kind == OpReset {
 		p, _ := s.spec.New(s.n, s.w)
 		low := int64(-1 << 62)
@@ -215,7 +224,7 @@ func (s *Search) JudgeBurst(user string, lo, hi time.Time, sent, allowed int) (J
 	if su.off {
 		return Undecided, "any number"
 	}
-	l, h := lo.UnixMilli(), hi.UnixMilli()
+	l, h := lo.UnixMilli()-s.slack, hi.UnixMilli()+s.slack
 	type key struct {
 		state string
 		n     int
