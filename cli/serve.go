@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	"github.com/rlconform/rlconform/adapters"
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/fakeclock"
+	"github.com/rlconform/rlconform/middleware"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/mutants"
 	"github.com/rlconform/rlconform/redisenv"
@@ -29,6 +32,8 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	limit := fs.Int("limit", 5, "initial limit N")
 	window := fs.Duration("window", time.Minute, "initial window W")
 	prefix := fs.String("prefix", "rlc-serve:", "key prefix in Redis")
+	endpointMode := fs.Bool("endpoint-mode", false, "serve a demo API behind rlconform's net/http middleware over the reference limiter (on Redis TIME) instead of protocol v1: 200, or 429 with Retry-After and the RateLimit fields; grade it with rlconform run --endpoint URL --identity header:NAME")
+	keyHeader := fs.String("key-header", "X-User", "with --endpoint-mode: the header that names the client")
 	withClock := fs.Bool("clock", true, "declare clock control and take now from each request's X-Rlc-Now-Ms; -clock=false serves a limiter on real time (the reference and mutants read Redis TIME), graded without clock control")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -39,6 +44,9 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	if *endpointMode {
+		return serveEndpoint(ctx, stdout, stderr, *addr, *keyHeader, *prefix, *limit, *window)
+	}
 	clock := fakeclock.New(time.Now())
 	var limClock fakeclock.Clock = clock
 	if !*withClock {
@@ -128,4 +136,34 @@ func mutantNames() string {
 		names = append(names, m.Name)
 	}
 	return strings.Join(names, ", ")
+}
+
+// serveEndpoint serves a demo API behind the middleware, over the
+// reference limiter on the Redis server's clock.
+func serveEndpoint(ctx context.Context, stdout, stderr io.Writer, addr, keyHeader, prefix string, n int, w time.Duration) int {
+	store, err := redisenv.Obtain(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "rlconform serve: %v\n", err)
+		return ExitCannotRun
+	}
+	defer store.Close()
+	lim, err := reference.New(store.Client, reference.Options{MaxRequests: n, Window: w, Prefix: prefix})
+	if err != nil {
+		fmt.Fprintf(stderr, "rlconform serve: %v\n", err)
+		return ExitCannotRun
+	}
+	api := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	h := middleware.New(middleware.Reference(lim), middleware.Options{Key: middleware.Header(keyHeader)})(api)
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "rlconform serve: %v\n", err)
+		return ExitCannotRun
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(l)
+	fmt.Fprintf(stdout, "rlconform: serving a demo API limited to %d per %v by %s at http://%s/ (grade it: rlconform run --endpoint http://%s/ --identity header:%s)\n",
+		n, w, keyHeader, l.Addr(), l.Addr(), keyHeader)
+	<-ctx.Done()
+	srv.Close()
+	return ExitConformant
 }

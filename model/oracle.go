@@ -19,6 +19,31 @@ type Oracle interface {
 	// were allowed. want says how many could be ("exactly 5", "3 to 5",
 	// "any number": undecided).
 	JudgeBurst(user string, lo, hi time.Time, sent, allowed int) (j Judgement, want string)
+	// RetryBounds bounds how long from an instant of [lo, hi] until a
+	// request of user would be allowed, over every state the history so far
+	// admits: no admissible choice gives less than least or more than most.
+	RetryBounds(user string, lo, hi time.Time) (least, most time.Duration)
+}
+
+// RetryBounds implements [Oracle]: from the N-th most recent entry's span
+// when the user's entries are in order, and at most until every entry has
+// left.
+func (o *Interval) RetryBounds(user string, lo, hi time.Time) (least, most time.Duration) {
+	l, h := lo.UnixMilli(), hi.UnixMilli()
+	log := o.logs[user]
+	if len(log) < o.max {
+		return 0, 0
+	}
+	latest := int64(0)
+	for _, e := range log {
+		latest = max(latest, e.hi)
+	}
+	most = time.Duration(max(0, latest+o.window-l)) * time.Millisecond
+	if j := o.joints[user]; j != nil && !j.off {
+		e := log[len(log)-o.max]
+		least = time.Duration(max(0, e.lo+o.window-h)) * time.Millisecond
+	}
+	return least, most
 }
 
 // NewOracle returns the interval oracle of a profile: [Interval] for the

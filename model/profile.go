@@ -212,6 +212,17 @@ func (s Spec) String() string {
 	return name + ":" + strings.Join(keys, ",")
 }
 
+// LimitChangeGraded reports whether the profile says how a user's state
+// reads after the limit changes: the sliding log, fixed windows and the
+// weighted counter keep their entries or counts and compare them with the
+// new N. A bucket's tokens or a GCRA's arrival time may be settled at the
+// old rate up to the change, or refilled at the new rate from the last
+// decision: both are honest, so GCRA and token buckets are graded on users
+// whose history began under the limit in force.
+func (s Spec) LimitChangeGraded() bool {
+	return s.Name != GCRAP && s.Name != TokenBucketP
+}
+
 // IsSlidingLog reports whether s is the contract's own sliding log.
 func (s Spec) IsSlidingLog() bool { return s.Name == "" || s.Name == SlidingLog }
 

@@ -300,3 +300,24 @@ func (s *Search) Lifetimes(now time.Time, user string) (shortest, longest time.D
 	}
 	return max(0, shortest), longest
 }
+
+// RetryBounds implements [Oracle]: over every state the user may be in
+// and every admissible instant.
+func (s *Search) RetryBounds(user string, lo, hi time.Time) (least, most time.Duration) {
+	su := s.users[user]
+	if su == nil || su.off {
+		return 0, s.w * 3 // every profile's wait is under a few windows
+	}
+	l, h := lo.UnixMilli()-s.slack, hi.UnixMilli()+s.slack
+	least = -1
+	for _, c := range su.states {
+		for t := max(c.low, l); t <= h; t++ {
+			d := c.p.RetryAfter(time.UnixMilli(t), user)
+			if least < 0 || d < least {
+				least = d
+			}
+			most = max(most, d)
+		}
+	}
+	return max(0, least), most
+}

@@ -89,6 +89,12 @@ type Decision struct {
 	// RetryAfter is how long until the next request would be allowed; zero
 	// while Remaining > 0.
 	RetryAfter time.Duration
+	// Window is the W in force for this decision.
+	Window time.Duration
+	// Reset is how long until more quota is available: until the oldest
+	// entry that counts leaves (zero with none), what the RateLimit
+	// field's t says.
+	Reset time.Duration
 }
 
 // New returns a limiter on client. It validates the options but does not
@@ -179,7 +185,7 @@ func (l *Limiter) run(ctx context.Context, op, userID string, record bool) (Deci
 	if err != nil {
 		return Decision{Limit: cfg.max}, fmt.Errorf("reference: %s(%q): %w: %w", op, userID, contract.ErrStore, err)
 	}
-	if len(res) != 3 {
+	if len(res) != 4 {
 		return Decision{Limit: cfg.max}, fmt.Errorf("reference: %s(%q): %w: script answered %v", op, userID, contract.ErrStore, res)
 	}
 	return Decision{
@@ -187,6 +193,8 @@ func (l *Limiter) run(ctx context.Context, op, userID string, record bool) (Deci
 		Limit:      cfg.max,
 		Remaining:  int(res[1]),
 		RetryAfter: time.Duration(res[2]) * time.Millisecond,
+		Window:     time.Duration(cfg.window) * time.Millisecond,
+		Reset:      time.Duration(res[3]) * time.Millisecond,
 	}, nil
 }
 

@@ -7,7 +7,9 @@
 -- ARGV[3]  limit N (>= 1)
 -- ARGV[4]  "1": decide and log the request if allowed; "0": only look
 --
--- Returns {allowed 0|1, remaining, retry_after_ms}.
+-- Returns {allowed 0|1, remaining, retry_after_ms, reset_ms}: reset is
+-- how long until the oldest entry that counts leaves (more quota then; 0
+-- with none).
 local key = KEYS[1]
 local window = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])
@@ -49,8 +51,13 @@ if count >= limit then
   local nth = redis.call("ZRANGE", key, count - limit, count - limit, "WITHSCORES")
   retry = tonumber(nth[2]) + window - now
 end
+local reset = 0
+if count > 0 then
+  local oldest = redis.call("ZRANGEBYSCORE", key, "-inf", now, "WITHSCORES", "LIMIT", 0, 1)
+  reset = tonumber(oldest[2]) + window - now
+end
 local remaining = limit - count
 if remaining < 0 then
   remaining = 0
 end
-return {allowed, remaining, retry}
+return {allowed, remaining, retry, reset}

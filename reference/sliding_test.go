@@ -151,6 +151,12 @@ func TestDecisionMatchesTheModel(t *testing.T) {
 		assert.Equal(t, wantRemaining, d.Remaining, step)
 		assert.Equal(t, m.RetryAfter(now, "u"), d.RetryAfter, step)
 		assert.Equal(t, m.Limit(), d.Limit, step)
+		assert.Equal(t, m.Window(), d.Window, step)
+		wantReset := time.Duration(0)
+		if log := m.Log(now, "u"); len(log) > 0 {
+			wantReset = log[0].Add(m.Window()).Sub(now)
+		}
+		assert.Equal(t, wantReset, d.Reset, step+": until the oldest entry that counts leaves")
 	}
 	for i := range 5 {
 		check(fmt.Sprintf("request %d", i))

@@ -107,8 +107,8 @@ func (c Config) validated() (Config, error) {
 	if _, err := model.ParseSpec(c.Profile); err != nil {
 		errs = append(errs, fmt.Errorf("Config.Profile: %w", err))
 	}
-	if c.RealTimeWindow < 10*time.Millisecond || c.RealTimeWindow > time.Minute {
-		errs = append(errs, fmt.Errorf("RealTimeWindow %v: want 10ms to 1m", c.RealTimeWindow))
+	if c.RealTimeWindow < 10*time.Millisecond || c.RealTimeWindow > 24*time.Hour {
+		errs = append(errs, fmt.Errorf("RealTimeWindow %v: want 10ms to 24h (specs wait windows out)", c.RealTimeWindow))
 	}
 	if c.SpecTimeout < 0 {
 		errs = append(errs, fmt.Errorf("SpecTimeout %v: want a positive bound", c.SpecTimeout))

@@ -31,7 +31,9 @@ type traceOp struct {
 // (the variants of one algorithm share a hint).
 type candidate struct {
 	name, hint string
-	replay     func(ops []traceOp) bool
+	// replay replays ops on a fresh algorithm and reports whether it gives
+	// every answer, and its name with the configuration in force at the end.
+	replay func(ops []traceOp) (bool, string)
 }
 
 // diagnose replays the spec's trace on the algorithms a limiter may really
@@ -68,17 +70,17 @@ func (h *harness) diagnose() []candidate {
 	if h.fake == nil {
 		traces = [][]traceOp{timed(h.trace, 0), timed(h.trace, 1), timed(h.trace, 2)}
 	}
-	explains := func(replay func([]traceOp) bool) bool {
+	explains := func(replay func([]traceOp) (bool, string)) (bool, string) {
 		for _, t := range traces {
-			if replay(t) {
-				return true
+			if ok, name := replay(t); ok {
+				return true, name
 			}
 		}
-		return false
+		return false, ""
 	}
 	n, w := h.env.MaxRequests, h.env.Window
 	graded := func() model.Algorithm { p, _ := h.run.profile.New(n, w); return p }
-	if explains(func(ops []traceOp) bool { return replayAll(graded(), false, ops) }) {
+	if ok, _ := explains(func(ops []traceOp) (bool, string) { return replayAll(graded(), false, ops), "" }); ok {
 		return nil
 	}
 	for _, t := range traces {
@@ -88,17 +90,24 @@ func (h *harness) diagnose() []candidate {
 	if !h.run.profile.IsSlidingLog() {
 		what = "state"
 	}
+	perInstance := "instances that each keep their own " + what + " (not one limit over the shared store)"
 	cands := []candidate{{
-		"instances that each keep their own " + what + " (not one limit over the shared store)",
+		perInstance,
 		"keep the " + what + " in the shared store, not in the instance's memory",
-		func(ops []traceOp) bool { return replayPerInstance(graded, ops) },
+		func(ops []traceOp) (bool, string) { return replayPerInstance(graded, ops), perInstance },
 	}}
-	for _, a := range model.Alternatives(h.run.profile, n, w) {
-		cands = append(cands, candidate{a.Describe(), a.Hint, func(ops []traceOp) bool { return replayAll(a.Algorithm, a.RemainingVaries, ops) }})
+	// Each replay on fresh algorithms: a replay changes the one it runs on.
+	alternatives := func() []model.Alternative { return model.Alternatives(h.run.profile, n, w) }
+	for i, a := range alternatives() {
+		cands = append(cands, candidate{a.Describe(), a.Hint, func(ops []traceOp) (bool, string) {
+			fresh := alternatives()[i]
+			return replayAll(fresh.Algorithm, fresh.RemainingVaries, ops), fresh.Describe()
+		}})
 	}
 	var out []candidate
 	for _, c := range cands {
-		if explains(c.replay) {
+		if ok, name := explains(c.replay); ok {
+			c.name = name
 			out = append(out, c)
 		}
 	}

@@ -55,13 +55,14 @@ func differential(h *harness) {
 		}
 		min := h.shrink(ops)
 		h.tl = timeline{}
+		h.lastDivergence = Failure{}
 		bad, why := h.replay(min, "min.", true)
 		if bad < 0 {
 			h.Failf("schedule %d diverged from the model, but its shrunk form did not on replay (a flaky target?); seed %d", i, h.seed)
 		}
-		h.Failf("schedule %d of seed %d diverged from the model; shrunk from %d to %d operations:\n  %s\n"+
+		h.fail(h.lastDivergence, fmt.Sprintf("%s (schedule %d of seed %d, shrunk from %d to %d operations)\n"+
 			"  reproduce with seed %d (Config.Seed, -rlconform.seed under go test, or rlconform run --seed)",
-			i, h.seed, len(ops), len(min), why, h.seed)
+			why, i, h.seed, len(ops), len(min), h.seed))
 	}
 }
 
@@ -92,7 +93,7 @@ func genSchedule(h *harness, n int) []dop {
 			o = dop{kind: 'r', user: u}
 		case r < 66:
 			o = dop{kind: 'x', user: u}
-		case r < 70:
+		case r < 70 && h.run.profile.LimitChangeGraded():
 			o = dop{kind: 'c', n: 1 + h.rng.IntN(2*h.N()), w: windows[h.rng.IntN(len(windows))]}
 			if !sim.safe(o) {
 				o.w = w
@@ -249,6 +250,10 @@ func (h *harness) replay(ops []dop, tag string, record bool) (int, string) {
 			h.trace = append(h.trace, t)
 		}
 		if got != want {
+			h.lastDivergence = Failure{Kind: KindWrongAnswer, Step: step, At: now.Sub(base), Operation: o.String(), Got: got, Want: want}
+			if err != nil {
+				h.lastDivergence.Kind = KindTargetError
+			}
 			return i, fmt.Sprintf("step %d at %s: %s = %s, want %s", step, at, o, got, want)
 		}
 	}

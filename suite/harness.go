@@ -40,12 +40,17 @@ type harness struct {
 	trace []traceOp
 	// pending is the first wrong answer, reported when the spec ends.
 	pending *failure
-	tl      timeline
-	g       gomega.Gomega
-	rng     *rand.Rand
-	seed    uint64
-	run     *runner
-	tag     string // prefix of every user id of this spec
+	// failedUnder describes the model when the spec first went wrong (its
+	// configuration then), for the hint.
+	failedUnder string
+	// lastDivergence is the differential's last divergence, as evidence.
+	lastDivergence Failure
+	tl             timeline
+	g              gomega.Gomega
+	rng            *rand.Rand
+	seed           uint64
+	run            *runner
+	tag            string // prefix of every user id of this spec
 
 	calls     inFlight // every call to the target's instances
 	mu        sync.Mutex
@@ -74,6 +79,9 @@ func (h *harness) fail(f Failure, summary string) {
 	if h.pending != nil {
 		panic(*h.pending)
 	}
+	if h.failedUnder == "" {
+		h.failedUnder = h.model.Describe()
+	}
 	f.Summary = firstLine(summary)
 	panic(failure{msg: h.report(summary), f: f})
 }
@@ -86,6 +94,7 @@ func (h *harness) diverge(f Failure, summary string) {
 	if h.pending != nil {
 		return
 	}
+	h.failedUnder = h.model.Describe()
 	f.Summary = firstLine(summary)
 	h.pending = &failure{msg: h.report(summary), f: f}
 }
@@ -596,7 +605,11 @@ func (h *harness) hint() string {
 	if h.run.profile.IsSlidingLog() {
 		return h.spec.hint
 	}
-	return fmt.Sprintf("the limiter answered otherwise than %s (docs/profiles.md, profile %s): replay the timeline above against its rules", h.model.Describe(), h.run.profile.Name)
+	under := h.failedUnder
+	if under == "" {
+		under = h.model.Describe()
+	}
+	return fmt.Sprintf("the limiter answered otherwise than %s (docs/profiles.md, profile %s): replay the timeline above against its rules", under, h.run.profile.Name)
 }
 
 // newRand returns a generator for a goroutine of a spec, seeded from the

@@ -326,6 +326,9 @@ func boolInt(b bool) int {
 // answers it decided. Remaining answers are judged only with remaining.
 func replayProbe(c model.Spec, p probe, remaining bool) (*RuledOut, int) {
 	decided := 0
+	if !c.LimitChangeGraded() && slices.ContainsFunc(p.trace[1:], func(o traceOp) bool { return o.kind == 'C' }) {
+		return nil, 0 // a limit changed under a history: not evidence for this profile
+	}
 	var exact model.Profile
 	var oracle model.Oracle
 	if p.realTime {

@@ -298,8 +298,20 @@ func (c Coverage) String() string {
 		}
 	}
 	if c.Skipped > 0 {
-		reasons := make([]string, 0, len(c.SkippedBy))
-		for why := range c.SkippedBy {
+		// Each reason up to its explanation (the table has it whole), the
+		// same short reasons counted together.
+		short := map[string]int{}
+		for why, n := range c.SkippedBy {
+			if i := strings.Index(why, ": "); i > 0 {
+				why = why[:i]
+			}
+			if i := strings.Index(why, " ("); i > 0 {
+				why = why[:i]
+			}
+			short[why] += n
+		}
+		reasons := make([]string, 0, len(short))
+		for why := range short {
 			reasons = append(reasons, why)
 		}
 		slices.Sort(reasons)
@@ -309,7 +321,7 @@ func (c Coverage) String() string {
 			if i > 0 {
 				sep = "; "
 			}
-			s += fmt.Sprintf("%s%d %s", sep, c.SkippedBy[why], why)
+			s += fmt.Sprintf("%s%d %s", sep, short[why], why)
 		}
 		parts = append(parts, s)
 	}

@@ -18,11 +18,11 @@ import (
 // store faults.
 func robustSpecs() []spec {
 	return []spec{
-		{id: "robust/user-id-zoo", level: Robust,
+		{id: "robust/user-id-zoo", level: Robust, needs: []need{needOpaqueIDs},
 			rule: "any non-empty id up to 512 bytes is its own user: no glob, no case folding, no truncation, no prefix matching",
 			run:  userIDZoo,
 			hint: "key by the exact id: never lower-case it, cut it, or use it in a KEYS/SCAN pattern"},
-		{id: "robust/empty-user-id", level: Robust,
+		{id: "robust/empty-user-id", level: Robust, needs: []need{needOpaqueIDs},
 			rule: "the empty user id is an error wrapping ErrInvalidUserID and changes nothing",
 			run:  emptyUserID,
 			hint: "validate the id before touching the store, and return an error wrapping contract.ErrInvalidUserID for the empty one (over HTTP: status 400)"},

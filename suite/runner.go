@@ -133,7 +133,7 @@ func (r *runner) missing(t Target, s *spec) string {
 			}
 		case needShared:
 			if !c.SharedStore {
-				why = "needs several instances on one store (declare Capabilities.SharedStore; on the command line, give --target more than once)"
+				why = "needs several instances on one store (declare Capabilities.SharedStore; on the command line, give --target or --endpoint more than once)"
 			}
 		case needInspect:
 			if !c.StoreInspection {
@@ -144,6 +144,14 @@ func (r *runner) missing(t Target, s *spec) string {
 				why = "needs an in-process target: over HTTP a call cancelled before it is sent never reaches the target, and one cancelled in flight has an unknown outcome"
 			}
 
+		case needOpaqueIDs:
+			if t.Request != nil {
+				why = "grades how the limiter keys user ids it is given; an endpoint is sent identities the grader generates"
+			}
+		case needEndpoint:
+			if t.Request == nil {
+				why = "grades the rate-limit fields of HTTP answers: only an endpoint (rlconform run --endpoint) has them"
+			}
 		case needOwnRedis:
 			switch {
 			case !t.NeedsRedis:
@@ -225,13 +233,13 @@ func (r *runner) runSpec(ctx context.Context, t Target, s *spec) (res Result) {
 			summary := fmt.Sprintf("did not finish within %v: a call has not returned for %v (every call must honour its context)",
 				r.cfg.SpecTimeout, oldest.Round(time.Millisecond))
 			res.Status, res.Failure = Failed, &Failure{Kind: KindHang, Summary: summary, Hint: s.hint}
-			res.Message = h.report(s.title() + ": " + summary)
+			res.Message = h.report(s.titleFor(r.profile) + ": " + summary)
 			break
 		}
 		summary := fmt.Sprintf("did not finish within %v: the target answered all %d calls, but slowly (%v a call on average): too slow to grade, not wrong",
 			r.cfg.SpecTimeout, returned, mean.Round(time.Microsecond))
 		res.Status, res.Failure = Inconclusive, &Failure{Kind: KindSlow, Summary: summary}
-		res.Message = h.report(s.title() + ": " + summary)
+		res.Message = h.report(s.titleFor(r.profile) + ": " + summary)
 	}
 	if err := h.close(); err != nil && res.Status == Passed {
 		res.Status, res.Message = Failed, fmt.Sprintf("closing the instances: %v", err)
@@ -343,7 +351,7 @@ func (h *harness) execute() (res Result) {
 			if f.Kind == KindFault { // the store or the grader, not the limiter
 				res.Status, f.Hint = Errored, ""
 			}
-			res.Message = h.spec.title() + "\n  " + v.msg
+			res.Message = h.spec.titleFor(h.run.profile) + "\n  " + v.msg
 			if f.Kind == KindWrongAnswer || f.Kind == KindViolation {
 				// Name the algorithm the answers show, and give its hint
 				// rather than the spec's usual cause.
@@ -363,14 +371,14 @@ func (h *harness) execute() (res Result) {
 		case skipped:
 			res.Status, res.Message = Skipped, v.reason
 		case inconclusive:
-			res.Status, res.Message = Inconclusive, h.spec.title()+"\n  "+v.msg
+			res.Status, res.Message = Inconclusive, h.spec.titleFor(h.run.profile)+"\n  "+v.msg
 			res.Failure = &Failure{Kind: KindInconclusive, Summary: firstLine(v.msg)}
 		default:
 			// A panic in the grader's own code is a fault of ours, not a
 			// verdict; one in the target's code fails the spec.
 			where, ours := panicSite()
 			summary := fmt.Sprintf("panic in %s: %v", where, v)
-			res.Message = h.report(fmt.Sprintf("%s\n  %s\n%s", h.spec.title(), summary, debug.Stack()))
+			res.Message = h.report(fmt.Sprintf("%s\n  %s\n%s", h.spec.titleFor(h.run.profile), summary, debug.Stack()))
 			if ours {
 				res.Status, res.Failure = Errored, &Failure{Kind: KindFault, Summary: "rlconform's own " + summary + " (a bug of the grader, please report it)"}
 			} else {
@@ -417,7 +425,11 @@ func (h *harness) measureMargin() time.Duration {
 		slowest = max(slowest, time.Since(began))
 	}
 	margin := max(20*time.Millisecond, 8*slowest+10*time.Millisecond)
-	if w := h.run.cfg.RealTimeWindow; margin > w/5 {
+	if w := h.run.cfg.RealTimeWindow; margin > w/5 && !h.target.Capabilities.Configure {
+		// The window is the target's own: it cannot be raised.
+		h.run.notes = append(h.run.notes, fmt.Sprintf("the slowest of 5 round trips took %v, slow for the window %v: answers near its edges will be undecided, and specs that decide nothing inconclusive",
+			slowest.Round(time.Millisecond), w))
+	} else if margin > w/5 {
 		raised := (5*margin + 99*time.Millisecond).Truncate(100 * time.Millisecond)
 		h.run.cfg.RealTimeWindow = raised
 		h.run.notes = append(h.run.notes, fmt.Sprintf("the real-time window was raised from %v to %v: the slowest of 5 round trips took %v, too slow to aim within %v of a window edge",

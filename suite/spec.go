@@ -51,6 +51,8 @@ const (
 	needInspect   need = "store-inspection"
 	needOwnRedis  need = "owned-redis" // a Redis this run started, so it may stop it
 	needInProcess need = "in-process"  // the target's methods get the grader's contexts themselves
+	needOpaqueIDs need = "opaque-ids"  // the limiter receives the user ids as given
+	needEndpoint  need = "endpoint"    // answers carry HTTP rate-limit fields
 )
 
 // spec is one entry of the catalogue: a stable id, the rule it proves, and
@@ -69,6 +71,9 @@ type spec struct {
 	// logOnly, when set, is why the spec grades the sliding log alone;
 	// rtLogOnly why it does without clock control.
 	logOnly, rtLogOnly string
+	// limitChange: the spec changes the limit under users with history,
+	// which some profiles leave to the implementation.
+	limitChange bool
 }
 
 // ruleFor is the rule the spec checks under a profile.
@@ -87,6 +92,8 @@ func (s *spec) outside(p model.Spec, clock bool) string {
 		return ""
 	case s.logOnly != "":
 		return fmt.Sprintf("not part of profile %s: %s", p.Name, s.logOnly)
+	case s.limitChange && !p.LimitChangeGraded():
+		return fmt.Sprintf("not part of profile %s: it changes the limit under users with history, and whether a bucket or arrival time is settled at the old rate up to the change or refilled at the new one differs between honest implementations", p.Name)
 	case s.rtLogOnly != "" && !clock:
 		return fmt.Sprintf("not part of profile %s without clock control: %s", p.Name, s.rtLogOnly)
 	}
@@ -102,7 +109,7 @@ var retired = map[string]string{
 // catalogue is every spec, in the order they run. Ids are stable: never
 // rename one; retire it and add a new one.
 func catalogue() []spec {
-	return slices.Concat(coreSpecs(), strictSpecs(), robustSpecs())
+	return slices.Concat(coreSpecs(), strictSpecs(), robustSpecs(), httpSpecs())
 }
 
 // SpecInfo describes a spec for listings.
@@ -158,6 +165,9 @@ func (s *spec) labels() []string {
 
 // title is the spec's text in Ginkgo and in failure headers.
 func (s *spec) title() string { return s.id + ": " + s.rule }
+
+// titleFor is the title under profile p.
+func (s *spec) titleFor(p model.Spec) string { return s.id + ": " + s.ruleFor(p) }
 
 // hasLabel reports whether the spec carries any of labels (empty: all).
 func (s *spec) hasLabel(labels []string) bool {

@@ -42,6 +42,34 @@ type Target struct {
 	// that a target gone dead ends the run in seconds, not one timeout per
 	// spec.
 	Alive func(ctx context.Context) error
+	// Request, for a black-box HTTP endpoint, sends one request as user to
+	// instance i and returns the answer with its rate-limit fields; the
+	// http/ specs grade those fields. Nil for any other target. A target
+	// with Request receives identities the grader generates, so the specs
+	// of opaque user ids do not grade it.
+	Request func(ctx context.Context, instance int, user string) (HTTPAnswer, error)
+}
+
+// HTTPAnswer is what an endpoint answered one request: the decision, when
+// it was sent and received, and what its fields said of the limit (nil:
+// not sent).
+type HTTPAnswer struct {
+	Allowed        bool
+	Sent, Returned time.Time
+	// RetryAfter is Retry-After's delay.
+	RetryAfter *time.Duration
+	// Remaining (r) and Reset (t: the delay until more quota), from the
+	// RateLimit fields in the form Form: "draft" (RateLimit), "draft-6"
+	// (RateLimit-Remaining/-Reset) or "x" (X-RateLimit-*).
+	Remaining *int
+	Reset     *time.Duration
+	Form      string
+	// PolicyLimit and PolicyWindow are RateLimit-Policy's q and w (the
+	// limit alone from a -Limit field).
+	PolicyLimit  *int
+	PolicyWindow *time.Duration
+	// Malformed lists the fields present but unreadable.
+	Malformed []string
 }
 
 // Env is what a target's factory gets for one spec.

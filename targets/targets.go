@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/rlconform/rlconform/adapters"
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/model"
@@ -176,4 +178,104 @@ func redacted(u string) string {
 		return parsed.Redacted()
 	}
 	return u
+}
+
+// EndpointOptions say how to grade a deployed HTTP service.
+type EndpointOptions struct {
+	adapters.EndpointOptions
+	// Policy is the limit the service is meant to enforce; zero: read it
+	// from the RateLimit-Policy field of the first answer.
+	Policy adapters.Policy
+	// MaxRPS bounds the requests sent in any one second, over every URL
+	// (0: the default, max(50, 2N+8)).
+	MaxRPS float64
+}
+
+// Endpoint grades the HTTP service at urls (several URLs are replicas that
+// must share one limit) by its answers: 2xx allowed, the refusal status
+// denied, anything else an error of the service. It probes the first URL
+// once, and takes the policy from its RateLimit-Policy field when none is
+// given (policy says where it came from); without either it is an error.
+func Endpoint(ctx context.Context, urls []string, opts EndpointOptions) (t suite.Target, policy adapters.Policy, from string, err error) {
+	if len(urls) == 0 {
+		return suite.Target{}, adapters.Policy{}, "", errors.New("no endpoint URL")
+	}
+	for _, u := range urls {
+		if p, err := url.ParseRequestURI(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") {
+			return suite.Target{}, adapters.Policy{}, "", fmt.Errorf("endpoint %q is not an http(s) URL", u)
+		}
+	}
+	probe := adapters.NewEndpoint(urls[0], opts.EndpointOptions)
+	first, err := probe.Do(ctx, fmt.Sprintf("rlconform-probe-%d", time.Now().UnixNano()))
+	if err != nil {
+		return suite.Target{}, adapters.Policy{}, "", fmt.Errorf("endpoint %s: %w", redacted(urls[0]), err)
+	}
+	policy, from = opts.Policy, "--policy"
+	if policy.Limit == 0 {
+		f := first.Fields
+		if !f.HasPolicy || f.PolicyWindow == 0 {
+			return suite.Target{}, adapters.Policy{}, "", fmt.Errorf("endpoint %s: give --policy N/W: its answers carry no RateLimit-Policy field (q and w) to read it from", redacted(urls[0]))
+		}
+		policy, from = adapters.Policy{Limit: f.PolicyLimit, Window: f.PolicyWindow}, "the RateLimit-Policy field of its first answer"
+	}
+	rps := opts.MaxRPS
+	if rps <= 0 {
+		rps = max(50, float64(2*policy.Limit+8))
+	}
+	opts.EndpointOptions.Pace = rate.NewLimiter(rate.Limit(rps), max(1, int(rps)))
+	clients := make([]*adapters.Endpoint, len(urls))
+	shown := make([]string, len(urls))
+	for i, u := range urls {
+		clients[i] = adapters.NewEndpoint(u, opts.EndpointOptions)
+		shown[i] = redacted(u)
+	}
+	caps := contract.Capabilities{SharedStore: len(urls) > 1}
+	name := shown[0]
+	if len(urls) > 1 {
+		name = fmt.Sprintf("%s (+%d more replicas)", shown[0], len(urls)-1)
+	}
+	return suite.Target{
+		Name:         name,
+		Addresses:    shown,
+		Capabilities: caps,
+		Alive: func(ctx context.Context) error {
+			_, err := clients[0].Do(ctx, fmt.Sprintf("rlconform-probe-%d", time.Now().UnixNano()))
+			return err
+		},
+		New: func(_ context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
+			return clients[env.Instance%len(clients)], nil, nil
+		},
+		Request: func(ctx context.Context, i int, user string) (suite.HTTPAnswer, error) {
+			r, err := clients[i%len(clients)].Do(ctx, user)
+			if err != nil {
+				return suite.HTTPAnswer{}, err
+			}
+			return answer(r), nil
+		},
+	}, policy, from, nil
+}
+
+// answer is the suite's view of an endpoint's response.
+func answer(r *adapters.Response) suite.HTTPAnswer {
+	f := r.Fields
+	a := suite.HTTPAnswer{Allowed: r.Allowed, Sent: r.Sent, Returned: r.Returned, Form: f.Form}
+	if f.HasRetryAfter {
+		a.RetryAfter = &f.RetryAfter
+	}
+	if f.HasRemaining {
+		a.Remaining = &f.Remaining
+	}
+	if f.HasReset {
+		a.Reset = &f.Reset
+	}
+	if f.HasPolicy {
+		a.PolicyLimit = &f.PolicyLimit
+		if f.PolicyWindow > 0 {
+			a.PolicyWindow = &f.PolicyWindow
+		}
+	}
+	for _, e := range f.Errs {
+		a.Malformed = append(a.Malformed, e.Error())
+	}
+	return a
 }

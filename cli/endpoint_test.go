@@ -1,0 +1,138 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlconform/rlconform/middleware"
+	"github.com/rlconform/rlconform/redisenv"
+	"github.com/rlconform/rlconform/reference"
+)
+
+// serveAPI serves an API behind the middleware over the reference limiter
+// (5 per second, on Redis TIME), under prefix; lie, when set, rewrites
+// every answer's headers before they are sent.
+func serveAPI(t *testing.T, red *redisenv.Redis, prefix string, lie func(http.Header)) string {
+	t.Helper()
+	lim, err := reference.New(red.Client, reference.Options{MaxRequests: 5, Window: time.Second, Prefix: prefix})
+	require.NoError(t, err)
+	api := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	h := middleware.New(middleware.Reference(lim), middleware.Options{Key: middleware.Header("X-User")})(api)
+	if lie != nil {
+		inner := h
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			inner.ServeHTTP(liar{w, lie, false}, r)
+		})
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// liar rewrites the headers of an answer before it is written.
+type liar struct {
+	http.ResponseWriter
+	lie  func(http.Header)
+	done bool
+}
+
+func (l liar) WriteHeader(code int) {
+	l.lie(l.Header())
+	l.ResponseWriter.WriteHeader(code)
+}
+
+func (l liar) Write(b []byte) (int, error) { return l.ResponseWriter.Write(b) }
+
+func endpointRun(t *testing.T, urls []string, extra ...string) (int, string, string) {
+	t.Helper()
+	args := []string{"run", "--identity", "header:X-User", "--report-dir", t.TempDir()}
+	for _, u := range urls {
+		args = append(args, "--endpoint", u)
+	}
+	return rlconform(t, append(args, extra...)...)
+}
+
+// A service behind the middleware passes every spec that grades an
+// endpoint, its policy read from its own RateLimit-Policy field; two
+// replicas on one store share one limit.
+func TestEndpointModeGradesAServiceBehindTheMiddleware(t *testing.T) {
+	red, err := redisenv.Obtain(context.Background())
+	require.NoError(t, err)
+	defer red.Close()
+	prefix := fmt.Sprintf("rlc-ep:%d:", time.Now().UnixNano())
+	a, b := serveAPI(t, red, prefix, nil), serveAPI(t, red, prefix, nil)
+	code, out, errOut := endpointRun(t, []string{a, b}, "--level", "strict")
+	require.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
+	assert.Contains(t, errOut, "policy 5/1s (from the RateLimit-Policy field of its first answer)")
+	for _, id := range []string{"http/retry-after", "http/ratelimit-fields", "strict/shared-store", "strict/boundary-burst-first"} {
+		assert.Regexp(t, `pass\s+`+id, out)
+	}
+}
+
+// Services that lie are failed, with the lie named: a Retry-After too
+// short to obey, a remaining count off by one, a policy other than the one
+// enforced, replicas that keep their own limits.
+func TestEndpointModeFailsLyingServices(t *testing.T) {
+	red, err := redisenv.Obtain(context.Background())
+	require.NoError(t, err)
+	defer red.Close()
+	for _, c := range []struct {
+		name string
+		lie  func(http.Header)
+		id   string
+		says string
+	}{
+		{"retry-after too short", func(h http.Header) {
+			if h.Get("Retry-After") != "" {
+				h.Set("Retry-After", "0")
+			}
+		}, "http/retry-after", "a client that obeys it is refused again"},
+		{"remaining off by one", func(h http.Header) {
+			h.Del("RateLimit")
+			h.Set("X-RateLimit-Remaining", strconv.Itoa(3))
+		}, "http/ratelimit-fields", "fields say 3 left"},
+		{"policy says 10", func(h http.Header) { h.Set("RateLimit-Policy", `"default";q=10;w=1`) }, "http/ratelimit-fields", "a limit of 10"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			url := serveAPI(t, red, fmt.Sprintf("rlc-ep:%d:", time.Now().UnixNano()), c.lie)
+			code, out, errOut := endpointRun(t, []string{url}, "--policy", "5/1s", "--id", c.id)
+			assert.Equal(t, ExitNotConformant, code, "%s\n%s", out, errOut)
+			assert.Contains(t, out, c.says)
+		})
+	}
+	t.Run("replicas with their own limits", func(t *testing.T) {
+		a := serveAPI(t, red, fmt.Sprintf("rlc-ep-a:%d:", time.Now().UnixNano()), nil)
+		b := serveAPI(t, red, fmt.Sprintf("rlc-ep-b:%d:", time.Now().UnixNano()), nil)
+		code, out, _ := endpointRun(t, []string{a, b}, "--policy", "5/1s", "--id", "strict/shared-store")
+		assert.Equal(t, ExitNotConformant, code, out)
+		assert.Contains(t, out, "instances that each keep their own log")
+	})
+}
+
+func TestEndpointModeCannotRun(t *testing.T) {
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") }))
+	defer plain.Close()
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"run", "--endpoint", plain.URL}, "needs --identity"},
+		{[]string{"run", "--endpoint", plain.URL, "--identity", "header:X-User"}, "give --policy N/W"},
+		{[]string{"run", "--endpoint", plain.URL, "--target", plain.URL, "--identity", "bearer"}, "exclude each other"},
+		{[]string{"run", "--policy", "5/1s"}, "go with --endpoint"},
+		{[]string{"run", "--endpoint", plain.URL, "--identity", "cookie:x"}, "want header:NAME"},
+		{[]string{"run", "--endpoint", plain.URL, "--identity", "bearer", "--policy", "5/1x"}, "policy"},
+	} {
+		code, _, errOut := rlconform(t, c.args...)
+		assert.Equal(t, ExitCannotRun, code, "%v: %s", c.args, errOut)
+		assert.Contains(t, errOut, c.says, "%v", c.args)
+	}
+}

@@ -1,0 +1,48 @@
+package middleware
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func serve(d Decider, key string) *httptest.ResponseRecorder {
+	h := New(d, Options{Key: Header("X-User")})(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) }))
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	if key != "" {
+		r.Header.Set("X-User", key)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
+}
+
+func TestAnswers(t *testing.T) {
+	allowed := func(context.Context, string) (Decision, error) {
+		return Decision{Allowed: true, Limit: 5, Window: 1500 * time.Millisecond, Remaining: 3, Reset: 200 * time.Millisecond}, nil
+	}
+	w := serve(allowed, "a")
+	assert.Equal(t, http.StatusOK, w.Code)
+	assert.Equal(t, `"default";q=5;w=2`, w.Header().Get("RateLimit-Policy"), "w in whole seconds, rounded up")
+	assert.Equal(t, `"default";r=3;t=1`, w.Header().Get("RateLimit"))
+	assert.Empty(t, w.Header().Get("Retry-After"))
+
+	refused := func(context.Context, string) (Decision, error) {
+		return Decision{Limit: 5, Window: time.Second, RetryAfter: 1001 * time.Millisecond, Reset: 300 * time.Millisecond}, nil
+	}
+	w = serve(refused, "a")
+	assert.Equal(t, http.StatusTooManyRequests, w.Code)
+	assert.Equal(t, "2", w.Header().Get("Retry-After"), "rounded up, never down")
+	assert.Equal(t, `"default";r=0;t=2`, w.Header().Get("RateLimit"))
+
+	w = serve(allowed, "")
+	assert.Equal(t, http.StatusBadRequest, w.Code, "no key")
+	w = serve(func(context.Context, string) (Decision, error) { return Decision{}, errors.New("redis down") }, "a")
+	assert.Equal(t, http.StatusServiceUnavailable, w.Code, "fails closed")
+	assert.Contains(t, w.Body.String(), "redis down")
+}
