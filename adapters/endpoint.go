@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/dunglas/httpsfv"
-	"golang.org/x/time/rate"
 
 	"github.com/rlconform/rlconform/contract"
 )
@@ -119,7 +118,7 @@ type EndpointOptions struct {
 	LimitedStatus int
 	// Pace, when set, is waited on before every request: the bound on the
 	// load the grader sends, shared by every replica.
-	Pace *rate.Limiter
+	Pace *Pacer
 	// Timeout bounds every request (default DefaultTimeout).
 	Timeout time.Duration
 }

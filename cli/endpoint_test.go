@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -135,4 +136,32 @@ func TestEndpointModeCannotRun(t *testing.T) {
 		assert.Equal(t, ExitCannotRun, code, "%v: %s", c.args, errOut)
 		assert.Contains(t, errOut, c.says, "%v", c.args)
 	}
+}
+
+// The grader never sends more than --max-rps in any one second, over
+// every replica, and identify names a service behind the middleware a
+// sliding log.
+func TestEndpointModeKeepsToMaxRPSAndIdentifies(t *testing.T) {
+	red, err := redisenv.Obtain(context.Background())
+	require.NoError(t, err)
+	defer red.Close()
+	var mu sync.Mutex
+	var arrivals []time.Time
+	url := serveAPI(t, red, fmt.Sprintf("rlc-ep:%d:", time.Now().UnixNano()), func(http.Header) {
+		mu.Lock()
+		arrivals = append(arrivals, time.Now())
+		mu.Unlock()
+	})
+	code, out, errOut := endpointRun(t, []string{url}, "--policy", "5/1s", "--max-rps", "20", "--id", "strict/same-millisecond-burst,core/block-over-limit")
+	assert.NotEqual(t, ExitNotConformant, code, "%s\n%s", out, errOut)
+	mu.Lock()
+	for i := 20; i < len(arrivals); i++ {
+		// Arrivals trail the sending by the round trip: allow for it.
+		assert.Greater(t, arrivals[i].Sub(arrivals[i-20]), 900*time.Millisecond, "answer %d and the one 20 before it", i)
+	}
+	mu.Unlock()
+
+	code, out, errOut = rlconform(t, "identify", "--endpoint", url, "--identity", "header:X-User", "--policy", "5/1s")
+	require.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
+	assert.Contains(t, out, "fits      sliding-log")
 }

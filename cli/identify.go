@@ -23,7 +23,9 @@ func identify(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("rlconform identify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var urls list
-	fs.Var(&urls, "target", "base URL of a protocol v1 limiter; repeat for several instances sharing one store (required)")
+	var ep endpointFlags
+	fs.Var(&urls, "target", "base URL of a protocol v1 limiter; repeat for several instances sharing one store (or --endpoint)")
+	ep.register(fs)
 	limit := fs.Int("limit", 5, "the limit N the probes configure (or that the limiter enforces, without Configure)")
 	window := fs.Duration("window", time.Minute, "the window W the probes configure, with clock control")
 	rtWindow := fs.Duration("realtime-window", time.Second, "the window W without clock control")
@@ -31,7 +33,7 @@ func identify(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 5*time.Second, "bound on each call to the target")
 	seed := fs.Uint64("seed", 0, "seed (0: pick one)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: rlconform identify --target URL [flags]\n\nProbes the limiter (with its clock when it has one, in real time otherwise) and says which\nprofiles and parameters explain every answer, which are ruled out and by which answer.\nExit codes: 0 a profile fits, 1 none fits, 2 could not run, 130 interrupted.")
+		fmt.Fprintln(stderr, "usage: rlconform identify --target URL | --endpoint URL --identity ... [flags]\n\nProbes the limiter (with its clock when it has one, in real time otherwise) and says which\nprofiles and parameters explain every answer, which are ruled out and by which answer.\nExit codes: 0 a profile fits, 1 none fits, 2 could not run, 130 interrupted.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -44,14 +46,29 @@ func identify(args []string, stdout, stderr io.Writer) int {
 	case fs.NArg() > 0:
 		fmt.Fprintf(stderr, "rlconform identify: unexpected argument %q\n", fs.Arg(0))
 		return ExitCannotRun
-	case len(urls) == 0:
-		fmt.Fprintln(stderr, "rlconform identify: give --target URL (rlconform serve --impl model:gcra serves one to try)")
+	case len(urls) == 0 && len(ep.endpoints) == 0:
+		fmt.Fprintln(stderr, "rlconform identify: give --target URL or --endpoint URL (rlconform serve --impl model:gcra serves one to try)")
+		return ExitCannotRun
+	case len(urls) > 0 && len(ep.endpoints) > 0:
+		fmt.Fprintln(stderr, "rlconform identify: --endpoint and --target exclude each other")
 		return ExitCannotRun
 	case *timeout <= 0:
 		fmt.Fprintln(stderr, "rlconform identify: --timeout must be positive")
 		return ExitCannotRun
 	}
+	if err := ep.check(); err != nil {
+		fmt.Fprintf(stderr, "rlconform identify: %v\n", err)
+		return ExitCannotRun
+	}
+	var endpoint *suite.Target
 	cfg := suite.Config{Limit: *limit, Window: *window, RealTimeWindow: *rtWindow, Seed: *seed}
+	if len(ep.endpoints) > 0 {
+		t, policy, code := ep.target(*timeout, stderr)
+		if t == nil {
+			return code
+		}
+		endpoint, cfg.Limit, cfg.RealTimeWindow = t, policy.Limit, policy.Window
+	}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(stderr, "rlconform identify: %v\n", err)
 		return ExitCannotRun
@@ -73,10 +90,16 @@ func identify(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	target, err := targets.Remote(ctx, urls, *timeout)
-	if err != nil {
-		fmt.Fprintf(stderr, "rlconform identify: %v\n", err)
-		return cannotRun(ctx)
+	var target suite.Target
+	if endpoint != nil {
+		target = *endpoint
+	} else {
+		t, err := targets.Remote(ctx, urls, *timeout)
+		if err != nil {
+			fmt.Fprintf(stderr, "rlconform identify: %v\n", err)
+			return cannotRun(ctx)
+		}
+		target = t
 	}
 	fmt.Fprintf(stderr, "rlconform: probing %s\n", target.Name)
 	id, err := suite.Identify(ctx, cfg, target)

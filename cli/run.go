@@ -6,14 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
-	"github.com/rlconform/rlconform/adapters"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/redisenv"
 	"github.com/rlconform/rlconform/report"
@@ -39,30 +36,7 @@ type runFlags struct {
 	failOnSkip  bool
 	rtWindow    time.Duration
 	profile     string
-	// endpoint mode
-	endpoints     list
-	policy        string
-	identity      string
-	method        string
-	headers       headerList
-	body          string
-	limitedStatus int
-	maxRPS        float64
-}
-
-// headerList is a repeatable K:V flag (values may hold commas).
-type headerList []string
-
-func (l *headerList) String() string { return strings.Join(*l, "; ") }
-
-// Set adds one K:V header.
-func (l *headerList) Set(v string) error {
-	k, _, ok := strings.Cut(v, ":")
-	if !ok || strings.TrimSpace(k) == "" {
-		return fmt.Errorf("header %q: want Name:value", v)
-	}
-	*l = append(*l, v)
-	return nil
+	endpointFlags
 }
 
 func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
@@ -86,14 +60,7 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.DurationVar(&f.rtWindow, "realtime-window", time.Second, "window of the specs graded in real time (targets without clock control); raised by itself when the target's round trips are too slow for it")
 	fs.BoolVar(&f.failOnSkip, "fail-on-skip", false, "a run with any skipped spec is not conformant enough: exit 2 (for CI jobs that demand the whole level)")
 	fs.StringVar(&f.profile, "profile", "sliding-log", "the algorithm to grade against, `NAME[:key=value,...]`: sliding-log, fixed-window (align=epoch|first-grid|first-hit, count-denied=false|true), sliding-counter (count-denied), gcra (burst=N|limit), token-bucket (capacity=N|limit, refill=continuous|interval); 'rlconform list --profile NAME' says what it grades")
-	fs.Var(&f.endpoints, "endpoint", "URL of a deployed HTTP service graded as a black box by its answers (2xx allowed, --limited-status refused); repeat for replicas that must share one limit")
-	fs.StringVar(&f.policy, "policy", "", "with --endpoint: the limit the service enforces, `N/W` (10/1s, 100/1m, 1000/1d); default: read from its RateLimit-Policy field")
-	fs.StringVar(&f.identity, "identity", "", "with --endpoint: how the service tells clients apart, header:NAME, query:NAME or bearer; the grader makes a fresh identity per user")
-	fs.StringVar(&f.method, "method", "GET", "with --endpoint: the request method")
-	fs.Var(&f.headers, "header", "with --endpoint: a `Name:value` header for every request (repeatable; authentication, say)")
-	fs.StringVar(&f.body, "body", "", "with --endpoint: send the contents of `FILE` with every request")
-	fs.IntVar(&f.limitedStatus, "limited-status", 429, "with --endpoint: the status of a refusal; any other non-2xx answer is an error of the service, never a decision")
-	fs.Float64Var(&f.maxRPS, "max-rps", 0, "with --endpoint: at most this many requests in any one second, over every replica (0: max(50, 2N+8))")
+	f.endpointFlags.register(fs)
 	fs.StringVar(&f.reportDir, "report-dir", "", "directory for failure artefacts such as linearizability visualisations (default: the temp directory)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -107,14 +74,8 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	if len(f.endpoints) > 0 && len(f.targets) > 0 {
 		return nil, errors.New("--endpoint and --target exclude each other: a service graded by its answers, or a limiter speaking the control protocol")
 	}
-	if len(f.endpoints) > 0 && f.identity == "" {
-		return nil, errors.New("--endpoint needs --identity: how the service tells clients apart (header:NAME, query:NAME or bearer)")
-	}
-	if len(f.endpoints) == 0 && (f.policy != "" || f.identity != "" || len(f.headers) > 0 || f.body != "" || f.maxRPS != 0) {
-		return nil, errors.New("--policy, --identity, --header, --body and --max-rps go with --endpoint")
-	}
-	if f.maxRPS < 0 {
-		return nil, errors.New("--max-rps must not be negative")
+	if err := f.endpointFlags.check(); err != nil {
+		return nil, err
 	}
 	if f.storeURL != "" && len(f.targets) == 0 {
 		return nil, errors.New("--store-url is for a remote --target; the reference is inspected anyway")
@@ -194,7 +155,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		ReportDir: f.reportDir, StorePrefix: f.storePrefix, SpecTimeout: f.specTimeout, RealTimeWindow: f.rtWindow, Profile: f.profile}
 	var endpoint *suite.Target
 	if len(f.endpoints) > 0 {
-		t, policy, code := endpointTarget(f, stderr)
+		t, policy, code := f.endpointFlags.target(f.timeout, stderr)
 		if t == nil {
 			return code
 		}
@@ -312,44 +273,4 @@ func cannotRun(ctx context.Context) int {
 		return ExitInterrupted
 	}
 	return ExitCannotRun
-}
-
-// endpointTarget builds the endpoint target of --endpoint, reading its
-// policy from the first answer when --policy is not given; nil and the
-// exit code when it cannot.
-func endpointTarget(f *runFlags, stderr io.Writer) (*suite.Target, adapters.Policy, int) {
-	identity, err := adapters.ParseIdentity(f.identity)
-	if err != nil {
-		fmt.Fprintf(stderr, "rlconform run: --identity: %v\n", err)
-		return nil, adapters.Policy{}, ExitCannotRun
-	}
-	opts := targets.EndpointOptions{EndpointOptions: adapters.EndpointOptions{
-		Method: f.method, Identity: identity, LimitedStatus: f.limitedStatus, Timeout: f.timeout, Header: http.Header{},
-	}, MaxRPS: f.maxRPS}
-	for _, h := range f.headers {
-		k, v, _ := strings.Cut(h, ":")
-		opts.Header.Add(strings.TrimSpace(k), strings.TrimSpace(v))
-	}
-	if f.body != "" {
-		if opts.Body, err = os.ReadFile(f.body); err != nil {
-			fmt.Fprintf(stderr, "rlconform run: --body: %v\n", err)
-			return nil, adapters.Policy{}, ExitCannotRun
-		}
-	}
-	if f.policy != "" {
-		if opts.Policy, err = adapters.ParsePolicy(f.policy); err != nil {
-			fmt.Fprintf(stderr, "rlconform run: --policy: %v\n", err)
-			return nil, adapters.Policy{}, ExitCannotRun
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*f.timeout)
-	defer cancel()
-	t, policy, from, err := targets.Endpoint(ctx, f.endpoints, opts)
-	if err != nil {
-		fmt.Fprintf(stderr, "rlconform: %v\n", err)
-		return nil, adapters.Policy{}, ExitCannotRun
-	}
-	fmt.Fprintf(stderr, "rlconform: grading %s as a black box: policy %v (from %s), identities by %v, refusals are %d\n",
-		t.Name, policy, from, identity, opts.LimitedStatus)
-	return &t, policy, ExitConformant
 }

@@ -13,8 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"github.com/rlconform/rlconform/adapters"
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/model"
@@ -187,8 +185,8 @@ type EndpointOptions struct {
 	// from the RateLimit-Policy field of the first answer.
 	Policy adapters.Policy
 	// MaxRPS bounds the requests sent in any one second, over every URL
-	// (0: the default, max(50, 2N+8)).
-	MaxRPS float64
+	// (0: the default, max(50, 2N+8)); at least 1.
+	MaxRPS int
 }
 
 // Endpoint grades the HTTP service at urls (several URLs are replicas that
@@ -220,9 +218,9 @@ func Endpoint(ctx context.Context, urls []string, opts EndpointOptions) (t suite
 	}
 	rps := opts.MaxRPS
 	if rps <= 0 {
-		rps = max(50, float64(2*policy.Limit+8))
+		rps = max(50, 2*policy.Limit+8)
 	}
-	opts.EndpointOptions.Pace = rate.NewLimiter(rate.Limit(rps), max(1, int(rps)))
+	opts.EndpointOptions.Pace = adapters.NewPacer(rps)
 	clients := make([]*adapters.Endpoint, len(urls))
 	shown := make([]string, len(urls))
 	for i, u := range urls {

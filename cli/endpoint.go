@@ -1,0 +1,109 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/rlconform/rlconform/adapters"
+	"github.com/rlconform/rlconform/suite"
+	"github.com/rlconform/rlconform/targets"
+)
+
+// endpointFlags are the flags of a black-box HTTP service, shared by run
+// and identify.
+type endpointFlags struct {
+	endpoints     list
+	policy        string
+	identity      string
+	method        string
+	headers       headerList
+	body          string
+	limitedStatus int
+	maxRPS        int
+}
+
+func (f *endpointFlags) register(fs *flag.FlagSet) {
+	fs.Var(&f.endpoints, "endpoint", "URL of a deployed HTTP service graded as a black box by its answers (2xx allowed, --limited-status refused); repeat for replicas that must share one limit")
+	fs.StringVar(&f.policy, "policy", "", "with --endpoint: the limit the service enforces, `N/W` (10/1s, 100/1m, 1000/1d); default: read from its RateLimit-Policy field")
+	fs.StringVar(&f.identity, "identity", "", "with --endpoint: how the service tells clients apart, header:NAME, query:NAME or bearer; the grader makes a fresh identity per user")
+	fs.StringVar(&f.method, "method", "GET", "with --endpoint: the request method")
+	fs.Var(&f.headers, "header", "with --endpoint: a `Name:value` header for every request (repeatable; authentication, say)")
+	fs.StringVar(&f.body, "body", "", "with --endpoint: send the contents of `FILE` with every request")
+	fs.IntVar(&f.limitedStatus, "limited-status", 429, "with --endpoint: the status of a refusal; any other non-2xx answer is an error of the service, never a decision")
+	fs.IntVar(&f.maxRPS, "max-rps", 0, "with --endpoint: at most this many requests in any one second, over every replica (0: max(50, 2N+8))")
+}
+
+// check reports flags that do not go together.
+func (f *endpointFlags) check() error {
+	switch {
+	case len(f.endpoints) > 0 && f.identity == "":
+		return errors.New("--endpoint needs --identity: how the service tells clients apart (header:NAME, query:NAME or bearer)")
+	case len(f.endpoints) == 0 && (f.policy != "" || f.identity != "" || len(f.headers) > 0 || f.body != "" || f.maxRPS != 0):
+		return errors.New("--policy, --identity, --header, --body and --max-rps go with --endpoint")
+	case f.maxRPS < 0:
+		return errors.New("--max-rps must not be negative")
+	}
+	return nil
+}
+
+// target builds the endpoint target, reading its policy from the first
+// answer when --policy is not given; nil and the exit code when it
+// cannot.
+func (f *endpointFlags) target(timeout time.Duration, stderr io.Writer) (*suite.Target, adapters.Policy, int) {
+	identity, err := adapters.ParseIdentity(f.identity)
+	if err != nil {
+		fmt.Fprintf(stderr, "rlconform: --identity: %v\n", err)
+		return nil, adapters.Policy{}, ExitCannotRun
+	}
+	opts := targets.EndpointOptions{EndpointOptions: adapters.EndpointOptions{
+		Method: f.method, Identity: identity, LimitedStatus: f.limitedStatus, Timeout: timeout, Header: http.Header{},
+	}, MaxRPS: f.maxRPS}
+	for _, h := range f.headers {
+		k, v, _ := strings.Cut(h, ":")
+		opts.Header.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	if f.body != "" {
+		if opts.Body, err = os.ReadFile(f.body); err != nil {
+			fmt.Fprintf(stderr, "rlconform: --body: %v\n", err)
+			return nil, adapters.Policy{}, ExitCannotRun
+		}
+	}
+	if f.policy != "" {
+		if opts.Policy, err = adapters.ParsePolicy(f.policy); err != nil {
+			fmt.Fprintf(stderr, "rlconform: --policy: %v\n", err)
+			return nil, adapters.Policy{}, ExitCannotRun
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*timeout)
+	defer cancel()
+	t, policy, from, err := targets.Endpoint(ctx, f.endpoints, opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "rlconform: %v\n", err)
+		return nil, adapters.Policy{}, ExitCannotRun
+	}
+	fmt.Fprintf(stderr, "rlconform: %s as a black box: policy %v (from %s), identities by %v, refusals are %d\n",
+		t.Name, policy, from, identity, opts.LimitedStatus)
+	return &t, policy, ExitConformant
+}
+
+// headerList is a repeatable Name:value flag (values may hold commas).
+type headerList []string
+
+func (l *headerList) String() string { return strings.Join(*l, "; ") }
+
+// Set adds one Name:value header.
+func (l *headerList) Set(v string) error {
+	k, _, ok := strings.Cut(v, ":")
+	if !ok || strings.TrimSpace(k) == "" {
+		return fmt.Errorf("header %q: want Name:value", v)
+	}
+	*l = append(*l, v)
+	return nil
+}
