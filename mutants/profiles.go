@@ -1,40 +1,21 @@
 package mutants
 
 import (
-	"context"
 	_ "embed"
 	"fmt"
-	"strconv"
-	"sync/atomic"
-	"time"
-
-	"github.com/redis/go-redis/v9"
+	"strings"
 
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/model"
+	"github.com/rlconform/rlconform/reference"
 )
 
 // The profile mutants are the reference's profile scripts
-// (reference/*.lua) with a fault switched on by their last argument, and
+// (reference/*.lua) with one fault planted by an edit of their source, and
 // a float GCRA written as many libraries write it.
-var (
-	//go:embed profile-fixed-window.lua
-	profileFixedSource string
-	//go:embed profile-sliding-counter.lua
-	profileCounterSource string
-	//go:embed profile-gcra.lua
-	profileGCRASource string
-	//go:embed profile-token-bucket.lua
-	profileBucketSource string
-	//go:embed gcra-float.lua
-	gcraFloatSource string
 
-	profileFixedScript   = redis.NewScript(profileFixedSource)
-	profileCounterScript = redis.NewScript(profileCounterSource)
-	profileGCRAScript    = redis.NewScript(profileGCRASource)
-	profileBucketScript  = redis.NewScript(profileBucketSource)
-	gcraFloatScript      = redis.NewScript(gcraFloatSource)
-)
+//go:embed gcra-float.lua
+var gcraFloatSource string
 
 // The profiles the profile mutants claim.
 const (
@@ -44,125 +25,50 @@ const (
 	bucketProfile   = "token-bucket"
 )
 
-// profiled is a Redis limiter of a profile whose script carries a fault.
-type profiled struct {
-	store  Store
-	spec   model.Spec
-	script *redis.Script
-	fault  string
-	cfg    atomic.Pointer[[2]int64] // N, W in ms
+// edit replaces old, which must occur exactly once, by new.
+type edit struct{ old, new string }
+
+// edits is a rewrite of a script making each edit in turn.
+func edits(es ...edit) func(string) (string, error) {
+	return func(src string) (string, error) {
+		for _, e := range es {
+			if n := strings.Count(src, e.old); n != 1 {
+				return "", fmt.Errorf("the fault's anchor %q occurs %d times in the script, want once", e.old, n)
+			}
+			src = strings.Replace(src, e.old, e.new, 1)
+		}
+		return src, nil
+	}
 }
 
-func newProfiled(s Store, profile string, script *redis.Script, fault string) (*profiled, error) {
+// mutated is the reference implementation of profile with its script
+// rewritten.
+func mutated(s Store, profile string, rewrite func(string) (string, error)) (contract.RateLimiterContract, error) {
 	if s.Redis == nil {
 		return nil, fmt.Errorf("mutant needs Redis")
-	}
-	if err := contract.ValidateConfig(s.MaxRequests, s.Window); err != nil {
-		return nil, err
 	}
 	spec, err := model.ParseSpec(profile)
 	if err != nil {
 		return nil, err
 	}
-	l := &profiled{store: s, spec: spec, script: script, fault: fault}
-	l.cfg.Store(&[2]int64{int64(s.MaxRequests), s.Window.Milliseconds()})
-	return l, nil
+	return reference.NewProfile(s.Redis, spec, reference.Options{
+		MaxRequests: s.MaxRequests, Window: s.Window, Prefix: s.Prefix, Clock: s.Clock, Rewrite: rewrite,
+	})
 }
 
-func (l *profiled) key(user string) string { return l.store.Prefix + "{" + user + "}" }
-
-// args are the script's arguments after now, W and N.
-func (l *profiled) args(user string, n int64, record bool) []any {
-	rec := "0"
-	if record {
-		rec = "1"
-	}
-	p := l.spec.Params
-	sized := func(v string) int64 {
-		if b, err := strconv.ParseInt(v, 10, 64); err == nil {
-			return b
-		}
-		return n
-	}
-	switch l.script {
-	case profileFixedScript:
-		crash := "0"
-		if user[len(user)-1]%2 == 0 { // the process dies for these users
-			crash = "1"
-		}
-		return []any{rec, p["align"], boolFlag(p["count-denied"] == "true"), l.fault, crash}
-	case profileCounterScript:
-		return []any{rec, boolFlag(p["count-denied"] == "true"), l.fault}
-	case profileGCRAScript:
-		return []any{sized(p["burst"]), rec, l.fault}
-	case gcraFloatScript:
-		return []any{sized(p["burst"]), rec}
-	}
-	return []any{sized(p["capacity"]), rec, p["refill"], l.fault}
-}
-
-func boolFlag(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
-}
-
-func (l *profiled) call(ctx context.Context, user string, record bool) (bool, int, error) {
-	if err := contract.ValidateUserID(user); err != nil {
-		return false, 0, err
-	}
-	cfg := *l.cfg.Load()
-	now := ""
-	if l.store.Clock != nil {
-		now = strconv.FormatInt(l.store.Clock.Now().UnixMilli(), 10)
-	}
-	args := append([]any{now, cfg[1], cfg[0]}, l.args(user, cfg[0], record)...)
-	res, err := l.script.Run(ctx, l.store.Redis, []string{l.key(user)}, args...).Int64Slice()
-	if err != nil {
-		return false, 0, fmt.Errorf("%w: %w", contract.ErrStore, err)
-	}
-	if len(res) != 2 {
-		return false, 0, fmt.Errorf("%w: script answered %v", contract.ErrStore, res)
-	}
-	return res[0] == 1, int(res[1]), nil
-}
-
-func (l *profiled) AllowRequest(ctx context.Context, user string) (bool, error) {
-	ok, _, err := l.call(ctx, user, true)
-	return ok, err
-}
-
-func (l *profiled) GetRemainingRequests(ctx context.Context, user string) (int, error) {
-	_, n, err := l.call(ctx, user, false)
-	return n, err
-}
-
-func (l *profiled) Reset(ctx context.Context, user string) error {
-	if err := contract.ValidateUserID(user); err != nil {
-		return err
-	}
-	if err := l.store.Redis.Del(ctx, l.key(user)).Err(); err != nil {
-		return fmt.Errorf("%w: %w", contract.ErrStore, err)
-	}
-	return nil
-}
-
-func (l *profiled) Configure(_ context.Context, n int, w time.Duration) error {
-	if err := contract.ValidateConfig(n, w); err != nil {
-		return err
-	}
-	l.cfg.Store(&[2]int64{int64(n), w.Milliseconds()})
-	return nil
-}
+// The anchors the faults are planted at.
+const (
+	fixedWrite   = "  redis.call(\"HSET\", key, \"a\", anchor, \"s\", start, \"c\", count)\n"
+	bucketCapped = "    if tok > cap * L then\n"
+)
 
 // FixedWindowExpireEveryHit is the INCR + EXPIRE fixed window with the
 // EXPIRE sent on every hit, not only the window's first: a user who keeps
 // sending, even denied, pushes the window's end ahead and is never let
 // through again. Graded as a fixed window opened by the first request,
-// counting denied requests. Caught by strict/boundary-burst-first.
+// counting denied requests. Caught by strict/denied-not-logged.
 func FixedWindowExpireEveryHit(s Store) (contract.RateLimiterContract, error) {
-	return newProfiled(s, fixedHitProfile, profileFixedScript, "expire-every-hit")
+	return mutated(s, fixedHitProfile, edits(edit{fixedWrite, "  start = now -- the TTL set again: the window closes W after the last hit\n" + fixedWrite}))
 }
 
 // FixedWindowIncrExpireSplit sends INCR and the window's EXPIRE in two
@@ -172,36 +78,48 @@ func FixedWindowExpireEveryHit(s Store) (contract.RateLimiterContract, error) {
 // window opened by the first request, counting denied requests. Caught by
 // robust/key-hygiene.
 func FixedWindowIncrExpireSplit(s Store) (contract.RateLimiterContract, error) {
-	return newProfiled(s, fixedHitProfile, profileFixedScript, "split")
+	return mutated(s, fixedHitProfile, edits(
+		// A new window's key is written afresh, without a TTL...
+		edit{"  count = count + 1\n", "  count = count + 1\n  if count == 1 then redis.call(\"DEL\", key) end\n"},
+		// ... which only the window's first hit would set, in its own round
+		// trip, that never comes for these users.
+		edit{fixedWrite, fixedWrite + `  if string.byte(key, -2) % 2 == 0 then
+    return {allowed, remaining}
+  end
+`}))
 }
 
 // GCRABurstOffByOne allows a request while the theoretical arrival time is
 // at most B×T ahead, not (B-1)×T: B+1 requests from idle. Caught by
 // core/block-over-limit.
 func GCRABurstOffByOne(s Store) (contract.RateLimiterContract, error) {
-	return newProfiled(s, gcraProfile, profileGCRAScript, "burst-off-by-one")
+	return mutated(s, gcraProfile, edits(edit{"local tol = (burst - 1) * window", "local tol = burst * window"}))
 }
 
 // GCRAFloatDrift computes GCRA in float64 seconds, as many libraries do:
 // the emission interval W/N and the arrival times round, so on the exact
-// edge of a decision the answer flips. Caught by strict/differential, whose
-// clock steps land on those edges.
+// edge of a decision the answer flips. Caught by strict/config-range.
 func GCRAFloatDrift(s Store) (contract.RateLimiterContract, error) {
-	return newProfiled(s, gcraProfile, gcraFloatScript, "")
+	return mutated(s, gcraProfile, func(string) (string, error) { return gcraFloatSource, nil })
 }
 
 // TokenBucketRefillWrongInstant adds only the whole tokens earned since the
 // last refill and moves the last refill to now, so the fraction earned is
 // lost: requests closer together than W/N never refill the bucket. Caught
-// by strict/differential.
+// by core/sliding-expiry.
 func TokenBucketRefillWrongInstant(s Store) (contract.RateLimiterContract, error) {
-	return newProfiled(s, bucketProfile, profileBucketScript, "wrong-instant")
+	return mutated(s, bucketProfile, edits(edit{"          tok = tok + (now - last) * per\n",
+		"          tok = tok + math.floor((now - last) * per / L) * L -- the fraction earned is lost\n"}))
 }
 
 // TokenBucketOverCapacity does not cap refills at the capacity: an idle
-// user banks tokens and bursts past C. Caught by core/sliding-expiry.
+// user banks tokens and bursts past C. Caught by
+// strict/boundary-burst-first.
 func TokenBucketOverCapacity(s Store) (contract.RateLimiterContract, error) {
-	return newProfiled(s, bucketProfile, profileBucketScript, "over-capacity")
+	return mutated(s, bucketProfile, edits(
+		edit{bucketCapped, "    if false then\n"},
+		edit{"      if tok >= full then\n        tok = full\n      else\n", "      do\n"},
+		edit{"        if now - last >= math.ceil(missing / per) then\n          tok = full\n        else\n", "        do\n"}))
 }
 
 // SlidingCounterWrongWindow weights the previous window's count by the part
@@ -210,5 +128,5 @@ func TokenBucketOverCapacity(s Store) (contract.RateLimiterContract, error) {
 // previous window, late in the window it counts it whole. Caught by
 // strict/boundary-burst-epoch.
 func SlidingCounterWrongWindow(s Store) (contract.RateLimiterContract, error) {
-	return newProfiled(s, counterProfile, profileCounterScript, "wrong-window")
+	return mutated(s, counterProfile, edits(edit{"local used = prev * (window - e) + cur * window", "local used = prev * e + cur * window"}))
 }

@@ -81,20 +81,27 @@ func NewProfile(client redis.UniversalClient, spec model.Spec, opts Options) (co
 	p := &profileLimiter{base: base, spec: full}
 	switch full.Name {
 	case model.FixedWindowP:
-		p.script = fixedWindowScript
+		p.script, p.source = fixedWindowScript, fixedWindowSource
 		p.fixedArgs = []any{full.Params["align"], flag(full.Params["count-denied"] == "true")}
 	case model.SlidingCounterP:
-		p.script = slidingCounterScript
+		p.script, p.source = slidingCounterScript, slidingCounterSource
 		p.fixedArgs = []any{flag(full.Params["count-denied"] == "true")}
 	case model.GCRAP:
-		p.script = gcraScript
+		p.script, p.source = gcraScript, gcraSource
 		p.param = paramOf(full.Params["burst"])
 	case model.TokenBucketP:
-		p.script = tokenBucketScript
+		p.script, p.source = tokenBucketScript, tokenBucketSource
 		p.param = paramOf(full.Params["capacity"])
 		p.fixedArgs = []any{full.Params["refill"]}
 	default:
 		return nil, fmt.Errorf("reference: profile %q has no Redis implementation", full.Name)
+	}
+	if opts.Rewrite != nil {
+		src, err := opts.Rewrite(p.source)
+		if err != nil {
+			return nil, fmt.Errorf("reference: rewriting the %s script: %w", full.Name, err)
+		}
+		p.script = redis.NewScript(src)
 	}
 	if err := p.check(opts.MaxRequests, opts.Window.Milliseconds()); err != nil {
 		return nil, fmt.Errorf("reference: %w", err)
@@ -111,8 +118,9 @@ type profileLimiter struct {
 	spec      model.Spec
 	name      string
 	script    *redis.Script
-	param     int64 // gcra: the burst; token-bucket: the capacity; 0 = N
-	fixedArgs []any // the script's arguments after the common ones
+	source    string // the script's Lua
+	param     int64  // gcra: the burst; token-bucket: the capacity; 0 = N
+	fixedArgs []any  // the script's arguments after the common ones
 }
 
 func flag(b bool) string {
@@ -208,7 +216,7 @@ func (p *profileLimiter) run(ctx context.Context, op, userID string, record bool
 		now = strconv.FormatInt(p.base.clock.Now().UnixMilli(), 10)
 	}
 	args := []any{now, cfg.window, cfg.max, flag(record)}
-	if p.script == gcraScript || p.script == tokenBucketScript {
+	if p.spec.Name == model.GCRAP || p.spec.Name == model.TokenBucketP {
 		args = []any{now, cfg.window, cfg.max, p.sized(int64(cfg.max)), flag(record)}
 	}
 	args = append(args, p.fixedArgs...)

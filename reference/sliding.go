@@ -50,6 +50,10 @@ type Options struct {
 	// Timeout bounds each call to Redis on top of the caller's context.
 	// Zero means [DefaultTimeout]; negative means no bound of our own.
 	Timeout time.Duration
+	// Rewrite, when set, rewrites the Lua source of a profile's script
+	// ([NewProfile]) before it is used: rlconform's mutants plant their
+	// faults in the reference this way. Leave it nil.
+	Rewrite func(script string) (string, error)
 }
 
 // Limiter is an exact sliding-window log limiter on Redis. It implements
