@@ -32,7 +32,8 @@ type Alternative struct {
 
 // Alternatives returns the algorithms a limiter graded against the profile
 // graded, configured with n and w, may really be, each fresh: the other
-// profiles, and the usual ways a sliding log goes wrong. The well-known
+// profiles, and, for a limiter graded as a sliding log, the usual ways a
+// sliding log goes wrong. The well-known
 // algorithms come first: the first that explains a history gives its hint.
 func Alternatives(graded Spec, n int, w time.Duration) []Alternative {
 	const (
@@ -62,6 +63,9 @@ func Alternatives(graded Spec, n int, w time.Duration) []Alternative {
 	add("sliding-counter:count-denied=true", counter, true)
 	add("gcra", rate, true)
 	add("sliding-log", logHint, false)
+	if !graded.IsSlidingLog() {
+		return out // a log's mistakes say nothing of a limiter that is not one
+	}
 	return append(out, Mistakes(n, w)...)
 }
 
