@@ -19,32 +19,31 @@ import (
 )
 
 // Identity is how an [Endpoint] presents a user to a service: in a
-// request header, a query parameter, or as a bearer token.
+// request header, a query parameter, as a bearer token, or not at all
+// (none: one limit shared by every request).
 type Identity struct {
-	Kind string // header, query or bearer
+	Kind string // header, query, bearer or none
 	Name string // the header or parameter
 }
 
-// ParseIdentity parses header:NAME, query:NAME or bearer.
+// ParseIdentity parses header:NAME, query:NAME, bearer or none.
 func ParseIdentity(s string) (Identity, error) {
 	kind, name, _ := strings.Cut(s, ":")
 	switch {
-	case kind == "bearer" && name == "":
+	case (kind == "bearer" || kind == "none") && name == "":
 		return Identity{Kind: kind}, nil
 	case (kind == "header" || kind == "query") && name != "":
 		if kind == "header" && !validHeaderName(name) {
 			return Identity{}, fmt.Errorf("identity %q: %q is not a header name", s, name)
 		}
 		return Identity{Kind: kind, Name: name}, nil
-	case kind == "none":
-		return Identity{}, errors.New("identity none (one limit shared by every client) is not supported yet: give the service a way to tell clients apart (header:NAME, query:NAME or bearer)")
 	}
-	return Identity{}, fmt.Errorf("identity %q: want header:NAME, query:NAME or bearer", s)
+	return Identity{}, fmt.Errorf("identity %q: want header:NAME, query:NAME, bearer or none", s)
 }
 
 func (i Identity) String() string {
-	if i.Kind == "bearer" {
-		return "bearer"
+	if i.Kind == "bearer" || i.Kind == "none" {
+		return i.Kind
 	}
 	return i.Kind + ":" + i.Name
 }

@@ -32,7 +32,7 @@ type endpointFlags struct {
 func (f *endpointFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.endpoints, "endpoint", "URL of a deployed HTTP service graded as a black box by its answers (2xx allowed, --limited-status refused); repeat for replicas that must share one limit")
 	fs.StringVar(&f.policy, "policy", "", "with --endpoint: the limit the service enforces, `N/W` (10/1s, 100/1m, 1000/1d); default: read from its RateLimit-Policy field")
-	fs.StringVar(&f.identity, "identity", "", "with --endpoint: how the service tells clients apart, header:NAME, query:NAME or bearer; the grader makes a fresh identity per user")
+	fs.StringVar(&f.identity, "identity", "", "with --endpoint: how the service tells clients apart, header:NAME, query:NAME or bearer (the grader makes a fresh identity per user), or none: one limit shared by every request (specs then wait the window out between them)")
 	fs.StringVar(&f.method, "method", "GET", "with --endpoint: the request method")
 	fs.Var(&f.headers, "header", "with --endpoint: a `Name:value` header for every request (repeatable; authentication, say)")
 	fs.StringVar(&f.body, "body", "", "with --endpoint: send the contents of `FILE` with every request")
@@ -44,7 +44,7 @@ func (f *endpointFlags) register(fs *flag.FlagSet) {
 func (f *endpointFlags) check() error {
 	switch {
 	case len(f.endpoints) > 0 && f.identity == "":
-		return errors.New("--endpoint needs --identity: how the service tells clients apart (header:NAME, query:NAME or bearer)")
+		return errors.New("--endpoint needs --identity: how the service tells clients apart (header:NAME, query:NAME or bearer), or none")
 	case len(f.endpoints) == 0 && (f.policy != "" || f.identity != "" || len(f.headers) > 0 || f.body != "" || f.maxRPS != 0):
 		return errors.New("--policy, --identity, --header, --body and --max-rps go with --endpoint")
 	case f.maxRPS < 0:

@@ -23,10 +23,16 @@ import (
 // every answer's headers before they are sent.
 func serveAPI(t *testing.T, red *redisenv.Redis, prefix string, lie func(http.Header)) string {
 	t.Helper()
+	return serveKeyed(t, red, prefix, middleware.Header("X-User"), lie)
+}
+
+// serveKeyed is serveAPI with clients keyed by key.
+func serveKeyed(t *testing.T, red *redisenv.Redis, prefix string, key func(*http.Request) (string, error), lie func(http.Header)) string {
+	t.Helper()
 	lim, err := reference.New(red.Client, reference.Options{MaxRequests: 5, Window: time.Second, Prefix: prefix})
 	require.NoError(t, err)
 	api := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	h := middleware.New(middleware.Reference(lim), middleware.Options{Key: middleware.Header("X-User")})(api)
+	h := middleware.New(middleware.Reference(lim), middleware.Options{Key: key})(api)
 	if lie != nil {
 		inner := h
 		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -164,4 +170,22 @@ func TestEndpointModeKeepsToMaxRPSAndIdentifies(t *testing.T) {
 	code, out, errOut = rlconform(t, "identify", "--endpoint", url, "--identity", "header:X-User", "--policy", "5/1s")
 	require.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
 	assert.Contains(t, out, "fits      sliding-log")
+}
+
+// With --identity none every request shares one limit: the specs that need
+// several users are skipped, and the others wait the window out first.
+func TestEndpointModeWithOneSharedLimit(t *testing.T) {
+	red, err := redisenv.Obtain(context.Background())
+	require.NoError(t, err)
+	defer red.Close()
+	one := func(*http.Request) (string, error) { return "everyone", nil }
+	url := serveKeyed(t, red, fmt.Sprintf("rlc-ep:%d:", time.Now().UnixNano()), one, nil)
+	code, out, errOut := rlconform(t, "run", "--endpoint", url, "--identity", "none", "--policy", "5/1s",
+		"--id", "core/block-over-limit,core/sliding-expiry,core/multi-user,http/retry-after")
+	require.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
+	assert.Contains(t, errOut, "one limit shared by every request")
+	assert.Regexp(t, `pass\s+core/block-over-limit`, out)
+	assert.Regexp(t, `pass\s+core/sliding-expiry`, out)
+	assert.Regexp(t, `pass\s+http/retry-after`, out)
+	assert.Contains(t, out, "needs several users with limits of their own")
 }

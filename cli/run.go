@@ -162,6 +162,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		endpoint = t
 		// The service's policy is the configuration graded, in real time.
 		cfg.Limit, cfg.RealTimeWindow = policy.Limit, policy.Window
+		if t.SharedLimit {
+			// Each spec first waits out what the ones before it left.
+			wait := 2*policy.Window + time.Second
+			cfg.SpecTimeout = max(cfg.SpecTimeout, wait+f.specTimeout)
+			fmt.Fprintf(stderr, "rlconform: --identity none: one limit shared by every request: specs that need several users are skipped, and each of the others first waits up to %v for the limit to be fresh: about %v in all\n",
+				wait.Round(time.Second), (time.Duration(suite.Count(cfg)) * (wait + policy.Window)).Round(time.Second))
+		}
 	}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(stderr, "rlconform run: %v\n", err)

@@ -18,7 +18,7 @@ import (
 // store faults.
 func robustSpecs() []spec {
 	return []spec{
-		{id: "robust/user-id-zoo", level: Robust, needs: []need{needOpaqueIDs},
+		{id: "robust/user-id-zoo", level: Robust, needs: []need{needUsers, needOpaqueIDs},
 			rule: "any non-empty id up to 512 bytes is its own user: no glob, no case folding, no truncation, no prefix matching",
 			run:  userIDZoo,
 			hint: "key by the exact id: never lower-case it, cut it, or use it in a KEYS/SCAN pattern"},
@@ -30,12 +30,12 @@ func robustSpecs() []spec {
 			rule: "Configure with a limit outside 1..MaxLimit or a window outside 1ms..MaxWindow is an error wrapping ErrInvalidConfig and leaves the old configuration in force",
 			run:  invalidConfig,
 			hint: "validate both values before storing either (contract.ValidateConfig), and return an error wrapping contract.ErrInvalidConfig (over HTTP: status 400)"},
-		{id: "robust/key-hygiene", level: Robust, needs: []need{needInspect},
+		{id: "robust/key-hygiene", level: Robust, needs: []need{needUsers, needInspect},
 			rule:    "every key the limiter leaves has a TTL covering its newest entry and at most a few windows, and lives under its prefix",
 			general: "every key the limiter leaves has a TTL covering the time its state still matters (the profile's lifetime) and at most a few windows, and lives under its prefix",
 			run:     keyHygiene,
 			hint:    "PEXPIRE the key by W on every write, in the same script; build keys as prefix + id"},
-		{id: "robust/store-outage", level: Robust, needs: []need{needOwnRedis},
+		{id: "robust/store-outage", level: Robust, needs: []need{needUsers, needOwnRedis},
 			rule: "with Redis down every call returns an error within its deadline, nothing is allowed (unless fail-open), and the limiter recovers without a restart",
 			run:  storeOutage,
 			hint: "honour the context on every call, fail closed, and let the client reconnect: never cache a dead connection or retry forever"},

@@ -39,6 +39,9 @@ type runner struct {
 	// probed, when set, gets every spec's harness once it has run (identify
 	// reads their traces).
 	probed func(s *spec, h *harness)
+	// quietSince is when the last spec ended: with a limit shared by every
+	// request, the next one waits until its state has left.
+	quietSince, marginAt time.Time
 	// margin is how far from a window edge real-time specs aim, measured
 	// from the target's round trips on the first real-time spec.
 	margin time.Duration
@@ -148,6 +151,10 @@ func (r *runner) missing(t Target, s *spec) string {
 			if t.Request != nil {
 				why = "grades how the limiter keys user ids it is given; an endpoint is sent identities the grader generates"
 			}
+		case needUsers:
+			if t.SharedLimit {
+				why = "needs several users with limits of their own; every request of this service shares one limit (--identity none)"
+			}
 		case needEndpoint:
 			if t.Request == nil {
 				why = "grades the rate-limit fields of HTTP answers: only an endpoint (rlconform run --endpoint) has them"
@@ -241,6 +248,7 @@ func (r *runner) runSpec(ctx context.Context, t Target, s *spec) (res Result) {
 		res.Status, res.Failure = Inconclusive, &Failure{Kind: KindSlow, Summary: summary}
 		res.Message = h.report(s.titleFor(r.profile) + ": " + summary)
 	}
+	r.quietSince = time.Now()
 	if err := h.close(); err != nil && res.Status == Passed {
 		res.Status, res.Message = Failed, fmt.Sprintf("closing the instances: %v", err)
 		res.Failure = &Failure{Kind: KindTargetError, Summary: res.Message}
@@ -391,9 +399,13 @@ func (h *harness) execute() (res Result) {
 	}
 	if h.fake == nil && h.run.margin == 0 {
 		h.run.margin = h.measureMargin()
+		h.run.marginAt = time.Now()
 		if w := h.run.cfg.RealTimeWindow; w != h.W() && h.target.Capabilities.Configure {
 			h.Configure(h.N(), w) // the window was raised for this run
 		}
+	}
+	if h.target.SharedLimit {
+		h.quiet()
 	}
 	h.spec.run(h)
 	if h.pending != nil {
@@ -404,6 +416,25 @@ func (h *harness) execute() (res Result) {
 			h.undecided, h.run.margin, h.W()))})
 	}
 	return res
+}
+
+// quiet waits, for a target whose every request shares one limit, until
+// what earlier specs (and the round-trip probe) left of it has expired: a
+// window after the last of them for a log, two for the other profiles
+// (their state may outlive a window), and the margin.
+func (h *harness) quiet() {
+	w := h.W()
+	if !h.run.profile.IsSlidingLog() {
+		w *= 2
+	}
+	since := h.run.quietSince
+	if h.run.marginAt.After(since) {
+		since = h.run.marginAt
+	}
+	if !since.IsZero() {
+		h.waitUntil(since.Add(w + h.Edge()))
+	}
+	h.Origin()
 }
 
 // measureMargin times a few calls of instance 0 and returns how far from a

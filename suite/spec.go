@@ -53,6 +53,7 @@ const (
 	needInProcess need = "in-process"  // the target's methods get the grader's contexts themselves
 	needOpaqueIDs need = "opaque-ids"  // the limiter receives the user ids as given
 	needEndpoint  need = "endpoint"    // answers carry HTTP rate-limit fields
+	needUsers     need = "users"       // several users, each with a limit of its own
 )
 
 // spec is one entry of the catalogue: a stable id, the rule it proves, and

@@ -48,6 +48,11 @@ type Target struct {
 	// with Request receives identities the grader generates, so the specs
 	// of opaque user ids do not grade it.
 	Request func(ctx context.Context, instance int, user string) (HTTPAnswer, error)
+	// SharedLimit: every request shares one limit, whatever its user (an
+	// endpoint graded with --identity none). Specs that need several users
+	// are skipped, and each spec first waits until what the ones before it
+	// left has expired.
+	SharedLimit bool
 }
 
 // HTTPAnswer is what an endpoint answered one request: the decision, when

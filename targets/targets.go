@@ -236,7 +236,11 @@ func Endpoint(ctx context.Context, urls []string, opts EndpointOptions) (t suite
 		Name:         name,
 		Addresses:    shown,
 		Capabilities: caps,
+		SharedLimit:  opts.Identity.Kind == "none",
 		Alive: func(ctx context.Context) error {
+			if opts.Identity.Kind == "none" {
+				return nil // a probe would spend the one shared limit
+			}
 			_, err := clients[0].Do(ctx, fmt.Sprintf("rlconform-probe-%d", time.Now().UnixNano()))
 			return err
 		},
