@@ -1,7 +1,7 @@
 # The two jobs the README opens with. Both get a real Redis first.
 GO ?= go
 
-.PHONY: conformance test bench redis node-deps container-rung
+.PHONY: conformance test bench redis node-deps container-rung gateways
 
 ## conformance: grade the reference limiter against real Redis and print the table
 conformance: redis
@@ -10,7 +10,7 @@ conformance: redis
 	./bin/rlconform run
 
 ## test: every test, with the race detector
-test: redis node-deps container-rung
+test: redis gateways node-deps container-rung
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
@@ -20,6 +20,12 @@ bench: redis
 
 redis:
 	@./scripts/ensure-redis
+
+# nginx and HAProxy (package gateways) are graded over HTTP by the tests,
+# each started by them on a free loopback port; installed with apt-get
+# (as root on Debian) without letting apt start them on port 80.
+gateways:
+	@./scripts/ensure-gateways
 
 # The container rung (redisenv/container) is graded through a Docker engine
 # when one answers; its tests skip otherwise. Says which, before the tests.

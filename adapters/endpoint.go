@@ -244,6 +244,16 @@ func (e *Endpoint) AllowRequest(ctx context.Context, user string) (bool, error) 
 	return r.Allowed, nil
 }
 
+// AllowRequestSent is AllowRequest with the instant the request left,
+// after the pacing wait: the grader times the service from then.
+func (e *Endpoint) AllowRequestSent(ctx context.Context, user string) (bool, time.Time, error) {
+	r, err := e.Do(ctx, user)
+	if err != nil {
+		return false, time.Time{}, err
+	}
+	return r.Allowed, r.Sent, nil
+}
+
 var errEndpoint = errors.New("a black-box endpoint has no such operation")
 
 // Configure implements [contract.RateLimiterContract]: not supported.

@@ -45,12 +45,15 @@ type harness struct {
 	failedUnder string
 	// lastDivergence is the differential's last divergence, as evidence.
 	lastDivergence Failure
-	tl             timeline
-	g              gomega.Gomega
-	rng            *rand.Rand
-	seed           uint64
-	run            *runner
-	tag            string // prefix of every user id of this spec
+	// sentAt is when the call being checked really left, when its instance
+	// says (see sentReporter).
+	sentAt time.Time
+	tl     timeline
+	g      gomega.Gomega
+	rng    *rand.Rand
+	seed   uint64
+	run    *runner
+	tag    string // prefix of every user id of this spec
 
 	calls     inFlight // every call to the target's instances
 	mu        sync.Mutex
@@ -356,10 +359,28 @@ func (h *harness) AllowOn(i int, user string) bool {
 	got := h.checked(i, "AllowRequest", user,
 		func(now time.Time) string { ok, _ := h.model.Allow(now, user); return allowedWord(ok) },
 		func(lim contract.RateLimiterContract) (string, error) {
-			ok, err := lim.AllowRequest(h.ctx, user)
+			ok, sent, err := allowSent(h.ctx, lim, user)
+			h.sentAt = sent
 			return allowedWord(ok), err
 		})
 	return got == allowedWord(true)
+}
+
+// sentReporter is an instance that knows when a request really left: an
+// endpoint first waits for the grader's own pacing (--max-rps), which says
+// nothing of the service and must not widen the call's interval.
+type sentReporter interface {
+	AllowRequestSent(ctx context.Context, user string) (ok bool, sent time.Time, err error)
+}
+
+// allowSent is AllowRequest, with the instant the request left when the
+// instance knows it (zero otherwise).
+func allowSent(ctx context.Context, lim contract.RateLimiterContract, user string) (bool, time.Time, error) {
+	if r, ok := unguarded(lim).(sentReporter); ok {
+		return r.AllowRequestSent(ctx, user)
+	}
+	ok, err := lim.AllowRequest(ctx, user)
+	return ok, time.Time{}, err
 }
 
 // Remaining sends GetRemainingRequests(user) to instance 0 and checks it.
@@ -411,8 +432,12 @@ func (h *harness) checkedRealTime(i int, name, user string, call func(contract.R
 	lim := h.Instance(i)
 	op := name + "(" + h.short(user) + ")"
 	sent := time.Now()
+	h.sentAt = time.Time{}
 	got, err := call(lim)
 	returned := time.Now()
+	if h.sentAt.After(sent) { // the request left later than it was called
+		sent = h.sentAt
+	}
 	if err != nil {
 		h.record(i, sent, op, "error")
 		h.failStep(i, sent, op, "", "an answer", "", err)

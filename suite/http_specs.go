@@ -30,7 +30,7 @@ func (h *harness) request(user string) HTTPAnswer {
 	var ans HTTPAnswer
 	h.checked(0, "AllowRequest", user, nil, func(contract.RateLimiterContract) (string, error) {
 		a, err := h.target.Request(h.ctx, 0, user)
-		ans = a
+		ans, h.sentAt = a, a.Sent
 		return allowedWord(a.Allowed), err
 	})
 	return ans

@@ -152,7 +152,8 @@ func Identify(ctx context.Context, cfg Config, target Target) (*Identification, 
 	if !target.Capabilities.Clock {
 		id.Mode = RealTime
 	}
-	specs := append(r.selected(), burstProbe(), gridProbe())
+	// The burst first: a paced endpoint has its whole budget then.
+	specs := append([]spec{burstProbe()}, append(r.selected(), gridProbe())...)
 	for i := range specs {
 		s := &specs[i]
 		rep := &Report{}

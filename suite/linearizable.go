@@ -214,9 +214,21 @@ type recorder struct {
 }
 
 func (r *recorder) do(client int, in linInput, call func() (linOutput, error)) {
+	r.doSent(client, in, func() (linOutput, time.Time, error) {
+		out, err := call()
+		return out, time.Time{}, err
+	})
+}
+
+// doSent is do for a call that says when its request really left (zero:
+// when it was called).
+func (r *recorder) doSent(client int, in linInput, call func() (linOutput, time.Time, error)) {
 	begin := time.Since(r.origin).Nanoseconds()
-	out, err := call()
+	out, sent, err := call()
 	end := time.Since(r.origin).Nanoseconds()
+	if !sent.IsZero() {
+		begin = max(begin, sent.Sub(r.origin).Nanoseconds())
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err != nil {
@@ -336,9 +348,9 @@ func linClient(h *harness, rec *recorder, client int, seed uint64, at int64, use
 				return linOutput{remaining: n}, err
 			})
 		default:
-			rec.do(client, linInput{op: 'a', user: u, at: at}, func() (linOutput, error) {
-				ok, err := lim.AllowRequest(h.ctx, u)
-				return linOutput{allowed: ok}, err
+			rec.doSent(client, linInput{op: 'a', user: u, at: at}, func() (linOutput, time.Time, error) {
+				ok, sent, err := allowSent(h.ctx, lim, u)
+				return linOutput{allowed: ok}, sent, err
 			})
 		}
 	}

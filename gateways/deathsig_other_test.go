@@ -1,0 +1,9 @@
+//go:build !linux
+
+package gateways
+
+import "os/exec"
+
+// dieWithParent does nothing where the kernel offers no parent-death
+// signal.
+func dieWithParent(*exec.Cmd) {}
