@@ -2,11 +2,16 @@ package suite_test
 
 import (
 	"context"
+	"runtime"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/fakeclock"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/suite"
 	"github.com/rlconform/rlconform/targets"
@@ -34,5 +39,67 @@ func TestProfileModelsPassTheirProfile(t *testing.T) {
 			}
 			assert.Greater(t, rep.Count(suite.Passed), 20, "most of the catalogue grades %s", p)
 		})
+	}
+}
+
+// racyProfile checks and adds in two steps, as a limiter without one
+// atomic script does: concurrent requests pass the same check.
+type racyProfile struct {
+	mu    *sync.Mutex
+	p     model.Profile
+	clock fakeclock.Clock
+}
+
+func (r racyProfile) AllowRequest(_ context.Context, u string) (bool, error) {
+	r.mu.Lock()
+	left, err := r.p.Remaining(r.clock.Now(), u)
+	r.mu.Unlock()
+	if err != nil || left == 0 {
+		return false, err
+	}
+	runtime.Gosched()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.p.Allow(r.clock.Now(), u)
+	return true, nil // the check passed
+}
+
+func (r racyProfile) GetRemainingRequests(_ context.Context, u string) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.p.Remaining(r.clock.Now(), u)
+}
+
+func (r racyProfile) Reset(_ context.Context, u string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.p.Reset(u)
+}
+
+func (r racyProfile) Configure(_ context.Context, n int, w time.Duration) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.p.Configure(n, w)
+}
+
+// The linearizability check under a profile can fail: a check-then-add
+// GCRA lets more through at once than its burst.
+func TestProfileLinearizabilityCatchesARace(t *testing.T) {
+	for _, clock := range []bool{true, false} {
+		caps := contract.All()
+		caps.StoreInspection, caps.SharedStore, caps.Clock = false, false, clock
+		tg := suite.Target{Name: "racy gcra", Capabilities: caps,
+			New: func(_ context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
+				p, err := model.MustSpec("gcra").New(env.MaxRequests, env.Window)
+				return racyProfile{&sync.Mutex{}, p, env.Clock}, nil, err
+			}}
+		rep, err := suite.Check(context.Background(), suite.Config{Profile: "gcra", IDs: []string{"strict/linearizable"}, ReportDir: t.TempDir()}, tg)
+		require.NoError(t, err)
+		r := rep.Results[0]
+		if !clock && r.Status == suite.Inconclusive {
+			t.Logf("inconclusive in real time on this machine: %s", r.Message)
+			continue
+		}
+		assert.Equal(t, suite.Failed, r.Status, "clock %v:\n%s", clock, r.Message)
 	}
 }
