@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -107,6 +108,11 @@ func TestEndpointModeFailsLyingServices(t *testing.T) {
 			h.Set("X-RateLimit-Remaining", strconv.Itoa(3))
 		}, "http/ratelimit-fields", "fields say 3 left"},
 		{"policy says 10", func(h http.Header) { h.Set("RateLimit-Policy", `"default";q=10;w=1`) }, "http/ratelimit-fields", "a limit of 10"},
+		{"reset too short", func(h http.Header) {
+			if v := h.Get("RateLimit"); strings.Contains(v, "r=0") {
+				h.Set("RateLimit", `"default";r=0;t=0`)
+			}
+		}, "http/ratelimit-fields", "a client that waits t is refused again"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			url := serveAPI(t, red, fmt.Sprintf("rlc-ep:%d:", time.Now().UnixNano()), c.lie)

@@ -431,7 +431,7 @@ func TestNginxLimitReqIsGCRA(t *testing.T) {
 		assert.Equal(t, gcraDescription, fit.Description)
 		assert.Subset(t, []string{"token-bucket:capacity=limit,refill=continuous"}, fit.SameDecisions)
 		assert.Positive(t, fit.Decided)
-		assert.Subset(t, ruledOut(id), []string{"sliding-log", "sliding-counter:count-denied=false", "sliding-counter:count-denied=true",
+		assert.Subset(t, ruledOut(id), []string{"sliding-log", "sliding-counter:align=epoch,count-denied=false", "sliding-counter:align=epoch,count-denied=true",
 			"fixed-window:align=epoch,count-denied=false", "fixed-window:align=first-hit,count-denied=false", "token-bucket:capacity=limit,refill=interval"})
 	})
 
@@ -449,13 +449,16 @@ func TestNginxLimitReqIsGCRA(t *testing.T) {
 	})
 }
 
+// haproxyProfile is HAProxy's http_req_rate as rlconform's profile.
+const haproxyProfile = "sliding-counter:align=first-grid,count-denied=true"
+
 // HAProxy's http_req_rate(1s) with `deny if { sc_http_req_rate(0) gt 5 }`:
 // a two-window weighted counter that counts every request, refused ones
 // too, on periods that start at the entry's first request (not on the
-// epoch, as rlconform's sliding-counter profile has them). No profile fits
-// it: graded as a sliding log or as the weighted counter on the epoch it
-// is failed, and identify finds nothing that explains every answer; the
-// last subtest shows that HAProxy's own counter does.
+// epoch). Graded as a sliding log or as the weighted counter on the epoch
+// it is failed; as the counter on periods anchored at the first request
+// (haproxyProfile) nothing fails, and identify names it; the last subtest
+// shows that HAProxy's own counter explains every answer.
 func TestHAProxyHTTPReqRateIsAnAnchoredWeightedCounter(t *testing.T) {
 	url := startHAProxy(t, "1s", limit)
 
@@ -499,14 +502,16 @@ func TestHAProxyHTTPReqRateIsAnAnchoredWeightedCounter(t *testing.T) {
 		}
 	})
 
+	t.Run("as its own profile", func(t *testing.T) {
+		expectNoFailure(t, grade(t, url, "--profile", haproxyProfile))
+	})
+
 	t.Run("identify", func(t *testing.T) {
 		id := identify(t, url)
-		assert.Empty(t, id.Fits, "no profile has periods anchored at the first request")
-		assert.Subset(t, ruledOut(id), []string{"sliding-log", "sliding-counter:count-denied=false", "sliding-counter:count-denied=true",
+		require.NotEmpty(t, id.Fits, "the anchored weighted counter explains every answer")
+		assert.Equal(t, haproxyProfile, id.Fits[0].Profile)
+		assert.Subset(t, ruledOut(id), []string{"sliding-log", "sliding-counter:align=epoch,count-denied=false", "sliding-counter:align=epoch,count-denied=true",
 			"fixed-window:align=first-grid,count-denied=true", "gcra:burst=limit"})
-		if len(id.Mistakes) > 0 {
-			t.Logf("mistakes named: %v", id.Mistakes)
-		}
 	})
 
 	t.Run("HAProxy's own counter explains every answer", func(t *testing.T) {

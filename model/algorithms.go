@@ -59,8 +59,11 @@ func Alternatives(graded Spec, n int, w time.Duration) []Alternative {
 			add("fixed-window:align="+align+",count-denied="+denied, window, false)
 		}
 	}
-	add("sliding-counter:count-denied=false", counter, true)
-	add("sliding-counter:count-denied=true", counter, true)
+	for _, align := range []string{"epoch", "first-grid"} {
+		for _, denied := range []string{"false", "true"} {
+			add("sliding-counter:align="+align+",count-denied="+denied, counter, true)
+		}
+	}
 	add("gcra", rate, true)
 	add("sliding-log", logHint, false)
 	if !graded.IsSlidingLog() {

@@ -10,31 +10,41 @@ import (
 )
 
 // SlidingCounter is the two-window weighted counter: a count per user and
-// epoch-aligned window [kW, (k+1)W), and at t in window k, e = t-kW ms
-// into it, the estimate
+// window [a+kW, a+(k+1)W), and at t in window k, e = t-a-kW ms into it,
+// the estimate
 //
 //	est(t) = prev * (W - e) / W + cur
 //
-// where cur counts window k and prev window k-1. A request is allowed when
+// where cur counts window k and prev window k-1. The windows are on the
+// epoch (a = 0), or (firstGrid) on a grid anchored at the user's first
+// counted request, forgotten, anchor and all, once a whole window has
+// passed with no counted request (HAProxy's http_req_rate). A request is
+// allowed when
 // est(t) < N, computed exactly, with no rounding: prev*(W-e) + cur*W < N*W.
 // countDenied counts denied requests too. Remaining is the number of
 // requests allowed at t, one after the other: max(0, ceil((N*W -
 // prev*(W-e)) / W) - cur).
 type SlidingCounter struct {
 	countDenied bool
+	firstGrid   bool
 	n           int
 	w           int64
 	users       map[string]counterState
 }
 
 type counterState struct {
+	a         int64 // the grid's anchor (0: the epoch)
 	k         int64 // the window of cur
 	prev, cur int64
 }
 
 // Spec implements [Profile].
 func (s *SlidingCounter) Spec() Spec {
-	return Spec{Name: SlidingCounterP, Params: map[string]string{"count-denied": fmt.Sprint(s.countDenied)}}
+	align := "epoch"
+	if s.firstGrid {
+		align = "first-grid"
+	}
+	return Spec{Name: SlidingCounterP, Params: map[string]string{"align": align, "count-denied": fmt.Sprint(s.countDenied)}}
 }
 
 // Describe implements [Profile].
@@ -42,6 +52,9 @@ func (s *SlidingCounter) Describe() string {
 	d := "not counting"
 	if s.countDenied {
 		d = "counting"
+	}
+	if s.firstGrid {
+		return fmt.Sprintf("a two-window weighted counter (sliding-window estimate) of %v on periods anchored at the user's first request, %s denied requests, limit %d", ms(s.w), d, s.n)
 	}
 	return fmt.Sprintf("a two-window weighted counter (sliding-window estimate) of %v, %s denied requests, limit %d", ms(s.w), d, s.n)
 }
@@ -54,20 +67,27 @@ func (s *SlidingCounter) Window() time.Duration { return ms(s.w) }
 
 // at is the user's counts rolled to the window holding t.
 func (s *SlidingCounter) at(t int64, user string) counterState {
-	k := floorDiv(t, s.w)
 	st, ok := s.users[user]
+	a := int64(0)
+	if s.firstGrid {
+		if !ok || t < st.a || t >= st.a+(st.k+2)*s.w {
+			return counterState{a: t} // a new grid, anchored here
+		}
+		a = st.a
+	}
+	k := floorDiv(t-a, s.w)
 	switch {
 	case !ok || k > st.k+1 || k < st.k:
-		return counterState{k: k}
+		return counterState{a: a, k: k}
 	case k == st.k+1:
-		return counterState{k: k, prev: st.cur}
+		return counterState{a: a, k: k, prev: st.cur}
 	}
 	return st
 }
 
 // room is N*W - prev*(W-e) - cur*W: positive when a request is allowed.
 func (s *SlidingCounter) room(t int64, st counterState) *big.Int {
-	e := t - st.k*s.w
+	e := t - st.a - st.k*s.w
 	r := new(big.Int).Mul(big.NewInt(int64(s.n)), big.NewInt(s.w))
 	r.Sub(r, new(big.Int).Mul(big.NewInt(st.prev), big.NewInt(s.w-e)))
 	return r.Sub(r, new(big.Int).Mul(big.NewInt(st.cur), big.NewInt(s.w)))
@@ -115,12 +135,13 @@ func (s *SlidingCounter) RetryAfter(now time.Time, user string) time.Duration {
 	if s.room(t, st).Sign() > 0 {
 		return 0
 	}
-	if e, ok := s.firstRoom(st.prev, st.cur); ok && st.k*s.w+e > t {
-		return ms(st.k*s.w + e - t)
+	start := st.a + st.k*s.w
+	if e, ok := s.firstRoom(st.prev, st.cur); ok && start+e > t {
+		return ms(start + e - t)
 	}
 	// In the next window the current count is weighted by W-e.
 	e, _ := s.firstRoom(st.cur, 0)
-	return ms((st.k+1)*s.w + e - t)
+	return ms(start + s.w + e - t)
 }
 
 // firstRoom is the first e in [0, W) at which prev*(W-e) < (N-cur)*W,
@@ -152,7 +173,7 @@ func (s *SlidingCounter) Lifetime(now time.Time, user string) time.Duration {
 	if !ok {
 		return 0
 	}
-	return ms(max(0, (st.k+2)*s.w-now.UnixMilli()))
+	return ms(max(0, st.a+(st.k+2)*s.w-now.UnixMilli()))
 }
 
 // Reset implements [Profile].
@@ -177,9 +198,10 @@ func (s *SlidingCounter) Configure(n int, w time.Duration) error {
 func (s *SlidingCounter) Explain(now, base time.Time, user string) string {
 	t := now.UnixMilli()
 	st := s.at(t, user)
-	e := t - st.k*s.w
+	start := st.a + st.k*s.w
+	e := t - start
 	return fmt.Sprintf("the window [%s, %s) of %s has counted %d and the one before %d: the estimate is %d×(%d-%d)/%d + %d, limit %d",
-		offset(time.UnixMilli(st.k*s.w), base), offset(time.UnixMilli((st.k+1)*s.w), base), user, st.cur, st.prev, st.prev, s.w, e, s.w, st.cur, s.n)
+		offset(time.UnixMilli(start), base), offset(time.UnixMilli(start+s.w), base), user, st.cur, st.prev, st.prev, s.w, e, s.w, st.cur, s.n)
 }
 
 // Clone implements [Profile].
@@ -195,5 +217,5 @@ func (s *SlidingCounter) StateKey(user string) string {
 	if !ok {
 		return ""
 	}
-	return fmt.Sprintf("%d/%d/%d", st.k, st.prev, st.cur)
+	return fmt.Sprintf("%d/%d/%d/%d", st.a, st.k, st.prev, st.cur)
 }

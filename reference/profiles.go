@@ -85,7 +85,7 @@ func NewProfile(client redis.UniversalClient, spec model.Spec, opts Options) (co
 		p.fixedArgs = []any{full.Params["align"], flag(full.Params["count-denied"] == "true")}
 	case model.SlidingCounterP:
 		p.script, p.source = slidingCounterScript, slidingCounterSource
-		p.fixedArgs = []any{flag(full.Params["count-denied"] == "true")}
+		p.fixedArgs = []any{flag(full.Params["count-denied"] == "true"), full.Params["align"]}
 	case model.GCRAP:
 		p.script, p.source = gcraScript, gcraSource
 		p.param = paramOf(full.Params["burst"])

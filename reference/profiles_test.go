@@ -19,7 +19,7 @@ import (
 var profileSpecs = []string{
 	"fixed-window:align=epoch", "fixed-window:align=first-grid,count-denied=true",
 	"fixed-window:align=first-hit", "fixed-window:align=first-hit,count-denied=true",
-	"sliding-counter", "sliding-counter:count-denied=true",
+	"sliding-counter", "sliding-counter:count-denied=true", "sliding-counter:align=first-grid,count-denied=true",
 	"gcra", "gcra:burst=2",
 	"token-bucket:capacity=8", "token-bucket:refill=interval,capacity=3",
 }

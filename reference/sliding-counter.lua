@@ -1,15 +1,18 @@
 -- rlconform reference: one decision of the two-window weighted counter
 -- (model.SlidingCounter: the rules are in its doc comment).
 --
--- KEYS[1]  the user's state: a HASH of k (the epoch-aligned window of c),
---          p (the count of window k-1) and c (the count of window k)
+-- KEYS[1]  the user's state: a HASH of a (the grid's anchor: 0 on the
+--          epoch), k (the window of c on that grid), p (the count of window
+--          k-1) and c (the count of window k)
 -- ARGV[1]  now in unix ms, or "" to read the server's TIME
 -- ARGV[2]  window W in ms (>= 1)
 -- ARGV[3]  limit N (>= 1)
 -- ARGV[4]  "1": decide (and count) the request; "0": only look
 -- ARGV[5]  "1": denied requests are counted too
+-- ARGV[6]  align: epoch, or first-grid (a grid anchored at the first
+--          counted request, forgotten a whole window after the last)
 --
--- Exact: a request is allowed when p*(W-e) + c*W < N*W, e = now-kW. The
+-- Exact: a request is allowed when p*(W-e) + c*W < N*W, e = now-a-kW. The
 -- caller keeps N*W <= 2^52, so when the left side is below N*W every term
 -- is a whole number below 2^53, exact in a double; when it is not, rounding
 -- (monotone) keeps it at or above N*W: the answer is still right.
@@ -28,9 +31,17 @@ local limit = tonumber(ARGV[3])
 local record = ARGV[4] == "1"
 local countDenied = ARGV[5] == "1"
 
-local k = math.floor(now / window)
+local st = redis.call("HMGET", key, "k", "p", "c", "a")
+local a = 0
+if ARGV[6] == "first-grid" then
+  if st[1] and now >= tonumber(st[4]) and now < tonumber(st[4]) + (tonumber(st[1]) + 2) * window then
+    a = tonumber(st[4])
+  else
+    a, st = now, {} -- a new grid, anchored here
+  end
+end
+local k = math.floor((now - a) / window)
 local prev, cur = 0, 0
-local st = redis.call("HMGET", key, "k", "p", "c")
 if st[1] then
   local sk = tonumber(st[1])
   if k == sk then
@@ -40,7 +51,7 @@ if st[1] then
   end
 end
 
-local e = now - k * window
+local e = now - a - k * window
 local used = prev * (window - e) + cur * window
 local cap = limit * window
 local allowed, remaining = 0, 0
@@ -50,12 +61,12 @@ if used < cap then
   remaining = math.floor((cap - used + window - 1) / window)
 end
 if record and (allowed == 1 or countDenied) then
-  redis.call("HSET", key, "k", k, "p", prev, "c", cur + 1)
+  redis.call("HSET", key, "a", a, "k", k, "p", prev, "c", cur + 1)
   -- A count matters until the end of the window after its own.
   -- The TTL is the state's life plus one window: the script reads a state
   -- past its life as a fresh one, so the window is only slack, for a "now"
   -- that runs ahead of the server's clock (a given clock) not to forget a
   -- state that still matters.
-  redis.call("PEXPIRE", key, math.max(0, (k + 2) * window - now) + window)
+  redis.call("PEXPIRE", key, math.max(0, a + (k + 2) * window - now) + window)
 end
 return {allowed, remaining}

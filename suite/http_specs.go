@@ -18,7 +18,7 @@ func httpSpecs() []spec {
 			run:  retryAfterSpec,
 			hint: "set Retry-After to the time until the next request is allowed (for a log: until the oldest entry that counts leaves), rounded up to whole seconds, never down"},
 		{id: "http/ratelimit-fields", level: Strict, needs: []need{needEndpoint},
-			rule: "the RateLimit fields tell the truth: the policy is the one enforced, r is the quota left after the request, t no longer than the wait for more quota",
+			rule: "the RateLimit fields tell the truth: the policy is the one enforced, r is the quota left after the request, t no longer than the wait for more quota, and with none left a request sent t later is allowed",
 			run:  rateLimitFieldsSpec,
 			hint: "send RateLimit-Policy: \"name\";q=N;w=W and RateLimit: \"name\";r=<left after this request>;t=<seconds until more quota, rounded up> from the limiter's own decision"},
 	}
@@ -92,8 +92,10 @@ func rateLimitFieldsSpec(h *harness) {
 	u := h.User("u")
 	h.Origin()
 	seen := false
+	var last HTTPAnswer
 	for i := range h.N() + 2 {
 		a := h.request(u)
+		last = a
 		h.malformed(a)
 		if a.PolicyLimit != nil || a.Remaining != nil || a.Reset != nil {
 			seen = true
@@ -131,5 +133,16 @@ func rateLimitFieldsSpec(h *harness) {
 	}
 	if !seen {
 		h.Skipf("the service sends no RateLimit fields (RateLimit/RateLimit-Policy, RateLimit-Limit/-Remaining/-Reset or X-RateLimit-*): not graded")
+	}
+	// t is truthful: when it says no quota is left, a request sent t
+	// later is allowed.
+	if last.Reset != nil && last.Remaining != nil && *last.Remaining == 0 && h.pending == nil {
+		h.waitUntil(last.Returned.Add(*last.Reset))
+		a := h.request(u)
+		if !a.Allowed {
+			h.pending = nil // the broken promise is the finding, whatever the model says
+			h.Failf("the %s fields said no quota left and more in %v, but a request sent %v after that answer was refused: a client that waits t is refused again",
+				last.Form, *last.Reset, a.Sent.Sub(last.Returned).Round(time.Millisecond))
+		}
 	}
 }

@@ -220,7 +220,11 @@ func candidateSpecs(n, burst int) []model.Spec {
 			list = append(list, "fixed-window:align="+align+",count-denied="+d)
 		}
 	}
-	list = append(list, "sliding-counter:count-denied=false", "sliding-counter:count-denied=true")
+	for _, align := range []string{"epoch", "first-grid"} {
+		for _, d := range []string{"false", "true"} {
+			list = append(list, "sliding-counter:align="+align+",count-denied="+d)
+		}
+	}
 	bursts := []string{"limit"}
 	if burst > 0 && burst != n {
 		bursts = append(bursts, strconv.Itoa(burst))
