@@ -129,19 +129,19 @@ func (l *Limiter) Key(userID string) string { return l.prefix + "{" + userID + "
 
 // AllowRequest implements [contract.RateLimiterContract].
 func (l *Limiter) AllowRequest(ctx context.Context, userID string) (bool, error) {
-	d, err := l.Decide(ctx, userID)
+	d, err := l.run(ctx, "AllowRequest", userID, true, false)
 	return d.Allowed, err
 }
 
 // Decide decides one request of userID, logs it if allowed, and returns the
 // whole decision.
 func (l *Limiter) Decide(ctx context.Context, userID string) (Decision, error) {
-	return l.run(ctx, "AllowRequest", userID, true)
+	return l.run(ctx, "AllowRequest", userID, true, true)
 }
 
 // GetRemainingRequests implements [contract.RateLimiterContract].
 func (l *Limiter) GetRemainingRequests(ctx context.Context, userID string) (int, error) {
-	d, err := l.run(ctx, "GetRemainingRequests", userID, false)
+	d, err := l.run(ctx, "GetRemainingRequests", userID, false, false)
 	return d.Remaining, err
 }
 
@@ -168,7 +168,10 @@ func (l *Limiter) Configure(_ context.Context, maxRequests int, window time.Dura
 	return nil
 }
 
-func (l *Limiter) run(ctx context.Context, op, userID string, record bool) (Decision, error) {
+// run runs the script for one operation; withReset asks it for the
+// decision's Reset too, which AllowRequest and remaining queries do not
+// need (it costs a lookup).
+func (l *Limiter) run(ctx context.Context, op, userID string, record, withReset bool) (Decision, error) {
 	if err := contract.ValidateUserID(userID); err != nil {
 		return Decision{}, fmt.Errorf("reference: %s: %w", op, err)
 	}
@@ -183,7 +186,7 @@ func (l *Limiter) run(ctx context.Context, op, userID string, record bool) (Deci
 	}
 	var res []int64
 	err := l.bounded(ctx, func(ctx context.Context) (err error) {
-		res, err = sliding.Run(ctx, l.client, []string{l.Key(userID)}, now, cfg.window, cfg.max, rec).Int64Slice()
+		res, err = sliding.Run(ctx, l.client, []string{l.Key(userID)}, now, cfg.window, cfg.max, rec, flag(withReset)).Int64Slice()
 		return err
 	})
 	if err != nil {

@@ -6,10 +6,11 @@
 -- ARGV[2]  window W in ms (>= 1)
 -- ARGV[3]  limit N (>= 1)
 -- ARGV[4]  "1": decide and log the request if allowed; "0": only look
+-- ARGV[5]  "1": also say when more quota comes (one more lookup)
 --
 -- Returns {allowed 0|1, remaining, retry_after_ms, reset_ms}: reset is
 -- how long until the oldest entry that counts leaves (more quota then; 0
--- with none).
+-- with none, or when not asked).
 local key = KEYS[1]
 local window = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])
@@ -52,7 +53,7 @@ if count >= limit then
   retry = tonumber(nth[2]) + window - now
 end
 local reset = 0
-if count > 0 then
+if ARGV[5] == "1" and count > 0 then
   local oldest = redis.call("ZRANGEBYSCORE", key, "-inf", now, "WITHSCORES", "LIMIT", 0, 1)
   reset = tonumber(oldest[2]) + window - now
 end

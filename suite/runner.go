@@ -182,7 +182,9 @@ func (r *runner) stillAlive(ctx context.Context, t Target, res Result) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := t.Alive(ctx); err != nil {
+	err := t.Alive(ctx)
+	r.quietSince = time.Now() // the probe, too, spends a shared limit
+	if err != nil {
 		return fmt.Errorf("%s stopped answering during %s, the run cannot go on: %w", t.Name, res.ID, err)
 	}
 	return nil

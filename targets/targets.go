@@ -237,10 +237,9 @@ func Endpoint(ctx context.Context, urls []string, opts EndpointOptions) (t suite
 		Addresses:    shown,
 		Capabilities: caps,
 		SharedLimit:  opts.Identity.Kind == "none",
+		// With one shared limit the probe spends it too: the next spec
+		// waits it out (suite.Target.SharedLimit).
 		Alive: func(ctx context.Context) error {
-			if opts.Identity.Kind == "none" {
-				return nil // a probe would spend the one shared limit
-			}
 			_, err := clients[0].Do(ctx, fmt.Sprintf("rlconform-probe-%d", time.Now().UnixNano()))
 			return err
 		},
