@@ -33,6 +33,8 @@ usage:
                            or a protocol v1 server with --target URL
   rlconform identify --target URL [flags]
                            probe a limiter and name the profiles that explain its answers
+  rlconform bench [flags]  drive load at a limiter: throughput, latency percentiles, errors,
+                           and every decision checked against the limit (default: the reference)
   rlconform serve [flags]  serve a built-in limiter over protocol v1
   rlconform list [--json] [--profile P] [LEVEL|ID-PREFIX]...
                            spec ids, their level, what they need, what they prove
@@ -42,7 +44,8 @@ usage:
 run 'rlconform run -h' or 'rlconform serve -h' for the flags.
 exit codes: 0 conformant, 1 not conformant (a spec failed: the limiter is
 wrong), 2 undecided or could not run (a fault, an inconclusive spec, nothing
-graded, bad flags), 130 interrupted.
+graded, bad flags), 130 interrupted; bench also exits 3 when slower than its
+--compare baseline past --max-regression.
 `
 
 // Main runs the command with args (without the program name) and returns
@@ -59,6 +62,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return serve(args[1:], stdout, stderr)
 	case "identify":
 		return identify(args[1:], stdout, stderr)
+	case "bench":
+		return runBench(args[1:], stdout, stderr)
 	case "list":
 		return listSpecs(args[1:], stdout, stderr)
 	case "version":

@@ -185,7 +185,8 @@ type EndpointOptions struct {
 	// from the RateLimit-Policy field of the first answer.
 	Policy adapters.Policy
 	// MaxRPS bounds the requests sent in any one second, over every URL
-	// (0: the default, max(50, 2N+8)); at least 1.
+	// (0: the default, max(50, 2N+8); negative: no bound, for a load test
+	// that sets its own pace).
 	MaxRPS int
 }
 
@@ -217,10 +218,12 @@ func Endpoint(ctx context.Context, urls []string, opts EndpointOptions) (t suite
 		policy, from = adapters.Policy{Limit: f.PolicyLimit, Window: f.PolicyWindow}, "the RateLimit-Policy field of its first answer"
 	}
 	rps := opts.MaxRPS
-	if rps <= 0 {
+	if rps == 0 {
 		rps = max(50, 2*policy.Limit+8)
 	}
-	opts.EndpointOptions.Pace = adapters.NewPacer(rps)
+	if rps > 0 {
+		opts.EndpointOptions.Pace = adapters.NewPacer(rps)
+	}
 	clients := make([]*adapters.Endpoint, len(urls))
 	shown := make([]string, len(urls))
 	for i, u := range urls {

@@ -1,0 +1,320 @@
+// Package bench drives load at a rate limiter and measures its cost and its
+// exactness at once: throughput, latency percentiles from an HDR
+// histogram, errors by kind, and every decision judged against the
+// sliding-window log it promises ([Check]). The rlconform bench command
+// is built on it.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Limiter is what the bench calls: one decision for userID.
+type Limiter interface {
+	AllowRequest(ctx context.Context, userID string) (bool, error)
+}
+
+// SentTimer is a Limiter that says when its request really left (after a
+// pacing wait of its own, say): the bench times the call from then.
+type SentTimer interface {
+	AllowRequestSent(ctx context.Context, userID string) (bool, time.Time, error)
+}
+
+// Config says what load to drive.
+type Config struct {
+	// Instances are the limiter's instances sharing one store; caller k
+	// calls instance k mod len(Instances).
+	Instances []Limiter
+	// Concurrency is the number of callers. In a closed loop each sends
+	// its next request when the last one is answered; in an open loop
+	// (Rate > 0) it bounds the requests in flight.
+	Concurrency int
+	// Rate, when positive, is an open loop: requests are due at a constant
+	// Rate per second whatever the answers, and each one's latency counts
+	// from when it was due, so a target that falls behind is not
+	// flattered by sending less (coordinated omission).
+	Rate float64
+	// Duration is how long requests are sent.
+	Duration time.Duration
+	// Users is how many users the requests are spread over; Zipf, when
+	// above 1, skews them: user k is drawn with a probability proportional
+	// to (1+k)^-Zipf, so user 0 is a hot key. 0 is uniform.
+	Users int
+	Zipf  float64
+	// Limit and Window are the limit the target enforces (N per W), what
+	// the exactness check judges against.
+	Limit  int
+	Window time.Duration
+	// UserPrefix starts every user id (a fresh one per run keeps runs on a
+	// shared store apart).
+	UserPrefix string
+	// SkipExactness, when not empty, says why the decisions are not judged
+	// against the sliding-window log (the limiter is meant to be another
+	// algorithm, say).
+	SkipExactness string
+	// Seed seeds the users' draw.
+	Seed uint64
+	// Grace bounds how long calls still in flight at the end of Duration
+	// may take; past it they are counted as timeouts. Zero: 5s.
+	Grace time.Duration
+	// Progress, when not nil, is called about every 250ms while the load
+	// runs, from a goroutine of its own.
+	Progress func(Progress)
+}
+
+// Progress is a snapshot of a running bench.
+type Progress struct {
+	Elapsed   time.Duration
+	Decisions int64
+	Allowed   int64
+	Errors    int64
+	// Rate is decisions per second over the last snapshot's interval.
+	Rate float64
+}
+
+// Validate reports a configuration that cannot run.
+func (c Config) Validate() error {
+	switch {
+	case len(c.Instances) == 0:
+		return errors.New("no limiter instance to call")
+	case c.Concurrency < 1:
+		return fmt.Errorf("concurrency %d: want at least 1", c.Concurrency)
+	case c.Rate < 0:
+		return fmt.Errorf("rate %v: want 0 (closed loop) or more", c.Rate)
+	case c.Duration <= 0:
+		return fmt.Errorf("duration %v: want more than 0", c.Duration)
+	case c.Users < 1:
+		return fmt.Errorf("users %d: want at least 1", c.Users)
+	case c.Zipf != 0 && c.Zipf <= 1:
+		return fmt.Errorf("zipf %v: want 0 (uniform) or more than 1", c.Zipf)
+	case c.Limit < 1 || c.Window < time.Millisecond:
+		return fmt.Errorf("limit %d per %v: want at least 1 per 1ms", c.Limit, c.Window)
+	}
+	return nil
+}
+
+// Mode is "closed-loop" or "open-loop".
+func (c Config) Mode() string {
+	if c.Rate > 0 {
+		return "open-loop"
+	}
+	return "closed-loop"
+}
+
+// caller is one goroutine's share of the run, merged at the end.
+type caller struct {
+	decisions []Decision
+	latency   []time.Duration // per decision: from due (open loop) or sent
+	errs      map[string]int
+	example   map[string]string
+}
+
+// Run drives the load and returns what it measured. It returns an error
+// only when the configuration is invalid or ctx ended (an interrupt): the
+// target's errors are counted in the result, by kind, never returned.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	grace := cfg.Grace
+	if grace <= 0 {
+		grace = 5 * time.Second
+	}
+	users := make([]string, cfg.Users)
+	for i := range users {
+		users[i] = cfg.UserPrefix + strconv.Itoa(i)
+	}
+	// Calls in flight when the duration ends may finish within the grace;
+	// ctx (an interrupt) ends them at once.
+	callCtx, cancel := context.WithTimeoutCause(ctx, cfg.Duration+grace, errors.New("the call outlived the run's grace period"))
+	defer cancel()
+
+	var (
+		stop                    atomic.Bool
+		done, allowed, errCount atomic.Int64
+		wg                      sync.WaitGroup
+		callers                 = make([]*caller, cfg.Concurrency)
+		due                     chan time.Duration // open loop: when each request is due
+		backlog                 atomic.Int64
+		expected                = int(float64(cfg.Duration.Seconds()) * max(cfg.Rate, 1000))
+		perCaller               = min(1<<20, expected/cfg.Concurrency+16)
+	)
+	if cfg.Rate > 0 {
+		due = make(chan time.Duration, min(1<<20, int(cfg.Rate)+1))
+	}
+	start := time.Now()
+	for k := range callers {
+		c := &caller{decisions: make([]Decision, 0, perCaller), latency: make([]time.Duration, 0, perCaller),
+			errs: map[string]int{}, example: map[string]string{}}
+		callers[k] = c
+		lim := cfg.Instances[k%len(cfg.Instances)]
+		timed, _ := lim.(SentTimer)
+		pick := picker(cfg, uint64(k))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				var dueAt time.Duration
+				if due != nil {
+					var ok bool
+					select {
+					case dueAt, ok = <-due:
+					case <-callCtx.Done():
+					}
+					if !ok {
+						return
+					}
+					if stop.Load() {
+						backlog.Add(1) // due, but never sent
+						return
+					}
+				}
+				u := pick()
+				before := time.Since(start)
+				var (
+					ok   bool
+					err  error
+					sent = before
+				)
+				if timed != nil {
+					var at time.Time
+					ok, at, err = timed.AllowRequestSent(callCtx, users[u])
+					if err == nil {
+						sent = at.Sub(start)
+					}
+				} else {
+					ok, err = lim.AllowRequest(callCtx, users[u])
+				}
+				returned := time.Since(start)
+				if err != nil && ctx.Err() != nil {
+					return // interrupted: not the target's fault
+				}
+				d := Decision{User: int32(u), Sent: sent, Returned: returned}
+				switch {
+				case err != nil:
+					d.Outcome = Errored
+					kind := errorKind(err)
+					c.errs[kind]++
+					if _, seen := c.example[kind]; !seen {
+						c.example[kind] = err.Error()
+					}
+					errCount.Add(1)
+				case ok:
+					d.Outcome = Allowed
+					allowed.Add(1)
+				default:
+					d.Outcome = Denied
+				}
+				from := sent
+				if due != nil {
+					from = dueAt
+				}
+				c.decisions = append(c.decisions, d)
+				c.latency = append(c.latency, returned-from)
+				done.Add(1)
+			}
+		}()
+	}
+	progressDone := make(chan struct{})
+	go func() {
+		defer close(progressDone)
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		last, lastAt := int64(0), time.Duration(0)
+		for {
+			select {
+			case <-tick.C:
+			case <-callCtx.Done():
+				return
+			}
+			el := time.Since(start)
+			if stop.Load() {
+				return
+			}
+			n := done.Load()
+			if cfg.Progress != nil {
+				cfg.Progress(Progress{Elapsed: el, Decisions: n, Allowed: allowed.Load(), Errors: errCount.Load(),
+					Rate: float64(n-last) / (el - lastAt).Seconds()})
+			}
+			last, lastAt = n, el
+		}
+	}()
+	if due != nil {
+		dispatch(callCtx, cfg, start, due, &backlog)
+	} else {
+		select {
+		case <-time.After(cfg.Duration):
+		case <-ctx.Done():
+		}
+	}
+	stop.Store(true)
+	if due != nil {
+		// What is still queued was never sent: the target fell behind.
+		close(due)
+		for range due {
+			backlog.Add(1)
+		}
+	}
+	sent := time.Since(start)
+	wg.Wait()
+	cancel()
+	<-progressDone
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("the bench was interrupted: %w", err)
+	}
+	return collect(cfg, callers, sent, time.Since(start), backlog.Load()), nil
+}
+
+// dispatch queues a due instant for every request of the open loop, at
+// cfg.Rate per second, until cfg.Duration has passed. When the callers are
+// all busy the queue fills and dispatch waits: requests then wait in it,
+// and their latency counts from when they were due.
+func dispatch(ctx context.Context, cfg Config, start time.Time, due chan<- time.Duration, backlog *atomic.Int64) {
+	interval := time.Duration(float64(time.Second) / cfg.Rate)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	next := time.Duration(0)
+	for {
+		now := time.Since(start)
+		for ; next <= now && next < cfg.Duration; next += interval {
+			select {
+			case due <- next:
+			case <-ctx.Done():
+				return
+			}
+		}
+		if next >= cfg.Duration {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// picker returns a draw of user indexes for caller k: uniform, or Zipf.
+func picker(cfg Config, k uint64) func() int {
+	r := rand.New(rand.NewPCG(cfg.Seed, k))
+	if cfg.Zipf > 1 && cfg.Users > 1 {
+		z := rand.NewZipf(r, cfg.Zipf, 1, uint64(cfg.Users-1))
+		return func() int { return int(z.Uint64()) }
+	}
+	return func() int { return r.IntN(cfg.Users) }
+}
+
+// latencyHistogram records from 1µs to 10 minutes in ns, 3 significant
+// digits.
+func latencyHistogram() *hdrhistogram.Histogram {
+	return hdrhistogram.New(1, int64(10*time.Minute), 3)
+}

@@ -1,0 +1,220 @@
+package bench
+
+import (
+	"slices"
+	"sort"
+	"time"
+)
+
+// Slack widens every call's interval by this much on each side before it is
+// judged, as the suite's real-time oracle does: a limiter that reads a
+// millisecond clock (Redis TIME floored to the millisecond, say) may
+// decide at an instant up to a millisecond before the call was sent.
+const Slack = time.Millisecond
+
+// Decision is one answered or failed call, its instants as offsets from
+// the start of the run (monotonic clock).
+type Decision struct {
+	User     int32
+	Outcome  Outcome
+	Sent     time.Duration // when the call left
+	Returned time.Duration // when its answer came (or its error)
+}
+
+// Outcome is what a call answered.
+type Outcome uint8
+
+// The outcomes of a call. An errored call may still have taken effect: the
+// exactness check counts it as possibly allowed, at any instant from when
+// it was sent to the end of the run.
+const (
+	Allowed Outcome = iota
+	Denied
+	Errored
+)
+
+// Window is a span of one user's decisions that the check proves lay in
+// one window: it comes with the decisions, for the report's timeline.
+type Window struct {
+	User int32 `json:"user"`
+	// Allowed is how many allowed requests provably lay within one window
+	// (more than the limit: an overshoot).
+	Allowed int `json:"allowed"`
+	// From and To bound the calls: the first was sent at From, the last
+	// answered at To; To-From+2×Slack < W.
+	From time.Duration `json:"from_ns"`
+	To   time.Duration `json:"to_ns"`
+	// Calls are the window's allowed calls, in the order sent.
+	Calls []Decision `json:"-"`
+}
+
+// UnderAdmission is a denied request that no admissible timing explains:
+// at most Counted allowed requests could have counted at any instant of
+// its call, fewer than the limit.
+type UnderAdmission struct {
+	Call Decision `json:"-"`
+	User int32    `json:"user"`
+	// Counted is how many allowed (or errored) requests could have been in
+	// the window at any instant of the denied call.
+	Counted int `json:"counted"`
+	// Nearby are those requests, in the order sent.
+	Nearby []Decision `json:"-"`
+}
+
+// Exactness is what the check found in a run's decisions against a
+// sliding-window log of Limit per Window.
+type Exactness struct {
+	// UsersAtLimit is how many users were denied at least once: the users
+	// whose decisions put the limit to the test.
+	UsersAtLimit int `json:"users_at_limit"`
+	// Overshoot counts allowed requests that were provably the (N+1)th or
+	// later in one window.
+	Overshoot int `json:"overshoot"`
+	// Worst is the window with the most allowed requests proven in it
+	// (nil without an overshoot).
+	Worst *Window `json:"worst_window,omitempty"`
+	// UnderAdmitted counts denied requests that the log would have admitted
+	// whatever the timing.
+	UnderAdmitted int `json:"under_admitted"`
+	// WorstUnder is the under-admission with the fewest requests that could
+	// have counted (nil without any).
+	WorstUnder *UnderAdmission `json:"worst_under_admission,omitempty"`
+	// Decisions is how many decisions were judged; Took how long that took.
+	Decisions int           `json:"decisions"`
+	Took      time.Duration `json:"check_ns"`
+}
+
+// Exact reports whether no overshoot and no under-admission were found.
+func (e Exactness) Exact() bool { return e.Overshoot == 0 && e.UnderAdmitted == 0 }
+
+// Check judges decisions against a sliding-window log of limit per window
+// in which every call took effect at one instant within its interval
+// (widened by [Slack]). It is sound: it reports an overshoot only when
+// limit+1 allowed calls of one user lay within less than one window
+// whatever their instants, and an under-admission only when fewer than
+// limit allowed (or errored) calls could have counted at any instant of a
+// denied call. It is linear after a sort of each user's calls by the
+// instant sent: O(n log n) in all.
+//
+// end is when the run ended: an errored call may have taken effect at any
+// instant up to it.
+func Check(decisions []Decision, limit int, window, end time.Duration) Exactness {
+	began := time.Now()
+	byUser := map[int32][]Decision{}
+	for _, d := range decisions {
+		byUser[d.User] = append(byUser[d.User], d)
+	}
+	var ex Exactness
+	users := make([]int32, 0, len(byUser))
+	for u := range byUser {
+		users = append(users, u)
+	}
+	slices.Sort(users) // a deterministic worst window among equals
+	for _, u := range users {
+		calls := byUser[u]
+		sort.SliceStable(calls, func(i, j int) bool { return calls[i].Sent < calls[j].Sent })
+		denied := false
+		for _, c := range calls {
+			denied = denied || c.Outcome == Denied
+		}
+		if denied {
+			ex.UsersAtLimit++
+		}
+		overshoot(&ex, calls, limit, window)
+		underAdmission(&ex, calls, limit, window, end)
+	}
+	ex.Decisions = len(decisions)
+	ex.Took = time.Since(began)
+	return ex
+}
+
+// overshoot finds, for every allowed call j of one user (sorted by Sent),
+// the earliest allowed call i such that calls i..j provably lay in one
+// window: every one returned (plus slack) less than W after call i was sent
+// (minus slack). Because Sent grows with i and the latest return over
+// i..j shrinks with i, that holds for every i' ≥ i too, and the earliest i
+// never moves back as j grows: two pointers and a deque of the latest
+// return, linear.
+func overshoot(ex *Exactness, calls []Decision, limit int, window time.Duration) {
+	allowed := make([]Decision, 0, len(calls))
+	for _, c := range calls {
+		if c.Outcome == Allowed {
+			allowed = append(allowed, c)
+		}
+	}
+	var deque []int // indexes into allowed, Returned decreasing
+	i := 0
+	for j, c := range allowed {
+		for len(deque) > 0 && allowed[deque[len(deque)-1]].Returned <= c.Returned {
+			deque = deque[:len(deque)-1]
+		}
+		deque = append(deque, j)
+		for i <= j && allowed[deque[0]].Returned+Slack-(allowed[i].Sent-Slack) >= window {
+			i++
+			if deque[0] < i {
+				deque = deque[1:]
+			}
+		}
+		n := j - i + 1
+		if n <= limit {
+			continue
+		}
+		ex.Overshoot++
+		if ex.Worst == nil || n > ex.Worst.Allowed {
+			ex.Worst = &Window{User: c.User, Allowed: n, From: allowed[i].Sent, To: allowed[deque[0]].Returned,
+				Calls: slices.Clone(allowed[i : j+1])}
+		}
+	}
+}
+
+// underAdmission finds the denied calls of one user at whose every instant
+// fewer than limit allowed calls could have been in the window. A call a
+// could count at an instant t of the denied call d when t-W < e ≤ t for
+// an instant e of a: a.Returned+slack > d.Sent-slack-W and
+// a.Sent-slack ≤ d.Returned+slack. Errored calls count as allowed, with
+// any instant up to end. With the allowed calls' Sent and Returned each
+// sorted, that count is (those sent by the denied call's end) − (those
+// returned before its window could begin), two binary searches: every
+// call returned that early was also sent by then.
+func underAdmission(ex *Exactness, calls []Decision, limit int, window, end time.Duration) {
+	var sent, returned []time.Duration
+	for _, c := range calls {
+		switch c.Outcome {
+		case Allowed:
+			sent, returned = append(sent, c.Sent-Slack), append(returned, c.Returned+Slack)
+		case Errored:
+			sent, returned = append(sent, c.Sent-Slack), append(returned, end+Slack)
+		}
+	}
+	slices.Sort(sent)
+	slices.Sort(returned)
+	for _, d := range calls {
+		if d.Outcome != Denied {
+			continue
+		}
+		lo, hi := d.Sent-Slack-window, d.Returned+Slack
+		sentBy, _ := slices.BinarySearch(sent, hi+1)             // sent ≤ hi
+		returnedBefore, _ := slices.BinarySearch(returned, lo+1) // returned ≤ lo
+		counted := sentBy - returnedBefore
+		if counted >= limit {
+			continue
+		}
+		ex.UnderAdmitted++
+		if ex.WorstUnder == nil || counted < ex.WorstUnder.Counted {
+			var nearby []Decision
+			for _, a := range calls {
+				if a.Outcome != Denied && a.Sent-Slack <= hi && returnedOrEnd(a, end)+Slack > lo {
+					nearby = append(nearby, a)
+				}
+			}
+			ex.WorstUnder = &UnderAdmission{Call: d, User: d.User, Counted: counted, Nearby: nearby}
+		}
+	}
+}
+
+func returnedOrEnd(d Decision, end time.Duration) time.Duration {
+	if d.Outcome == Errored {
+		return end
+	}
+	return d.Returned
+}

@@ -1,0 +1,457 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/rlconform/rlconform/adapters"
+	"github.com/rlconform/rlconform/contract"
+)
+
+// Result is what one bench measured.
+type Result struct {
+	Mode        string        `json:"mode"` // closed-loop or open-loop
+	Concurrency int           `json:"concurrency"`
+	Rate        float64       `json:"rate,omitempty"`
+	Duration    time.Duration `json:"duration_ns"`
+	Users       int           `json:"users"`
+	Zipf        float64       `json:"zipf,omitempty"`
+	Limit       int           `json:"limit"`
+	Window      time.Duration `json:"window_ns"`
+
+	// Decisions are the calls answered; Allowed and Denied split them.
+	Decisions int `json:"decisions"`
+	Allowed   int `json:"allowed"`
+	Denied    int `json:"denied"`
+	// Errors counts the calls that failed, by kind (timeout, store,
+	// connection, status, other); ErrorExamples has the first message of
+	// each kind.
+	Errors        map[string]int    `json:"errors"`
+	ErrorExamples map[string]string `json:"error_examples,omitempty"`
+	// Backlog counts the open loop's requests that were due but never
+	// sent: every caller was busy until the end.
+	Backlog int `json:"backlog,omitempty"`
+	// Elapsed runs from the first request to the last answer.
+	Elapsed time.Duration `json:"elapsed_ns"`
+	// Throughput is answered decisions per second of Elapsed.
+	Throughput float64 `json:"throughput"`
+	// Latency is over every answered or failed call: from when it was
+	// sent, or in an open loop from when it was due.
+	Latency Percentiles `json:"latency"`
+	// HotKey is the user with the most calls, and how its latency compares
+	// with the others' (nil with one user).
+	HotKey *HotKey `json:"hot_key,omitempty"`
+	// Series is the run cut into buckets of equal length, for the chart.
+	Series []Bucket `json:"series"`
+	// Exactness is the check of every decision against the log of Limit
+	// per Window; nil when it was not checked, NotChecked says why.
+	Exactness  *Exactness `json:"exactness,omitempty"`
+	NotChecked string     `json:"exactness_not_checked,omitempty"`
+
+	decisions []Decision
+	userIDs   func(int32) string
+}
+
+// Percentiles of a latency distribution, from an HDR histogram (3
+// significant digits).
+type Percentiles struct {
+	P50  time.Duration `json:"p50_ns"`
+	P90  time.Duration `json:"p90_ns"`
+	P99  time.Duration `json:"p99_ns"`
+	P999 time.Duration `json:"p99_9_ns"`
+	Max  time.Duration `json:"max_ns"`
+}
+
+// HotKey is the busiest user of a run.
+type HotKey struct {
+	User int32 `json:"user"`
+	// Share is its part of every call, 0 to 1.
+	Share float64 `json:"share"`
+	// P99 is its calls' p99; OthersP99 the other users'.
+	P99       time.Duration `json:"p99_ns"`
+	OthersP99 time.Duration `json:"others_p99_ns"`
+}
+
+// Bucket is one slice of the run's time.
+type Bucket struct {
+	At        time.Duration `json:"at_ns"` // its start, from the run's start
+	Decisions int           `json:"decisions"`
+	Allowed   int           `json:"allowed"`
+	Errors    int           `json:"errors"`
+	// Users is how many users sent in it: the sustained ceiling of allowed
+	// requests is Users × Limit / Window.
+	Users int `json:"users"`
+	// Busiest is the most allowed requests of one user that surely lay in
+	// the window ending with the bucket (sent after its start, answered
+	// before its end, with [Slack]): a limiter that keeps to the limit never
+	// shows more than Limit.
+	Busiest int           `json:"busiest_window"`
+	P50     time.Duration `json:"p50_ns"`
+	P99     time.Duration `json:"p99_ns"`
+	Max     time.Duration `json:"max_ns"`
+}
+
+// UserID is the id the run gave user u.
+func (r *Result) UserID(u int32) string {
+	if r.userIDs == nil {
+		return fmt.Sprintf("#%d", u)
+	}
+	return r.userIDs(u)
+}
+
+// Failed reports whether the check proved the limiter wrong under the load:
+// an overshoot or an under-admission.
+func (r *Result) Failed() bool { return r.Exactness != nil && !r.Exactness.Exact() }
+
+func collect(cfg Config, callers []*caller, sent, elapsed time.Duration, backlog int64) *Result {
+	r := &Result{Mode: cfg.Mode(), Concurrency: cfg.Concurrency, Rate: cfg.Rate, Duration: cfg.Duration,
+		Users: cfg.Users, Zipf: cfg.Zipf, Limit: cfg.Limit, Window: cfg.Window,
+		Errors: map[string]int{}, ErrorExamples: map[string]string{}, Backlog: int(backlog), Elapsed: elapsed}
+	prefix := cfg.UserPrefix
+	r.userIDs = func(u int32) string { return fmt.Sprintf("%s%d", prefix, u) }
+	bucket := max(100*time.Millisecond, (cfg.Duration / 300).Round(100*time.Millisecond))
+	nb := int(elapsed/bucket) + 1
+	hists := make([]*histogram, nb)
+	seen := make([]map[int32]bool, nb)
+	r.Series = make([]Bucket, nb)
+	total := newHistogram()
+	n := 0
+	for _, c := range callers {
+		n += len(c.decisions)
+	}
+	r.decisions = make([]Decision, 0, n)
+	for _, c := range callers {
+		for kind, k := range c.errs {
+			r.Errors[kind] += k
+			if _, ok := r.ErrorExamples[kind]; !ok {
+				r.ErrorExamples[kind] = c.example[kind]
+			}
+		}
+		for i, d := range c.decisions {
+			r.decisions = append(r.decisions, d)
+			lat := c.latency[i]
+			total.record(lat)
+			b := min(nb-1, int(d.Sent/bucket))
+			if hists[b] == nil {
+				hists[b], seen[b] = newHistogram(), map[int32]bool{}
+			}
+			hists[b].record(lat)
+			seen[b][d.User] = true
+			s := &r.Series[b]
+			s.Decisions++
+			switch d.Outcome {
+			case Allowed:
+				r.Allowed++
+				s.Allowed++
+			case Denied:
+				r.Denied++
+			case Errored:
+				s.Errors++
+			}
+		}
+	}
+	r.Decisions = r.Allowed + r.Denied
+	if elapsed > 0 {
+		r.Throughput = float64(r.Decisions) / elapsed.Seconds()
+	}
+	r.Latency = total.percentiles()
+	busiest(r, bucket)
+	r.HotKey = hotKey(cfg, callers, n)
+	for b := range r.Series {
+		r.Series[b].At = time.Duration(b) * bucket
+		if hists[b] != nil {
+			p := hists[b].percentiles()
+			r.Series[b].P50, r.Series[b].P99, r.Series[b].Max = p.P50, p.P99, p.Max
+			r.Series[b].Users = len(seen[b])
+		}
+	}
+	if cfg.SkipExactness != "" {
+		r.NotChecked = cfg.SkipExactness
+		return r
+	}
+	ex := Check(r.decisions, cfg.Limit, cfg.Window, elapsed)
+	r.Exactness = &ex
+	return r
+}
+
+// busiest sets each bucket's Busiest: for each user, the allowed requests
+// answered by the bucket's end less those sent by the start of the window
+// ending then, each widened by Slack (a lower bound of those inside: it
+// counts a request that spans the whole window against the count).
+func busiest(r *Result, bucket time.Duration) {
+	type times struct{ sent, returned []time.Duration }
+	per := map[int32]*times{}
+	for _, d := range r.decisions {
+		if d.Outcome != Allowed {
+			continue
+		}
+		t := per[d.User]
+		if t == nil {
+			t = &times{}
+			per[d.User] = t
+		}
+		t.sent, t.returned = append(t.sent, d.Sent), append(t.returned, d.Returned)
+	}
+	for _, t := range per {
+		slices.Sort(t.sent)
+		slices.Sort(t.returned)
+		for b := range r.Series {
+			end := min(r.Elapsed, time.Duration(b+1)*bucket)
+			// Slack on both sides, as the check: a limiter on a millisecond
+			// clock may decide up to one before the call left.
+			answered, _ := slices.BinarySearch(t.returned, end-Slack+1)
+			before, _ := slices.BinarySearch(t.sent, end-r.Window+Slack+1)
+			r.Series[b].Busiest = max(r.Series[b].Busiest, answered-before)
+		}
+	}
+}
+
+func hotKey(cfg Config, callers []*caller, n int) *HotKey {
+	if cfg.Users < 2 || n == 0 {
+		return nil
+	}
+	calls := make([]int, cfg.Users)
+	hot := int32(0)
+	for _, c := range callers {
+		for _, d := range c.decisions {
+			calls[d.User]++
+			if calls[d.User] > calls[hot] {
+				hot = d.User
+			}
+		}
+	}
+	mine, others := newHistogram(), newHistogram()
+	for _, c := range callers {
+		for i, d := range c.decisions {
+			if d.User == hot {
+				mine.record(c.latency[i])
+			} else {
+				others.record(c.latency[i])
+			}
+		}
+	}
+	return &HotKey{User: hot, Share: float64(calls[hot]) / float64(n), P99: mine.percentiles().P99, OthersP99: others.percentiles().P99}
+}
+
+// errorKind names the kind of a call's error for the tally.
+func errorKind(err error) string {
+	var (
+		ne net.Error
+		ae *adapters.Error
+	)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()):
+		return "timeout"
+	case errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection"
+	case errors.Is(err, contract.ErrStore):
+		return "store"
+	case errors.As(err, &ae) && ae.Status != 0:
+		return "status"
+	}
+	return "other"
+}
+
+// WriteJSON writes r as indented JSON.
+func (r *Result) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// ReadJSON reads a result that WriteJSON wrote (a baseline to compare with).
+func ReadJSON(rd io.Reader) (*Result, error) {
+	var r Result
+	if err := json.NewDecoder(rd).Decode(&r); err != nil {
+		return nil, err
+	}
+	if r.Throughput <= 0 || r.Latency.P99 <= 0 {
+		return nil, errors.New("it holds no throughput or p99: not a result of rlconform bench --json")
+	}
+	return &r, nil
+}
+
+// Text writes the final table.
+func (r *Result) Text(w io.Writer) {
+	mode := fmt.Sprintf("closed loop, %d callers", r.Concurrency)
+	if r.Mode == "open-loop" {
+		mode = fmt.Sprintf("open loop at %.0f/s (latency from when each request was due), at most %d in flight", r.Rate, r.Concurrency)
+	}
+	users := fmt.Sprintf("%d users, uniform", r.Users)
+	if r.Users == 1 {
+		users = "1 user"
+	}
+	if r.Zipf > 1 {
+		users = fmt.Sprintf("%d users, Zipf s=%g (user 0 hottest)", r.Users, r.Zipf)
+	}
+	fmt.Fprintf(w, "load        %s for %v; %s; limit %d per %v\n", mode, r.Duration, users, r.Limit, r.Window)
+	fmt.Fprintf(w, "throughput  %.0f decisions/s (%d in %v)\n", r.Throughput, r.Decisions, r.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(w, "latency     p50 %v  p90 %v  p99 %v  p99.9 %v  max %v\n",
+		roundLatency(r.Latency.P50), roundLatency(r.Latency.P90), roundLatency(r.Latency.P99), roundLatency(r.Latency.P999), roundLatency(r.Latency.Max))
+	pct := 0.0
+	if r.Decisions > 0 {
+		pct = 100 * float64(r.Allowed) / float64(r.Decisions)
+	}
+	fmt.Fprintf(w, "decisions   %d allowed (%.1f%%), %d denied\n", r.Allowed, pct, r.Denied)
+	if h := r.HotKey; h != nil {
+		fmt.Fprintf(w, "hot key     user %q took %.1f%% of the calls: p99 %v against %v for the others\n",
+			r.UserID(h.User), 100*h.Share, roundLatency(h.P99), roundLatency(h.OthersP99))
+	}
+	fmt.Fprintf(w, "errors      %s\n", r.errorLine())
+	if r.Backlog > 0 {
+		fmt.Fprintf(w, "backlog     %d requests were due but never sent: the target could not keep up with %.0f/s\n", r.Backlog, r.Rate)
+	}
+	r.exactnessText(w)
+}
+
+func (r *Result) errorLine() string {
+	if len(r.Errors) == 0 {
+		return "none"
+	}
+	kinds := make([]string, 0, len(r.Errors))
+	for k := range r.Errors {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	var parts []string
+	for _, k := range kinds {
+		parts = append(parts, fmt.Sprintf("%d %s (first: %s)", r.Errors[k], k, r.ErrorExamples[k]))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// ErrorCount is how many calls failed, of every kind.
+func (r *Result) ErrorCount() int {
+	n := 0
+	for _, k := range r.Errors {
+		n += k
+	}
+	return n
+}
+
+func (r *Result) exactnessText(w io.Writer) {
+	fmt.Fprintf(w, "exactness   ")
+	if r.Exactness == nil {
+		fmt.Fprintf(w, "not checked: %s\n", r.NotChecked)
+		return
+	}
+	ex := *r.Exactness
+	switch {
+	case ex.Exact() && ex.UsersAtLimit == 0:
+		fmt.Fprintf(w, "NOT EXERCISED: no user was ever denied, so the limit was never put to the test (fewer users, a lower limit or more load would)\n")
+	case ex.Exact():
+		fmt.Fprintf(w, "exact: no overshoot and no under-admission in %d decisions of %d users at the limit (checked in %v)\n",
+			ex.Decisions, ex.UsersAtLimit, ex.Took.Round(time.Millisecond))
+	}
+	if ex.Overshoot > 0 {
+		wd := ex.Worst
+		fmt.Fprintf(w, "OVERSHOOT: %d requests allowed past the limit of %d per %v\n", ex.Overshoot, r.Limit, r.Window)
+		fmt.Fprintf(w, "            worst window: user %q had %d allowed between +%v (first sent) and +%v (last answered), %v apart, less than the window\n",
+			r.UserID(wd.User), wd.Allowed, wd.From.Round(time.Microsecond), wd.To.Round(time.Microsecond), (wd.To - wd.From).Round(time.Microsecond))
+		timeline(w, r, wd.Calls)
+	}
+	if ex.UnderAdmitted > 0 {
+		u := ex.WorstUnder
+		if ex.Overshoot == 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "            UNDER-ADMISSION: %d requests denied that the log of %d per %v admits whatever the timing\n", ex.UnderAdmitted, r.Limit, r.Window)
+		fmt.Fprintf(w, "            worst: user %q denied at +%v..+%v with at most %d allowed (or failed) requests in any window ending then\n",
+			r.UserID(u.User), u.Call.Sent.Round(time.Microsecond), u.Call.Returned.Round(time.Microsecond), u.Counted)
+		timeline(w, r, append(slices.Clone(u.Nearby), u.Call))
+	}
+}
+
+// timeline prints calls (at most 12: the first 6 and the last 6).
+func timeline(w io.Writer, r *Result, calls []Decision) {
+	slices.SortStableFunc(calls, func(a, b Decision) int { return int(a.Sent - b.Sent) })
+	fmt.Fprintf(w, "            timeline (ms since the bench began; sent..answered):\n")
+	for i, c := range calls {
+		if len(calls) > 12 && i == 6 {
+			fmt.Fprintf(w, "              ... %d more\n", len(calls)-12)
+		}
+		if len(calls) > 12 && i >= 6 && i < len(calls)-6 {
+			continue
+		}
+		fmt.Fprintf(w, "              +%.3f..+%.3f  AllowRequest(%q) = %s\n",
+			float64(c.Sent)/1e6, float64(c.Returned)/1e6, r.UserID(c.User), c.Outcome)
+	}
+}
+
+// String names the outcome.
+func (o Outcome) String() string {
+	switch o {
+	case Allowed:
+		return "allowed"
+	case Denied:
+		return "denied"
+	}
+	return "error"
+}
+
+func roundLatency(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Second:
+		return d.Round(time.Millisecond)
+	case d >= time.Millisecond:
+		return d.Round(10 * time.Microsecond)
+	}
+	return d.Round(time.Microsecond)
+}
+
+// Comparison is a run set against a baseline.
+type Comparison struct {
+	// Throughput and P99 are the relative changes, in percent: -5 is 5%
+	// fewer decisions per second; +20 a p99 20% longer.
+	Throughput float64 `json:"throughput_change_percent"`
+	P99        float64 `json:"p99_change_percent"`
+}
+
+// Compare sets r against base.
+func Compare(r, base *Result) Comparison {
+	return Comparison{
+		Throughput: 100 * (r.Throughput - base.Throughput) / base.Throughput,
+		P99:        100 * float64(r.Latency.P99-base.Latency.P99) / float64(base.Latency.P99),
+	}
+}
+
+// Regressed reports what regressed by more than maxPercent: fewer
+// decisions per second, or a longer p99.
+func (c Comparison) Regressed(maxPercent float64) []string {
+	var out []string
+	if -c.Throughput > maxPercent {
+		out = append(out, fmt.Sprintf("throughput fell %.1f%%", -c.Throughput))
+	}
+	if c.P99 > maxPercent {
+		out = append(out, fmt.Sprintf("p99 rose %.1f%%", c.P99))
+	}
+	return out
+}
+
+// histogram is an HDR histogram of latencies in ns.
+type histogram struct{ h *hdrhistogram.Histogram }
+
+func newHistogram() *histogram { return &histogram{latencyHistogram()} }
+
+func (h *histogram) record(d time.Duration) {
+	// Past the top (10 minutes) is recorded at the top.
+	if h.h.RecordValue(max(1, int64(d))) != nil {
+		h.h.RecordValue(h.h.HighestTrackableValue())
+	}
+}
+
+func (h *histogram) percentiles() Percentiles {
+	q := func(p float64) time.Duration { return time.Duration(h.h.ValueAtQuantile(p)) }
+	return Percentiles{P50: q(50), P90: q(90), P99: q(99), P999: q(99.9), Max: time.Duration(h.h.Max())}
+}

@@ -1,0 +1,342 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
+
+	"github.com/rlconform/rlconform/bench"
+	"github.com/rlconform/rlconform/model"
+	"github.com/rlconform/rlconform/redisenv"
+	"github.com/rlconform/rlconform/suite"
+	"github.com/rlconform/rlconform/targets"
+)
+
+// ExitRegressed is rlconform bench's exit code when the run is slower than
+// its --compare baseline by more than --max-regression: the limiter
+// decides right, but too slowly for the gate.
+const ExitRegressed = 3
+
+// benchFlags are the flags of rlconform bench.
+type benchFlags struct {
+	targets       list
+	concurrency   int
+	rate          float64
+	duration      time.Duration
+	users         int
+	zipf          float64
+	limit         int
+	window        time.Duration
+	timeout       time.Duration
+	seed          uint64
+	json, svg     string
+	compare       string
+	maxRegression float64
+	progress      string
+	profile       string
+	endpointFlags
+}
+
+func parseBench(args []string, stderr io.Writer) (*benchFlags, error) {
+	f := &benchFlags{}
+	fs := flag.NewFlagSet("rlconform bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Var(&f.targets, "target", "base URL of a protocol v1 limiter; repeat for several instances sharing one store (default: the reference limiter on a Redis found or started)")
+	fs.IntVar(&f.concurrency, "concurrency", 16, "callers: in a closed loop each sends its next request when its last is answered; with --rate, the most requests in flight")
+	fs.Float64Var(&f.rate, "rate", 0, "an open loop: requests due at this constant `R` per second whatever the answers, latency counted from when each was due (0: closed loop)")
+	fs.DurationVar(&f.duration, "duration", 10*time.Second, "how long to send requests")
+	fs.IntVar(&f.users, "users", 100, "how many users the requests are spread over")
+	fs.Float64Var(&f.zipf, "zipf", 0, "skew the users: user k is drawn with probability ∝ (1+k)^-`S` (S > 1; user 0 is a hot key); 0: uniform")
+	fs.IntVar(&f.limit, "limit", 100, "the limit N the limiter is configured with (Configure), and that the exactness check judges")
+	fs.DurationVar(&f.window, "window", time.Second, "the window W, with --limit")
+	fs.DurationVar(&f.timeout, "timeout", 5*time.Second, "bound on each call; also how long calls in flight at the end may take")
+	fs.Uint64Var(&f.seed, "seed", 0, "seed of the users' draw (0: pick one; the report shows it)")
+	fs.StringVar(&f.json, "json", "", "write the result as JSON to `FILE` (- for stdout): a baseline for --compare")
+	fs.StringVar(&f.svg, "svg", "", "write a chart of latency over time and the allowed rate against the limit to `FILE` (a self-contained SVG)")
+	fs.StringVar(&f.compare, "compare", "", "a `BASELINE.json` written by --json: show the change in throughput and p99 against it")
+	fs.Float64Var(&f.maxRegression, "max-regression", 0, "with --compare: exit 3 when throughput falls, or p99 rises, by more than `PERCENT`")
+	fs.StringVar(&f.progress, "progress", "auto", "a live progress line: auto (when stderr is a terminal), always or never")
+	fs.StringVar(&f.profile, "profile", "sliding-log", "the built-in limiter to bench when no --target or --endpoint is given, `NAME[:key=value,...]`; the exactness check judges sliding-log only")
+	f.endpointFlags.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	switch {
+	case fs.NArg() > 0:
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	case len(f.endpoints) > 0 && len(f.targets) > 0:
+		return nil, errors.New("--endpoint and --target exclude each other")
+	case len(f.endpoints) > 0 && (set["limit"] || set["window"]):
+		return nil, errors.New("--limit and --window configure a limiter; an --endpoint's limit is its --policy (or its RateLimit-Policy field)")
+	case (len(f.endpoints) > 0 || len(f.targets) > 0) && set["profile"]:
+		return nil, errors.New("--profile picks the built-in limiter to bench; it does not go with --target or --endpoint")
+	case f.maxRegression < 0:
+		return nil, errors.New("--max-regression must not be negative")
+	case set["max-regression"] && f.compare == "":
+		return nil, errors.New("--max-regression needs --compare BASELINE.json")
+	case f.timeout <= 0:
+		return nil, errors.New("--timeout must be positive")
+	case f.progress != "auto" && f.progress != "always" && f.progress != "never":
+		return nil, fmt.Errorf("--progress %q: want auto, always or never", f.progress)
+	}
+	if err := f.endpointFlags.check(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func runBench(args []string, stdout, stderr io.Writer) int {
+	f, err := parseBench(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return ExitConformant
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "rlconform bench: %v\n", err)
+		return ExitCannotRun
+	}
+	spec, err := model.ParseSpec(f.profile)
+	if err != nil {
+		fmt.Fprintf(stderr, "rlconform bench: --profile: %v\n", err)
+		return ExitCannotRun
+	}
+	var baseline *bench.Result
+	if f.compare != "" {
+		if baseline, err = readBaseline(f.compare); err != nil {
+			fmt.Fprintf(stderr, "rlconform bench: --compare: %v\n", err)
+			return ExitCannotRun
+		}
+	}
+	if f.seed == 0 {
+		f.seed = uint64(time.Now().UnixNano())
+	}
+	text := stdout
+	if f.json == "-" {
+		text = stderr
+	}
+	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	cfg := bench.Config{Concurrency: f.concurrency, Rate: f.rate, Duration: f.duration, Users: f.users, Zipf: f.zipf,
+		Limit: f.limit, Window: f.window, Seed: f.seed, Grace: f.timeout,
+		UserPrefix: fmt.Sprintf("bench-%x-u", time.Now().UnixNano()&0xffffffff)}
+	if !spec.IsSlidingLog() {
+		cfg.SkipExactness = fmt.Sprintf("the built-in %s is not a sliding log; the check judges the log's bound only", spec)
+	}
+	name, closeAll, code := benchInstances(sigCtx, f, spec, &cfg, stderr)
+	defer closeAll()
+	if code != ExitConformant {
+		return code
+	}
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintf(stderr, "rlconform bench: %v\n", err)
+		return ExitCannotRun
+	}
+	fmt.Fprintf(stderr, "rlconform: benching %s for %v (%s, seed %d)\n", name, f.duration, cfg.Mode(), f.seed)
+	finish := progressLine(f.progress, cfg.Duration, stderr, &cfg)
+	res, err := bench.Run(sigCtx, cfg)
+	finish()
+	if err != nil {
+		fmt.Fprintf(stderr, "rlconform: %v\n", err)
+		return cannotRun(sigCtx)
+	}
+	fmt.Fprintf(text, "target      %s\n", name)
+	res.Text(text)
+	var regressed []string
+	if baseline != nil {
+		c := bench.Compare(res, baseline)
+		fmt.Fprintf(text, "compared    with %s: throughput %+.1f%% (%.0f → %.0f/s), p99 %+.1f%% (%v → %v)\n", f.compare,
+			c.Throughput, baseline.Throughput, res.Throughput, c.P99, baseline.Latency.P99, res.Latency.P99)
+		if f.maxRegression > 0 {
+			regressed = c.Regressed(f.maxRegression)
+		}
+	}
+	if err := writeBenchFiles(f, res, stdout); err != nil {
+		fmt.Fprintf(stderr, "rlconform: %v\n", err)
+		return ExitCannotRun
+	}
+	switch {
+	case res.Failed():
+		fmt.Fprintln(stderr, "rlconform: the limiter is not exact under load (exit 1)")
+		return ExitNotConformant
+	case res.ErrorCount() > 0:
+		fmt.Fprintf(stderr, "rlconform: %d calls failed (%s): the figures are of a faulty run (exit 2)\n", res.ErrorCount(), strings.Join(errorKinds(res), ", "))
+		return ExitCannotRun
+	case len(regressed) > 0:
+		fmt.Fprintf(stderr, "rlconform: slower than the baseline past --max-regression %g%%: %s (exit 3)\n", f.maxRegression, strings.Join(regressed, ", "))
+		return ExitRegressed
+	}
+	return ExitConformant
+}
+
+// benchInstances builds the limiter's instances into cfg and names the
+// target; the returned func releases what they hold (a Redis started here).
+func benchInstances(ctx context.Context, f *benchFlags, spec model.Spec, cfg *bench.Config, stderr io.Writer) (string, func(), int) {
+	closeAll := func() {}
+	var target suite.Target
+	// No clock of ours: a limiter stamped with the caller's clock sees
+	// concurrent calls arrive out of order (its time steps back, and the
+	// contract then lets it admit more); it decides on its own clock, or
+	// the store's.
+	env := suite.Env{KeyPrefix: "rlconform-bench:" + cfg.UserPrefix, MaxRequests: cfg.Limit, Window: cfg.Window}
+	configure := true
+	switch {
+	case len(f.endpoints) > 0:
+		if f.maxRPS == 0 {
+			f.maxRPS = -1 // the load sets the pace
+		}
+		t, policy, code := f.endpointFlags.target(f.timeout, stderr)
+		if t == nil {
+			return "", closeAll, code
+		}
+		target, configure = *t, false
+		cfg.Limit, cfg.Window = policy.Limit, policy.Window
+		if t.SharedLimit {
+			// Every request spends one limit: one user, for the check.
+			cfg.Users = 1
+		}
+	case len(f.targets) > 0:
+		probeCtx, cancel := context.WithTimeout(ctx, 3*f.timeout)
+		t, err := targets.Remote(probeCtx, f.targets, f.timeout)
+		cancel()
+		if err != nil {
+			fmt.Fprintf(stderr, "rlconform: %v\n", err)
+			return "", closeAll, cannotRun(ctx)
+		}
+		target = t
+		if t.Capabilities.Clock && cfg.SkipExactness == "" {
+			cfg.SkipExactness = "the target takes \"now\" from each request's clock header, and concurrent requests reach it out of order: its time steps back, and the contract then lets it admit more than N in real time; serve it on its own clock (rlconform serve -clock=false, or your server's equivalent) to check it"
+		}
+	default:
+		t, err := targets.ReferenceProfile(spec)
+		if err != nil {
+			fmt.Fprintf(stderr, "rlconform bench: %v\n", err)
+			return "", closeAll, ExitCannotRun
+		}
+		target = t
+	}
+	if target.NeedsRedis {
+		red, err := redisenv.Obtain(ctx)
+		if err != nil {
+			fmt.Fprintf(stderr, "rlconform: %v\n", err)
+			return "", closeAll, cannotRun(ctx)
+		}
+		closeAll = func() { red.Close() }
+		env.Redis, env.RedisURL = red.Client, red.URL
+		fmt.Fprintf(stderr, "rlconform: Redis from %s at %s\n", red.Source, red.Addr)
+	}
+	n := max(1, len(target.Addresses))
+	for i := 0; i < n; i++ {
+		env.Instance = i
+		lim, closeInstance, err := target.New(ctx, env)
+		if err != nil {
+			fmt.Fprintf(stderr, "rlconform: %s: %v\n", target.Name, err)
+			return "", closeAll, cannotRun(ctx)
+		}
+		if closeInstance != nil {
+			prev := closeAll
+			closeAll = func() { closeInstance(); prev() }
+		}
+		if configure {
+			cctx, cancel := context.WithTimeout(ctx, f.timeout)
+			err := lim.Configure(cctx, cfg.Limit, cfg.Window)
+			cancel()
+			if err != nil {
+				fmt.Fprintf(stderr, "rlconform: configuring %s to %d per %v: %v\n", target.Name, cfg.Limit, cfg.Window, err)
+				return "", closeAll, cannotRun(ctx)
+			}
+		}
+		cfg.Instances = append(cfg.Instances, lim)
+	}
+	return target.Name, closeAll, ExitConformant
+}
+
+// progressLine shows a live line on stderr while the bench runs (a bar of
+// the duration, decisions/s, allowed and errors), when mode and the
+// terminal allow; the returned func ends it.
+func progressLine(mode string, d time.Duration, stderr io.Writer, cfg *bench.Config) func() {
+	file, isFile := stderr.(*os.File)
+	terminal := false
+	if isFile {
+		if st, err := file.Stat(); err == nil {
+			terminal = st.Mode()&os.ModeCharDevice != 0
+		}
+	}
+	if mode == "never" || (mode == "auto" && !terminal) {
+		return func() {}
+	}
+	var line atomic.Value
+	line.Store("starting")
+	p := mpb.New(mpb.WithOutput(stderr), mpb.WithWidth(30), mpb.WithRefreshRate(250*time.Millisecond))
+	bar := p.New(d.Milliseconds(), mpb.BarStyle(),
+		mpb.PrependDecorators(decor.Name("bench "), decor.Elapsed(decor.ET_STYLE_GO, decor.WCSyncSpace)),
+		mpb.AppendDecorators(decor.Any(func(decor.Statistics) string { return line.Load().(string) })))
+	cfg.Progress = func(s bench.Progress) {
+		line.Store(fmt.Sprintf("%8.0f decisions/s  %d decided, %d allowed, %d errors", s.Rate, s.Decisions, s.Allowed, s.Errors))
+		bar.SetCurrent(min(d, s.Elapsed).Milliseconds())
+	}
+	return func() {
+		bar.SetTotal(-1, true)
+		p.Wait()
+	}
+}
+
+func readBaseline(path string) (*bench.Result, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	r, err := bench.ReadJSON(file)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}
+
+func writeBenchFiles(f *benchFlags, res *bench.Result, stdout io.Writer) error {
+	write := func(flagName, path string, w func(io.Writer) error) error {
+		if path == "" {
+			return nil
+		}
+		if path == "-" {
+			return w(stdout)
+		}
+		file, err := os.Create(path)
+		if err != nil {
+			return fmt.Errorf("%s: %w", flagName, err)
+		}
+		if err := w(file); err != nil {
+			file.Close()
+			return fmt.Errorf("%s %s: %w", flagName, path, err)
+		}
+		if err := file.Close(); err != nil {
+			return fmt.Errorf("%s %s: %w", flagName, path, err)
+		}
+		return nil
+	}
+	if err := write("--json", f.json, res.WriteJSON); err != nil {
+		return err
+	}
+	return write("--svg", f.svg, res.WriteSVG)
+}
+
+func errorKinds(r *bench.Result) []string {
+	var out []string
+	for k, n := range r.Errors {
+		out = append(out, fmt.Sprintf("%d %s", n, k))
+	}
+	return out
+}
