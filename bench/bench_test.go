@@ -229,3 +229,38 @@ func TestResultsRoundTripAndCompare(t *testing.T) {
 	_, err = bench.ReadJSON(strings.NewReader(`{"mode":"closed-loop"}`))
 	assert.Error(t, err)
 }
+
+// perKeyLock is a limiter that serialises each user's decisions and takes
+// a millisecond over each (a slow script on one key): it slows down under
+// a hot key, and the report shows the hot key's p99 above the others'.
+type perKeyLock struct {
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex
+}
+
+func (l *perKeyLock) AllowRequest(_ context.Context, user string) (bool, error) {
+	l.mu.Lock()
+	k := l.locks[user]
+	if k == nil {
+		k = &sync.Mutex{}
+		l.locks[user] = k
+	}
+	l.mu.Unlock()
+	k.Lock()
+	defer k.Unlock()
+	time.Sleep(time.Millisecond)
+	return true, nil
+}
+
+func TestALimiterThatSlowsDownUnderAHotKeyShowsIt(t *testing.T) {
+	cfg := bench.Config{Instances: []bench.Limiter{&perKeyLock{locks: map[string]*sync.Mutex{}}}, Concurrency: 16,
+		Duration: 500 * time.Millisecond, Users: 1000, Zipf: 2, Limit: 1 << 20, Window: time.Second, SkipExactness: "not a limiter"}
+	res, err := bench.Run(context.Background(), cfg)
+	require.NoError(t, err)
+	require.NotNil(t, res.HotKey)
+	var out bytes.Buffer
+	res.Text(&out)
+	assert.Greater(t, res.HotKey.P99, res.HotKey.OthersP99, out.String())
+	assert.Contains(t, out.String(), "exactness   not checked: not a limiter")
+	t.Log("\n" + out.String())
+}

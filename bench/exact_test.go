@@ -140,3 +140,26 @@ func TestAnOffByOneIsCaught(t *testing.T) {
 	assert.Equal(t, 1, ex.Overshoot)
 	assert.Equal(t, 4, ex.Worst.Allowed)
 }
+
+// BenchmarkCheck measures the check per decision: 1,000,000 decisions of
+// 1,000 users at 100 per second, as a minute of load at about 16,000
+// decisions a second would give.
+func BenchmarkCheck(b *testing.B) {
+	r := rand.New(rand.NewPCG(3, 4))
+	const n = 1_000_000
+	ds := make([]Decision, n)
+	for i := range ds {
+		sent := time.Duration(i) * 60 * time.Microsecond
+		o := Denied
+		if r.IntN(4) == 0 {
+			o = Allowed
+		}
+		ds[i] = call(int32(r.IntN(1000)), o, sent, sent+time.Duration(200+r.IntN(800))*time.Microsecond)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		Check(ds, 100, time.Second, time.Minute)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/decision")
+}
