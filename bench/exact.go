@@ -1,8 +1,8 @@
 package bench
 
 import (
+	"cmp"
 	"slices"
-	"sort"
 	"time"
 )
 
@@ -15,7 +15,7 @@ const Slack = time.Millisecond
 // Decision is one answered or failed call, its instants as offsets from
 // the start of the run (monotonic clock).
 type Decision struct {
-	User     int32
+	User     int32 // the user's index, from 0
 	Outcome  Outcome
 	Sent     time.Duration // when the call left
 	Returned time.Duration // when its answer came (or its error)
@@ -100,32 +100,51 @@ func (e Exactness) Exact() bool { return e.Overshoot == 0 && e.UnderAdmitted == 
 // instant up to it.
 func Check(decisions []Decision, limit int, window, end time.Duration) Exactness {
 	began := time.Now()
-	byUser := map[int32][]Decision{}
-	for _, d := range decisions {
-		byUser[d.User] = append(byUser[d.User], d)
-	}
+	sorted := byUser(decisions)
 	var ex Exactness
-	users := make([]int32, 0, len(byUser))
-	for u := range byUser {
-		users = append(users, u)
-	}
-	slices.Sort(users) // a deterministic worst window among equals
-	for _, u := range users {
-		calls := byUser[u]
-		sort.SliceStable(calls, func(i, j int) bool { return calls[i].Sent < calls[j].Sent })
+	for i := 0; i < len(sorted); {
+		j := i
 		denied := false
-		for _, c := range calls {
-			denied = denied || c.Outcome == Denied
+		for ; j < len(sorted) && sorted[j].User == sorted[i].User; j++ {
+			denied = denied || sorted[j].Outcome == Denied
 		}
+		calls := sorted[i:j]
 		if denied {
 			ex.UsersAtLimit++
 		}
 		overshoot(&ex, calls, limit, window)
 		underAdmission(&ex, calls, limit, window, end)
+		i = j
 	}
 	ex.Decisions = len(decisions)
 	ex.Took = time.Since(began)
 	return ex
+}
+
+// byUser returns a copy of decisions grouped by user (a counting sort: user
+// ids are small and dense), each user's calls sorted by the instant sent.
+func byUser(decisions []Decision) []Decision {
+	var top int32
+	for _, d := range decisions {
+		top = max(top, d.User)
+	}
+	start := make([]int, top+2)
+	for _, d := range decisions {
+		start[d.User+1]++
+	}
+	for u := 1; u < len(start); u++ {
+		start[u] += start[u-1]
+	}
+	sorted := make([]Decision, len(decisions))
+	next := slices.Clone(start)
+	for _, d := range decisions {
+		sorted[next[d.User]] = d
+		next[d.User]++
+	}
+	for u := 0; u+1 < len(start); u++ {
+		slices.SortStableFunc(sorted[start[u]:start[u+1]], func(a, b Decision) int { return cmp.Compare(a.Sent, b.Sent) })
+	}
+	return sorted
 }
 
 // overshoot finds, for every allowed call j of one user (sorted by Sent),
