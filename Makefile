@@ -14,9 +14,15 @@ test: redis gateways node-deps container-rung
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
-## bench: decisions per second of the reference against a local Redis
+## bench: the reference side by side with its ceilings, in interleaved runs
+## (docs/performance.md): AllowRequest against a bare go-redis Script.Run,
+## AllowRequests against redis-benchmark's pipelined EVALSHA, on one Redis
+## and on a 3-master cluster; benchstat's tables, the ratios, then the
+## memory of one user's log by size. About 3½ minutes on two cores.
 bench: redis
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./reference
+	GO=$(GO) ./scripts/bench-reference
+	GO=$(GO) ./scripts/bench-ceiling
+	$(GO) test -count=1 -run '^TestMemoryPerEntryByLogSize$$' -v ./reference
 
 redis:
 	@./scripts/ensure-redis

@@ -279,7 +279,11 @@ func progressLine(mode string, d time.Duration, stderr io.Writer, cfg *bench.Con
 	}
 	var line atomic.Value
 	line.Store("starting")
-	p := mpb.New(mpb.WithOutput(stderr), mpb.WithWidth(30), mpb.WithRefreshRate(250*time.Millisecond))
+	opts := []mpb.ContainerOption{mpb.WithOutput(stderr), mpb.WithWidth(30), mpb.WithRefreshRate(250 * time.Millisecond)}
+	if !terminal {
+		opts = append(opts, mpb.WithAutoRefresh()) // --progress always: draw it anyway
+	}
+	p := mpb.New(opts...)
 	bar := p.New(d.Milliseconds(), mpb.BarStyle(),
 		mpb.PrependDecorators(decor.Name("bench "), decor.Elapsed(decor.ET_STYLE_GO, decor.WCSyncSpace)),
 		mpb.AppendDecorators(decor.Any(func(decor.Statistics) string { return line.Load().(string) })))
@@ -288,7 +292,9 @@ func progressLine(mode string, d time.Duration, stderr io.Writer, cfg *bench.Con
 		bar.SetCurrent(min(d, s.Elapsed).Milliseconds())
 	}
 	return func() {
-		bar.SetTotal(-1, true)
+		// A bar with a total completes when it reaches it (SetTotal(-1,
+		// true) completes only bars made without one: Wait then hung).
+		bar.SetCurrent(d.Milliseconds())
 		p.Wait()
 	}
 }

@@ -126,3 +126,19 @@ func TestBenchFailsALimiterThatOvershootsUnderLoad(t *testing.T) {
 	assert.Contains(t, out, "worst window")
 	assert.Contains(t, errOut, "not exact under load (exit 1)")
 }
+
+// The progress line ends with the run, whenever its last update came.
+func TestBenchProgressLineEnds(t *testing.T) {
+	done := make(chan string, 1)
+	go func() {
+		var out, errOut strings.Builder
+		Main(append(short[:len(short)-1], "always", "--duration", "300ms"), &out, &errOut)
+		done <- errOut.String()
+	}()
+	select {
+	case errOut := <-done:
+		assert.Contains(t, errOut, "decisions/s")
+	case <-time.After(time.Minute):
+		t.Fatal("rlconform bench --progress always did not end a minute after a 300ms run")
+	}
+}

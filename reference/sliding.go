@@ -24,6 +24,9 @@ var slidingSource string
 // sliding is hashed once; Run tries EVALSHA and falls back to EVAL on NOSCRIPT.
 var sliding = redis.NewScript(slidingSource)
 
+// slidingHash is sliding's SHA1, boxed once for EVALSHA's arguments.
+var slidingHash any = sliding.Hash()
+
 // DefaultPrefix is the key prefix used when Options.Prefix is empty.
 const DefaultPrefix = "rl:"
 
@@ -49,6 +52,15 @@ type Options struct {
 	Clock fakeclock.Clock
 	// Timeout bounds each call to Redis on top of the caller's context.
 	// Zero means [DefaultTimeout]; negative means no bound of our own.
+	//
+	// A client that bounds its own calls by their context's deadline (a
+	// *redis.Client, *redis.ClusterClient or *redis.Ring with
+	// ContextTimeoutEnabled, as package redisenv's are) is called directly.
+	// Any other client is called on a goroutine of its own, abandoned when
+	// the context ends: without ContextTimeoutEnabled, go-redis waits for
+	// its own read timeout however the context ends. On the first kind, a
+	// context cancelled without a deadline ends a call in flight only at
+	// the Timeout (or the client's read timeout when Timeout is negative).
 	Timeout time.Duration
 	// Rewrite, when set, rewrites the Lua source of a profile's script
 	// ([NewProfile]) before it is used: rlconform's mutants plant their
@@ -73,12 +85,25 @@ type Limiter struct {
 	prefix  string
 	clock   fakeclock.Clock
 	timeout time.Duration
-	cfg     atomic.Pointer[config]
+	// direct: the client ends its calls at their context's deadline, so
+	// they need no goroutine of their own (see Options.Timeout).
+	direct bool
+	cfg    atomic.Pointer[config]
 }
 
+// config is the configuration in force. The profiles store configs of
+// their own, without the script arguments they do not use.
 type config struct {
 	max    int
 	window int64 // ms
+	// maxArg and windowArg are max and window as the script's arguments:
+	// decimal strings, boxed once.
+	maxArg, windowArg any
+}
+
+func newConfig(max int, window time.Duration) *config {
+	ms := window.Milliseconds()
+	return &config{max: max, window: ms, maxArg: strconv.Itoa(max), windowArg: strconv.FormatInt(ms, 10)}
 }
 
 // Decision is the full answer to one request, for callers that want to send
@@ -113,15 +138,29 @@ func New(client redis.UniversalClient, opts Options) (*Limiter, error) {
 	if strings.ContainsAny(opts.Prefix, "{}") {
 		return nil, fmt.Errorf("reference: prefix %q holds a brace: keys of two limiters whose prefixes nest could collide", opts.Prefix)
 	}
-	l := &Limiter{client: client, prefix: opts.Prefix, clock: opts.Clock, timeout: opts.Timeout}
+	l := &Limiter{client: client, prefix: opts.Prefix, clock: opts.Clock, timeout: opts.Timeout, direct: boundsByDeadline(client)}
 	if l.prefix == "" {
 		l.prefix = DefaultPrefix
 	}
 	if l.timeout == 0 {
 		l.timeout = DefaultTimeout
 	}
-	l.cfg.Store(&config{max: opts.MaxRequests, window: opts.Window.Milliseconds()})
+	l.cfg.Store(newConfig(opts.MaxRequests, opts.Window))
 	return l, nil
+}
+
+// boundsByDeadline reports whether client is a go-redis client with
+// ContextTimeoutEnabled: one whose calls end at their context's deadline.
+func boundsByDeadline(client redis.UniversalClient) bool {
+	switch c := client.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.Ring:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return false
 }
 
 // Key returns the Redis key that holds userID's log.
@@ -151,8 +190,7 @@ func (l *Limiter) Reset(ctx context.Context, userID string) error {
 	if err := contract.ValidateUserID(userID); err != nil {
 		return fmt.Errorf("reference: Reset: %w", err)
 	}
-	err := l.bounded(ctx, func(ctx context.Context) error { return l.client.Del(ctx, l.Key(userID)).Err() })
-	if err != nil {
+	if _, err := boundedCall(l, ctx, del, l.Key(userID)); err != nil {
 		return fmt.Errorf("reference: Reset(%q): %w: %w", userID, contract.ErrStore, err)
 	}
 	return nil
@@ -164,7 +202,7 @@ func (l *Limiter) Configure(_ context.Context, maxRequests int, window time.Dura
 	if err := contract.ValidateConfig(maxRequests, window); err != nil {
 		return fmt.Errorf("reference: Configure: %w", err)
 	}
-	l.cfg.Store(&config{max: maxRequests, window: window.Milliseconds()})
+	l.cfg.Store(newConfig(maxRequests, window))
 	return nil
 }
 
@@ -176,24 +214,13 @@ func (l *Limiter) run(ctx context.Context, op, userID string, record, withReset 
 		return Decision{}, fmt.Errorf("reference: %s: %w", op, err)
 	}
 	cfg := l.cfg.Load()
-	now := ""
-	if l.clock != nil {
-		now = strconv.FormatInt(l.clock.Now().UnixMilli(), 10)
-	}
-	rec := "0"
-	if record {
-		rec = "1"
-	}
-	var res []int64
-	err := l.bounded(ctx, func(ctx context.Context) (err error) {
-		res, err = sliding.Run(ctx, l.client, []string{l.Key(userID)}, now, cfg.window, cfg.max, rec, flag(withReset)).Int64Slice()
-		return err
-	})
+	vals, err := boundedCall(l, ctx, evalSliding, l.scriptArgs(cfg, userID, l.now(), record, withReset))
 	if err != nil {
 		return Decision{Limit: cfg.max}, fmt.Errorf("reference: %s(%q): %w: %w", op, userID, contract.ErrStore, err)
 	}
-	if len(res) != 4 {
-		return Decision{Limit: cfg.max}, fmt.Errorf("reference: %s(%q): %w: script answered %v", op, userID, contract.ErrStore, res)
+	res, ok := scriptAnswer(vals)
+	if !ok {
+		return Decision{Limit: cfg.max}, fmt.Errorf("reference: %s(%q): %w: script answered %v", op, userID, contract.ErrStore, vals)
 	}
 	return Decision{
 		Allowed:    res[0] == 1,
@@ -205,26 +232,128 @@ func (l *Limiter) run(ctx context.Context, op, userID string, record, withReset 
 	}, nil
 }
 
-// bounded runs call with the caller's context, bounded by the limiter's
-// timeout, and returns when the context ends even if call has not: a
-// go-redis client without ContextTimeoutEnabled waits for its own read
-// timeout on an unresponsive server, whatever the context says. An
-// abandoned call may still take effect; its caller got an error.
-func (l *Limiter) bounded(ctx context.Context, call func(context.Context) error) error {
-	if l.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, l.timeout)
-		defer cancel()
+// now is the script's "now" argument: the clock's, or "" for the server's
+// TIME.
+func (l *Limiter) now() any {
+	if l.clock == nil {
+		return ""
 	}
+	return strconv.FormatInt(l.clock.Now().UnixMilli(), 10)
+}
+
+// evalsha is one EVALSHA command of the sliding script: its arguments and
+// the key that args[3] points to (go-redis sends a *string as the string),
+// in one allocation.
+type evalsha struct {
+	args [9]any
+	key  string
+}
+
+// scriptArgs is the whole EVALSHA command of one decision of userID. The
+// other arguments are constants or boxed once in the config, but for a
+// clock's now.
+func (l *Limiter) scriptArgs(cfg *config, userID string, now any, record, withReset bool) []any {
+	c := &evalsha{key: l.Key(userID)}
+	c.args = [9]any{"evalsha", slidingHash, "1", &c.key, now, cfg.windowArg, cfg.maxArg, flagArg(record), flagArg(withReset)}
+	return c.args[:]
+}
+
+// flagArg is flag(b), boxed without allocating.
+func flagArg(b bool) any {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// evalSliding sends args, an EVALSHA of the sliding script, and sends it
+// again as an EVAL when the server does not have the script, as Script.Run
+// does.
+func evalSliding(ctx context.Context, client redis.UniversalClient, args []any) ([]any, error) {
+	cmd := redis.NewCmd(ctx, args...)
+	cmd.SetFirstKeyPos(3)
+	_ = client.Process(ctx, cmd)
+	if isNoScript(cmd.Err()) {
+		args[0], args[1] = "eval", slidingSource // the first command is done with args
+		cmd = redis.NewCmd(ctx, args...)
+		cmd.SetFirstKeyPos(3)
+		_ = client.Process(ctx, cmd)
+	}
+	return cmd.Slice()
+}
+
+func isNoScript(err error) bool {
+	return err != nil && (errors.Is(err, redis.ErrNoScript) || redis.HasErrorPrefix(err, "NOSCRIPT"))
+}
+
+// scriptAnswer reads the script's {allowed, remaining, retry_after_ms,
+// reset_ms}.
+func scriptAnswer(vals []any) (res [4]int64, ok bool) {
+	if len(vals) != len(res) {
+		return res, false
+	}
+	for i, v := range vals {
+		if res[i], ok = v.(int64); !ok {
+			return res, false
+		}
+	}
+	return res, true
+}
+
+func del(ctx context.Context, client redis.UniversalClient, key string) (int64, error) {
+	return client.Del(ctx, key).Result()
+}
+
+// boundedCall returns call(ctx, l.client, arg), with ctx bounded by the
+// limiter's Timeout unless its own deadline comes first. On a client that
+// does not end its calls at their context's deadline (see
+// Options.Timeout), call runs on a goroutine of its own and boundedCall
+// returns as soon as the context ends, even if call has not. An abandoned
+// call may still take effect; its caller got an error.
+func boundedCall[A, T any](l *Limiter, ctx context.Context, call func(context.Context, redis.UniversalClient, A) (T, error), arg A) (T, error) {
+	var zero T
 	if err := ctx.Err(); err != nil {
-		return err
+		return zero, err
 	}
-	done := make(chan error, 1)
-	go func() { done <- call(ctx) }()
+	bctx, cancel := l.withTimeout(ctx)
+	defer cancel()
+	if l.direct {
+		return call(bctx, l.client, arg)
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := call(bctx, l.client, arg)
+		done <- result{v, err}
+	}()
 	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
+	case r := <-done:
+		return r.v, r.err
+	case <-bctx.Done():
+		return zero, bctx.Err()
 	}
+}
+
+// withTimeout bounds ctx by the limiter's Timeout, unless ctx's own
+// deadline comes first: then ctx is used as it is.
+func (l *Limiter) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if l.timeout > 0 {
+		if d, ok := ctx.Deadline(); !ok || time.Until(d) > l.timeout {
+			return context.WithTimeout(ctx, l.timeout)
+		}
+	}
+	return ctx, func() {}
+}
+
+// bounded is boundedCall for a call of any kind (the profiles' scripts).
+func (l *Limiter) bounded(ctx context.Context, call func(context.Context) error) error {
+	_, err := boundedCall(l, ctx, callFunc, call)
+	return err
+}
+
+func callFunc(ctx context.Context, _ redis.UniversalClient, call func(context.Context) error) (struct{}, error) {
+	return struct{}{}, call(ctx)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -219,41 +218,6 @@ func TestStoreFailuresWrapErrStore(t *testing.T) {
 	_, err = l.GetRemainingRequests(ctx, "u")
 	assert.ErrorIs(t, err, contract.ErrStore)
 	assert.ErrorIs(t, l.Reset(ctx, "u"), contract.ErrStore)
-}
-
-// BenchmarkAllowRequest measures decisions per second against the local
-// Redis, one caller and 16 concurrent callers.
-func BenchmarkAllowRequest(b *testing.B) {
-	for _, callers := range []int{1, 16} {
-		b.Run(fmt.Sprintf("parallel=%d", callers), func(b *testing.B) {
-			ctx := context.Background()
-			l, err := New(store.Client, Options{MaxRequests: 1 << 30, Window: time.Minute, Prefix: prefix(b)})
-			require.NoError(b, err)
-			// RunParallel starts parallelism × GOMAXPROCS goroutines.
-			b.SetParallelism((callers + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
-			b.ResetTimer()
-			start := time.Now()
-			if callers == 1 {
-				for i := 0; i < b.N; i++ {
-					if _, err := l.AllowRequest(ctx, fmt.Sprint("u", i%64)); err != nil {
-						b.Fatal(err)
-					}
-				}
-			} else {
-				b.RunParallel(func(pb *testing.PB) {
-					i := 0
-					for pb.Next() {
-						i++
-						if _, err := l.AllowRequest(ctx, fmt.Sprint("u", i%64)); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
-			}
-			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "decisions/s")
-		})
-	}
 }
 
 // TestCallsEndWithTheirContextOnAFrozenServer: a go-redis client without
