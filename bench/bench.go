@@ -83,9 +83,16 @@ type Progress struct {
 
 // Validate reports a configuration that cannot run.
 func (c Config) Validate() error {
-	switch {
-	case len(c.Instances) == 0:
+	if len(c.Instances) == 0 {
 		return errors.New("no limiter instance to call")
+	}
+	return c.ValidateLoad()
+}
+
+// ValidateLoad is Validate without the instances: it checks the load
+// before the limiter is built.
+func (c Config) ValidateLoad() error {
+	switch {
 	case c.Concurrency < 1:
 		return fmt.Errorf("concurrency %d: want at least 1", c.Concurrency)
 	case c.Rate < 0:
@@ -119,8 +126,9 @@ type caller struct {
 }
 
 // Run drives the load and returns what it measured. It returns an error
-// only when the configuration is invalid or ctx ended (an interrupt): the
-// target's errors are counted in the result, by kind, never returned.
+// only when the configuration is invalid (and no result) or ctx ended (an
+// interrupt: with the result of what ran, Interrupted set). The target's
+// errors are counted in the result, by kind, never returned.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -135,7 +143,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	// Calls in flight when the duration ends may finish within the grace;
 	// ctx (an interrupt) ends them at once.
-	callCtx, cancel := context.WithTimeoutCause(ctx, cfg.Duration+grace, errors.New("the call outlived the run's grace period"))
+	callCtx, cancel := context.WithTimeoutCause(ctx, cfg.Duration+grace,
+		fmt.Errorf("the call outlived the run's grace period (%v after the end): %w", grace, context.DeadlineExceeded))
 	defer cancel()
 
 	var (
@@ -163,6 +172,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		go func() {
 			defer wg.Done()
 			for !stop.Load() {
+				if due == nil && time.Since(start) >= cfg.Duration {
+					return // the main goroutine may be late to say so
+				}
 				var dueAt time.Duration
 				if due != nil {
 					var ok bool
@@ -173,10 +185,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 					if !ok {
 						return
 					}
-					if stop.Load() {
-						backlog.Add(1) // due, but never sent
-						return
-					}
+					// A request taken from the queue is sent, even if the
+					// end came meanwhile: what is left is the backlog.
 				}
 				u := pick()
 				before := time.Since(start)
@@ -195,14 +205,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 					ok, err = lim.AllowRequest(callCtx, users[u])
 				}
 				returned := time.Since(start)
-				if err != nil && ctx.Err() != nil {
-					return // interrupted: not the target's fault
-				}
 				d := Decision{User: int32(u), Sent: sent, Returned: returned}
 				switch {
 				case err != nil:
+					// An interrupted call may have taken effect too.
 					d.Outcome = Errored
-					kind := errorKind(err)
+					kind := "interrupted"
+					if ctx.Err() == nil {
+						kind = errorKind(err)
+					}
 					c.errs[kind]++
 					if _, seen := c.example[kind]; !seen {
 						c.example[kind] = err.Error()
@@ -250,6 +261,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}()
 	if due != nil {
 		dispatch(callCtx, cfg, start, due, &backlog)
+		drain(callCtx, cfg, due)
 	} else {
 		select {
 		case <-time.After(cfg.Duration):
@@ -268,10 +280,32 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	wg.Wait()
 	cancel()
 	<-progressDone
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("the bench was interrupted: %w", err)
+	r := collect(cfg, callers, sent, time.Since(start), backlog.Load())
+	if ctx.Err() != nil {
+		r.Interrupted = true
+		return r, fmt.Errorf("the bench was interrupted after %v: %w", sent.Round(time.Millisecond), context.Cause(ctx))
 	}
-	return collect(cfg, callers, sent, time.Since(start), backlog.Load()), nil
+	return r, nil
+}
+
+// drain gives the callers a moment to take the open loop's last due
+// requests from the queue: a request due just before the end is sent, not
+// counted in the backlog, when the target keeps up.
+func drain(ctx context.Context, cfg Config, due chan time.Duration) {
+	slack := 2*time.Duration(float64(time.Second)/cfg.Rate) + 10*time.Millisecond
+	deadline := time.NewTimer(slack)
+	defer deadline.Stop()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for len(due) > 0 {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // dispatch queues a due instant for every request of the open loop, at

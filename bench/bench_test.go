@@ -264,3 +264,36 @@ func TestALimiterThatSlowsDownUnderAHotKeyShowsIt(t *testing.T) {
 	assert.Contains(t, out.String(), "exactness   not checked: not a limiter")
 	t.Log("\n" + out.String())
 }
+
+// TestAnInterruptedRunKeepsWhatRan: the result of what ran comes back with
+// the error, and a call cut short counts as possibly allowed.
+func TestAnInterruptedRunKeepsWhatRan(t *testing.T) {
+	lim, err := reference.New(store.Client, reference.Options{MaxRequests: 20, Window: 200 * time.Millisecond, Prefix: prefix(t)})
+	require.NoError(t, err)
+	cfg := load(t, lim)
+	cfg.Duration = time.Minute
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	res, err := bench.Run(ctx, cfg)
+	require.ErrorIs(t, err, context.Canceled)
+	require.NotNil(t, res)
+	assert.True(t, res.Interrupted)
+	assert.Positive(t, res.Decisions)
+	assert.Less(t, res.Elapsed, 30*time.Second)
+	var out bytes.Buffer
+	res.Text(&out)
+	assert.Contains(t, out.String(), "INTERRUPTED after")
+	assert.False(t, res.Failed(), out.String())
+}
+
+// TestAnOpenLoopThatKeepsUpHasNoBacklog: the request due last is sent.
+func TestAnOpenLoopThatKeepsUpHasNoBacklog(t *testing.T) {
+	lim, err := reference.New(store.Client, reference.Options{MaxRequests: 20, Window: 200 * time.Millisecond, Prefix: prefix(t)})
+	require.NoError(t, err)
+	cfg := load(t, lim)
+	cfg.Rate, cfg.Duration = 50, time.Second
+	res, err := bench.Run(context.Background(), cfg)
+	require.NoError(t, err)
+	assert.Zero(t, res.Backlog)
+	assert.Equal(t, 50, res.Decisions)
+}

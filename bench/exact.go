@@ -15,10 +15,10 @@ const Slack = time.Millisecond
 // Decision is one answered or failed call, its instants as offsets from
 // the start of the run (monotonic clock).
 type Decision struct {
-	User     int32 // the user's index, from 0
-	Outcome  Outcome
-	Sent     time.Duration // when the call left
-	Returned time.Duration // when its answer came (or its error)
+	User     int32         `json:"user"` // the user's index, from 0
+	Outcome  Outcome       `json:"outcome"`
+	Sent     time.Duration `json:"sent_ns"`     // when the call left
+	Returned time.Duration `json:"returned_ns"` // when its answer came (or its error)
 }
 
 // Outcome is what a call answered.
@@ -36,7 +36,8 @@ const (
 // Window is a span of one user's decisions that the check proves lay in
 // one window: it comes with the decisions, for the report's timeline.
 type Window struct {
-	User int32 `json:"user"`
+	User   int32  `json:"user"`
+	UserID string `json:"user_id,omitempty"` // the id the run gave it
 	// Allowed is how many allowed requests provably lay within one window
 	// (more than the limit: an overshoot).
 	Allowed int `json:"allowed"`
@@ -45,20 +46,21 @@ type Window struct {
 	From time.Duration `json:"from_ns"`
 	To   time.Duration `json:"to_ns"`
 	// Calls are the window's allowed calls, in the order sent.
-	Calls []Decision `json:"-"`
+	Calls []Decision `json:"calls"`
 }
 
 // UnderAdmission is a denied request that no admissible timing explains:
 // at most Counted allowed requests could have counted at any instant of
 // its call, fewer than the limit.
 type UnderAdmission struct {
-	Call Decision `json:"-"`
-	User int32    `json:"user"`
+	Call   Decision `json:"call"`
+	User   int32    `json:"user"`
+	UserID string   `json:"user_id,omitempty"` // the id the run gave it
 	// Counted is how many allowed (or errored) requests could have been in
 	// the window at any instant of the denied call.
 	Counted int `json:"counted"`
 	// Nearby are those requests, in the order sent.
-	Nearby []Decision `json:"-"`
+	Nearby []Decision `json:"nearby"`
 }
 
 // Exactness is what the check found in a run's decisions against a
@@ -79,8 +81,10 @@ type Exactness struct {
 	// WorstUnder is the under-admission with the fewest requests that could
 	// have counted (nil without any).
 	WorstUnder *UnderAdmission `json:"worst_under_admission,omitempty"`
-	// Decisions is how many decisions were judged; Took how long that took.
+	// Decisions is how many answers were judged, and Failed how many failed
+	// calls were counted as possibly allowed; Took is how long that took.
 	Decisions int           `json:"decisions"`
+	Failed    int           `json:"failed_calls"`
 	Took      time.Duration `json:"check_ns"`
 }
 
@@ -116,7 +120,12 @@ func Check(decisions []Decision, limit int, window, end time.Duration) Exactness
 		underAdmission(&ex, calls, limit, window, end)
 		i = j
 	}
-	ex.Decisions = len(decisions)
+	for _, d := range decisions {
+		if d.Outcome == Errored {
+			ex.Failed++
+		}
+	}
+	ex.Decisions = len(decisions) - ex.Failed
 	ex.Took = time.Since(began)
 	return ex
 }

@@ -20,6 +20,10 @@ import (
 
 // Result is what one bench measured.
 type Result struct {
+	// Target names what was benched, Version the rlconform that did (both
+	// set by the caller of Run, for the report).
+	Target      string        `json:"target,omitempty"`
+	Version     string        `json:"version,omitempty"`
 	Mode        string        `json:"mode"` // closed-loop or open-loop
 	Concurrency int           `json:"concurrency"`
 	Rate        float64       `json:"rate,omitempty"`
@@ -42,12 +46,16 @@ type Result struct {
 	// Backlog counts the open loop's requests that were due but never
 	// sent: every caller was busy until the end.
 	Backlog int `json:"backlog,omitempty"`
+	// Interrupted: the run was stopped before its end (its figures are of
+	// what ran).
+	Interrupted bool `json:"interrupted,omitempty"`
 	// Elapsed runs from the first request to the last answer.
 	Elapsed time.Duration `json:"elapsed_ns"`
 	// Throughput is answered decisions per second of Elapsed.
 	Throughput float64 `json:"throughput"`
-	// Latency is over every answered or failed call: from when it was
-	// sent, or in an open loop from when it was due.
+	// Latency is over every call, answered or failed (a call that timed
+	// out cost its caller the timeout): from when it was sent, or in an
+	// open loop from when it was due.
 	Latency Percentiles `json:"latency"`
 	// HotKey is the user with the most calls, and how its latency compares
 	// with the others' (nil with one user).
@@ -184,6 +192,12 @@ func collect(cfg Config, callers []*caller, sent, elapsed time.Duration, backlog
 		return r
 	}
 	ex := Check(r.decisions, cfg.Limit, cfg.Window, elapsed)
+	if ex.Worst != nil {
+		ex.Worst.UserID = r.UserID(ex.Worst.User)
+	}
+	if ex.WorstUnder != nil {
+		ex.WorstUnder.UserID = r.UserID(ex.WorstUnder.User)
+	}
 	r.Exactness = &ex
 	return r
 }
@@ -288,11 +302,11 @@ func ReadJSON(rd io.Reader) (*Result, error) {
 
 // Text writes the final table.
 func (r *Result) Text(w io.Writer) {
-	mode := fmt.Sprintf("closed loop, %d callers", r.Concurrency)
+	mode := "closed loop, " + plural(r.Concurrency, "caller")
 	if r.Mode == "open-loop" {
 		mode = fmt.Sprintf("open loop at %.0f/s (latency from when each request was due), at most %d in flight", r.Rate, r.Concurrency)
 	}
-	users := fmt.Sprintf("%d users, uniform", r.Users)
+	users := plural(r.Users, "user") + ", uniform"
 	if r.Users == 1 {
 		users = "1 user"
 	}
@@ -308,13 +322,16 @@ func (r *Result) Text(w io.Writer) {
 		pct = 100 * float64(r.Allowed) / float64(r.Decisions)
 	}
 	fmt.Fprintf(w, "decisions   %d allowed (%.1f%%), %d denied\n", r.Allowed, pct, r.Denied)
-	if h := r.HotKey; h != nil {
+	if h := r.HotKey; h != nil && r.Zipf > 1 {
 		fmt.Fprintf(w, "hot key     user %q took %.1f%% of the calls: p99 %v against %v for the others\n",
 			r.UserID(h.User), 100*h.Share, roundLatency(h.P99), roundLatency(h.OthersP99))
 	}
 	fmt.Fprintf(w, "errors      %s\n", r.errorLine())
 	if r.Backlog > 0 {
-		fmt.Fprintf(w, "backlog     %d requests were due but never sent: the target could not keep up with %.0f/s\n", r.Backlog, r.Rate)
+		fmt.Fprintf(w, "backlog     %s due but never sent: the target could not keep up with %.0f/s\n", plural(r.Backlog, "request"), r.Rate)
+	}
+	if r.Interrupted {
+		fmt.Fprintf(w, "INTERRUPTED after %v: the figures are of what ran\n", r.Elapsed.Round(time.Millisecond))
 	}
 	r.exactnessText(w)
 }
@@ -355,14 +372,14 @@ func (r *Result) exactnessText(w io.Writer) {
 	case ex.Exact() && ex.UsersAtLimit == 0:
 		fmt.Fprintf(w, "NOT EXERCISED: no user was ever denied, so the limit was never put to the test (fewer users, a lower limit or more load would)\n")
 	case ex.Exact():
-		fmt.Fprintf(w, "exact: no overshoot and no under-admission in %d decisions of %d users at the limit (checked in %v)\n",
-			ex.Decisions, ex.UsersAtLimit, ex.Took.Round(time.Millisecond))
+		fmt.Fprintf(w, "exact: no overshoot and no under-admission in %s of %s at the limit%s (checked in %v)\n",
+			plural(ex.Decisions, "decision"), plural(ex.UsersAtLimit, "user"), failedNote(ex), roundLatency(ex.Took))
 	}
 	if ex.Overshoot > 0 {
 		wd := ex.Worst
-		fmt.Fprintf(w, "OVERSHOOT: %d requests allowed past the limit of %d per %v\n", ex.Overshoot, r.Limit, r.Window)
+		fmt.Fprintf(w, "OVERSHOOT: %s allowed past the limit of %d per %v\n", plural(ex.Overshoot, "request"), r.Limit, r.Window)
 		fmt.Fprintf(w, "            worst window: user %q had %d allowed between +%v (first sent) and +%v (last answered), %v apart, less than the window\n",
-			r.UserID(wd.User), wd.Allowed, wd.From.Round(time.Microsecond), wd.To.Round(time.Microsecond), (wd.To - wd.From).Round(time.Microsecond))
+			wd.UserID, wd.Allowed, wd.From.Round(time.Microsecond), wd.To.Round(time.Microsecond), (wd.To - wd.From).Round(time.Microsecond))
 		timeline(w, r, wd.Calls)
 	}
 	if ex.UnderAdmitted > 0 {
@@ -370,9 +387,9 @@ func (r *Result) exactnessText(w io.Writer) {
 		if ex.Overshoot == 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "            UNDER-ADMISSION: %d requests denied that the log of %d per %v admits whatever the timing\n", ex.UnderAdmitted, r.Limit, r.Window)
+		fmt.Fprintf(w, "            UNDER-ADMISSION: %s denied that the log of %d per %v admits whatever the timing\n", plural(ex.UnderAdmitted, "request"), r.Limit, r.Window)
 		fmt.Fprintf(w, "            worst: user %q denied at +%v..+%v with at most %d allowed (or failed) requests in any window ending then\n",
-			r.UserID(u.User), u.Call.Sent.Round(time.Microsecond), u.Call.Returned.Round(time.Microsecond), u.Counted)
+			u.UserID, u.Call.Sent.Round(time.Microsecond), u.Call.Returned.Round(time.Microsecond), u.Counted)
 		timeline(w, r, append(slices.Clone(u.Nearby), u.Call))
 	}
 }
@@ -392,6 +409,39 @@ func timeline(w io.Writer, r *Result, calls []Decision) {
 			float64(c.Sent)/1e6, float64(c.Returned)/1e6, r.UserID(c.User), c.Outcome)
 	}
 }
+
+// plural is "1 thing" or "n things".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+func failedNote(ex Exactness) string {
+	if ex.Failed == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %s counted as possibly allowed", plural(ex.Failed, "failed call"))
+}
+
+// MarshalText names the outcome in JSON.
+func (o Outcome) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
+
+// UnmarshalText reads a name MarshalText wrote.
+func (o *Outcome) UnmarshalText(b []byte) error {
+	for _, c := range []Outcome{Allowed, Denied, Errored} {
+		if c.String() == string(b) {
+			*o = c
+			return nil
+		}
+	}
+	return fmt.Errorf("outcome %q: want allowed, denied or error", b)
+}
+
+// RoundLatency rounds d for reading: to the ms past a second, to 10µs
+// past a millisecond, else to the µs.
+func RoundLatency(d time.Duration) time.Duration { return roundLatency(d) }
 
 // String names the outcome.
 func (o Outcome) String() string {
@@ -458,4 +508,28 @@ func (h *histogram) record(d time.Duration) {
 func (h *histogram) percentiles() Percentiles {
 	q := func(p float64) time.Duration { return time.Duration(h.h.ValueAtQuantile(p)) }
 	return Percentiles{P50: q(50), P90: q(90), P99: q(99), P999: q(99.9), Max: time.Duration(h.h.Max())}
+}
+
+// Differences lists what differs between the loads of r and base (target,
+// mode, callers, rate, users, skew, limit, window, duration): a change
+// against a baseline measures those too.
+func Differences(r, base *Result) []string {
+	var out []string
+	diff := func(what string, a, b any) {
+		if a != b {
+			out = append(out, fmt.Sprintf("%s %v, baseline %v", what, a, b))
+		}
+	}
+	if base.Target != "" {
+		diff("target", r.Target, base.Target)
+	}
+	diff("mode", r.Mode, base.Mode)
+	diff("concurrency", r.Concurrency, base.Concurrency)
+	diff("rate", r.Rate, base.Rate)
+	diff("users", r.Users, base.Users)
+	diff("zipf", r.Zipf, base.Zipf)
+	diff("limit", r.Limit, base.Limit)
+	diff("window", r.Window, base.Window)
+	diff("duration", r.Duration, base.Duration)
+	return out
 }

@@ -60,7 +60,7 @@ func parseBench(args []string, stderr io.Writer) (*benchFlags, error) {
 	fs.Float64Var(&f.zipf, "zipf", 0, "skew the users: user k is drawn with probability ∝ (1+k)^-`S` (S > 1; user 0 is a hot key); 0: uniform")
 	fs.IntVar(&f.limit, "limit", 100, "the limit N the limiter is configured with (Configure), and that the exactness check judges")
 	fs.DurationVar(&f.window, "window", time.Second, "the window W, with --limit")
-	fs.DurationVar(&f.timeout, "timeout", 5*time.Second, "bound on each call; also how long calls in flight at the end may take")
+	fs.DurationVar(&f.timeout, "timeout", 5*time.Second, "bound on each call to a --target or --endpoint (the built-in limiter bounds its own at 2s); also how long calls in flight at the end may take")
 	fs.Uint64Var(&f.seed, "seed", 0, "seed of the users' draw (0: pick one; the report shows it)")
 	fs.StringVar(&f.json, "json", "", "write the result as JSON to `FILE` (- for stdout): a baseline for --compare")
 	fs.StringVar(&f.svg, "svg", "", "write a chart of latency over time and the allowed rate against the limit to `FILE` (a self-contained SVG)")
@@ -122,6 +122,23 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if f.seed == 0 {
 		f.seed = uint64(time.Now().UnixNano())
 	}
+	cfg := bench.Config{Concurrency: f.concurrency, Rate: f.rate, Duration: f.duration, Users: f.users, Zipf: f.zipf,
+		Limit: f.limit, Window: f.window, Seed: f.seed, Grace: f.timeout,
+		UserPrefix: fmt.Sprintf("bench-%x-u", time.Now().UnixNano()&0xffffffff)}
+	if err := cfg.ValidateLoad(); err != nil {
+		fmt.Fprintf(stderr, "rlconform bench: %v\n", err)
+		return ExitCannotRun
+	}
+	if !spec.IsSlidingLog() {
+		cfg.SkipExactness = fmt.Sprintf("the built-in %s is not a sliding log; the check judges the log's bound only", spec)
+	}
+	// The files are opened first: a bad path fails now, not after the load.
+	files, err := openBenchFiles(f, stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "rlconform bench: %v\n", err)
+		return ExitCannotRun
+	}
+	defer files.close()
 	text := stdout
 	if f.json == "-" {
 		text = stderr
@@ -129,12 +146,6 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	cfg := bench.Config{Concurrency: f.concurrency, Rate: f.rate, Duration: f.duration, Users: f.users, Zipf: f.zipf,
-		Limit: f.limit, Window: f.window, Seed: f.seed, Grace: f.timeout,
-		UserPrefix: fmt.Sprintf("bench-%x-u", time.Now().UnixNano()&0xffffffff)}
-	if !spec.IsSlidingLog() {
-		cfg.SkipExactness = fmt.Sprintf("the built-in %s is not a sliding log; the check judges the log's bound only", spec)
-	}
 	name, closeAll, code := benchInstances(sigCtx, f, spec, &cfg, stderr)
 	defer closeAll()
 	if code != ExitConformant {
@@ -144,38 +155,55 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rlconform bench: %v\n", err)
 		return ExitCannotRun
 	}
-	fmt.Fprintf(stderr, "rlconform: benching %s for %v (%s, seed %d)\n", name, f.duration, cfg.Mode(), f.seed)
+	mode := strings.Replace(cfg.Mode(), "-", " ", 1)
+	fmt.Fprintf(stderr, "rlconform: benching %s for %v (%s, seed %d)\n", name, f.duration, mode, f.seed)
 	finish := progressLine(f.progress, cfg.Duration, stderr, &cfg)
 	res, err := bench.Run(sigCtx, cfg)
 	finish()
-	if err != nil {
+	if res == nil {
 		fmt.Fprintf(stderr, "rlconform: %v\n", err)
-		return cannotRun(sigCtx)
+		return ExitCannotRun
 	}
+	res.Target, res.Version = name, Version()
 	fmt.Fprintf(text, "target      %s\n", name)
 	res.Text(text)
 	var regressed []string
 	if baseline != nil {
 		c := bench.Compare(res, baseline)
 		fmt.Fprintf(text, "compared    with %s: throughput %+.1f%% (%.0f → %.0f/s), p99 %+.1f%% (%v → %v)\n", f.compare,
-			c.Throughput, baseline.Throughput, res.Throughput, c.P99, baseline.Latency.P99, res.Latency.P99)
+			c.Throughput, baseline.Throughput, res.Throughput, c.P99, bench.RoundLatency(baseline.Latency.P99), bench.RoundLatency(res.Latency.P99))
+		if diff := bench.Differences(res, baseline); len(diff) > 0 {
+			fmt.Fprintf(stderr, "rlconform: warning: the baseline was not taken under the same load (%s): the change measures that too\n", strings.Join(diff, "; "))
+		}
 		if f.maxRegression > 0 {
 			regressed = c.Regressed(f.maxRegression)
 		}
 	}
-	if err := writeBenchFiles(f, res, stdout); err != nil {
+	if err := files.write(res); err != nil {
 		fmt.Fprintf(stderr, "rlconform: %v\n", err)
 		return ExitCannotRun
 	}
+	// Every finding is said; the exit code is interrupted (130) as for
+	// run, else the gravest: wrong (1), faulty (2), slower (3).
+	failed := res.Failed()
+	if failed {
+		fmt.Fprintln(stderr, "rlconform: the limiter is not exact under load")
+	}
+	if n := res.ErrorCount(); n > 0 {
+		fmt.Fprintf(stderr, "rlconform: %d calls failed (%s): the figures are of a faulty run\n", n, strings.Join(errorKinds(res), ", "))
+	}
+	if len(regressed) > 0 {
+		fmt.Fprintf(stderr, "rlconform: slower than the baseline past --max-regression %g%%: %s\n", f.maxRegression, strings.Join(regressed, ", "))
+	}
 	switch {
-	case res.Failed():
-		fmt.Fprintln(stderr, "rlconform: the limiter is not exact under load (exit 1)")
+	case res.Interrupted:
+		fmt.Fprintf(stderr, "rlconform: %v\n", err)
+		return ExitInterrupted
+	case failed:
 		return ExitNotConformant
 	case res.ErrorCount() > 0:
-		fmt.Fprintf(stderr, "rlconform: %d calls failed (%s): the figures are of a faulty run (exit 2)\n", res.ErrorCount(), strings.Join(errorKinds(res), ", "))
 		return ExitCannotRun
 	case len(regressed) > 0:
-		fmt.Fprintf(stderr, "rlconform: slower than the baseline past --max-regression %g%%: %s (exit 3)\n", f.maxRegression, strings.Join(regressed, ", "))
 		return ExitRegressed
 	}
 	return ExitConformant
@@ -295,7 +323,15 @@ func progressLine(mode string, d time.Duration, stderr io.Writer, cfg *bench.Con
 		// A bar with a total completes when it reaches it (SetTotal(-1,
 		// true) completes only bars made without one: Wait then hung).
 		bar.SetCurrent(d.Milliseconds())
-		p.Wait()
+		// The table must never wait on the bar: give it a moment to draw
+		// its last state.
+		waited := make(chan struct{})
+		go func() { p.Wait(); close(waited) }()
+		select {
+		case <-waited:
+		case <-time.After(2 * time.Second):
+			bar.Abort(false)
+		}
 	}
 }
 
@@ -312,31 +348,68 @@ func readBaseline(path string) (*bench.Result, error) {
 	return r, nil
 }
 
-func writeBenchFiles(f *benchFlags, res *bench.Result, stdout io.Writer) error {
-	write := func(flagName, path string, w func(io.Writer) error) error {
-		if path == "" {
-			return nil
-		}
-		if path == "-" {
-			return w(stdout)
+// benchFiles are the --json and --svg files, opened before the run.
+type benchFiles struct {
+	json, svg io.Writer
+	closers   []*os.File
+	paths     map[io.Writer]string
+}
+
+func openBenchFiles(f *benchFlags, stdout io.Writer) (*benchFiles, error) {
+	files := &benchFiles{paths: map[io.Writer]string{}}
+	open := func(flagName, path string) (io.Writer, error) {
+		switch path {
+		case "":
+			return nil, nil
+		case "-":
+			return stdout, nil
 		}
 		file, err := os.Create(path)
 		if err != nil {
-			return fmt.Errorf("%s: %w", flagName, err)
+			return nil, fmt.Errorf("%s: %w", flagName, err)
 		}
-		if err := w(file); err != nil {
-			file.Close()
-			return fmt.Errorf("%s %s: %w", flagName, path, err)
+		files.closers = append(files.closers, file)
+		files.paths[file] = flagName + " " + path
+		return file, nil
+	}
+	var err error
+	if files.json, err = open("--json", f.json); err != nil {
+		files.close()
+		return nil, err
+	}
+	if files.svg, err = open("--svg", f.svg); err != nil {
+		files.close()
+		return nil, err
+	}
+	return files, nil
+}
+
+// write writes the result to the files and closes them.
+func (b *benchFiles) write(res *bench.Result) error {
+	for _, w := range []struct {
+		to    io.Writer
+		write func(io.Writer) error
+	}{{b.json, res.WriteJSON}, {b.svg, res.WriteSVG}} {
+		if w.to == nil {
+			continue
 		}
+		if err := w.write(w.to); err != nil {
+			return fmt.Errorf("writing %s: %w", b.paths[w.to], err)
+		}
+	}
+	for _, file := range b.closers {
 		if err := file.Close(); err != nil {
-			return fmt.Errorf("%s %s: %w", flagName, path, err)
+			return fmt.Errorf("writing %s: %w", b.paths[file], err)
 		}
-		return nil
 	}
-	if err := write("--json", f.json, res.WriteJSON); err != nil {
-		return err
+	b.closers = nil
+	return nil
+}
+
+func (b *benchFiles) close() {
+	for _, file := range b.closers {
+		file.Close()
 	}
-	return write("--svg", f.svg, res.WriteSVG)
 }
 
 func errorKinds(r *bench.Result) []string {

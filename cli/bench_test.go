@@ -124,7 +124,7 @@ func TestBenchFailsALimiterThatOvershootsUnderLoad(t *testing.T) {
 	require.Equal(t, ExitNotConformant, code, "%s\n%s", out, errOut)
 	assert.Contains(t, out, "OVERSHOOT")
 	assert.Contains(t, out, "worst window")
-	assert.Contains(t, errOut, "not exact under load (exit 1)")
+	assert.Contains(t, errOut, "the limiter is not exact under load")
 }
 
 // The progress line ends with the run, whenever its last update came.
@@ -141,4 +141,13 @@ func TestBenchProgressLineEnds(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("rlconform bench --progress always did not end a minute after a 300ms run")
 	}
+}
+
+// A report that cannot be written fails before the load, not after it.
+func TestBenchChecksReportPathsFirst(t *testing.T) {
+	began := time.Now()
+	code, _, errOut := rlconform(t, "bench", "--duration", "1m", "--json", filepath.Join(t.TempDir(), "missing", "b.json"))
+	assert.Equal(t, ExitCannotRun, code)
+	assert.Contains(t, errOut, "--json")
+	assert.Less(t, time.Since(began), 30*time.Second)
 }

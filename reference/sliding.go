@@ -48,7 +48,11 @@ type Options struct {
 	Prefix string
 	// Clock, when set, is "now" for every decision (tests use a fake one).
 	// When nil, the script reads the Redis server's TIME, so that app
-	// instances with skewed clocks share one clock.
+	// instances with skewed clocks share one clock. Leave it nil in
+	// production: a clock is read before the call, so concurrent calls
+	// reach Redis out of order, time steps back for the log, and more than
+	// N get through in real time (rlconform bench measured 101 of 100
+	// allowed within 293 ms with the real clock here, 16 callers).
 	Clock fakeclock.Clock
 	// Timeout bounds each call to Redis on top of the caller's context.
 	// Zero means [DefaultTimeout]; negative means no bound of our own.
