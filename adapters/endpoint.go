@@ -144,6 +144,7 @@ func NewEndpoint(rawURL string, opts EndpointOptions) *Endpoint {
 		opts.Timeout = DefaultTimeout
 	}
 	return &Endpoint{url: rawURL, opts: opts, http: &http.Client{
+		Transport:     pooledTransport(),
 		Timeout:       opts.Timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}

@@ -151,3 +151,16 @@ func TestBenchChecksReportPathsFirst(t *testing.T) {
 	assert.Contains(t, errOut, "--json")
 	assert.Less(t, time.Since(began), 30*time.Second)
 }
+
+// serve --impl model is the sliding log's model, as its help says (it was
+// read as a profile named "model").
+func TestServeBuildsEveryImplTheHelpNames(t *testing.T) {
+	for _, impl := range []string{"model", "model:gcra:burst=3"} {
+		lim, red, err := build(context.Background(), impl, nil, "rlc-serve-test:", 5, time.Second)
+		require.NoError(t, err, impl)
+		require.Nil(t, red)
+		ok, err := lim.AllowRequest(context.Background(), "u")
+		require.NoError(t, err)
+		assert.True(t, ok)
+	}
+}

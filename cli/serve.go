@@ -81,6 +81,9 @@ func serve(args []string, stdout, stderr io.Writer) int {
 func build(ctx context.Context, impl string, clock fakeclock.Clock, prefix string, n int, w time.Duration) (contract.RateLimiterContract, *redisenv.Redis, error) {
 	var profile model.Spec
 	if sp, ok := strings.CutPrefix(impl, "model:"); ok || impl == "model" {
+		if !ok {
+			sp = "" // the sliding log
+		}
 		spec, err := model.ParseSpec(sp)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--impl %s: %w", impl, err)
