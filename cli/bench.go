@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -54,7 +56,7 @@ func parseBench(args []string, stderr io.Writer) (*benchFlags, error) {
 	fs.SetOutput(stderr)
 	fs.Var(&f.targets, "target", "base URL of a protocol v1 limiter; repeat for several instances sharing one store (default: the reference limiter on a Redis found or started)")
 	fs.IntVar(&f.concurrency, "concurrency", 16, "callers: in a closed loop each sends its next request when its last is answered; with --rate, the most requests in flight")
-	fs.Float64Var(&f.rate, "rate", 0, "an open loop: requests due at this constant `R` per second whatever the answers, latency counted from when each was due (0: closed loop)")
+	fs.Var((*rateFlag)(&f.rate), "rate", "an open loop: requests due at this constant `R` per second (20000 or 20000/s) whatever the answers, latency counted from when each was due (0: closed loop)")
 	fs.DurationVar(&f.duration, "duration", 10*time.Second, "how long to send requests")
 	fs.IntVar(&f.users, "users", 100, "how many users the requests are spread over")
 	fs.Float64Var(&f.zipf, "zipf", 0, "skew the users: user k is drawn with probability ∝ (1+k)^-`S` (S > 1; user 0 is a hot key); 0: uniform")
@@ -333,6 +335,21 @@ func progressLine(mode string, d time.Duration, stderr io.Writer, cfg *bench.Con
 			bar.Abort(false)
 		}
 	}
+}
+
+// rateFlag is a rate per second: "20000" or "20000/s".
+type rateFlag float64
+
+func (r *rateFlag) String() string { return strconv.FormatFloat(float64(*r), 'f', -1, 64) }
+
+// Set reads R or R/s.
+func (r *rateFlag) Set(v string) error {
+	x, err := strconv.ParseFloat(strings.TrimSuffix(v, "/s"), 64)
+	if err != nil || x < 0 || math.IsInf(x, 0) || math.IsNaN(x) {
+		return fmt.Errorf("%q: want a number of requests per second, such as 20000 or 20000/s", v)
+	}
+	*r = rateFlag(x)
+	return nil
 }
 
 func readBaseline(path string) (*bench.Result, error) {

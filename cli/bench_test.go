@@ -93,6 +93,8 @@ func TestBenchCannotRun(t *testing.T) {
 		{"bench", "--endpoint", "http://127.0.0.1:1", "--identity", "none", "--limit", "5"},
 		{"bench", "--target", "http://127.0.0.1:1", "--profile", "gcra"},
 		{"bench", "--progress", "sometimes"},
+		{"bench", "--rate", "fast"},
+		{"bench", "--rate", "-5/s"},
 		{"bench", "--profile", "nonsense"},
 		{"bench", "extra"},
 	} {
