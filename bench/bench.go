@@ -71,6 +71,10 @@ type Config struct {
 	Progress func(Progress)
 }
 
+// MaxRate bounds an open loop's rate: ten million requests a second is
+// far past what one process can send.
+const MaxRate = 10_000_000
+
 // Progress is a snapshot of a running bench.
 type Progress struct {
 	Elapsed   time.Duration
@@ -93,14 +97,14 @@ func (c Config) Validate() error {
 // before the limiter is built.
 func (c Config) ValidateLoad() error {
 	switch {
-	case c.Concurrency < 1:
-		return fmt.Errorf("concurrency %d: want at least 1", c.Concurrency)
-	case c.Rate < 0:
-		return fmt.Errorf("rate %v: want 0 (closed loop) or more", c.Rate)
+	case c.Concurrency < 1 || c.Concurrency > 100_000:
+		return fmt.Errorf("concurrency %d: want 1 to 100000", c.Concurrency)
+	case c.Rate < 0 || c.Rate > MaxRate:
+		return fmt.Errorf("rate %v: want 0 (closed loop) to %d per second", c.Rate, MaxRate)
 	case c.Duration <= 0:
 		return fmt.Errorf("duration %v: want more than 0", c.Duration)
-	case c.Users < 1:
-		return fmt.Errorf("users %d: want at least 1", c.Users)
+	case c.Users < 1 || c.Users > 10_000_000:
+		return fmt.Errorf("users %d: want 1 to 10000000", c.Users)
 	case c.Zipf != 0 && c.Zipf <= 1:
 		return fmt.Errorf("zipf %v: want 0 (uniform) or more than 1", c.Zipf)
 	case c.Limit < 1 || c.Window < time.Millisecond:
@@ -260,7 +264,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}()
 	if due != nil {
-		dispatch(callCtx, cfg, start, due, &backlog)
+		dispatch(callCtx, cfg, start, due)
 		drain(callCtx, cfg, due)
 	} else {
 		select {
@@ -312,7 +316,7 @@ func drain(ctx context.Context, cfg Config, due chan time.Duration) {
 // cfg.Rate per second, until cfg.Duration has passed. When the callers are
 // all busy the queue fills and dispatch waits: requests then wait in it,
 // and their latency counts from when they were due.
-func dispatch(ctx context.Context, cfg Config, start time.Time, due chan<- time.Duration, backlog *atomic.Int64) {
+func dispatch(ctx context.Context, cfg Config, start time.Time, due chan<- time.Duration) {
 	interval := time.Duration(float64(time.Second) / cfg.Rate)
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
