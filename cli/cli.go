@@ -41,7 +41,7 @@ usage:
                            (for profile P: its rules, and what it does not grade)
   rlconform version        the version and revision of this build
 
-run 'rlconform run -h' or 'rlconform serve -h' for the flags.
+run 'rlconform run -h', 'rlconform bench -h' or 'rlconform serve -h' for the flags.
 exit codes: 0 conformant, 1 not conformant (a spec failed: the limiter is
 wrong), 2 undecided or could not run (a fault, an inconclusive spec, nothing
 graded, bad flags), 130 interrupted; bench also exits 3 when slower than its
