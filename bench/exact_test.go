@@ -163,3 +163,51 @@ func BenchmarkCheck(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/decision")
 }
+
+// TestNeverStricterThanTheIntervalOracle: on one caller's histories (each
+// call answered before the next is sent), whatever the check reports, the
+// suite's real-time interval oracle (model.Interval) finds impossible too:
+// the check never fails what the oracle would let pass. The answers come
+// from logs with limits N-1, N and N+1, so that both sides have something
+// to find.
+func TestNeverStricterThanTheIntervalOracle(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	start := time.Unix(1_700_000_000, 0)
+	found, oracleFound := 0, 0
+	for round := 0; round < 400; round++ {
+		limit := 2 + r.IntN(4)
+		window := time.Duration(10+r.IntN(40)) * ms
+		m, err := model.New(limit-1+r.IntN(3), window)
+		require.NoError(t, err)
+		oracle, err := model.NewInterval(limit, window)
+		require.NoError(t, err)
+		var ds []Decision
+		impossible := false
+		at := time.Duration(0)
+		for i := 0; i < 60; i++ {
+			at += time.Duration(r.IntN(4000)) * time.Microsecond
+			sent := at
+			decided := sent + time.Duration(r.IntN(1500))*time.Microsecond
+			at = decided + time.Duration(r.IntN(1500))*time.Microsecond
+			ok, err := m.Allow(start.Add(decided), "u")
+			require.NoError(t, err)
+			o := Denied
+			if ok {
+				o = Allowed
+			}
+			ds = append(ds, call(0, o, sent, at))
+			j, _ := oracle.Judge(model.TimedOp{Kind: model.OpAllow, User: "u", Lo: start.Add(sent), Hi: start.Add(at), Allowed: ok})
+			impossible = impossible || j == model.Impossible
+		}
+		ex := Check(ds, limit, window, at)
+		if impossible {
+			oracleFound++
+		}
+		if !ex.Exact() {
+			found++
+			require.True(t, impossible, "round %d: the check reports %+v, the oracle passes the history", round, ex)
+		}
+	}
+	require.Positive(t, found, "no history had anything to find: the test proves nothing")
+	t.Logf("%d of 400 histories failed by the check, every one by the oracle too (which fails %d)", found, oracleFound)
+}
