@@ -38,11 +38,14 @@ func prefix(t *testing.T) string {
 	return fmt.Sprintf("rlc-bench:%s:%d:", t.Name(), time.Now().UnixNano())
 }
 
+// limit is low, so that even a slow machine puts every user of load at it.
+const limit = 5
+
 // load is a short, heavy load on few users, so that every user is at the
-// limit most of the time.
+// limit most of the time (above 100 decisions/s).
 func load(t *testing.T, instances ...bench.Limiter) bench.Config {
 	return bench.Config{Instances: instances, Concurrency: 16, Duration: 600 * time.Millisecond, Users: 4,
-		Limit: 20, Window: 200 * time.Millisecond, UserPrefix: prefix(t) + "u", Seed: 1}
+		Limit: limit, Window: 200 * time.Millisecond, UserPrefix: prefix(t) + "u", Seed: 1}
 }
 
 // TestTheReferenceIsExactUnderLoad: ten runs on the reference (deciding on
@@ -50,7 +53,7 @@ func load(t *testing.T, instances ...bench.Limiter) bench.Config {
 // was put to the test every time.
 func TestTheReferenceIsExactUnderLoad(t *testing.T) {
 	for run := range 10 {
-		lim, err := reference.New(store.Client, reference.Options{MaxRequests: 20, Window: 200 * time.Millisecond, Prefix: prefix(t)})
+		lim, err := reference.New(store.Client, reference.Options{MaxRequests: limit, Window: 200 * time.Millisecond, Prefix: prefix(t)})
 		require.NoError(t, err)
 		res, err := bench.Run(context.Background(), load(t, lim))
 		require.NoError(t, err)
@@ -71,7 +74,7 @@ func TestTheReferenceIsExactUnderLoad(t *testing.T) {
 func TestANonAtomicLimiterOvershootsUnderLoad(t *testing.T) {
 	var res *bench.Result
 	for attempt := 0; attempt < 5 && (res == nil || !res.Failed()); attempt++ {
-		lim, err := mutants.NonAtomic(mutants.Store{Redis: store.Client, Prefix: prefix(t), MaxRequests: 20, Window: 200 * time.Millisecond})
+		lim, err := mutants.NonAtomic(mutants.Store{Redis: store.Client, Prefix: prefix(t), MaxRequests: limit, Window: 200 * time.Millisecond})
 		require.NoError(t, err)
 		cfg := load(t, lim)
 		cfg.Users = 1
@@ -82,7 +85,7 @@ func TestANonAtomicLimiterOvershootsUnderLoad(t *testing.T) {
 	ex := res.Exactness
 	require.Positive(t, ex.Overshoot)
 	require.NotNil(t, ex.Worst)
-	assert.Greater(t, ex.Worst.Allowed, 20)
+	assert.Greater(t, ex.Worst.Allowed, limit)
 	var out bytes.Buffer
 	res.Text(&out)
 	assert.Contains(t, out.String(), "OVERSHOOT")
@@ -122,7 +125,7 @@ func (l *checkThenAdd) AllowRequest(_ context.Context, user string) (bool, error
 }
 
 func TestAnInProcessCheckThenAddOvershootsUnderLoad(t *testing.T) {
-	one := &checkThenAdd{limit: 20, window: 200 * time.Millisecond, log: map[string][]time.Time{}}
+	one := &checkThenAdd{limit: limit, window: 200 * time.Millisecond, log: map[string][]time.Time{}}
 	cfg := load(t, one)
 	cfg.Concurrency = 1
 	res, err := bench.Run(context.Background(), cfg)
@@ -131,7 +134,7 @@ func TestAnInProcessCheckThenAddOvershootsUnderLoad(t *testing.T) {
 
 	var failed *bench.Result
 	for attempt := 0; attempt < 5 && (failed == nil || !failed.Failed()); attempt++ {
-		l := &checkThenAdd{limit: 20, window: 200 * time.Millisecond, log: map[string][]time.Time{}}
+		l := &checkThenAdd{limit: limit, window: 200 * time.Millisecond, log: map[string][]time.Time{}}
 		failed, err = bench.Run(context.Background(), load(t, l))
 		require.NoError(t, err)
 	}
@@ -142,7 +145,7 @@ func TestAnInProcessCheckThenAddOvershootsUnderLoad(t *testing.T) {
 // is answered or counted in the backlog, and latency counts from when it
 // was due.
 func TestOpenLoopCountsEveryDueRequest(t *testing.T) {
-	lim, err := reference.New(store.Client, reference.Options{MaxRequests: 20, Window: 200 * time.Millisecond, Prefix: prefix(t)})
+	lim, err := reference.New(store.Client, reference.Options{MaxRequests: limit, Window: 200 * time.Millisecond, Prefix: prefix(t)})
 	require.NoError(t, err)
 	cfg := load(t, lim)
 	cfg.Rate, cfg.Duration = 2000, time.Second
@@ -160,7 +163,7 @@ func TestOpenLoopCountsEveryDueRequest(t *testing.T) {
 // TestAHotKeyIsShown: with a Zipf skew, the hottest user takes the largest
 // share, and the report says how its latency compares.
 func TestAHotKeyIsShown(t *testing.T) {
-	lim, err := reference.New(store.Client, reference.Options{MaxRequests: 20, Window: 200 * time.Millisecond, Prefix: prefix(t)})
+	lim, err := reference.New(store.Client, reference.Options{MaxRequests: limit, Window: 200 * time.Millisecond, Prefix: prefix(t)})
 	require.NoError(t, err)
 	cfg := load(t, lim)
 	cfg.Users, cfg.Zipf = 1000, 1.5
@@ -196,7 +199,7 @@ func (failing) AllowRequest(ctx context.Context, _ string) (bool, error) {
 }
 
 func TestResultsRoundTripAndCompare(t *testing.T) {
-	lim, err := reference.New(store.Client, reference.Options{MaxRequests: 20, Window: 200 * time.Millisecond, Prefix: prefix(t)})
+	lim, err := reference.New(store.Client, reference.Options{MaxRequests: limit, Window: 200 * time.Millisecond, Prefix: prefix(t)})
 	require.NoError(t, err)
 	cfg := load(t, lim)
 	cfg.Duration = 300 * time.Millisecond
@@ -268,7 +271,7 @@ func TestALimiterThatSlowsDownUnderAHotKeyShowsIt(t *testing.T) {
 // TestAnInterruptedRunKeepsWhatRan: the result of what ran comes back with
 // the error, and a call cut short counts as possibly allowed.
 func TestAnInterruptedRunKeepsWhatRan(t *testing.T) {
-	lim, err := reference.New(store.Client, reference.Options{MaxRequests: 20, Window: 200 * time.Millisecond, Prefix: prefix(t)})
+	lim, err := reference.New(store.Client, reference.Options{MaxRequests: limit, Window: 200 * time.Millisecond, Prefix: prefix(t)})
 	require.NoError(t, err)
 	cfg := load(t, lim)
 	cfg.Duration = time.Minute
@@ -288,7 +291,7 @@ func TestAnInterruptedRunKeepsWhatRan(t *testing.T) {
 
 // TestAnOpenLoopThatKeepsUpHasNoBacklog: the request due last is sent.
 func TestAnOpenLoopThatKeepsUpHasNoBacklog(t *testing.T) {
-	lim, err := reference.New(store.Client, reference.Options{MaxRequests: 20, Window: 200 * time.Millisecond, Prefix: prefix(t)})
+	lim, err := reference.New(store.Client, reference.Options{MaxRequests: limit, Window: 200 * time.Millisecond, Prefix: prefix(t)})
 	require.NoError(t, err)
 	cfg := load(t, lim)
 	cfg.Rate, cfg.Duration = 50, time.Second

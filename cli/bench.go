@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -429,10 +431,11 @@ func (b *benchFiles) close() {
 	}
 }
 
+// errorKinds says how many calls failed of each kind, in the kinds' order.
 func errorKinds(r *bench.Result) []string {
 	var out []string
-	for k, n := range r.Errors {
-		out = append(out, fmt.Sprintf("%d %s", n, k))
+	for _, k := range slices.Sorted(maps.Keys(r.Errors)) {
+		out = append(out, fmt.Sprintf("%d %s", r.Errors[k], k))
 	}
 	return out
 }

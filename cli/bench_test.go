@@ -18,15 +18,16 @@ import (
 	"github.com/rlconform/rlconform/redisenv"
 )
 
-// short is a bench short and heavy enough that every user is at the limit.
-var short = []string{"bench", "--duration", "700ms", "--users", "4", "--limit", "20", "--window", "200ms", "--progress", "never"}
+// short is a bench short and heavy enough that every user is at the limit
+// (above 100 decisions/s).
+var short = []string{"bench", "--duration", "700ms", "--users", "4", "--limit", "5", "--window", "200ms", "--progress", "never"}
 
 func TestBenchTheReferenceWritesJSONAndAChart(t *testing.T) {
 	dir := t.TempDir()
 	js, svg := filepath.Join(dir, "b.json"), filepath.Join(dir, "b.svg")
 	code, out, errOut := rlconform(t, append(short, "--json", js, "--svg", svg)...)
 	require.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
-	for _, want := range []string{"target      reference", "closed loop, 16 callers for 700ms; 4 users, uniform; limit 20 per 200ms",
+	for _, want := range []string{"target      reference", "closed loop, 16 callers for 700ms; 4 users, uniform; limit 5 per 200ms",
 		"throughput", "p99.9", "errors      none", "exactness   exact: no overshoot and no under-admission"} {
 		assert.Contains(t, out, want)
 	}
@@ -116,7 +117,7 @@ func TestBenchFailsALimiterThatOvershootsUnderLoad(t *testing.T) {
 	code, out, errOut := 0, "", ""
 	for attempt := 0; attempt < 5 && code != ExitNotConformant; attempt++ {
 		lim, err := mutants.NonAtomic(mutants.Store{Redis: red.Client, Prefix: fmt.Sprintf("rlc-bench-na:%d:", time.Now().UnixNano()),
-			MaxRequests: 20, Window: 200 * time.Millisecond})
+			MaxRequests: 5, Window: 200 * time.Millisecond})
 		require.NoError(t, err)
 		srv, err := adapters.NewServer(lim, nil)
 		require.NoError(t, err)
