@@ -104,30 +104,42 @@ func (e Exactness) Exact() bool { return e.Overshoot == 0 && e.UnderAdmitted == 
 // instant up to it.
 func Check(decisions []Decision, limit int, window, end time.Duration) Exactness {
 	began := time.Now()
-	sorted := byUser(decisions)
+	ex := check(byUser(decisions), limit, window, end)
+	ex.Took = time.Since(began)
+	return ex
+}
+
+// check is Check on decisions already grouped by [byUser].
+func check(grouped []Decision, limit int, window, end time.Duration) Exactness {
 	var ex Exactness
-	for i := 0; i < len(sorted); {
-		j := i
+	eachUser(grouped, func(calls []Decision) {
 		denied := false
-		for ; j < len(sorted) && sorted[j].User == sorted[i].User; j++ {
-			denied = denied || sorted[j].Outcome == Denied
+		for _, c := range calls {
+			denied = denied || c.Outcome == Denied
+			if c.Outcome == Errored {
+				ex.Failed++
+			}
 		}
-		calls := sorted[i:j]
 		if denied {
 			ex.UsersAtLimit++
 		}
 		overshoot(&ex, calls, limit, window)
 		underAdmission(&ex, calls, limit, window, end)
+	})
+	ex.Decisions = len(grouped) - ex.Failed
+	return ex
+}
+
+// eachUser calls fn with each user's calls of grouped (see [byUser]).
+func eachUser(grouped []Decision, fn func(calls []Decision)) {
+	for i := 0; i < len(grouped); {
+		j := i + 1
+		for j < len(grouped) && grouped[j].User == grouped[i].User {
+			j++
+		}
+		fn(grouped[i:j])
 		i = j
 	}
-	for _, d := range decisions {
-		if d.Outcome == Errored {
-			ex.Failed++
-		}
-	}
-	ex.Decisions = len(decisions) - ex.Failed
-	ex.Took = time.Since(began)
-	return ex
 }
 
 // byUser returns a copy of decisions grouped by user (a counting sort: user

@@ -174,7 +174,6 @@ func collect(cfg Config, callers []*caller, sent, elapsed time.Duration, backlog
 		r.Throughput = float64(r.Decisions) / elapsed.Seconds()
 	}
 	r.Latency = total.percentiles()
-	busiest(r, bucket)
 	r.HotKey = hotKey(cfg, callers, n)
 	for b := range r.Series {
 		r.Series[b].At = time.Duration(b) * bucket
@@ -187,11 +186,16 @@ func collect(cfg Config, callers []*caller, sent, elapsed time.Duration, backlog
 	for _, c := range callers {
 		c.decisions, c.latency = nil, nil // r.decisions has them: less to hold during the check
 	}
+	// Grouped once, by user, for the chart's busiest window and the check.
+	began := time.Now()
+	r.decisions = byUser(r.decisions)
+	busiest(r, bucket)
 	if cfg.SkipExactness != "" {
 		r.NotChecked = cfg.SkipExactness
 		return r
 	}
-	ex := Check(r.decisions, cfg.Limit, cfg.Window, elapsed)
+	ex := check(r.decisions, cfg.Limit, cfg.Window, elapsed)
+	ex.Took = time.Since(began)
 	if ex.Worst != nil {
 		ex.Worst.UserID = r.UserID(ex.Worst.User)
 	}
@@ -207,31 +211,25 @@ func collect(cfg Config, callers []*caller, sent, elapsed time.Duration, backlog
 // ending then, each widened by Slack (a lower bound of those inside: it
 // counts a request that spans the whole window against the count).
 func busiest(r *Result, bucket time.Duration) {
-	type times struct{ sent, returned []time.Duration }
-	per := map[int32]*times{}
-	for _, d := range r.decisions {
-		if d.Outcome != Allowed {
-			continue
+	var sent, returned []time.Duration
+	eachUser(r.decisions, func(calls []Decision) {
+		sent, returned = sent[:0], returned[:0]
+		for _, d := range calls {
+			if d.Outcome == Allowed {
+				sent, returned = append(sent, d.Sent), append(returned, d.Returned)
+			}
 		}
-		t := per[d.User]
-		if t == nil {
-			t = &times{}
-			per[d.User] = t
-		}
-		t.sent, t.returned = append(t.sent, d.Sent), append(t.returned, d.Returned)
-	}
-	for _, t := range per {
-		slices.Sort(t.sent)
-		slices.Sort(t.returned)
+		// sent is in order already (byUser); returned need not be.
+		slices.Sort(returned)
 		for b := range r.Series {
 			end := min(r.Elapsed, time.Duration(b+1)*bucket)
 			// Slack on both sides, as the check: a limiter on a millisecond
 			// clock may decide up to one before the call left.
-			answered, _ := slices.BinarySearch(t.returned, end-Slack+1)
-			before, _ := slices.BinarySearch(t.sent, end-r.Window+Slack+1)
+			answered, _ := slices.BinarySearch(returned, end-Slack+1)
+			before, _ := slices.BinarySearch(sent, end-r.Window+Slack+1)
 			r.Series[b].Busiest = max(r.Series[b].Busiest, answered-before)
 		}
-	}
+	})
 }
 
 func hotKey(cfg Config, callers []*caller, n int) *HotKey {
@@ -316,7 +314,7 @@ func (r *Result) Text(w io.Writer) {
 	fmt.Fprintf(w, "load        %s for %v; %s; limit %d per %v\n", mode, r.Duration, users, r.Limit, r.Window)
 	fmt.Fprintf(w, "throughput  %.0f decisions/s (%d in %v)\n", r.Throughput, r.Decisions, r.Elapsed.Round(time.Millisecond))
 	fmt.Fprintf(w, "latency     p50 %v  p90 %v  p99 %v  p99.9 %v  max %v\n",
-		roundLatency(r.Latency.P50), roundLatency(r.Latency.P90), roundLatency(r.Latency.P99), roundLatency(r.Latency.P999), roundLatency(r.Latency.Max))
+		RoundLatency(r.Latency.P50), RoundLatency(r.Latency.P90), RoundLatency(r.Latency.P99), RoundLatency(r.Latency.P999), RoundLatency(r.Latency.Max))
 	pct := 0.0
 	if r.Decisions > 0 {
 		pct = 100 * float64(r.Allowed) / float64(r.Decisions)
@@ -324,7 +322,7 @@ func (r *Result) Text(w io.Writer) {
 	fmt.Fprintf(w, "decisions   %d allowed (%.1f%%), %d denied\n", r.Allowed, pct, r.Denied)
 	if h := r.HotKey; h != nil && r.Zipf > 1 {
 		fmt.Fprintf(w, "hot key     user %q took %.1f%% of the calls: p99 %v against %v for the others\n",
-			r.UserID(h.User), 100*h.Share, roundLatency(h.P99), roundLatency(h.OthersP99))
+			r.UserID(h.User), 100*h.Share, RoundLatency(h.P99), RoundLatency(h.OthersP99))
 	}
 	fmt.Fprintf(w, "errors      %s\n", r.errorLine())
 	if r.Backlog > 0 {
@@ -373,7 +371,7 @@ func (r *Result) exactnessText(w io.Writer) {
 		fmt.Fprintf(w, "NOT EXERCISED: no user was ever denied, so the limit was never put to the test (fewer users, a lower limit or more load would)\n")
 	case ex.Exact():
 		fmt.Fprintf(w, "exact: no overshoot and no under-admission in %s of %s at the limit%s (checked in %v)\n",
-			plural(ex.Decisions, "decision"), plural(ex.UsersAtLimit, "user"), failedNote(ex), roundLatency(ex.Took))
+			plural(ex.Decisions, "decision"), plural(ex.UsersAtLimit, "user"), failedNote(ex), RoundLatency(ex.Took))
 	}
 	if ex.Overshoot > 0 {
 		wd := ex.Worst
@@ -439,10 +437,6 @@ func (o *Outcome) UnmarshalText(b []byte) error {
 	return fmt.Errorf("outcome %q: want allowed, denied or error", b)
 }
 
-// RoundLatency rounds d for reading: to the ms past a second, to 10µs
-// past a millisecond, else to the µs.
-func RoundLatency(d time.Duration) time.Duration { return roundLatency(d) }
-
 // String names the outcome.
 func (o Outcome) String() string {
 	switch o {
@@ -454,7 +448,9 @@ func (o Outcome) String() string {
 	return "error"
 }
 
-func roundLatency(d time.Duration) time.Duration {
+// RoundLatency rounds d for reading: to the ms past a second, to 10µs
+// past a millisecond, else to the µs.
+func RoundLatency(d time.Duration) time.Duration {
 	switch {
 	case d >= time.Second:
 		return d.Round(time.Millisecond)

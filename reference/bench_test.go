@@ -153,42 +153,12 @@ func BenchmarkAllowRequest(b *testing.B) {
 
 // runCallers makes b.N decisions on callers goroutines, each taking the next
 // user of benchUserIDs, and reports decisions/s and the p99 latency of one
-// decision (kept in a slice allocated before the timer starts).
+// decision: runBatches with batches of one.
 func runCallers(b *testing.B, callers int, decide decider) {
-	ctx := context.Background()
-	latency := make([]time.Duration, b.N)
-	var next atomic.Int64
-	var failed atomic.Pointer[error]
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for range callers {
-		wg.Go(func() {
-			<-start
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(b.N) {
-					return
-				}
-				t0 := time.Now()
-				_, err := decide(ctx, benchUserIDs[i%benchUsers])
-				latency[i] = time.Since(t0)
-				if err != nil {
-					failed.CompareAndSwap(nil, ptr(err))
-					return
-				}
-			}
-		})
-	}
-	b.ResetTimer()
-	close(start)
-	wg.Wait()
-	b.StopTimer()
-	if err := failed.Load(); err != nil {
-		b.Fatal(*err)
-	}
-	reportRate(b, b.N)
-	slices.Sort(latency)
-	b.ReportMetric(float64(latency[(len(latency)*99)/100])/1e3, "p99-us")
+	runBatches(b, callers, 1, func(ctx context.Context, ids []string) ([]bool, error) {
+		_, err := decide(ctx, ids[0])
+		return nil, err
+	})
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -226,7 +196,7 @@ func BenchmarkAllowRequests(b *testing.B) {
 
 // runBatches makes b.N decisions on callers goroutines, each deciding the
 // next batch users in one call, and reports decisions/s and the p99
-// latency of one call.
+// latency of one call (kept in a slice allocated before the timer starts).
 func runBatches(b *testing.B, callers, batch int, decide func(context.Context, []string) ([]bool, error)) {
 	ctx := context.Background()
 	ids := slices.Concat(benchUserIDs, benchUserIDs) // any batch of consecutive users is a subslice
