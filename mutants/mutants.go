@@ -72,7 +72,7 @@ func All() []Mutant {
 		{Name: "clock-ignored", Breaks: "the limiter reads the server's clock, not the one it was given", CaughtBy: []string{"core/sliding-expiry"}, NeedsRedis: true, New: ClockIgnored},
 		{Name: "non-atomic", Breaks: "count and add are separate round trips: concurrent requests pass the same check", CaughtBy: []string{"core/concurrent-4", "strict/linearizable"}, NeedsRedis: true, New: NonAtomic},
 		{Name: "reset-pattern", Breaks: "Reset deletes every key matching the id as a prefix", CaughtBy: []string{"core/reset"}, NeedsRedis: true, New: ResetByPattern},
-		{Name: "counts-future", Breaks: "entries later than now (the clock stepped back) are counted", CaughtBy: []string{"strict/clock-step-back"}, NeedsRedis: true, New: CountsFuture},
+		{Name: "clock-clamped", Breaks: "a clock that stepped back is held at the newest entry: requests are logged later than they were made", CaughtBy: []string{"strict/clock-step-back"}, NeedsRedis: true, New: ClockClamped},
 		{Name: "drops-future", Breaks: "entries later than now are lost when one is added", CaughtBy: []string{"strict/clock-step-back"}, NeedsRedis: true, New: DropsFuture},
 		{Name: "capped-limit", Breaks: "the limit is silently cut to 1000", CaughtBy: []string{"strict/config-range"}, NeedsRedis: true, New: CappedLimit},
 		{Name: "capped-window", Breaks: "the window is silently cut to one day", CaughtBy: []string{"strict/config-range"}, NeedsRedis: true, New: CappedWindow},
@@ -108,7 +108,7 @@ func NotInRealTime() map[string]string {
 	return map[string]string{
 		"inclusive-boundary": "the 1ms between s+W-1 and s+W is far inside any round trip",
 		"clock-ignored":      "without clock control every limiter reads its own clock: there is no given clock to ignore",
-		"counts-future":      "the clock never steps back in real time",
+		"clock-clamped":      "the clock never steps back in real time",
 		"drops-future":       "the clock never steps back in real time",
 		"capped-window":      "a window cut to a day shows only once a day has passed",
 		"gcra-float-drift":   "whether the floats round across the edge depends on the instant's bits: on the server's clock the instants are not chosen, so the drift shows only on some runs",
