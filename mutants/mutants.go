@@ -79,6 +79,7 @@ func All() []Mutant {
 		{Name: "late-reset", Breaks: "a retried Reset lands late and wipes requests made after the first one returned", CaughtBy: []string{"strict/reset-race", "core/reset"}, NeedsRedis: true, New: LateReset},
 		{Name: "case-folded", Breaks: "user ids are lower-cased", CaughtBy: []string{"robust/user-id-zoo"}, NeedsRedis: true, New: CaseFolded},
 		{Name: "truncated-id", Breaks: "user ids are cut to 256 bytes", CaughtBy: []string{"robust/user-id-zoo"}, NeedsRedis: true, New: TruncatedID},
+		{Name: "oversize-ignored", Breaks: "a limit or window above the bounds is taken without an error, and ignored", CaughtBy: []string{"robust/invalid-config"}, NeedsRedis: true, New: OversizeIgnored},
 		{Name: "plain-errors", Breaks: "invalid input gets errors that wrap none of the contract's sentinels", CaughtBy: []string{"robust/invalid-config", "robust/empty-user-id"}, NeedsRedis: true, New: PlainErrors},
 		{Name: "no-ttl", Breaks: "keys never expire", CaughtBy: []string{"robust/key-hygiene"}, NeedsRedis: true, New: NoTTL},
 		{Name: "hangs-when-down", Breaks: "retries forever, ignoring the context, while Redis is down", CaughtBy: []string{"robust/store-outage"}, NeedsRedis: true, New: HangsWhenDown},
@@ -155,6 +156,7 @@ type scripted struct {
 	capWindow    int64               // the window (ms) is cut to this (0: no cap)
 	keepWindow   bool                // Configure validates the window, then ignores it
 	plainErrors  bool                // invalid input gets errors that wrap no sentinel
+	dropOversize bool                // Configure answers nil above the bounds and changes nothing
 	ignoreCtx    bool                // store calls run on a context of their own
 	globalKey    bool                // one key for every user
 	lateReset    map[string]int      // users whose Reset runs again after so many more decisions (guarded by mu)
@@ -308,6 +310,9 @@ func (l *scripted) Reset(ctx context.Context, user string) error {
 }
 
 func (l *scripted) Configure(_ context.Context, n int, w time.Duration) error {
+	if l.dropOversize && (n > contract.MaxLimit || w > contract.MaxWindow) {
+		return nil
+	}
 	if err := contract.ValidateConfig(n, w); err != nil {
 		if l.plainErrors {
 			return errors.New("bad configuration")

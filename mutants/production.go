@@ -142,6 +142,14 @@ func PlainErrors(s Store) (contract.RateLimiterContract, error) {
 	return variant(s, func(l *scripted) { l.plainErrors = true })
 }
 
+// OversizeIgnored answers Configure with a limit above contract.MaxLimit
+// or a window above contract.MaxWindow with no error, and keeps the
+// configuration it had: the caller believes a value is in force that is
+// not. Caught by robust/invalid-config.
+func OversizeIgnored(s Store) (contract.RateLimiterContract, error) {
+	return variant(s, func(l *scripted) { l.dropOversize = true })
+}
+
 // IgnoresContext runs its store calls on a context of its own, so a caller
 // that gave up still has its request decided. Caught by
 // robust/context-cancel.
