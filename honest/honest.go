@@ -56,6 +56,8 @@ func All() []Limiter {
 			New: func(s Store) (contract.RateLimiterContract, error) { return NewZCardLog(s) }, KeyOf: plainKey},
 		{Name: "exact-log", Once: "robust/invalid-config failed a limiter that takes a limit of 2^53 and a window of 200 years",
 			New: func(s Store) (contract.RateLimiterContract, error) { return NewExactLog(s) }, KeyOf: plainKey},
+		{Name: "fixed-window", Profile: FixedWindowProfile, Once: "robust/key-hygiene failed a TTL equal to the state's lifetime, at random",
+			New: func(s Store) (contract.RateLimiterContract, error) { return NewFixedWindow(s) }},
 	}
 }
 

@@ -2,8 +2,11 @@ package honest_test
 
 import (
 	"context"
+	"fmt"
+	"net/http/httptest"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,6 +17,7 @@ import (
 	"github.com/rlconform/rlconform/redisenv"
 	"github.com/rlconform/rlconform/report"
 	"github.com/rlconform/rlconform/suite"
+	"github.com/rlconform/rlconform/targets"
 )
 
 var store *redisenv.Redis
@@ -80,6 +84,8 @@ func TestEachPassesOnceFailedSpecsEveryTime(t *testing.T) {
 		{"zcard-log", "strict/clock-step-back", 20, true},
 		{"exact-log", "robust/invalid-config", 20, true},
 		{"exact-log", "robust/invalid-config", 1, false},
+		{"fixed-window", "robust/key-hygiene", 50, true},
+		{"fixed-window", "robust/key-hygiene", 3, false},
 	} {
 		l := byName(t, c.name)
 		t.Run(c.name+" "+c.id, func(t *testing.T) {
@@ -106,4 +112,75 @@ func byName(t *testing.T, name string) honest.Limiter {
 	}
 	t.Fatalf("no honest limiter %q", name)
 	return honest.Limiter{}
+}
+
+// hashed starts two instances of the hashed-id service on a prefix of its
+// own, and returns them as the command line grades a remote limiter with
+// --store-url and --store-prefix: keys are inspected under that prefix,
+// which every spec shares.
+func hashed(t *testing.T, clock bool) (suite.Target, suite.Config) {
+	t.Helper()
+	prefix := fmt.Sprintf("rlc-hashed:%d:", time.Now().UnixNano())
+	var urls []string
+	for range 2 {
+		h, err := honest.NewHashedService(store.Client, prefix, clock)
+		require.NoError(t, err)
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
+		urls = append(urls, srv.URL)
+	}
+	target, err := targets.Remote(context.Background(), urls, 5*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, clock, target.Capabilities.Clock)
+	target.Capabilities.StoreInspection = true
+	target.NeedsRedis = true // its Redis is ours: the store-outage spec may stop it
+	return target, suite.Config{Redis: store, StorePrefix: prefix, ReportDir: t.TempDir()}
+}
+
+// TestHashedServicePasses grades the service that hashes ids into its
+// keys with the whole catalogue, with clock control and in real time:
+// nothing fails.
+func TestHashedServicePasses(t *testing.T) {
+	for _, clock := range []bool{true, false} {
+		t.Run(fmt.Sprintf("clock %v", clock), func(t *testing.T) {
+			target, cfg := hashed(t, clock)
+			rep, err := suite.Check(context.Background(), cfg, target)
+			require.NoError(t, err)
+			passes(t, rep)
+			t.Log("\n" + report.String(rep))
+		})
+	}
+}
+
+// TestHashedServiceKeyHygieneEveryTime: robust/key-hygiene alone, and
+// after strict/config-range has left keys with a TTL of 100 years under
+// the shared prefix, passes every time: it judges only the keys that
+// appeared during it.
+func TestHashedServiceKeyHygieneEveryTime(t *testing.T) {
+	for _, c := range []struct {
+		ids   []string
+		clock bool
+		runs  int
+	}{
+		{[]string{"robust/key-hygiene"}, true, 10},
+		{[]string{"robust/key-hygiene"}, false, 3},
+		{[]string{"strict/config-range", "robust/key-hygiene"}, true, 3},
+		{[]string{"strict/config-range", "robust/key-hygiene"}, false, 1},
+	} {
+		t.Run(fmt.Sprintf("%v clock %v", c.ids, c.clock), func(t *testing.T) {
+			target, cfg := hashed(t, c.clock)
+			cfg.IDs = c.ids
+			for range c.runs {
+				rep, err := suite.Check(context.Background(), cfg, target)
+				require.NoError(t, err)
+				for _, r := range rep.Results {
+					if r.Status == suite.Inconclusive {
+						t.Logf("inconclusive in real time on this machine (never a pass): %s", r.Message)
+						continue
+					}
+					require.Equal(t, suite.Passed, r.Status, r.Message)
+				}
+			}
+		})
+	}
 }

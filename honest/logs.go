@@ -26,25 +26,26 @@ var logScript = redis.NewScript(logSource)
 type Log struct {
 	store  Store
 	script *redis.Script
+	key    func(prefix, userID string) string
 	*settings
 }
 
 // NewZCardLog is the canonical ZREMRANGEBYSCORE + ZCARD + ZADD script:
 // after a clock that stepped back it counts the entries later than now
 // (the conservative reading). It once failed strict/clock-step-back.
-func NewZCardLog(s Store) (*Log, error) { return newLog(s, zcardScript) }
+func NewZCardLog(s Store) (*Log, error) { return newLog(s, zcardScript, plainKey) }
 
 // NewExactLog is an exact log (ZCOUNT up to now) whose Configure takes any
 // limit from 1 and any window from 1ms, as Go libraries do: 2^53 and 200
 // years too. It once failed robust/invalid-config.
-func NewExactLog(s Store) (*Log, error) { return newLog(s, logScript) }
+func NewExactLog(s Store) (*Log, error) { return newLog(s, logScript, plainKey) }
 
-func newLog(s Store, script *redis.Script) (*Log, error) {
+func newLog(s Store, script *redis.Script, key func(prefix, userID string) string) (*Log, error) {
 	st, err := newSettings(s)
 	if err != nil {
 		return nil, err
 	}
-	return &Log{store: s, script: script, settings: st}, nil
+	return &Log{store: s, script: script, key: key, settings: st}, nil
 }
 
 func (l *Log) run(ctx context.Context, op, user string, add bool) (bool, int, error) {
@@ -60,7 +61,7 @@ func (l *Log) run(ctx context.Context, op, user string, add bool) (bool, int, er
 	if add {
 		flag = "1"
 	}
-	res, err := l.script.Run(ctx, l.store.Redis, []string{plainKey(l.store.Prefix, user)},
+	res, err := l.script.Run(ctx, l.store.Redis, []string{l.key(l.store.Prefix, user)},
 		nowArg(l.store.Clock), cfg.w, cfg.n, m, flag).Int64Slice()
 	if err != nil {
 		return false, 0, storeErr(ctx, op, err)
@@ -85,7 +86,7 @@ func (l *Log) Reset(ctx context.Context, user string) error {
 	if err := contract.ValidateUserID(user); err != nil {
 		return fmt.Errorf("Reset: %w", err)
 	}
-	if err := l.store.Redis.Del(ctx, plainKey(l.store.Prefix, user)).Err(); err != nil {
+	if err := l.store.Redis.Del(ctx, l.key(l.store.Prefix, user)).Err(); err != nil {
 		return storeErr(ctx, "Reset", err)
 	}
 	return nil

@@ -82,6 +82,7 @@ func All() []Mutant {
 		{Name: "oversize-ignored", Breaks: "a limit or window above the bounds is taken without an error, and ignored", CaughtBy: []string{"robust/invalid-config"}, NeedsRedis: true, New: OversizeIgnored},
 		{Name: "plain-errors", Breaks: "invalid input gets errors that wrap none of the contract's sentinels", CaughtBy: []string{"robust/invalid-config", "robust/empty-user-id"}, NeedsRedis: true, New: PlainErrors},
 		{Name: "no-ttl", Breaks: "keys never expire", CaughtBy: []string{"robust/key-hygiene"}, NeedsRedis: true, New: NoTTL},
+		{Name: "ttl-oldest-entry", Breaks: "the key's TTL runs until its oldest entry leaves, not its newest: later entries are lost with the key", CaughtBy: []string{"robust/key-hygiene"}, NeedsRedis: true, New: TTLOldestEntry},
 		{Name: "hangs-when-down", Breaks: "retries forever, ignoring the context, while Redis is down", CaughtBy: []string{"robust/store-outage"}, NeedsRedis: true, New: HangsWhenDown},
 		{Name: "allows-when-down", Breaks: "allows every request, silently, while Redis is down", CaughtBy: []string{"robust/store-outage"}, NeedsRedis: true, New: AllowsWhenDown},
 		{Name: "ignores-context", Breaks: "store calls run on a context of their own: a cancelled caller is still decided", CaughtBy: []string{"robust/context-cancel"}, NeedsRedis: true, New: IgnoresContext},

@@ -54,6 +54,14 @@ func NoTTL(s Store) (contract.RateLimiterContract, error) {
 	return newScripted(s, zsetScript, "no-ttl")
 }
 
+// TTLOldestEntry sets the key's TTL to when its oldest entry leaves (the
+// time until more quota, which it also reports) instead of its newest:
+// the key expires, and the entries after the oldest with it, while they
+// still count. Caught by robust/key-hygiene.
+func TTLOldestEntry(s Store) (contract.RateLimiterContract, error) {
+	return newScripted(s, zsetScript, "ttl-oldest-entry")
+}
+
 // HangsWhenDown retries a failed call forever with a fresh context, so a
 // Redis outage hangs every caller. Caught by robust/store-outage.
 func HangsWhenDown(s Store) (contract.RateLimiterContract, error) {

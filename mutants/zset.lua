@@ -59,7 +59,14 @@ if record then
     if fault("drops-future") then redis.call("ZREMRANGEBYSCORE", key, "(" .. now, "+inf") end
     redis.call("ZADD", key, now, member)
     -- no-ttl: never sets an expiry.
-    if not fault("no-ttl") then redis.call("PEXPIRE", key, window) end
+    if fault("ttl-oldest-entry") then
+      -- ttl-oldest-entry: the key lives until the oldest entry leaves (the
+      -- time until more quota), not the newest.
+      local oldest = redis.call("ZRANGE", key, 0, 0, "WITHSCORES")
+      redis.call("PEXPIRE", key, math.max(1, tonumber(oldest[2]) + window - now))
+    elseif not fault("no-ttl") then
+      redis.call("PEXPIRE", key, window)
+    end
     count = active()
   end
 end
