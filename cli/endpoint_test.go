@@ -113,6 +113,11 @@ func TestEndpointModeFailsLyingServices(t *testing.T) {
 				h.Set("RateLimit", `"default";r=0;t=0`)
 			}
 		}, "http/ratelimit-fields", "a client that waits t is refused again"},
+		{"reset past the whole quota", func(h http.Header) {
+			if v := h.Get("RateLimit"); v != "" {
+				h.Set("RateLimit", v[:strings.Index(v, ";t=")]+";t=60")
+			}
+		}, "http/ratelimit-fields", "gives the whole quota back within 1s"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			url := serveAPI(t, red, fmt.Sprintf("rlc-ep:%d:", time.Now().UnixNano()), c.lie)

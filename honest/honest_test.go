@@ -3,6 +3,7 @@ package honest_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rlconform/rlconform/adapters"
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/fakeclock"
 	"github.com/rlconform/rlconform/honest"
@@ -183,4 +185,57 @@ func TestHashedServiceKeyHygieneEveryTime(t *testing.T) {
 			}
 		})
 	}
+}
+
+// gcraEndpoint serves an API behind the GCRA middleware, n per w, keyed
+// by X-User, and returns it as an endpoint graded against the profile
+// gcra with that policy.
+func gcraEndpoint(t *testing.T, n int, w time.Duration) (suite.Target, suite.Config) {
+	t.Helper()
+	api := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mw := honest.GCRAMiddleware(n, w, func(r *http.Request) string { return r.Header.Get("X-User") })
+	srv := httptest.NewServer(mw(api))
+	t.Cleanup(srv.Close)
+	identity, err := adapters.ParseIdentity("header:X-User")
+	require.NoError(t, err)
+	policy := adapters.Policy{Limit: n, Window: w}
+	target, _, _, err := targets.Endpoint(context.Background(), []string{srv.URL}, targets.EndpointOptions{
+		EndpointOptions: adapters.EndpointOptions{Identity: identity, LimitedStatus: http.StatusTooManyRequests, Timeout: 5 * time.Second},
+		Policy:          policy,
+	})
+	require.NoError(t, err)
+	return target, suite.Config{Profile: honest.GCRAProfile, Limit: policy.Limit, RealTimeWindow: policy.Window, ReportDir: t.TempDir()}
+}
+
+// TestGCRAMiddlewarePasses grades the GCRA middleware, whose
+// X-RateLimit-Reset says when the whole quota is back, as an endpoint
+// against its profile: at 5 per second every spec that grades an endpoint
+// passes; at 4 per 4 seconds, where the whole quota comes back seconds
+// after the next request may go, http/ratelimit-fields passes every time.
+func TestGCRAMiddlewarePasses(t *testing.T) {
+	target, cfg := gcraEndpoint(t, 5, time.Second)
+	rep, err := suite.Check(context.Background(), cfg, target)
+	require.NoError(t, err)
+	passes(t, rep)
+	t.Log("\n" + report.String(rep))
+	r, ok := result(rep, "http/ratelimit-fields")
+	require.True(t, ok)
+	require.Equal(t, suite.Passed, r.Status, r.Message)
+
+	target, cfg = gcraEndpoint(t, 4, 4*time.Second)
+	cfg.IDs = []string{"http/ratelimit-fields"}
+	for range 3 {
+		rep, err := suite.Check(context.Background(), cfg, target)
+		require.NoError(t, err)
+		require.Equal(t, suite.Passed, rep.Results[0].Status, rep.Results[0].Message)
+	}
+}
+
+func result(rep *suite.Report, id string) (suite.Result, bool) {
+	for _, r := range rep.Results {
+		if r.ID == id {
+			return r, true
+		}
+	}
+	return suite.Result{}, false
 }

@@ -18,9 +18,9 @@ func httpSpecs() []spec {
 			run:  retryAfterSpec,
 			hint: "set Retry-After to the time until the next request is allowed (for a log: until the oldest entry that counts leaves), rounded up to whole seconds, never down"},
 		{id: "http/ratelimit-fields", level: Strict, needs: []need{needEndpoint},
-			rule: "the RateLimit fields tell the truth: the policy is the one enforced, r is the quota left after the request, t no longer than the wait for more quota, and with none left a request sent t later is allowed",
+			rule: "the RateLimit fields tell the truth: the policy is the one enforced, r is the quota left after the request, t no later than the whole quota's return rounded up (the next unit's or the whole quota's, or between), and with none left a request sent t later is allowed",
 			run:  rateLimitFieldsSpec,
-			hint: "send RateLimit-Policy: \"name\";q=N;w=W and RateLimit: \"name\";r=<left after this request>;t=<seconds until more quota, rounded up> from the limiter's own decision"},
+			hint: "send RateLimit-Policy: \"name\";q=N;w=W and RateLimit: \"name\";r=<left after this request>;t=<seconds until more quota, or until the whole quota is back, rounded up> from the limiter's own decision"},
 	}
 }
 
@@ -47,6 +47,19 @@ func (h *harness) malformed(a HTTPAnswer) {
 // ceilSeconds is d rounded up to whole seconds.
 func ceilSeconds(d time.Duration) time.Duration {
 	return (d + time.Second - 1) / time.Second * time.Second
+}
+
+// quotaBack bounds how long from an instant of [lo, hi] until user's
+// whole quota is back, as the real-time oracle knows it; false when it
+// does not.
+func (h *harness) quotaBack(user string, lo, hi time.Time) (time.Duration, bool) {
+	o, ok := h.oracle.(interface {
+		QuotaBack(user string, lo, hi time.Time) (time.Duration, bool)
+	})
+	if !ok {
+		return 0, false
+	}
+	return o.QuotaBack(user, lo, hi)
 }
 
 func retryAfterSpec(h *harness) {
@@ -121,13 +134,12 @@ func rateLimitFieldsSpec(h *harness) {
 			}
 		}
 		if a.Reset != nil {
-			bound := ceilSeconds(3 * h.W())
-			if !a.Allowed || a.Remaining != nil && *a.Remaining == 0 {
-				_, most := h.oracle.RetryBounds(u, a.Sent, a.Returned)
-				bound = ceilSeconds(most)
-			}
-			if *a.Reset > bound {
-				h.Failf("request %d: the %s fields say more quota in %v, but %s gives more within %v", i+1, a.Form, *a.Reset, h.profileName(), bound)
+			// "Until the quota resets" is honestly the next unit's return
+			// or the whole quota's, or anything between: no later than
+			// the whole quota's, rounded up. Whether it is truthful, with
+			// none left, is tried below.
+			if whole, ok := h.quotaBack(u, a.Sent, a.Returned); ok && *a.Reset > ceilSeconds(whole) {
+				h.Failf("request %d: the %s fields say more quota in %v, but %s gives the whole quota back within %v", i+1, a.Form, *a.Reset, h.profileName(), ceilSeconds(whole))
 			}
 		}
 	}

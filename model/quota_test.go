@@ -1,0 +1,44 @@
+package model
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// at is the instant n ms after the epoch.
+func at(n int64) time.Time { return time.UnixMilli(n) }
+
+// The whole quota of a log is back when its latest entry has left: W
+// after the latest instant it may have been made, a millisecond generous
+// each way.
+func TestIntervalQuotaBack(t *testing.T) {
+	o, err := NewInterval(3, time.Second)
+	require.NoError(t, err)
+	d, ok := o.QuotaBack("u", at(0), at(0))
+	assert.True(t, ok)
+	assert.Zero(t, d, "a user without entries has its whole quota")
+	o.Log("u", at(100), at(110))
+	o.Log("u", at(200), at(230))
+	d, ok = o.QuotaBack("u", at(300), at(310))
+	assert.True(t, ok)
+	assert.Equal(t, 932*time.Millisecond, d, "the entry made by +230 leaves by +1230")
+	o.Log("u", at(300), at(310))
+	d, _ = o.QuotaBack("u", at(300), at(310))
+	assert.Equal(t, time.Second, d, "an entry made by the operation itself leaves W after it, no later")
+}
+
+// The whole quota of a GCRA is back at TAT: its lifetime.
+func TestSearchQuotaBack(t *testing.T) {
+	s, err := NewSearch(MustSpec("gcra"), 4, 4*time.Second)
+	require.NoError(t, err)
+	j, want := s.JudgeBurst("u", at(1000), at(1000), 4, 4)
+	require.NotEqual(t, Impossible, j, want)
+	d, ok := s.QuotaBack("u", at(1000), at(1000))
+	assert.True(t, ok)
+	assert.Equal(t, 4*time.Second, d, "TAT is 5000 after four requests at 1000")
+	least, most := s.RetryBounds("u", at(1000), at(1000))
+	assert.Less(t, most, d, "the next request may go long before the whole quota is back (%v..%v)", least, most)
+}
