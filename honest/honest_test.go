@@ -90,7 +90,7 @@ func TestEachPassesOnceFailedSpecsEveryTime(t *testing.T) {
 		{"fixed-window", "robust/key-hygiene", 3, false},
 	} {
 		l := byName(t, c.name)
-		t.Run(c.name+" "+c.id, func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s %s clock %v", c.name, c.id, c.clock), func(t *testing.T) {
 			for range c.runs {
 				rep, err := suite.Check(context.Background(), suite.Config{Redis: store, Profile: l.Profile, IDs: []string{c.id}}, target(l, c.clock))
 				require.NoError(t, err)
