@@ -28,9 +28,9 @@ const (
 // below are the whole contract; docs/contract.md says them at length. Each
 // names the specs that grade it.
 //
-// Configuration is a limit 1 <= N <= [MaxLimit] and a window
-// 1ms <= W <= [MaxWindow]; time is integer milliseconds (sub-millisecond
-// parts are dropped). Each user u has a log of the instants of its allowed
+// Configuration is a limit N >= 1 and a window W >= 1ms, honoured exactly
+// at least up to N = [MaxLimit] and W = [MaxWindow]; time is integer
+// milliseconds (sub-millisecond parts are dropped). Each user u has a log of the instants of its allowed
 // requests; at instant t the active entries are those s with t-W < s <= t.
 //
 //   - AllowRequest(u) at t allows and logs t when fewer than N entries are
@@ -49,12 +49,16 @@ const (
 //   - Configure(N, W) applies to every later decision, for every user and
 //     every existing log, limit and window alike (core/reconfigure,
 //     strict/lowered-limit, strict/raised-limit); the whole range of N and W
-//     is honoured exactly (strict/config-range); invalid values return
-//     [ErrInvalidConfig] and leave the old configuration in force
-//     (robust/invalid-config).
-//   - When the clock steps back, entries later than now do not count but
-//     stay in the log, and count again once time catches up
-//     (strict/clock-step-back).
+//     is honoured exactly (strict/config-range); a limit below 1 or a
+//     window below 1ms returns [ErrInvalidConfig] and leaves the old
+//     configuration in force; above [MaxLimit] or [MaxWindow] a limiter may
+//     return that error or take the value, and then honour it; any other
+//     error is wrong (robust/invalid-config).
+//   - When the clock steps back, entries later than now stay in the log
+//     and count once time reaches them. Until then a limiter may count
+//     them (the conservative reading: ZCARD after the prune) or not (the
+//     literal one: ZCOUNT up to now); every answer must be one of the two
+//     readings' (strict/clock-step-back).
 //   - Users are isolated (core/multi-user). A user id is any non-empty string
 //     of up to [MaxUserIDBytes] bytes, opaque and case-sensitive
 //     (robust/user-id-zoo); the empty id returns [ErrInvalidUserID]
@@ -94,8 +98,9 @@ type RateLimiterContract interface {
 }
 
 var (
-	// ErrInvalidConfig is returned by Configure for a limit outside
-	// 1..[MaxLimit] or a window outside 1ms..[MaxWindow].
+	// ErrInvalidConfig is returned by Configure for a limit below 1 or a
+	// window below 1ms. A limiter may also return it for a limit above
+	// [MaxLimit] or a window above [MaxWindow], or take those.
 	ErrInvalidConfig = errors.New("invalid rate limiter configuration")
 	// ErrInvalidUserID is returned for an empty user id.
 	ErrInvalidUserID = errors.New("invalid user id")
@@ -110,7 +115,9 @@ var (
 )
 
 // ValidateConfig returns an error wrapping [ErrInvalidConfig] unless
-// 1 <= maxRequests <= [MaxLimit] and 1ms <= window <= [MaxWindow].
+// 1 <= maxRequests <= [MaxLimit] and 1ms <= window <= [MaxWindow]: it
+// refuses what lies above the bounds, one of the two answers the contract
+// allows there.
 func ValidateConfig(maxRequests int, window time.Duration) error {
 	if maxRequests < 1 || maxRequests > MaxLimit {
 		return fmt.Errorf("%w: max requests %d, want 1 to %d", ErrInvalidConfig, maxRequests, MaxLimit)

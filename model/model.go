@@ -107,6 +107,17 @@ func (s *State) Active(now time.Time, user string) int {
 	return len(s.active(now.UnixMilli(), user))
 }
 
+// Unexpired returns how many entries of user have not left the window at
+// now, the entries later than now included: what a script that prunes to
+// now-W and counts with ZCARD counts. It differs from [State.Active] only
+// after the clock stepped back; the contract lets a limiter count either
+// way (the literal reading, Active, or this conservative one).
+func (s *State) Unexpired(now time.Time, user string) int {
+	t := now.UnixMilli()
+	s.active(t, user) // prunes
+	return len(s.logs[user])
+}
+
 // Reset forgets user's log.
 func (s *State) Reset(user string) error {
 	if err := contract.ValidateUserID(user); err != nil {

@@ -191,12 +191,15 @@ func TestClockSteppingBack(t *testing.T) {
 	assert.True(t, ok, "the entry at 500 does not count at 400")
 	n, _ := s.Remaining(time.UnixMilli(400), u)
 	assert.Equal(t, 1, n, "only the entry at 400 counts at 400")
+	assert.Equal(t, 1, s.Active(time.UnixMilli(400), u), "the literal reading")
+	assert.Equal(t, 2, s.Unexpired(time.UnixMilli(400), u), "the conservative reading (ZCARD) counts the entry at 500 too")
 	ok, _ = s.Allow(time.UnixMilli(500), u)
 	assert.False(t, ok, "back at 500 both entries count")
 	assert.Equal(t, []time.Time{time.UnixMilli(400), time.UnixMilli(500)}, s.Log(time.UnixMilli(500), u))
 	// The entry at 400 leaves at 1400, the one at 500 at 1500.
 	n, _ = s.Remaining(time.UnixMilli(1400), u)
 	assert.Equal(t, 1, n)
+	assert.Equal(t, 1, s.Unexpired(time.UnixMilli(1400), u), "what has left the window is gone in both readings")
 }
 
 func TestIdleUsersAreForgotten(t *testing.T) {

@@ -72,13 +72,14 @@ func All() []Mutant {
 		{Name: "clock-ignored", Breaks: "the limiter reads the server's clock, not the one it was given", CaughtBy: []string{"core/sliding-expiry"}, NeedsRedis: true, New: ClockIgnored},
 		{Name: "non-atomic", Breaks: "count and add are separate round trips: concurrent requests pass the same check", CaughtBy: []string{"core/concurrent-4", "strict/linearizable"}, NeedsRedis: true, New: NonAtomic},
 		{Name: "reset-pattern", Breaks: "Reset deletes every key matching the id as a prefix", CaughtBy: []string{"core/reset"}, NeedsRedis: true, New: ResetByPattern},
-		{Name: "counts-future", Breaks: "entries later than now (the clock stepped back) are counted", CaughtBy: []string{"strict/clock-step-back"}, NeedsRedis: true, New: CountsFuture},
+		{Name: "clock-clamped", Breaks: "a clock that stepped back is held at the newest entry: requests are logged later than they were made", CaughtBy: []string{"strict/clock-step-back"}, NeedsRedis: true, New: ClockClamped},
 		{Name: "drops-future", Breaks: "entries later than now are lost when one is added", CaughtBy: []string{"strict/clock-step-back"}, NeedsRedis: true, New: DropsFuture},
 		{Name: "capped-limit", Breaks: "the limit is silently cut to 1000", CaughtBy: []string{"strict/config-range"}, NeedsRedis: true, New: CappedLimit},
 		{Name: "capped-window", Breaks: "the window is silently cut to one day", CaughtBy: []string{"strict/config-range"}, NeedsRedis: true, New: CappedWindow},
 		{Name: "late-reset", Breaks: "a retried Reset lands late and wipes requests made after the first one returned", CaughtBy: []string{"strict/reset-race", "core/reset"}, NeedsRedis: true, New: LateReset},
 		{Name: "case-folded", Breaks: "user ids are lower-cased", CaughtBy: []string{"robust/user-id-zoo"}, NeedsRedis: true, New: CaseFolded},
 		{Name: "truncated-id", Breaks: "user ids are cut to 256 bytes", CaughtBy: []string{"robust/user-id-zoo"}, NeedsRedis: true, New: TruncatedID},
+		{Name: "oversize-ignored", Breaks: "a limit or window above the bounds is taken without an error, and ignored", CaughtBy: []string{"robust/invalid-config"}, NeedsRedis: true, New: OversizeIgnored},
 		{Name: "plain-errors", Breaks: "invalid input gets errors that wrap none of the contract's sentinels", CaughtBy: []string{"robust/invalid-config", "robust/empty-user-id"}, NeedsRedis: true, New: PlainErrors},
 		{Name: "no-ttl", Breaks: "keys never expire", CaughtBy: []string{"robust/key-hygiene"}, NeedsRedis: true, New: NoTTL},
 		{Name: "hangs-when-down", Breaks: "retries forever, ignoring the context, while Redis is down", CaughtBy: []string{"robust/store-outage"}, NeedsRedis: true, New: HangsWhenDown},
@@ -108,7 +109,7 @@ func NotInRealTime() map[string]string {
 	return map[string]string{
 		"inclusive-boundary": "the 1ms between s+W-1 and s+W is far inside any round trip",
 		"clock-ignored":      "without clock control every limiter reads its own clock: there is no given clock to ignore",
-		"counts-future":      "the clock never steps back in real time",
+		"clock-clamped":      "the clock never steps back in real time",
 		"drops-future":       "the clock never steps back in real time",
 		"capped-window":      "a window cut to a day shows only once a day has passed",
 		"gcra-float-drift":   "whether the floats round across the edge depends on the instant's bits: on the server's clock the instants are not chosen, so the drift shows only on some runs",
@@ -155,6 +156,7 @@ type scripted struct {
 	capWindow    int64               // the window (ms) is cut to this (0: no cap)
 	keepWindow   bool                // Configure validates the window, then ignores it
 	plainErrors  bool                // invalid input gets errors that wrap no sentinel
+	dropOversize bool                // Configure answers nil above the bounds and changes nothing
 	ignoreCtx    bool                // store calls run on a context of their own
 	globalKey    bool                // one key for every user
 	lateReset    map[string]int      // users whose Reset runs again after so many more decisions (guarded by mu)
@@ -308,6 +310,9 @@ func (l *scripted) Reset(ctx context.Context, user string) error {
 }
 
 func (l *scripted) Configure(_ context.Context, n int, w time.Duration) error {
+	if l.dropOversize && (n > contract.MaxLimit || w > contract.MaxWindow) {
+		return nil
+	}
 	if err := contract.ValidateConfig(n, w); err != nil {
 		if l.plainErrors {
 			return errors.New("bad configuration")

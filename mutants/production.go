@@ -102,11 +102,13 @@ func redisZ(score int64, member string) redis.Z {
 
 func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
 
-// CountsFuture counts every entry of the set (ZCARD), also those later than
-// now that a clock stepping back leaves: it under-admits after the step.
-// Caught by strict/clock-step-back.
-func CountsFuture(s Store) (contract.RateLimiterContract, error) {
-	return zset(s, "counts-future")
+// ClockClamped holds a clock that stepped back at the user's newest entry
+// (now = max(now, newest)), as a guard against time going backwards: the
+// requests made meanwhile are logged later than they were made, and keep
+// counting after their window, refusing more than even counting the
+// entries later than now would. Caught by strict/clock-step-back.
+func ClockClamped(s Store) (contract.RateLimiterContract, error) {
+	return zset(s, "clock-clamped")
 }
 
 // DropsFuture removes the entries later than now when it adds one, so after
@@ -138,6 +140,14 @@ func WindowIgnored(s Store) (contract.RateLimiterContract, error) {
 // failure. Caught by robust/invalid-config and robust/empty-user-id.
 func PlainErrors(s Store) (contract.RateLimiterContract, error) {
 	return variant(s, func(l *scripted) { l.plainErrors = true })
+}
+
+// OversizeIgnored answers Configure with a limit above contract.MaxLimit
+// or a window above contract.MaxWindow with no error, and keeps the
+// configuration it had: the caller believes a value is in force that is
+// not. Caught by robust/invalid-config.
+func OversizeIgnored(s Store) (contract.RateLimiterContract, error) {
+	return variant(s, func(l *scripted) { l.dropOversize = true })
 }
 
 // IgnoresContext runs its store calls on a context of its own, so a caller

@@ -27,9 +27,9 @@ func robustSpecs() []spec {
 			run:  emptyUserID,
 			hint: "validate the id before touching the store, and return an error wrapping contract.ErrInvalidUserID for the empty one (over HTTP: status 400)"},
 		{id: "robust/invalid-config", level: Robust, needs: []need{needConfigure},
-			rule: "Configure with a limit outside 1..MaxLimit or a window outside 1ms..MaxWindow is an error wrapping ErrInvalidConfig and leaves the old configuration in force",
+			rule: "Configure with a limit below 1 or a window below 1ms is an error wrapping ErrInvalidConfig and leaves the old configuration in force; above MaxLimit or MaxWindow it is that error or taken and in force",
 			run:  invalidConfig,
-			hint: "validate both values before storing either (contract.ValidateConfig), and return an error wrapping contract.ErrInvalidConfig (over HTTP: status 400)"},
+			hint: "validate both values before storing either, and return an error wrapping contract.ErrInvalidConfig (over HTTP: status 400); a limit above contract.MaxLimit or a window above contract.MaxWindow may be refused the same way (contract.ValidateConfig) or taken, never answered with another error"},
 		{id: "robust/key-hygiene", level: Robust, needs: []need{needUsers, needInspect},
 			rule:    "every key the limiter leaves has a TTL covering its newest entry and at most a few windows, and lives under its prefix",
 			general: "every key the limiter leaves has a TTL covering the time its state still matters (the profile's lifetime) and at most a few windows, and lives under its prefix",
@@ -129,13 +129,12 @@ func invalidConfig(h *harness) {
 	for _, bad := range []struct {
 		n int
 		w time.Duration
-	}{{0, h.W()}, {-1, h.W()}, {h.N(), 0}, {h.N(), -time.Second}, {h.N(), 500 * time.Microsecond}, {0, 0},
-		{contract.MaxLimit + 1, h.W()}, {h.N(), contract.MaxWindow + time.Millisecond}} {
+	}{{0, h.W()}, {-1, h.W()}, {h.N(), 0}, {h.N(), -time.Second}, {h.N(), 500 * time.Microsecond}, {0, 0}} {
 		err := lim.Configure(h.ctx, bad.n, bad.w)
 		op := fmt.Sprintf("Configure(%d, %v)", bad.n, bad.w)
 		h.Note(op, errWord(err, "ok"))
 		if err == nil {
-			h.Failf("%s = nil; want an error (the limit must be 1 to %d and the window 1ms to %v)", op, contract.MaxLimit, contract.MaxWindow)
+			h.Failf("%s = nil; want an error (the limit must be at least 1 and the window at least 1ms)", op)
 		}
 		h.wantSentinel(op, err, contract.ErrInvalidConfig)
 	}
@@ -145,6 +144,94 @@ func invalidConfig(h *harness) {
 	}
 	if h.target.Capabilities.Remaining {
 		h.Remaining(u)
+	}
+	// Above the range every limiter must honour, a limiter may refuse or
+	// take: 2^53 and 200 years are exact in a Go int and a time.Duration.
+	h.aboveRange(contract.MaxLimit+1, h.W(), h.limitInForce)
+	h.aboveRange(h.N(), contract.MaxWindow+time.Millisecond, h.windowInForce)
+	h.aboveRange(h.N(), 200*365*24*time.Hour, h.windowInForce)
+	// Refused or taken and set back, the configuration graded is in
+	// force: N of a fresh user are allowed, then one is denied.
+	after := h.User("after")
+	for range h.N() + 1 {
+		h.Allow(after)
+	}
+	if h.target.Capabilities.Remaining {
+		h.Remaining(after)
+	}
+}
+
+// aboveRange sends Configure(n, w), a value above contract.MaxLimit or
+// contract.MaxWindow. A limiter may refuse it, with an error wrapping
+// ErrInvalidConfig (and nothing else), or take it: then inForce checks
+// that it applies, and the configuration graded is set again.
+func (h *harness) aboveRange(n int, w time.Duration, inForce func(n int, w time.Duration)) {
+	lim := h.Instance(0)
+	op := fmt.Sprintf("Configure(%d, %v)", n, w)
+	err := lim.Configure(h.ctx, n, w)
+	h.Note(op, errWord(err, "ok"))
+	if err != nil {
+		h.wantSentinel(op, err, contract.ErrInvalidConfig)
+		return
+	}
+	inForce(n, w)
+	h.Configure(h.N(), h.W())
+}
+
+// rawAllow sends AllowRequest(user) to instance 0 outside the model (a
+// configuration the model cannot hold is in force) and notes the answer.
+func (h *harness) rawAllow(user, taken string) bool {
+	op := "AllowRequest(" + h.short(user) + ")"
+	ok, err := h.Instance(0).AllowRequest(h.ctx, user)
+	h.Note(op, errWord(err, allowedWord(ok)))
+	if err != nil {
+		h.Failf("%s; then %s returned an error: %v", taken, op, err)
+	}
+	return ok
+}
+
+// limitInForce checks that a limit n taken above contract.MaxLimit
+// applies: a fresh user gets more than the old limit allowed, and has
+// n less them remaining.
+func (h *harness) limitInForce(n int, w time.Duration) {
+	taken := fmt.Sprintf("Configure(%d, %v) was taken (a limiter may take or refuse a limit above %d)", n, w, contract.MaxLimit)
+	v := h.User("big-limit")
+	for i := range h.N() + 1 {
+		if !h.rawAllow(v, taken) {
+			h.Failf("%s, but request %d of a fresh user was denied: the limit taken is not in force", taken, i+1)
+		}
+	}
+	if !h.target.Capabilities.Remaining {
+		return
+	}
+	left, err := h.Instance(0).GetRemainingRequests(h.ctx, v)
+	h.Note("GetRemainingRequests("+h.short(v)+")", errWord(err, fmt.Sprint(left)))
+	if err != nil {
+		h.Failf("%s; then GetRemainingRequests returned an error: %v", taken, err)
+	}
+	if want := n - (h.N() + 1); left != want {
+		h.Failf("%s, but after %d requests of a fresh user GetRemainingRequests = %d, want %d: the limit taken is not in force exactly", taken, h.N()+1, left, want)
+	}
+}
+
+// windowInForce checks that a window w taken above contract.MaxWindow
+// applies: N requests of a fresh user still count a whole old window
+// after the last of them.
+func (h *harness) windowInForce(n int, w time.Duration) {
+	taken := fmt.Sprintf("Configure(%d, %v) was taken (a limiter may take or refuse a window above %v)", n, w, contract.MaxWindow)
+	x := h.User(fmt.Sprintf("big-window-%dms", w.Milliseconds()))
+	for i := range h.N() {
+		if !h.rawAllow(x, taken) {
+			h.Failf("%s, but request %d of a fresh user was denied", taken, i+1)
+		}
+	}
+	if h.fake != nil {
+		h.Advance(h.W())
+	} else {
+		h.waitUntil(time.Now().Add(h.W() + h.Edge()))
+	}
+	if h.rawAllow(x, taken) {
+		h.Failf("%s, but %v after N requests of a fresh user one more was allowed: they left as the old window %v says, so the window taken is not in force", taken, h.W(), h.W())
 	}
 }
 
