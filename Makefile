@@ -1,7 +1,7 @@
 # The two jobs the README opens with. Both get a real Redis first.
 GO ?= go
 
-.PHONY: conformance test bench redis node-deps container-rung gateways
+.PHONY: conformance test bench redis node-deps container-rung gateways arch-check
 
 ## conformance: grade the reference limiter against real Redis and print the table
 conformance: redis
@@ -10,7 +10,7 @@ conformance: redis
 	./bin/rlconform run
 
 ## test: every test, with the race detector
-test: redis gateways node-deps container-rung
+test: redis gateways node-deps container-rung arch-check
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
@@ -26,6 +26,12 @@ bench: redis
 
 redis:
 	@./scripts/ensure-redis
+
+# rlconform is 64-bit only (docs/contract.md, "Platforms"): a 32-bit build
+# must stop with the error that says so, not with an overflow.
+arch-check:
+	@GOARCH=386 $(GO) build ./contract 2>&1 | grep -q rlconform_requires_a_64_bit_platform || \
+		{ echo "make test: GOARCH=386 go build ./contract must fail naming rlconform_requires_a_64_bit_platform" >&2; exit 1; }
 
 # nginx and HAProxy (package gateways) are graded over HTTP by the tests,
 # each started by them on a free loopback port; installed with apt-get

@@ -240,12 +240,15 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any, ok 
 		if ctx.Err() == context.DeadlineExceeded {
 			err = fmt.Errorf("no answer within %v: %w", c.timeout, err)
 		}
+		if ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			err = fmt.Errorf("%w: %w", contract.ErrNoAnswer, err)
+		}
 		return 0, &Error{Op: op, Err: err}
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
-		return resp.StatusCode, &Error{Op: op, Status: resp.StatusCode, Err: fmt.Errorf("reading the answer: %w", err)}
+		return resp.StatusCode, &Error{Op: op, Status: resp.StatusCode, Err: fmt.Errorf("reading the answer: %w: %w", contract.ErrNoAnswer, err)}
 	}
 	if ok != nil && ok(resp.StatusCode) {
 		return resp.StatusCode, nil

@@ -204,6 +204,9 @@ func (e *Endpoint) Do(ctx context.Context, user string) (*Response, error) {
 	sent := time.Now()
 	resp, err := e.http.Do(req)
 	if err != nil {
+		if ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			err = fmt.Errorf("%w: %w", contract.ErrNoAnswer, err)
+		}
 		return nil, fmt.Errorf("%s %s: %w", e.opts.Method, redactURL(e.url), err)
 	}
 	defer resp.Body.Close()

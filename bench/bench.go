@@ -159,7 +159,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		due                     chan time.Duration // open loop: when each request is due
 		backlog                 atomic.Int64
 		expected                = int(float64(cfg.Duration.Seconds()) * max(cfg.Rate, 1000))
-		perCaller               = min(1<<20, expected/cfg.Concurrency+16)
+		// Each caller starts small and grows as it records: reserving
+		// for the whole expected load up front would reserve gigabytes
+		// for a long run that an interrupt may cut short.
+		perCaller = min(256, expected/cfg.Concurrency+16)
 	)
 	if cfg.Rate > 0 {
 		due = make(chan time.Duration, min(1<<20, int(cfg.Rate)+1))

@@ -3,6 +3,7 @@ package bench_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -299,4 +300,40 @@ func TestAnOpenLoopThatKeepsUpHasNoBacklog(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, res.Backlog)
 	assert.Equal(t, 50, res.Decisions)
+}
+
+// denyAll answers at once, denying.
+type denyAll struct{}
+
+func (denyAll) AllowRequest(context.Context, string) (bool, error) { return false, nil }
+
+// BenchmarkAHugeRunStartsSmall measures what a run of a huge configured
+// load (10M/s for an hour over 1,000 callers) reserves before it is cut
+// short: callers start small and grow, where they once reserved 2^20
+// decisions each (about 40 GB for this load). B/op is that memory.
+func BenchmarkAHugeRunStartsSmall(b *testing.B) {
+	for b.Loop() {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // cut short at once: what is left is what it reserved
+		_, err := bench.Run(ctx, bench.Config{Instances: []bench.Limiter{denyAll{}}, Concurrency: 1000, Rate: 1e7,
+			Duration: time.Hour, Users: 10, Limit: 1, Window: time.Second, Grace: time.Millisecond})
+		if !errors.Is(err, context.Canceled) {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestAHugeRunStartsSmall: the same run allocates well under a gigabyte
+// (it reserved about 40 GB before callers grew as needed).
+func TestAHugeRunStartsSmall(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := bench.Run(ctx, bench.Config{Instances: []bench.Limiter{denyAll{}}, Concurrency: 1000, Rate: 1e7,
+		Duration: time.Hour, Users: 10, Limit: 1, Window: time.Second, Grace: time.Millisecond})
+	require.ErrorIs(t, err, context.Canceled)
+	runtime.ReadMemStats(&after)
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<30), "a cut-short run of a huge load allocated %d MB", (after.TotalAlloc-before.TotalAlloc)>>20)
+	t.Logf("a cut-short run of 10M/s for 1h over 1,000 callers allocated %d MB", (after.TotalAlloc-before.TotalAlloc)>>20)
 }

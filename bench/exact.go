@@ -4,13 +4,15 @@ import (
 	"cmp"
 	"slices"
 	"time"
+
+	"github.com/rlconform/rlconform/model"
 )
 
-// Slack widens every call's interval by this much on each side before it is
-// judged, as the suite's real-time oracle does: a limiter that reads a
-// millisecond clock (Redis TIME floored to the millisecond, say) may
-// decide at an instant up to a millisecond before the call was sent.
-const Slack = time.Millisecond
+// admissible is the span of instants call d may have been decided at, by
+// the real-time rule every oracle shares ([model.Admissible]): on a
+// limiter clock a fraction of a millisecond from the grader's, read at a
+// millisecond's resolution or finer.
+func admissible(d Decision) (lo, hi time.Duration) { return model.Admissible(d.Sent, d.Returned) }
 
 // Decision is one answered or failed call, its instants as offsets from
 // the start of the run (monotonic clock).
@@ -42,7 +44,8 @@ type Window struct {
 	// (more than the limit: an overshoot).
 	Allowed int `json:"allowed"`
 	// From and To bound the calls: the first was sent at From, the last
-	// answered at To; To-From+2×Slack < W.
+	// answered at To; every admissible instant of them lies within less
+	// than W (see [model.Admissible]).
 	From time.Duration `json:"from_ns"`
 	To   time.Duration `json:"to_ns"`
 	// Calls are the window's allowed calls, in the order sent.
@@ -92,8 +95,8 @@ type Exactness struct {
 func (e Exactness) Exact() bool { return e.Overshoot == 0 && e.UnderAdmitted == 0 }
 
 // Check judges decisions against a sliding-window log of limit per window
-// in which every call took effect at one instant within its interval
-// (widened by [Slack]). It is sound: it reports an overshoot only when
+// in which every call took effect at one instant of its admissible span
+// ([model.Admissible]). It is sound: it reports an overshoot only when
 // limit+1 allowed calls of one user lay within less than one window
 // whatever their instants, and an under-admission only when fewer than
 // limit allowed (or errored) calls could have counted at any instant of a
@@ -168,10 +171,13 @@ func byUser(decisions []Decision) []Decision {
 	return sorted
 }
 
+func earliest(d Decision) time.Duration { lo, _ := admissible(d); return lo }
+func latest(d Decision) time.Duration   { _, hi := admissible(d); return hi }
+
 // overshoot finds, for every allowed call j of one user (sorted by Sent),
 // the earliest allowed call i such that calls i..j provably lay in one
-// window: every one returned (plus slack) less than W after call i was sent
-// (minus slack). Because Sent grows with i and the latest return over
+// window: the latest admissible instant of every one is less than W after
+// the earliest of call i. Because Sent grows with i and the latest return over
 // i..j shrinks with i, that holds for every i' ≥ i too, and the earliest i
 // never moves back as j grows: two pointers and a deque of the latest
 // return, linear.
@@ -189,7 +195,7 @@ func overshoot(ex *Exactness, calls []Decision, limit int, window time.Duration)
 			deque = deque[:len(deque)-1]
 		}
 		deque = append(deque, j)
-		for i <= j && allowed[deque[0]].Returned+Slack-(allowed[i].Sent-Slack) >= window {
+		for i <= j && latest(allowed[deque[0]])-earliest(allowed[i]) >= window {
 			i++
 			if deque[0] < i {
 				deque = deque[1:]
@@ -210,8 +216,8 @@ func overshoot(ex *Exactness, calls []Decision, limit int, window time.Duration)
 // underAdmission finds the denied calls of one user at whose every instant
 // fewer than limit allowed calls could have been in the window. A call a
 // could count at an instant t of the denied call d when t-W < e ≤ t for
-// an instant e of a: a.Returned+slack > d.Sent-slack-W and
-// a.Sent-slack ≤ d.Returned+slack. Errored calls count as allowed, with
+// an instant e of a, each in its admissible span: latest(a) > earliest(d)-W
+// and earliest(a) ≤ latest(d). Errored calls count as allowed, with
 // any instant up to end. With the allowed calls' Sent and Returned each
 // sorted, that count is (those sent by the denied call's end) − (those
 // returned before its window could begin), two binary searches: every
@@ -221,9 +227,10 @@ func underAdmission(ex *Exactness, calls []Decision, limit int, window, end time
 	for _, c := range calls {
 		switch c.Outcome {
 		case Allowed:
-			sent, returned = append(sent, c.Sent-Slack), append(returned, c.Returned+Slack)
+			sent, returned = append(sent, earliest(c)), append(returned, latest(c))
 		case Errored:
-			sent, returned = append(sent, c.Sent-Slack), append(returned, end+Slack)
+			lo, hi := model.Admissible(c.Sent, end)
+			sent, returned = append(sent, lo), append(returned, hi)
 		}
 	}
 	slices.Sort(sent)
@@ -232,7 +239,7 @@ func underAdmission(ex *Exactness, calls []Decision, limit int, window, end time
 		if d.Outcome != Denied {
 			continue
 		}
-		lo, hi := d.Sent-Slack-window, d.Returned+Slack
+		lo, hi := earliest(d)-window, latest(d)
 		sentBy, _ := slices.BinarySearch(sent, hi+1)             // sent ≤ hi
 		returnedBefore, _ := slices.BinarySearch(returned, lo+1) // returned ≤ lo
 		counted := sentBy - returnedBefore
@@ -243,7 +250,7 @@ func underAdmission(ex *Exactness, calls []Decision, limit int, window, end time
 		if ex.WorstUnder == nil || counted < ex.WorstUnder.Counted {
 			var nearby []Decision
 			for _, a := range calls {
-				if a.Outcome != Denied && a.Sent-Slack <= hi && returnedOrEnd(a, end)+Slack > lo {
+				if a.Outcome != Denied && earliest(a) <= hi && latest(Decision{Sent: a.Sent, Returned: returnedOrEnd(a, end)}) > lo {
 					nearby = append(nearby, a)
 				}
 			}

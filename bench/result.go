@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"github.com/rlconform/rlconform/model"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -102,7 +104,7 @@ type Bucket struct {
 	Users int `json:"users"`
 	// Busiest is the most allowed requests of one user that surely lay in
 	// the window ending with the bucket (sent after its start, answered
-	// before its end, with [Slack]): a limiter that keeps to the limit never
+	// before its end, by the real-time rule): a limiter that keeps to the limit never
 	// shows more than Limit.
 	Busiest int           `json:"busiest_window"`
 	P50     time.Duration `json:"p50_ns"`
@@ -208,7 +210,7 @@ func collect(cfg Config, callers []*caller, sent, elapsed time.Duration, backlog
 
 // busiest sets each bucket's Busiest: for each user, the allowed requests
 // answered by the bucket's end less those sent by the start of the window
-// ending then, each widened by Slack (a lower bound of those inside: it
+// ending then, each by its admissible span (a lower bound of those inside: it
 // counts a request that spans the whole window against the count).
 func busiest(r *Result, bucket time.Duration) {
 	var sent, returned []time.Duration
@@ -223,10 +225,10 @@ func busiest(r *Result, bucket time.Duration) {
 		slices.Sort(returned)
 		for b := range r.Series {
 			end := min(r.Elapsed, time.Duration(b+1)*bucket)
-			// Slack on both sides, as the check: a limiter on a millisecond
-			// clock may decide up to one before the call left.
-			answered, _ := slices.BinarySearch(returned, end-Slack+1)
-			before, _ := slices.BinarySearch(sent, end-r.Window+Slack+1)
+			// Surely inside (end-W, end]: its latest admissible instant
+			// by the end, its earliest after end-W, as the check.
+			answered, _ := slices.BinarySearch(returned, end-model.ClockOffset+1)
+			before, _ := slices.BinarySearch(sent, end-r.Window+model.ClockOffset+model.ClockResolution+1)
 			r.Series[b].Busiest = max(r.Series[b].Busiest, answered-before)
 		}
 	})

@@ -106,6 +106,12 @@ var (
 	ErrInvalidUserID = errors.New("invalid user id")
 	// ErrStore wraps every failure of the limiter's backing store.
 	ErrStore = errors.New("rate limiter store failure")
+	// ErrNoAnswer wraps a call whose answer never came: the connection to
+	// a remote limiter dropped, or timed out. The limiter may or may not
+	// have acted on it, so its outcome is unknown: a fault of the way to
+	// the limiter, not an answer of it. Limiters never return it; the
+	// adapters that reach them over a network do.
+	ErrNoAnswer = errors.New("no answer from the limiter (outcome unknown)")
 )
 
 // ValidateConfig returns an error wrapping [ErrInvalidConfig] unless

@@ -594,7 +594,7 @@ func firstImpossible(t *testing.T, profile string, answers []answer) int {
 	o, err := model.NewOracle(model.MustSpec(profile), limit, window)
 	require.NoError(t, err)
 	for i, a := range answers {
-		if j, _ := o.Judge(model.TimedOp{Kind: model.OpAllow, User: "u", Lo: a.sent, Hi: a.returned, Allowed: a.allowed}); j == model.Impossible {
+		if j, _, _ := o.Judge(model.TimedOp{Kind: model.OpAllow, User: "u", Lo: a.sent, Hi: a.returned, Allowed: a.allowed}); j == model.Impossible {
 			return i
 		}
 	}

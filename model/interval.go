@@ -79,17 +79,36 @@ type Interval struct {
 	window int64 // ms
 	logs   map[string][]span
 	joints map[string]*joint
+	// realTime: intervals are the grader's sent and returned instants,
+	// judged by the real-time rule ([AdmissibleMillis], [MayCount]);
+	// otherwise they are the limiter's own instants, exactly.
+	realTime bool
 }
 
 // span is an entry whose instant lies in [lo, hi], in ms.
 type span struct{ lo, hi int64 }
 
-// NewInterval returns an empty interval oracle with a configuration.
+// NewInterval returns an empty interval oracle with a configuration, for
+// intervals that bound the limiter's own instants exactly (whole
+// milliseconds of its clock). [NewOracle] returns one for the grader's
+// sent and returned instants, under the real-time rule.
 func NewInterval(maxRequests int, window time.Duration) (*Interval, error) {
 	if err := contract.ValidateConfig(maxRequests, window); err != nil {
 		return nil, err
 	}
 	return &Interval{max: maxRequests, window: window.Milliseconds(), logs: map[string][]span{}, joints: map[string]*joint{}}, nil
+}
+
+// millis is the span of whole milliseconds an interval stands for.
+func (o *Interval) millis(lo, hi time.Time) (int64, int64) {
+	if o.realTime {
+		return AdmissibleMillis(lo, hi)
+	}
+	l, h := lo.UnixMilli(), hi.UnixMilli()
+	if h < l {
+		l, h = h, l
+	}
+	return l, h
 }
 
 // Limit is the limit in force; Window the window.
@@ -101,51 +120,48 @@ func (o *Interval) Window() time.Duration { return time.Duration(o.window) * tim
 // Judge takes the next operation of the history and says whether its
 // answer is certain, undecided or impossible, with the reason. An allowed
 // answer is logged whatever the judgement, so that the rest of the history
-// is judged on what the limiter did.
-func (o *Interval) Judge(op TimedOp) (Judgement, string) {
-	lo, hi := op.Lo.UnixMilli(), op.Hi.UnixMilli()
-	if hi < lo {
-		lo, hi = hi, lo
+// is judged on what the limiter did. An operation other than Configure
+// without an interval is an error ([ErrNoInterval]), and is not taken.
+func (o *Interval) Judge(op TimedOp) (Judgement, string, error) {
+	if err := op.validate(); err != nil {
+		return Undecided, "", err
 	}
 	if op.Kind == OpConfigure {
-		return o.judgeAlone(op, lo, hi)
+		j, why := o.judgeAlone(op, 0, 0)
+		return j, why, nil
 	}
+	lo, hi := o.millis(op.Lo, op.Hi)
 	j := o.joints[op.User]
 	if j == nil {
 		j = &joint{}
 		o.joints[op.User] = j
 	}
 	alone, why := o.judgeAlone(op, lo, hi)
-	if op.Lo.IsZero() || op.Hi.IsZero() { // no interval given: judged alone
-		if op.Kind == OpReset {
-			j.allowed = nil
-		} else {
-			j.off = true
-		}
-		return alone, why
-	}
 	if j.off {
-		return alone, why
+		if op.Kind == OpReset {
+			j.reset()
+		}
+		return alone, why, nil
 	}
 	n := j.add(lo, hi)
 	if op.Kind == OpReset {
 		j.allowed = nil
-		return alone, why
+		return alone, why, nil
 	}
-	cons, ok := j.answer(n, op, o.max, o.window)
+	cons, ok := j.answer(n, op, o.max, o.window, o.realTime)
 	switch {
 	case alone == Impossible:
 		j.off = true
-		return alone, why
+		return alone, why, nil
 	case !ok || !j.feasible(cons):
 		j.off = true
-		return Impossible, "no one choice of instants for this user's whole history gives these answers (each may be possible alone)"
+		return Impossible, "no one choice of instants for this user's whole history gives these answers (each may be possible alone)", nil
 	}
 	judged := alone
 	if alone == Undecided && op.Kind == OpAllow {
 		flipped := op
 		flipped.Allowed = !op.Allowed
-		if other, ok := j.answer(n, flipped, o.max, o.window); !ok || !j.feasible(other) {
+		if other, ok := j.answer(n, flipped, o.max, o.window, o.realTime); !ok || !j.feasible(other) {
 			judged = Certain // the opposite answer fits no instants
 		}
 	}
@@ -153,7 +169,8 @@ func (o *Interval) Judge(op TimedOp) (Judgement, string) {
 	if op.Kind == OpAllow && op.Allowed {
 		j.allowed = append(j.allowed, n)
 	}
-	return judged, why
+	j.settle(o.window, o.max, o.realTime)
+	return judged, why, nil
 }
 
 // judgeAlone judges op on its own: every earlier entry anywhere in its
@@ -217,12 +234,12 @@ func (o *Interval) count(user string, lo, hi int64) (cMin, cMax int) {
 	kept := log[:0]
 	for _, e := range log {
 		// Latest possible entry instant, no later than t: min(e.hi, hi).
-		if lo-min(e.hi, hi) >= o.window {
+		if !MayCount(lo-min(e.hi, hi), o.window, o.realTime) {
 			continue // gone at every t >= lo, hence for every later operation
 		}
 		kept = append(kept, e)
 		cMax++
-		if hi-e.lo < o.window { // active even at the latest t and earliest entry instant
+		if MustCount(hi-e.lo, o.window) { // active even at the latest t and earliest entry instant
 			cMin++
 		}
 	}
@@ -237,13 +254,15 @@ func (o *Interval) count(user string, lo, hi int64) (cMin, cMax int) {
 // Count bounds how many of user's entries count during [lo, hi]: at least
 // cMin at every instant of it, at most cMax at any.
 func (o *Interval) Count(user string, lo, hi time.Time) (cMin, cMax int) {
-	return o.count(user, lo.UnixMilli(), hi.UnixMilli())
+	l, h := o.millis(lo, hi)
+	return o.count(user, l, h)
 }
 
 // Log adds an entry of user whose instant lies in [lo, hi] (an allowed
 // request of a concurrent burst), without judging it.
 func (o *Interval) Log(user string, lo, hi time.Time) {
-	o.logs[user] = append(o.logs[user], span{lo.UnixMilli(), hi.UnixMilli()})
+	l, h := o.millis(lo, hi)
+	o.logs[user] = append(o.logs[user], span{l, h})
 	if o.joints[user] == nil {
 		o.joints[user] = &joint{}
 	}

@@ -50,19 +50,19 @@ func TestIntervalAgreesWithStateOnPoints(t *testing.T) {
 			}
 			op.Lo, op.Hi = now, now
 			before := clone(o)
-			j, why := o.Judge(op)
+			j, why, _ := o.Judge(op)
 			require.Equal(t, Certain, j, "seed %d step %d: %+v: %s", seed, step, op, why)
 			// The opposite answer must be impossible.
 			switch op.Kind {
 			case OpAllow:
 				bad := op
 				bad.Allowed = !op.Allowed
-				j, _ = before.Judge(bad)
+				j, _, _ = before.Judge(bad)
 				require.Equal(t, Impossible, j, "seed %d step %d: the opposite of %+v", seed, step, op)
 			case OpRemaining:
 				bad := op
 				bad.Remaining = op.Remaining + 1
-				j, _ = before.Judge(bad)
+				j, _, _ = before.Judge(bad)
 				require.Equal(t, Impossible, j, "seed %d step %d: remaining %d", seed, step, bad.Remaining)
 			}
 		}
@@ -89,18 +89,18 @@ func TestIntervalJudgesTheWholeHistory(t *testing.T) {
 	o, err := NewInterval(1, time.Second)
 	require.NoError(t, err)
 	at := func(ms int64) time.Time { return time.UnixMilli(1_000_000 + ms) }
-	j, _ := o.Judge(TimedOp{Kind: OpAllow, User: "u", Allowed: true, Lo: at(0), Hi: at(10)})
+	j, _, _ := o.Judge(TimedOp{Kind: OpAllow, User: "u", Allowed: true, Lo: at(0), Hi: at(10)})
 	assert.Equal(t, Certain, j)
 	// Denied in [1004, 1006]: the entry must be at 5 or later.
-	j, _ = o.Judge(TimedOp{Kind: OpAllow, User: "u", Allowed: false, Lo: at(1004), Hi: at(1006)})
+	j, _, _ = o.Judge(TimedOp{Kind: OpAllow, User: "u", Allowed: false, Lo: at(1004), Hi: at(1006)})
 	assert.Equal(t, Undecided, j)
 	// Allowed at 1004: the entry must be at 4 or earlier. Alone, possible;
 	// with the denial, no instants fit.
 	alone := clone(o)
 	alone.joints["u"].off = true
-	j, _ = alone.Judge(TimedOp{Kind: OpAllow, User: "u", Allowed: true, Lo: at(1004), Hi: at(1004)})
+	j, _, _ = alone.Judge(TimedOp{Kind: OpAllow, User: "u", Allowed: true, Lo: at(1004), Hi: at(1004)})
 	assert.Equal(t, Undecided, j, "judged alone it is possible")
-	j, why := o.Judge(TimedOp{Kind: OpAllow, User: "u", Allowed: true, Lo: at(1004), Hi: at(1004)})
+	j, why, _ := o.Judge(TimedOp{Kind: OpAllow, User: "u", Allowed: true, Lo: at(1004), Hi: at(1004)})
 	assert.Equal(t, Impossible, j, why)
 }
 
@@ -114,7 +114,7 @@ func TestIntervalUnderUncertainty(t *testing.T) {
 	judge := func(kind OpKind, lo, hi int, allowed bool, remaining int) Judgement {
 		op := TimedOp{Kind: kind, User: "u", Allowed: allowed, Remaining: remaining}
 		op.Lo, op.Hi = at(lo, hi)
-		j, _ := o.Judge(op)
+		j, _, _ := o.Judge(op)
 		return j
 	}
 	// Two entries in [0, 10] and [5, 15].
@@ -135,7 +135,7 @@ func TestIntervalUnderUncertainty(t *testing.T) {
 }
 
 func (o *Interval) mustJudge(op TimedOp) Judgement {
-	j, _ := o.Judge(op)
+	j, _, _ := o.Judge(op)
 	return j
 }
 
@@ -164,7 +164,7 @@ func TestIntervalIsSound(t *testing.T) {
 				op.Kind = OpReset
 				s.Reset(u)
 			}
-			j, why := o.Judge(op)
+			j, why, _ := o.Judge(op)
 			require.NotEqual(t, Impossible, j, "seed %d step %d: %+v: %s", seed, step, op, why)
 		}
 	}

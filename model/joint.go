@@ -9,13 +9,18 @@ package model
 // that the Nth most recent entry has left the window:
 //
 //	allowed at j:  t(e_N) <= t(j) - W
-//	denied at j:   t(j) - t(e_N) <= W - 1
+//	denied at j:   t(j) - t(e_N) <= W - 1   (W in real time: see MayCount)
 //
 // and remaining r (c = N - r entries count) says that e_c counts and
 // e_(c+1) does not. Such a system has a solution if and only if its
 // constraint graph has no negative cycle, which Bellman-Ford tells: an
 // answer is impossible exactly when no one choice of instants for the
 // whole history gives every answer so far.
+//
+// Entries that can no longer count at any later instant are settled
+// (settle): their nodes are dropped once the bounds they imply are folded
+// into the remaining nodes' intervals, so the system holds what can still
+// change an answer, not the whole history.
 type joint struct {
 	lo, hi  []int64 // bounds of each operation's instant (node i+1)
 	edges   []edge  // t(to) - t(from) <= w
@@ -50,12 +55,20 @@ func (j *joint) recent(k int) int {
 }
 
 // active says "entry e counts at node n" (window w), inactive the opposite.
-func active(e, n int, w int64) edge   { return edge{e, n, w - 1} }
+// In whole milliseconds of real time (realTime), an entry exactly w old
+// may still count ([MayCount]).
+func active(e, n int, w int64, realTime bool) edge {
+	if realTime {
+		return edge{e, n, w}
+	}
+	return edge{e, n, w - 1}
+}
 func inactive(e, n int, w int64) edge { return edge{n, e, -w} }
 
 // answer returns the constraints an answer puts on node n, and false when
 // it is impossible outright (more entries needed than were ever allowed).
-func (j *joint) answer(n int, op TimedOp, limit int, w int64) ([]edge, bool) {
+func (j *joint) answer(n int, op TimedOp, limit int, w int64, realTime bool) ([]edge, bool) {
+	active := func(e, n int, w int64) edge { return active(e, n, w, realTime) }
 	switch op.Kind {
 	case OpAllow:
 		e := j.recent(limit)
@@ -112,4 +125,118 @@ func (j *joint) feasible(extra []edge) bool {
 		}
 	}
 	return false
+}
+
+// reset forgets the user's history: after a Reset, no earlier entry
+// counts, and what follows is judged from scratch (sound: only the order
+// with earlier operations is forgotten).
+func (j *joint) reset() { *j = joint{} }
+
+// settleAt is how many nodes the system holds before settle looks for
+// nodes to drop: enough that it runs rarely.
+func settleAt(limit int) int { return 4*limit + 64 }
+
+// settle drops the oldest nodes once no entry among them can count at any
+// later instant: every allowed entry before the first one that may still
+// count at the latest node's earliest instant, and every operation before
+// that entry. The bounds the dropped nodes put on the kept ones are folded
+// into the kept nodes' intervals first (their tightest bounds, by shortest
+// paths through the whole system), so dropping them only forgets relations
+// between kept nodes that ran through dropped ones: sound, and the system
+// stays as large as one window's operations, not the whole history.
+//
+// An entry dropped here would count again only if the window were raised
+// past it, which the oracle does not judge (see [Interval]).
+func (j *joint) settle(w int64, limit int, realTime bool) {
+	nodes := len(j.lo)
+	if j.off || nodes < settleAt(limit) {
+		return
+	}
+	upper, lower, ok := j.bounds()
+	if !ok {
+		return
+	}
+	now := lower[nodes]
+	keep := nodes // first node kept
+	for _, e := range j.allowed {
+		if MayCount(now-upper[e], w, realTime) {
+			keep = e
+			break
+		}
+	}
+	if keep <= 1 {
+		return
+	}
+	shift := keep - 1
+	lo, hi := make([]int64, 0, nodes-shift), make([]int64, 0, nodes-shift)
+	var edges []edge
+	for n := keep; n <= nodes; n++ {
+		lo, hi = append(lo, lower[n]), append(hi, upper[n])
+		m := n - shift
+		edges = append(edges, edge{0, m, upper[n]}, edge{m, 0, -lower[n]})
+		if m > 1 {
+			edges = append(edges, edge{m, m - 1, 0})
+		}
+	}
+	for _, e := range j.edges { // the answers' constraints between kept nodes
+		order := e.from == e.to+1 && e.w == 0
+		if e.from >= keep && e.to >= keep && !order {
+			edges = append(edges, edge{e.from - shift, e.to - shift, e.w})
+		}
+	}
+	var allowed []int
+	for _, a := range j.allowed {
+		if a >= keep {
+			allowed = append(allowed, a-shift)
+		}
+	}
+	j.lo, j.hi, j.edges, j.allowed = lo, hi, edges, allowed
+}
+
+// bounds returns the tightest bounds the system puts on every node's
+// instant (index i for node i; index 0 is unused), and false when it has
+// no solution: upper by shortest paths from node 0, lower by shortest
+// paths to it.
+func (j *joint) bounds() (upper, lower []int64, ok bool) {
+	nodes := len(j.lo) + 1
+	const inf = int64(1) << 62
+	relax := func(reverse bool) ([]int64, bool) {
+		dist := make([]int64, nodes)
+		for i := range dist {
+			dist[i] = inf
+		}
+		dist[0] = 0
+		for range nodes + 1 {
+			changed := false
+			for _, e := range j.edges {
+				from, to := e.from, e.to
+				if reverse {
+					from, to = to, from
+				}
+				if dist[from] == inf {
+					continue
+				}
+				if d := dist[from] + e.w; d < dist[to] {
+					dist[to], changed = d, true
+				}
+			}
+			if !changed {
+				return dist, true
+			}
+		}
+		return nil, false
+	}
+	up, ok := relax(false)
+	if !ok {
+		return nil, nil, false
+	}
+	down, ok := relax(true)
+	if !ok {
+		return nil, nil, false
+	}
+	lower = make([]int64, nodes)
+	for i := range down {
+		lower[i] = -down[i]
+	}
+	return up, lower, true
 }

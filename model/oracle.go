@@ -12,8 +12,10 @@ type Oracle interface {
 	// Limit and Window are the configuration in force.
 	Limit() int
 	Window() time.Duration
-	// Judge takes the next operation of the history.
-	Judge(op TimedOp) (Judgement, string)
+	// Judge takes the next operation of the history. An operation other
+	// than Configure must have an interval (Lo and Hi set): without one it
+	// is an error ([ErrNoInterval]), and it is not taken.
+	Judge(op TimedOp) (Judgement, string, error)
 	// JudgeBurst judges a concurrent burst: sent AllowRequest of user, each
 	// decided at some instant of [lo, hi] in some order, of which allowed
 	// were allowed. want says how many could be ("exactly 5", "3 to 5",
@@ -29,7 +31,7 @@ type Oracle interface {
 // when the user's entries are in order, and at most until every entry has
 // left.
 func (o *Interval) RetryBounds(user string, lo, hi time.Time) (least, most time.Duration) {
-	l, h := lo.UnixMilli(), hi.UnixMilli()
+	l, h := o.millis(lo, hi)
 	log := o.logs[user]
 	if len(log) < o.max {
 		return 0, 0
@@ -38,7 +40,11 @@ func (o *Interval) RetryBounds(user string, lo, hi time.Time) (least, most time.
 	for _, e := range log {
 		latest = max(latest, e.hi)
 	}
-	most = time.Duration(max(0, latest+o.window-l)) * time.Millisecond
+	gone := latest + o.window // the first instant no entry counts at
+	if o.realTime {
+		gone++ // an entry exactly W old may still count
+	}
+	most = time.Duration(max(0, gone-l)) * time.Millisecond
 	if j := o.joints[user]; j != nil && !j.off {
 		e := log[len(log)-o.max]
 		least = time.Duration(max(0, e.lo+o.window-h)) * time.Millisecond
@@ -46,17 +52,24 @@ func (o *Interval) RetryBounds(user string, lo, hi time.Time) (least, most time.
 	return least, most
 }
 
-// NewOracle returns the interval oracle of a profile: [Interval] for the
-// sliding log, a [Search] widened by a millisecond for the others.
+// NewOracle returns the real-time oracle of a profile, for intervals that
+// are the grader's sent and returned instants, judged by the real-time
+// rule ([Admissible]): an [Interval] for the sliding log, a [Search] for
+// the others.
 func NewOracle(spec Spec, maxRequests int, window time.Duration) (Oracle, error) {
 	if spec.IsSlidingLog() {
-		return NewInterval(maxRequests, window)
+		o, err := NewInterval(maxRequests, window)
+		if err != nil {
+			return nil, err
+		}
+		o.realTime = true
+		return o, nil
 	}
 	s, err := NewSearch(spec, maxRequests, window)
 	if err != nil {
 		return nil, err
 	}
-	s.Widen(1)
+	s.realTime = true
 	return s, nil
 }
 
@@ -70,7 +83,7 @@ func (o *Interval) JudgeBurst(user string, lo, hi time.Time, sent, allowed int) 
 			o.Log(user, lo, hi)
 		}
 	}()
-	if hi.Sub(lo) >= o.Window() {
+	if l, h := o.millis(lo, hi); !MustCount(h-l, o.window) {
 		return Undecided, "any number"
 	}
 	cMin, cMax := o.Count(user, lo, hi)

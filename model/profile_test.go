@@ -175,10 +175,10 @@ func TestSearchExactOnPoints(t *testing.T) {
 					bad.Allowed = !op.Allowed
 					probe, _ := NewSearch(MustSpec(spec), n, w)
 					probe.users = o.cloneUsers()
-					j, _ := probe.Judge(bad)
+					j, _, _ := probe.Judge(bad)
 					require.Equal(t, Impossible, j, "%s seed %d step %d: the opposite of %+v", spec, seed, step, op)
 				}
-				j, why := o.Judge(op)
+				j, why, _ := o.Judge(op)
 				require.Equal(t, Certain, j, "%s seed %d step %d: %+v: %s", spec, seed, step, op, why)
 			}
 		}
@@ -203,14 +203,14 @@ func TestSearchSoundOnIntervals(t *testing.T) {
 				switch r := rng.IntN(10); {
 				case r < 5:
 					ok, _ := p.Allow(now, u)
-					j, why := o.Judge(TimedOp{Kind: OpAllow, User: u, Allowed: ok, Lo: lo, Hi: hi})
+					j, why, _ := o.Judge(TimedOp{Kind: OpAllow, User: u, Allowed: ok, Lo: lo, Hi: hi})
 					require.NotEqual(t, Impossible, j, "%s seed %d step %d: %s", spec, seed, step, why)
 					if j == Certain {
 						decided++
 					}
 				case r < 6:
 					left, _ := p.Remaining(now, u)
-					j, why := o.Judge(TimedOp{Kind: OpRemaining, User: u, Remaining: left, Lo: lo, Hi: hi})
+					j, why, _ := o.Judge(TimedOp{Kind: OpRemaining, User: u, Remaining: left, Lo: lo, Hi: hi})
 					require.NotEqual(t, Impossible, j, "%s seed %d step %d: %s", spec, seed, step, why)
 				case r < 7:
 					k, allowed := 1+rng.IntN(2*n), 0
@@ -266,7 +266,7 @@ func TestSearchSoundForSubMillisecondLimiters(t *testing.T) {
 				us += rng.Int64N(900) // the decision, within the call
 				ok, _ := micro.Allow(time.UnixMilli(us), u)
 				answered := us + rng.Int64N(900)
-				j, why := o.Judge(TimedOp{Kind: OpAllow, User: u, Allowed: ok, Lo: time.UnixMilli(sent / 1000), Hi: time.UnixMilli(answered / 1000)})
+				j, why, _ := o.Judge(TimedOp{Kind: OpAllow, User: u, Allowed: ok, Lo: time.UnixMilli(sent / 1000), Hi: time.UnixMilli(answered / 1000)})
 				require.NotEqual(t, Impossible, j, "%s seed %d step %d: %s", spec, seed, step, why)
 				us = answered + rng.Int64N(int64(w.Microseconds())/3)
 			}

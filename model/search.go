@@ -22,7 +22,10 @@ type Search struct {
 	n     int
 	w     time.Duration
 	users map[string]*searchUser
-	slack int64 // ms every interval is widened by, each way
+	// realTime: intervals are the grader's sent and returned instants,
+	// judged by the real-time rule ([AdmissibleMillis]); otherwise they
+	// are the limiter's own instants.
+	realTime bool
 }
 
 // The bounds of a search: past them, a user's answers are undecided.
@@ -44,12 +47,20 @@ type cand struct {
 	n   int // bursts: how many were allowed so far
 }
 
-// Widen widens every interval by ms each way from now on: a limiter that
-// decides on sub-millisecond instants (Redis TIME in microseconds, a
-// float clock) may cross a whole-millisecond edge that no millisecond of
-// its call's interval does, and is then judged as if its instants were
-// rounded either way. [NewOracle] widens by 1 ms.
-func (s *Search) Widen(ms int64) { s.slack = ms }
+// millis is the span of whole milliseconds an interval stands for. A
+// profile's model decides at whole milliseconds, so a limiter that
+// decides on finer instants is judged as if each instant were any whole
+// millisecond of its admissible span (see [AdmissibleMillis]).
+func (s *Search) millis(lo, hi time.Time) (int64, int64) {
+	if s.realTime {
+		return AdmissibleMillis(lo, hi)
+	}
+	l, h := lo.UnixMilli(), hi.UnixMilli()
+	if h < l {
+		l, h = h, l
+	}
+	return l, h
+}
 
 // NewSearch returns an empty search oracle for a profile.
 func NewSearch(spec Spec, maxRequests int, window time.Duration) (*Search, error) {
@@ -76,7 +87,15 @@ func (s *Search) user(u string) *searchUser {
 }
 
 // Judge implements [Oracle].
-func (s *Search) Judge(op TimedOp) (Judgement, string) {
+func (s *Search) Judge(op TimedOp) (Judgement, string, error) {
+	if err := op.validate(); err != nil {
+		return Undecided, "", err
+	}
+	j, why := s.judge(op)
+	return j, why, nil
+}
+
+func (s *Search) judge(op TimedOp) (Judgement, string) {
 	if op.Kind == OpConfigure {
 		if err := contract.ValidateConfig(op.Limit, op.Window); err == nil {
 			s.n, s.w = op.Limit, op.Window
@@ -89,14 +108,7 @@ func (s *Search) Judge(op TimedOp) (Judgement, string) {
 		return Certain, ""
 	}
 	su := s.user(op.User)
-	lo, hi := op.Lo.UnixMilli(), op.Hi.UnixMilli()
-	if op.Lo.IsZero() || op.Hi.IsZero() {
-		lo, hi = -1<<62, 1<<62
-	}
-	if hi < lo {
-		lo, hi = hi, lo
-	}
-	lo, hi = lo-s.slack, hi+s.slack
+	lo, hi := s.millis(op.Lo, op.Hi)
 	if op.Kind == OpReset {
 		p, _ := s.spec.New(s.n, s.w)
 		low := int64(-1 << 62)
@@ -224,7 +236,7 @@ func (s *Search) JudgeBurst(user string, lo, hi time.Time, sent, allowed int) (J
 	if su.off {
 		return Undecided, "any number"
 	}
-	l, h := lo.UnixMilli()-s.slack, hi.UnixMilli()+s.slack
+	l, h := s.millis(lo, hi)
 	type key struct {
 		state string
 		n     int
@@ -308,7 +320,7 @@ func (s *Search) RetryBounds(user string, lo, hi time.Time) (least, most time.Du
 	if su == nil || su.off {
 		return 0, s.w * 3 // every profile's wait is under a few windows
 	}
-	l, h := lo.UnixMilli()-s.slack, hi.UnixMilli()+s.slack
+	l, h := s.millis(lo, hi)
 	least = -1
 	for _, c := range su.states {
 		for t := max(c.low, l); t <= h; t++ {

@@ -1,12 +1,14 @@
 package suite
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/model"
 )
 
@@ -240,6 +242,9 @@ func (h *harness) replay(ops []dop, tag string, record bool) (int, string) {
 			h.Advance(o.advance)
 			continue
 		}
+		if errors.Is(err, contract.ErrNoAnswer) {
+			h.noAnswer(fmt.Sprintf("step %d at %s: %s", step, at, o), err)
+		}
 		if err != nil {
 			got = "error: " + err.Error()
 		}
@@ -329,11 +334,14 @@ func differentialRealTime(h *harness) {
 	caps := h.target.Capabilities
 	h.Origin()
 	type verdict struct {
-		user      string
-		steps     []string
-		failed    string
-		decided   int
-		undecided int
+		user   string
+		steps  []string
+		failed string
+		// unanswered is the call whose answer never came, which ended
+		// the user's schedule undecided.
+		unanswered error
+		decided    int
+		undecided  int
 	}
 	results := make([]verdict, rtDiffUsers)
 	var wg sync.WaitGroup
@@ -405,13 +413,20 @@ func differentialRealTime(h *harness) {
 					got = fmt.Sprint(op.Remaining)
 				}
 				step := fmt.Sprintf("%s…%s  %s(%s) = %s", fmtOffset(sent.Sub(h.start)), fmtOffset(returned.Sub(h.start)), name, h.short(u), got)
+				if errors.Is(err, contract.ErrNoAnswer) {
+					// Its outcome is unknown: the rest of this user's
+					// schedule cannot be judged.
+					v.steps = append(v.steps, step+" no answer: "+err.Error())
+					v.unanswered = err
+					return
+				}
 				if err != nil {
 					v.steps = append(v.steps, step+" error: "+err.Error())
 					v.failed = fmt.Sprintf("%s(%s) returned an error: %v", name, h.short(u), err)
 					return
 				}
 				v.steps = append(v.steps, step)
-				switch j, why := oracle.Judge(op); j {
+				switch j, why, _ := oracle.Judge(op); j {
 				case model.Impossible:
 					v.failed = fmt.Sprintf("step %d: %s(%s) = %s: %s", len(v.steps), name, h.short(u), got, why)
 					return
@@ -427,6 +442,9 @@ func differentialRealTime(h *harness) {
 	for _, v := range results {
 		h.decided += v.decided
 		h.undecided += v.undecided
+		if v.unanswered != nil {
+			h.undecided++
+		}
 	}
 	for _, v := range results {
 		if v.failed != "" {

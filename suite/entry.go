@@ -179,7 +179,9 @@ func Register(cfg Config, targets ...Target) bool {
 // result to rep (aborting it when the run cannot go on).
 func (r *runner) runInto(ctx context.Context, target Target, s *spec, rep *Report) Result {
 	res := r.runSpec(ctx, target, s)
-	if why := r.afterSpec(ctx, target, &res); why != "" {
+	if r.stuck != "" {
+		rep.Aborted = r.stuck
+	} else if why := r.afterSpec(ctx, target, &res); why != "" {
 		rep.Aborted = why
 	}
 	rep.Results = append(rep.Results, res)

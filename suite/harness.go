@@ -107,6 +107,9 @@ func (h *harness) diverge(f Failure, summary string) {
 func (h *harness) failStep(inst int, now time.Time, op, got, want, explanation string, err error) {
 	step, at := len(h.tl.events), fmtOffset(now.Sub(h.start))
 	f := Failure{Kind: KindWrongAnswer, Step: step, At: now.Sub(h.start), Instance: inst, Operation: op, Got: got, Want: want, Explanation: explanation}
+	if errors.Is(err, contract.ErrNoAnswer) {
+		h.noAnswer(fmt.Sprintf("step %d at %s: %s", step, at, op), err)
+	}
 	if err != nil {
 		f.Kind, f.Got = KindTargetError, "error: "+err.Error()
 		if _, ok := errors.AsType[*targetPanic](err); ok {
@@ -119,6 +122,32 @@ func (h *harness) failStep(inst int, now time.Time, op, got, want, explanation s
 		msg += "\n  " + explanation
 	}
 	h.diverge(f, msg)
+}
+
+// noAnswer ends the spec at a call whose answer never came (a dropped
+// connection, a timeout: see contract.ErrNoAnswer). Its outcome is
+// unknown, so what follows cannot be judged: a wrong answer found before
+// it still fails the spec; otherwise the spec decided what it could up to
+// there, and is inconclusive, never failed and never passed.
+func (h *harness) noAnswer(what string, err error) {
+	if h.pending != nil {
+		panic(*h.pending)
+	}
+	panic(inconclusive{h.report(fmt.Sprintf("%s got no answer (%v): its outcome is unknown, so the rest of the spec cannot be judged; this is a fault on the way to the target, not a verdict", what, err))})
+}
+
+// noAnswers returns the first error of errs that is a call without an
+// answer (contract.ErrNoAnswer), and how many there are.
+func noAnswers(errs []error) (first error, n int) {
+	for _, err := range errs {
+		if errors.Is(err, contract.ErrNoAnswer) {
+			if first == nil {
+				first = err
+			}
+			n++
+		}
+	}
+	return first, n
 }
 
 // Skipf ends the spec as skipped with a reason.
@@ -374,9 +403,10 @@ type sentReporter interface {
 }
 
 // allowSent is AllowRequest, with the instant the request left when the
-// instance knows it (zero otherwise).
+// instance knows it (zero otherwise). Through the harness's wrapper
+// (guarded), the call is tracked and its panics recovered either way.
 func allowSent(ctx context.Context, lim contract.RateLimiterContract, user string) (bool, time.Time, error) {
-	if r, ok := unguarded(lim).(sentReporter); ok {
+	if r, ok := lim.(sentReporter); ok {
 		return r.AllowRequestSent(ctx, user)
 	}
 	ok, err := lim.AllowRequest(ctx, user)
@@ -421,6 +451,7 @@ func (h *harness) checked(i int, name, user string, want func(time.Time) string,
 	if got != w {
 		h.failStep(i, now, op, got, w, strings.ReplaceAll(before, user, h.short(user)), nil)
 	}
+	h.decided++
 	return got
 }
 
@@ -452,7 +483,10 @@ func (h *harness) checkedRealTime(i int, name, user string, call func(contract.R
 		t.Kind = model.OpRemaining
 		t.Remaining, _ = strconv.Atoi(got)
 	}
-	j, why := h.oracle.Judge(t)
+	j, why, err := h.oracle.Judge(t)
+	if err != nil {
+		h.fault("rlconform's real-time oracle refused the operation (a bug of the grader, please report it): %v", err)
+	}
 	switch j {
 	case model.Impossible:
 		want := "denied"
@@ -481,7 +515,9 @@ func (h *harness) Reset(user string) {
 		h.failStep(0, now, op, "", "ok", "", err)
 	}
 	if h.fake == nil { // it took effect between sending and the answer
-		h.oracle.Judge(model.TimedOp{Kind: model.OpReset, User: user, Lo: now, Hi: time.Now()})
+		if _, _, err := h.oracle.Judge(model.TimedOp{Kind: model.OpReset, User: user, Lo: now, Hi: time.Now()}); err != nil {
+			h.fault("rlconform's real-time oracle refused the reset (a bug of the grader, please report it): %v", err)
+		}
 	}
 	h.record(0, now, op, "ok")
 	h.model.Reset(user)
@@ -601,10 +637,21 @@ func (h *harness) CheckBurst(users []string, perUser, goroutines int, instances 
 	}
 	for _, u := range users {
 		o := out[u]
+		if first, n := noAnswers(o.Errors); n > 0 {
+			// Each unanswered call may have been allowed or not: more
+			// allowed than the model allows is proven anyway.
+			if o.Allowed > want[u] {
+				h.divergef("at %s: %d goroutines sent %d AllowRequest(%s) with the clock standing still: %d allowed (and %d without an answer), want at most %d (what %s allows at this instant): two requests passed the same check",
+					fmtOffset(now.Sub(h.start)), goroutines, perUser, h.short(u), o.Allowed, n, want[u], h.profileName())
+				panic(*h.pending)
+			}
+			h.noAnswer(fmt.Sprintf("at %s: %d of %d concurrent AllowRequest(%s)", fmtOffset(now.Sub(h.start)), n, perUser, h.short(u)), first)
+		}
 		if len(o.Errors) > 0 {
 			h.Failf("at %s: %d of %d concurrent AllowRequest(%s) failed, first: %v",
 				fmtOffset(now.Sub(h.start)), len(o.Errors), perUser, h.short(u), o.Errors[0])
 		}
+		h.decided++
 		if o.Allowed != want[u] && h.pending == nil {
 			h.divergef("at %s: %d goroutines on %d instance(s) sent %d AllowRequest(%s) with the clock standing still: "+
 				"%d allowed, want exactly %d (what %s allows at this instant); "+
@@ -720,6 +767,18 @@ func (g guarded) AllowRequest(ctx context.Context, user string) (ok bool, err er
 	return g.lim.AllowRequest(ctx, user)
 }
 
+// AllowRequestSent is AllowRequest with the instant the request left, when
+// the target's instance knows it (see sentReporter); zero otherwise.
+func (g guarded) AllowRequestSent(ctx context.Context, user string) (ok bool, sent time.Time, err error) {
+	defer g.track()()
+	defer recovered(&err)
+	if r, is := g.lim.(sentReporter); is {
+		return r.AllowRequestSent(ctx, user)
+	}
+	ok, err = g.lim.AllowRequest(ctx, user)
+	return ok, time.Time{}, err
+}
+
 func (g guarded) GetRemainingRequests(ctx context.Context, user string) (n int, err error) {
 	defer g.track()()
 	defer recovered(&err)
@@ -752,6 +811,9 @@ func (h *harness) checkBurstRealTime(users []string, perUser, goroutines int, in
 	}
 	for ui, u := range users {
 		o := out[u]
+		if first, n := noAnswers(o.Errors); n > 0 {
+			h.noAnswer(fmt.Sprintf("%d of %d concurrent AllowRequest(%s)", n, perUser, h.short(u)), first)
+		}
 		if len(o.Errors) > 0 {
 			h.Failf("%d of %d concurrent AllowRequest(%s) failed, first: %v", len(o.Errors), perUser, h.short(u), o.Errors[0])
 		}

@@ -122,7 +122,7 @@ func rateLimitFieldsSpec(h *harness) {
 		if a.Remaining != nil {
 			// r is what is left after this request: a remaining query at
 			// an instant no earlier than the request's.
-			j, why := h.oracle.Judge(model.TimedOp{Kind: model.OpRemaining, User: u, Lo: a.Sent, Hi: a.Returned, Remaining: *a.Remaining})
+			j, why, _ := h.oracle.Judge(model.TimedOp{Kind: model.OpRemaining, User: u, Lo: a.Sent, Hi: a.Returned, Remaining: *a.Remaining})
 			h.tl.add(event{at: a.Sent.Sub(h.start), until: a.Returned.Sub(h.start), op: fmt.Sprintf("  its %s remaining field", a.Form), got: fmt.Sprint(*a.Remaining)})
 			switch j {
 			case model.Impossible:

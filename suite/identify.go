@@ -391,11 +391,11 @@ func replayProbe(c model.Spec, p probe, remaining bool) (*RuledOut, int) {
 			var why string
 			switch op.kind {
 			case 'A':
-				j, why = oracle.Judge(model.TimedOp{Kind: model.OpAllow, User: op.user, Lo: op.at, Hi: op.until, Allowed: op.got == allowedWord(true)})
+				j, why, _ = oracle.Judge(model.TimedOp{Kind: model.OpAllow, User: op.user, Lo: op.at, Hi: op.until, Allowed: op.got == allowedWord(true)})
 				want = map[bool]string{true: "denied", false: "allowed"}[op.got == allowedWord(true)]
 			case 'G':
 				n, _ := strconv.Atoi(op.got)
-				j, why = oracle.Judge(model.TimedOp{Kind: model.OpRemaining, User: op.user, Lo: op.at, Hi: op.until, Remaining: n})
+				j, why, _ = oracle.Judge(model.TimedOp{Kind: model.OpRemaining, User: op.user, Lo: op.at, Hi: op.until, Remaining: n})
 				want = "another count"
 			case 'B':
 				j, why = oracle.JudgeBurst(op.user, op.at, op.until, op.n, op.allowed)

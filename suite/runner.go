@@ -45,6 +45,9 @@ type runner struct {
 	// margin is how far from a window edge real-time specs aim, measured
 	// from the target's round trips on the first real-time spec.
 	margin time.Duration
+	// stuck, once set, says which spec's goroutine never returned after
+	// its time ran out: the run stops there.
+	stuck string
 }
 
 func newRunner(ctx context.Context, cfg Config, targets ...Target) (*runner, error) {
@@ -230,27 +233,17 @@ func (r *runner) runSpec(ctx context.Context, t Target, s *spec) (res Result) {
 			r.probed(s, h)
 		}
 	case <-specCtx.Done():
-		if ctx.Err() != nil {
-			res.Status, res.Message = Interrupted, "the run was stopped while this spec ran"
-			res.Failure = &Failure{Kind: KindFault, Summary: res.Message}
-			break
+		r.timedOut(ctx, t, s, h, done, &res)
+		if r.stuck != "" {
+			// The spec's goroutine is still running: its instances, keys
+			// and model are still in use, so nothing more is touched.
+			return res
 		}
-		// A call still in flight for a good part of the spec's time hung;
-		// with none, every call returned and the target was only slow.
-		oldest, mean, returned := h.calls.stats()
-		if oldest >= hangBound(r.cfg.SpecTimeout) {
-			summary := fmt.Sprintf("did not finish within %v: a call has not returned for %v (every call must honour its context)",
-				r.cfg.SpecTimeout, oldest.Round(time.Millisecond))
-			res.Status, res.Failure = Failed, &Failure{Kind: KindHang, Summary: summary, Hint: s.hint}
-			res.Message = h.report(s.titleFor(r.profile) + ": " + summary)
-			break
-		}
-		summary := fmt.Sprintf("did not finish within %v: the target answered all %d calls, but slowly (%v a call on average): too slow to grade, not wrong",
-			r.cfg.SpecTimeout, returned, mean.Round(time.Microsecond))
-		res.Status, res.Failure = Inconclusive, &Failure{Kind: KindSlow, Summary: summary}
-		res.Message = h.report(s.titleFor(r.profile) + ": " + summary)
 	}
 	r.quietSince = time.Now()
+	if res.Status == Failed && t.Alive != nil {
+		h.restoreConfig(ctx)
+	}
 	if err := h.close(); err != nil && res.Status == Passed {
 		res.Status, res.Message = Failed, fmt.Sprintf("closing the instances: %v", err)
 		res.Failure = &Failure{Kind: KindTargetError, Summary: res.Message}
@@ -259,6 +252,65 @@ func (r *runner) runSpec(ctx context.Context, t Target, s *spec) (res Result) {
 		r.cleanKeys(h)
 	}
 	return res
+}
+
+// timedOut sets the result of a spec whose time ran out: interrupted when
+// the run was stopped; failed when a call hung (KindHang); inconclusive
+// when every call returned, slowly (KindSlow). It then waits, bounded, for
+// the spec's goroutine, which its cancelled context should end; one that
+// does not return leaves r.stuck set, and the run stops there, never going
+// on beside it.
+func (r *runner) timedOut(ctx context.Context, t Target, s *spec, h *harness, done <-chan Result, res *Result) {
+	// A call still in flight for a good part of the spec's time hung;
+	// with none, every call returned and the target was only slow.
+	oldest, mean, returned := h.calls.stats()
+	var summary string
+	switch {
+	case ctx.Err() != nil:
+		res.Status, res.Message = Interrupted, "the run was stopped while this spec ran"
+		res.Failure = &Failure{Kind: KindFault, Summary: res.Message}
+	case oldest >= hangBound(r.cfg.SpecTimeout):
+		summary = fmt.Sprintf("did not finish within %v: a call has not returned for %v (every call must honour its context)",
+			r.cfg.SpecTimeout, oldest.Round(time.Millisecond))
+		res.Status, res.Failure = Failed, &Failure{Kind: KindHang, Summary: summary, Hint: s.hint}
+	default:
+		summary = fmt.Sprintf("did not finish within %v: the target answered all %d calls, but slowly (%v a call on average): too slow to grade, not wrong",
+			r.cfg.SpecTimeout, returned, mean.Round(time.Microsecond))
+		res.Status, res.Failure = Inconclusive, &Failure{Kind: KindSlow, Summary: summary}
+	}
+	wait := time.NewTimer(hangBound(r.cfg.SpecTimeout))
+	defer wait.Stop()
+	select {
+	case <-done:
+		if summary != "" { // the spec is over: its model and timeline are still
+			res.Message = h.report(s.titleFor(r.profile) + ": " + summary)
+		}
+	case <-wait.C:
+		r.stuck = fmt.Sprintf("%s did not return within %v of its end (a call into %s ignores its cancelled context): the run stops here, its keys and instances left as they are",
+			s.id, hangBound(r.cfg.SpecTimeout), t.Name)
+		if summary != "" {
+			res.Message = s.titleFor(r.profile) + ": " + summary + "\n  " + r.stuck + "\n  timeline so far:\n" + h.tl.String(0)
+		}
+	}
+}
+
+// restoreConfig configures the spec's instances back to the run's own
+// configuration after the spec failed, so that the liveness probe that
+// follows asks a question the target is known to answer: a target that
+// errs only under a configuration the spec set is alive, and its error is
+// that spec's failure, not the end of the run.
+func (h *harness) restoreConfig(ctx context.Context) {
+	if !h.target.Capabilities.Configure {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	h.mu.Lock()
+	instances := slices.Clone(h.instances)
+	h.mu.Unlock()
+	for _, lim := range instances {
+		lim.Configure(ctx, h.env.MaxRequests, h.env.Window) //nolint:errcheck // the probe that follows tells
+	}
 }
 
 // storeFault checks the grader's own Redis after a spec failed: when it no
@@ -412,6 +464,10 @@ func (h *harness) execute() (res Result) {
 	h.spec.run(h)
 	if h.pending != nil {
 		panic(*h.pending)
+	}
+	if h.decided < h.spec.minDecided {
+		panic(inconclusive{h.report(fmt.Sprintf("the spec decided %d of the answers it judged (%d undecided), and needs at least %d: nothing it proved is enough to pass",
+			h.decided, h.undecided, h.spec.minDecided))})
 	}
 	if h.fake == nil && h.decided == 0 && h.undecided > 0 {
 		panic(inconclusive{h.report(fmt.Sprintf("in real time every one of the %d judged answers was undecided: the round trips (margin %v) were too slow for the window %v to tell; raise the real-time window",

@@ -75,6 +75,12 @@ type spec struct {
 	// limitChange: the spec changes the limit under users with history,
 	// which some profiles leave to the implementation.
 	limitChange bool
+	// minDecided is how many answers (or rounds) the spec must decide to
+	// pass: with fewer it is inconclusive, never passed. Specs that judge
+	// answers one by one decide each one on the fake clock; those whose
+	// answers can all turn out unknown (calls without an answer) or
+	// undecided (in real time) set it.
+	minDecided int
 }
 
 // ruleFor is the rule the spec checks under a profile.
