@@ -131,6 +131,9 @@ func invalidConfig(h *harness) {
 		err := lim.Configure(h.ctx, bad.n, bad.w)
 		op := fmt.Sprintf("Configure(%d, %v)", bad.n, bad.w)
 		h.Note(op, errWord(err, "ok"))
+		if errors.Is(err, contract.ErrNoAnswer) {
+			h.noAnswer(op, err)
+		}
 		if err == nil {
 			h.Failf("%s = nil; want an error (the limit must be at least 1 and the window at least 1ms)", op)
 		}
@@ -168,6 +171,9 @@ func (h *harness) aboveRange(n int, w time.Duration, inForce func(n int, w time.
 	op := fmt.Sprintf("Configure(%d, %v)", n, w)
 	err := lim.Configure(h.ctx, n, w)
 	h.Note(op, errWord(err, "ok"))
+	if errors.Is(err, contract.ErrNoAnswer) {
+		h.noAnswer(op, err)
+	}
 	if err != nil {
 		h.wantSentinel(op, err, contract.ErrInvalidConfig)
 		return
@@ -182,9 +188,13 @@ func (h *harness) rawAllow(user, taken string) bool {
 	op := "AllowRequest(" + h.short(user) + ")"
 	ok, err := h.Instance(0).AllowRequest(h.ctx, user)
 	h.Note(op, errWord(err, allowedWord(ok)))
+	if errors.Is(err, contract.ErrNoAnswer) {
+		h.noAnswer(op, err)
+	}
 	if err != nil {
 		h.Failf("%s; then %s returned an error: %v", taken, op, err)
 	}
+	h.decided++
 	return ok
 }
 
@@ -203,7 +213,11 @@ func (h *harness) limitInForce(n int, w time.Duration) {
 		return
 	}
 	left, err := h.Instance(0).GetRemainingRequests(h.ctx, v)
-	h.Note("GetRemainingRequests("+h.short(v)+")", errWord(err, fmt.Sprint(left)))
+	op := "GetRemainingRequests(" + h.short(v) + ")"
+	h.Note(op, errWord(err, fmt.Sprint(left)))
+	if errors.Is(err, contract.ErrNoAnswer) {
+		h.noAnswer(op, err)
+	}
 	if err != nil {
 		h.Failf("%s; then GetRemainingRequests returned an error: %v", taken, err)
 	}

@@ -76,6 +76,7 @@ func (h *harness) allowEitherReading(log *model.State, user string) {
 	case !ok && conservative < h.N():
 		h.failStep(0, now, op, got, "allowed", "both readings allow: "+explain, nil)
 	}
+	h.decided++
 	if ok {
 		log.Allow(now, user)
 	}
@@ -105,4 +106,5 @@ func (h *harness) remainingEitherReading(log *model.State, user string) {
 		}
 		h.failStep(0, now, op, got, want, explain, nil)
 	}
+	h.decided++
 }
