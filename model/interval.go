@@ -100,16 +100,7 @@ func NewInterval(maxRequests int, window time.Duration) (*Interval, error) {
 }
 
 // millis is the span of whole milliseconds an interval stands for.
-func (o *Interval) millis(lo, hi time.Time) (int64, int64) {
-	if o.realTime {
-		return AdmissibleMillis(lo, hi)
-	}
-	l, h := lo.UnixMilli(), hi.UnixMilli()
-	if h < l {
-		l, h = h, l
-	}
-	return l, h
-}
+func (o *Interval) millis(lo, hi time.Time) (int64, int64) { return spanMillis(lo, hi, o.realTime) }
 
 // Limit is the limit in force; Window the window.
 func (o *Interval) Limit() int { return o.max }

@@ -51,16 +51,7 @@ type cand struct {
 // profile's model decides at whole milliseconds, so a limiter that
 // decides on finer instants is judged as if each instant were any whole
 // millisecond of its admissible span (see [AdmissibleMillis]).
-func (s *Search) millis(lo, hi time.Time) (int64, int64) {
-	if s.realTime {
-		return AdmissibleMillis(lo, hi)
-	}
-	l, h := lo.UnixMilli(), hi.UnixMilli()
-	if h < l {
-		l, h = h, l
-	}
-	return l, h
-}
+func (s *Search) millis(lo, hi time.Time) (int64, int64) { return spanMillis(lo, hi, s.realTime) }
 
 // NewSearch returns an empty search oracle for a profile.
 func NewSearch(spec Spec, maxRequests int, window time.Duration) (*Search, error) {

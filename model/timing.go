@@ -62,6 +62,20 @@ func AdmissibleMillis(sent, returned time.Time) (lo, hi int64) {
 	return floorMillis(l), floorMillis(h)
 }
 
+// spanMillis is the span of whole milliseconds an interval stands for: by
+// the real-time rule when the interval is the grader's sent and returned
+// instants (realTime), else the limiter's own instants, exactly.
+func spanMillis(lo, hi time.Time, realTime bool) (int64, int64) {
+	if realTime {
+		return AdmissibleMillis(lo, hi)
+	}
+	l, h := lo.UnixMilli(), hi.UnixMilli()
+	if h < l {
+		l, h = h, l
+	}
+	return l, h
+}
+
 func floorMillis(d time.Duration) int64 {
 	ms := int64(d / time.Millisecond)
 	if d < 0 && d%time.Millisecond != 0 {

@@ -303,8 +303,12 @@ func linearizable(h *harness) {
 	known := len(history) - len(rec.errs)
 	h.decided += known
 	if known == 0 || len(rec.errs) > known {
-		panic(inconclusive{h.report(fmt.Sprintf("%d of the %d operations failed (first: %v): a history of unknown outcomes is linearizable whatever the limiter does, so the check proves nothing",
-			len(rec.errs), len(history), rec.errs[0]))})
+		first := "none"
+		if len(rec.errs) > 0 {
+			first = rec.errs[0].Error()
+		}
+		panic(inconclusive{h.report(fmt.Sprintf("%d of the %d operations failed (first: %s): a history of unknown outcomes is linearizable whatever the limiter does, so the check proves nothing",
+			len(rec.errs), len(history), first))})
 	}
 	m := linModel(h.N(), h.W().Milliseconds(), h.short)
 	if h.fake == nil {
