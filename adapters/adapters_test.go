@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/fakeclock"
+	"github.com/rlconform/rlconform/internal/testaddr"
 	"github.com/rlconform/rlconform/model"
 )
 
@@ -110,11 +110,7 @@ func TestClientBoundsHangsAndRefusals(t *testing.T) {
 	assert.ErrorContains(t, err, "no answer within 200ms")
 	assert.Less(t, time.Since(start), 5*time.Second)
 
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	l.Close()
-	_, err = NewClient("http://"+addr, ClientOptions{}).AllowRequest(context.Background(), "u")
+	_, err = NewClient("http://"+testaddr.Refused(t), ClientOptions{}).AllowRequest(context.Background(), "u")
 	assert.ErrorContains(t, err, "refused")
 }
 

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/rlconform/rlconform/adapters"
 	"github.com/rlconform/rlconform/fakeclock"
+	"github.com/rlconform/rlconform/internal/testaddr"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/mutants"
 	"github.com/rlconform/rlconform/redisenv"
@@ -229,10 +229,7 @@ func TestRunCannotRun(t *testing.T) {
 		}
 	}))
 	defer hang.Close()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	refused := "http://" + l.Addr().String()
-	l.Close()
+	refused := "http://" + testaddr.Refused(t)
 
 	// Answers well for the first requests, then hangs for good.
 	var served atomic.Int32

@@ -34,11 +34,11 @@ type Server struct {
 
 // StartServer starts binary (a redis-server) on a free loopback port, with
 // no persistence and any extra arguments, and waits until it answers PING.
+//
+// The free port is found by listening and closing, so another process may
+// take it before redis-server binds it; then the server exits at once and
+// is started again on another port, up to three times.
 func StartServer(ctx context.Context, binary string, extraArgs ...string) (*Server, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, fmt.Errorf("redisenv: finding a free port: %w", err)
-	}
 	sweepStaleDirs()
 	dir, err := os.MkdirTemp("", dirPattern)
 	if err != nil {
@@ -48,13 +48,26 @@ func StartServer(ctx context.Context, binary string, extraArgs ...string) (*Serv
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("redisenv: %w", err)
 	}
-	s := &Server{binary: binary, port: port, dir: dir, extra: extraArgs}
-	if err := s.Start(ctx); err != nil {
-		os.RemoveAll(dir)
-		return nil, err
+	for attempt := 1; ; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("redisenv: finding a free port: %w", err)
+		}
+		s := &Server{binary: binary, port: port, dir: dir, extra: extraArgs}
+		err = s.Start(ctx)
+		if err == nil {
+			return s, nil
+		}
+		if !errors.Is(err, errExited) || attempt == 3 {
+			os.RemoveAll(dir)
+			return nil, err
+		}
 	}
-	return s, nil
 }
+
+// errExited is the server process exiting before it answered.
+var errExited = errors.New("it exited")
 
 // Addr is host:port of the server.
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
@@ -82,7 +95,7 @@ func (s *Server) Start(ctx context.Context) error {
 	go func() { cmd.Wait(); close(done) }()
 	s.cmd, s.done, s.output = cmd, done, out
 
-	if err := waitReady(ctx, s.Addr(), done); err != nil {
+	if err := waitReady(ctx, s.Addr(), cmd.Process.Pid, done); err != nil {
 		s.stopLocked()
 		return fmt.Errorf("redisenv: %s on port %d did not become ready: %w\n%s", s.binary, s.port, err, out.String())
 	}
@@ -119,7 +132,9 @@ func (s *Server) stopLocked() error {
 	return err
 }
 
-func waitReady(ctx context.Context, addr string, exited <-chan struct{}) error {
+// waitReady waits until the Redis at addr answers as process pid: one that
+// another process started on the same port does not count.
+func waitReady(ctx context.Context, addr string, pid int, exited <-chan struct{}) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second})
@@ -127,13 +142,17 @@ func waitReady(ctx context.Context, addr string, exited <-chan struct{}) error {
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		err := client.Ping(ctx).Err()
+		info, err := client.InfoMap(ctx, "server").Result()
 		if err == nil {
-			return nil
+			got := info["Server"]["process_id"]
+			if got == strconv.Itoa(pid) {
+				return nil
+			}
+			err = fmt.Errorf("the Redis there is process %s, not %d", got, pid)
 		}
 		select {
 		case <-exited:
-			return errors.New("it exited")
+			return errExited
 		case <-ctx.Done():
 			return fmt.Errorf("%w (last: %v)", ctx.Err(), err)
 		case <-tick.C:
