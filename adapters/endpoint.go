@@ -290,6 +290,11 @@ type Fields struct {
 	Reset        time.Duration
 	HasReset     bool
 	Form         string
+	// ResetAt, when not zero, is the instant a -Reset field named (an
+	// epoch timestamp, as GitHub's X-RateLimit-Reset is): a client waits
+	// until then, and Reset is only that instant's distance from the
+	// answer, in whole seconds.
+	ResetAt time.Time
 	// PolicyLimit and PolicyWindow, when HasPolicy: RateLimit-Policy's q
 	// and w (or a -Limit field's N, with no window).
 	PolicyLimit  int
@@ -359,7 +364,8 @@ func ParseFields(h http.Header, now time.Time) Fields {
 			// Some services (GitHub's X-RateLimit-Reset) send an epoch
 			// instant, not a delay.
 			if reset > 1_000_000_000 {
-				f.Reset, f.HasReset = max(0, time.Unix(reset, 0).Sub(now).Round(time.Second)), true
+				f.ResetAt = time.Unix(reset, 0)
+				f.Reset, f.HasReset = max(0, f.ResetAt.Sub(now).Round(time.Second)), true
 			} else {
 				f.Reset, f.HasReset = time.Duration(reset)*time.Second, true
 			}

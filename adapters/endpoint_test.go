@@ -74,6 +74,7 @@ func TestParseFields(t *testing.T) {
 	assert.Equal(t, "x", f.Form)
 	assert.Equal(t, 0, f.Remaining)
 	assert.Equal(t, 3*time.Second, f.Reset, "an epoch reset becomes a delay")
+	assert.Equal(t, time.Unix(1795089603, 0), f.ResetAt, "and keeps its instant")
 	assert.Equal(t, 10, f.PolicyLimit)
 
 	h = http.Header{}

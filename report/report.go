@@ -38,6 +38,8 @@ func Text(w io.Writer, rep *suite.Report) error {
 			fmt.Fprintf(&b, "  %s", r.Message)
 		case r.Status == suite.Inconclusive, r.Status == suite.Errored:
 			fmt.Fprintf(&b, "  %s", summary(r))
+		case r.Status == suite.Passed && r.Message != "":
+			fmt.Fprintf(&b, "  %s", r.Message)
 		}
 		b.WriteByte('\n')
 	}

@@ -45,6 +45,8 @@ type harness struct {
 	failedUnder string
 	// lastDivergence is the differential's last divergence, as evidence.
 	lastDivergence Failure
+	// passNote is what a passing spec has to say (the result's message).
+	passNote string
 	// sentAt is when the call being checked really left, when its instance
 	// says (see sentReporter).
 	sentAt time.Time
@@ -461,7 +463,6 @@ func (h *harness) checked(i int, name, user string, want func(time.Time) string,
 // impossible answer fails; an undecided one is counted, not failed.
 func (h *harness) checkedRealTime(i int, name, user string, call func(contract.RateLimiterContract) (string, error)) string {
 	lim := h.Instance(i)
-	op := name + "(" + h.short(user) + ")"
 	sent := time.Now()
 	h.sentAt = time.Time{}
 	got, err := call(lim)
@@ -469,6 +470,14 @@ func (h *harness) checkedRealTime(i int, name, user string, call func(contract.R
 	if h.sentAt.After(sent) { // the request left later than it was called
 		sent = h.sentAt
 	}
+	return h.judgeRealTime(i, name, user, sent, returned, got, err)
+}
+
+// judgeRealTime judges an operation on instance i sent at sent and
+// answered (got, or err) at returned, as checkedRealTime does; the
+// http/ specs judge this way the calls their concurrent phases made.
+func (h *harness) judgeRealTime(i int, name, user string, sent, returned time.Time, got string, err error) string {
+	op := name + "(" + h.short(user) + ")"
 	if err != nil {
 		h.record(i, sent, op, "error")
 		h.failStep(i, sent, op, "", "an answer", "", err)

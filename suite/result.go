@@ -81,7 +81,8 @@ type Result struct {
 	// began).
 	Mode Mode
 	// Message is the whole explanation, as a person reads it: why the spec
-	// failed (with the configuration and the timeline) or was skipped.
+	// failed (with the configuration and the timeline) or was skipped, or
+	// what a passing spec has to say of how it probed (empty for most).
 	Message string
 	// Failure holds the same evidence as fields, for tools; nil unless the
 	// status is Failed, Errored or Inconclusive.

@@ -405,7 +405,7 @@ func (h *harness) execute() (res Result) {
 	defer func() {
 		switch v := recover().(type) {
 		case nil:
-			res.Status = Passed
+			res.Status, res.Message = Passed, h.passNote
 		case failure:
 			f := v.f
 			f.Hint = h.hint()

@@ -48,6 +48,10 @@ type Target struct {
 	// with Request receives identities the grader generates, so the specs
 	// of opaque user ids do not grade it.
 	Request func(ctx context.Context, instance int, user string) (HTTPAnswer, error)
+	// MaxRPS, for an endpoint, is the most requests the grader may send it
+	// in any one second (0: no bound); the http/ specs fit their phases in
+	// it.
+	MaxRPS int
 	// SharedLimit: every request shares one limit, whatever its user (an
 	// endpoint graded with --identity none). Specs that need several users
 	// are skipped, and each spec first waits until what the ones before it
@@ -69,6 +73,10 @@ type HTTPAnswer struct {
 	Remaining *int
 	Reset     *time.Duration
 	Form      string
+	// ResetAt is the instant the reset field named, when it named one
+	// (an epoch timestamp): a client waits until then, and Reset is only
+	// its distance from Returned in whole seconds.
+	ResetAt *time.Time
 	// PolicyLimit and PolicyWindow are RateLimit-Policy's q and w (the
 	// limit alone from a -Limit field).
 	PolicyLimit  *int

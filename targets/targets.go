@@ -240,6 +240,7 @@ func Endpoint(ctx context.Context, urls []string, opts EndpointOptions) (t suite
 		Addresses:    shown,
 		Capabilities: caps,
 		SharedLimit:  opts.Identity.Kind == "none",
+		MaxRPS:       max(0, rps),
 		// With one shared limit the probe spends it too: the next spec
 		// waits it out (suite.Target.SharedLimit).
 		Alive: func(ctx context.Context) error {
@@ -271,6 +272,9 @@ func answer(r *adapters.Response) suite.HTTPAnswer {
 	}
 	if f.HasReset {
 		a.Reset = &f.Reset
+		if !f.ResetAt.IsZero() {
+			a.ResetAt = &f.ResetAt
+		}
 	}
 	if f.HasPolicy {
 		a.PolicyLimit = &f.PolicyLimit
