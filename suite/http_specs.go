@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/rlconform/rlconform/model"
@@ -16,13 +15,13 @@ import (
 func httpSpecs() []spec {
 	return []spec{
 		{id: "http/retry-after", level: Strict, needs: []need{needEndpoint},
-			rule: "a refusal's Retry-After is truthful: a request sent after it is admitted, and it is no longer than the earliest admission rounded up to whole seconds",
+			rule: "a refusal's Retry-After is truthful at every phase of the window (bursts spread over it and just after an epoch-aligned edge): a request sent after it is admitted, and it is no longer than the earliest admission rounded up to whole seconds",
 			run:  retryAfterSpec,
-			hint: "set Retry-After to the time until the next request is allowed (for a log: until the oldest entry that counts leaves), rounded up to whole seconds, never down"},
+			hint: "set Retry-After to the time until the next request is allowed, from the limiter's state at this refusal (for a log: until the oldest entry that counts leaves), rounded up to whole seconds, never down; a constant such as the window is too short after a burst at some phases"},
 		{id: "http/ratelimit-fields", level: Strict, needs: []need{needEndpoint},
-			rule: "the RateLimit fields tell the truth: the policy is the one enforced, r is the quota left after the request, t no later than the whole quota's return rounded up (the next unit's or the whole quota's, or between), and with none left a request sent t later is allowed",
+			rule: "the RateLimit fields tell the truth at every phase of the window (bursts spread over it and just after an epoch-aligned edge): the policy is the one enforced, r is the quota left after the request, t no later than the whole quota's return rounded up (the next unit's or the whole quota's, or between; an epoch instant to the second), and with none left a request sent t later (at that instant) is allowed",
 			run:  rateLimitFieldsSpec,
-			hint: "send RateLimit-Policy: \"name\";q=N;w=W and RateLimit: \"name\";r=<left after this request>;t=<seconds until more quota, or until the whole quota is back, rounded up> from the limiter's own decision"},
+			hint: "send RateLimit-Policy: \"name\";q=N;w=W and RateLimit: \"name\";r=<left after this request>;t=<seconds until more quota, or until the whole quota is back, rounded up> from the limiter's own decision; an epoch X-RateLimit-Reset is that instant rounded up to the second, not the end of a bucket the estimate still counts, nor floored"},
 	}
 }
 
@@ -63,20 +62,12 @@ type phase struct {
 	after *call
 }
 
-// sendAt sends the phase's request after the burst at t.
-func (p *phase) sendAt(h *harness, t time.Time) {
-	if sleepUntil(h.ctx, t) {
-		c := h.request(p.user)
-		p.after = &c
-	}
-}
-
 // spreadPhases is how many of the http/ specs' phases are spread over the
-// window; one more starts just after a window edge counted from the Unix
-// epoch, where a limiter with now/W buckets (fixed windows, weighted
-// counters) starts one. What a service answers may depend on the phase:
-// a wait announced as whole seconds, or as the end of a bucket, is true at
-// some phases and a lie at others.
+// window; one more starts just after an epoch-aligned window edge (a
+// multiple of W since the Unix epoch), where a limiter with now/W buckets
+// (fixed windows, weighted counters) starts one. What a service answers
+// may depend on the phase: a wait announced as whole seconds, or as the
+// end of a bucket, is true at some phases and a lie at others.
 const spreadPhases = 4
 
 // phases lays out the phases of an http/ spec whose bursts send burst
@@ -91,7 +82,7 @@ func (h *harness) phases(burst int) (ps []*phase, note string) {
 	start, w := h.start, h.W()
 	edge := time.Unix(0, (start.UnixNano()/int64(w)+1)*int64(w))
 	at := []time.Time{edge.Add(time.Millisecond)}
-	note = "1 phase, just after a window edge counted from the Unix epoch: every request of this service shares one limit, so no two phases can run side by side"
+	note = "1 phase, just after an epoch-aligned window edge: every request shares one limit, so no two phases can run side by side"
 	if !h.target.SharedLimit {
 		for k := spreadPhases; k >= 0; k-- {
 			at = at[:1]
@@ -106,15 +97,15 @@ func (h *harness) phases(burst int) (ps []*phase, note string) {
 				break
 			}
 		}
-		note = fmt.Sprintf("%d phases, each its own user: %d spread over the window and 1 just after a window edge counted from the Unix epoch", len(at), len(at)-1)
-		if len(at)-1 < spreadPhases {
-			note += fmt.Sprintf(" (--max-rps %d fits no more than %d)", h.target.MaxRPS, len(at)-1)
+		note = fmt.Sprintf("%d phases: %d spread over the window, 1 just after an epoch-aligned window edge", len(at), len(at)-1)
+		if len(at) <= spreadPhases {
+			note += fmt.Sprintf(" (not %d: --max-rps %d fits no more)", spreadPhases+1, h.target.MaxRPS)
 		}
 	}
 	for i, t := range at {
 		p := &phase{user: h.User(fmt.Sprintf("phase%d", i)), at: t, name: "the burst at " + fmtOffset(t.Sub(start))}
 		if i == 0 {
-			p.name += ", just after a window edge counted from the Unix epoch"
+			p.name += ", just after an epoch-aligned window edge"
 		}
 		ps = append(ps, p)
 	}
@@ -127,6 +118,9 @@ func (h *harness) phases(burst int) (ps []*phase, note string) {
 // one more request each, keep within rps requests in any one second
 // (0: no bound).
 func fitsRPS(starts []time.Time, burst, rps int) bool {
+	if rps <= 0 {
+		return true
+	}
 	for _, s := range starts {
 		n := 0
 		for _, o := range starts {
@@ -134,27 +128,43 @@ func fitsRPS(starts []time.Time, burst, rps int) bool {
 				n++
 			}
 		}
-		if rps > 0 && n*burst+len(starts) > rps {
+		if n*burst+len(starts) > rps {
 			return false
 		}
 	}
 	return true
 }
 
-// runPhases runs each phase's body from its instant on, all at once, and waits
-// for them.
-func (h *harness) runPhases(ps []*phase, body func(*phase)) {
-	var wg sync.WaitGroup
+// runPhases runs the phases at once, each burst from its phase's instant
+// on. As each burst comes back, judge judges it on the spec's goroutine
+// and says when, if at all, its answers told the client to come back; the
+// phase's next request is sent then, and then, as it comes back, judge
+// judges it too (p.after is set).
+func (h *harness) runPhases(ps []*phase, burst func(*phase), judge func(*phase) (time.Time, bool)) {
+	back := make(chan *phase, 2*len(ps))
 	for _, p := range ps {
-		wg.Go(func() {
+		go func() {
 			if sleepUntil(h.ctx, p.at) {
-				body(p)
+				burst(p)
 			}
-		})
+			back <- p
+		}()
 	}
-	wg.Wait()
-	if h.ctx.Err() != nil {
-		h.fault("the spec ran out of time in its phases")
+	for n := len(ps); n > 0; n-- {
+		p := <-back
+		if h.ctx.Err() != nil {
+			h.fault("the spec ran out of time in its phases")
+		}
+		if t, ok := judge(p); ok && p.after == nil {
+			n++
+			go func() {
+				if sleepUntil(h.ctx, t) {
+					c := h.request(p.user)
+					p.after = &c
+				}
+				back <- p
+			}()
+		}
 	}
 }
 
@@ -199,60 +209,57 @@ func (h *harness) quotaBack(user string, lo, hi time.Time) (time.Duration, bool)
 func retryAfterSpec(h *harness) {
 	most := 4*h.N() + 4
 	ps, note := h.phases(h.N() + 1)
+	refused, graded := 0, 0
 	h.runPhases(ps, func(p *phase) {
 		for range most {
 			c := h.request(p.user)
 			p.burst = append(p.burst, c)
 			if c.err != nil || !c.a.Allowed {
-				break
+				return
 			}
 		}
-		if last := p.burst[len(p.burst)-1].a; !last.Allowed && last.RetryAfter != nil {
-			// Retry-After counts from when the answer was made, no later
-			// than it was received.
-			p.sendAt(h, last.Returned.Add(*last.RetryAfter))
+	}, func(p *phase) (time.Time, bool) {
+		refusal := p.burst[len(p.burst)-1].a
+		if p.after != nil {
+			if a := h.judged(p.user, *p.after); !a.Allowed {
+				h.pending = nil // the broken promise is the finding, whatever the model says
+				h.Failf("%s: Retry-After said %v, but a request sent %v after the refusal was received was refused: a client that obeys it is refused again",
+					p.name, *refusal.RetryAfter, a.Sent.Sub(refusal.Returned).Round(time.Millisecond))
+			}
+			return time.Time{}, false
 		}
-	})
-	refused, graded := 0, 0
-	for _, p := range ps {
-		var refusal *HTTPAnswer
 		for _, c := range p.burst {
-			if a := h.judged(p.user, c); !a.Allowed {
-				refusal = &a
-			}
-			h.malformed(c.a)
+			h.malformed(h.judged(p.user, c))
 		}
 		if h.pending != nil {
-			return // a wrong decision: reported as such
+			panic(*h.pending) // a wrong decision: reported as such
 		}
-		if refusal == nil {
-			continue
+		if refusal.Allowed {
+			return time.Time{}, false
 		}
 		refused++
-		if refusal.RetryAfter == nil || p.after == nil {
-			continue
+		if refusal.RetryAfter == nil {
+			return time.Time{}, false
 		}
 		graded++
 		d := *refusal.RetryAfter
 		_, most := h.oracle.RetryBounds(p.user, refusal.Sent, refusal.Returned)
-		h.Note(fmt.Sprintf("Retry-After of the refusal at %s", fmtOffset(refusal.Sent.Sub(h.start))), d.String())
+		h.record(0, refusal.Returned, fmt.Sprintf("  Retry-After of the refusal at %s", fmtOffset(refusal.Sent.Sub(h.start))), d.String())
 		if d > ceilSeconds(most) {
 			h.Failf("%s: Retry-After: %v, but %s admits a request within %v at most (%v rounded up to whole seconds): clients wait longer than they must",
 				p.name, d.Seconds(), h.profileName(), ceilSeconds(most), most.Round(time.Millisecond))
 		}
-		if a := h.judged(p.user, *p.after); !a.Allowed {
-			h.pending = nil // the broken promise is the finding, whatever the model says
-			h.Failf("%s: Retry-After said %v, but a request sent %v after the refusal was received was refused: a client that obeys it is refused again",
-				p.name, d, a.Sent.Sub(refusal.Returned).Round(time.Millisecond))
-		}
-	}
+		// Retry-After counts from when the answer was made, no later than
+		// it was received.
+		return refusal.Returned.Add(d), true
+	})
 	switch {
 	case refused == 0:
 		h.Skipf("no request was refused in %d per phase: no Retry-After to grade", most)
 	case graded == 0:
 		h.Skipf("the service sends no Retry-After with its refusals: not graded (a client then has to guess when to come back)")
 	}
-	h.passNote = fmt.Sprintf("%s; %d refusals' Retry-After obeyed", note, graded)
+	h.passNote = fmt.Sprintf("%s; Retry-After obeyed after %d refusals", note, graded)
 }
 
 // noneLeft tells whether a says no quota is left and when more comes:
@@ -278,6 +285,7 @@ func ceilSecond(t time.Time) time.Time {
 
 func rateLimitFieldsSpec(h *harness) {
 	ps, note := h.phases(h.N() + 2)
+	seen, kept := false, 0
 	h.runPhases(ps, func(p *phase) {
 		for range h.N() + 2 {
 			c := h.request(p.user)
@@ -286,44 +294,41 @@ func rateLimitFieldsSpec(h *harness) {
 				return
 			}
 		}
-		if t, ok := noneLeft(p.burst[len(p.burst)-1].a); ok {
-			p.sendAt(h, t)
+	}, func(p *phase) (time.Time, bool) {
+		last := p.burst[len(p.burst)-1].a
+		if p.after != nil {
+			// t is truthful: when it says no quota is left, a request
+			// sent t later is allowed.
+			if a := h.judged(p.user, *p.after); !a.Allowed {
+				h.pending = nil // the broken promise is the finding, whatever the model says
+				when := fmt.Sprintf("more in %v", *last.Reset)
+				if last.ResetAt != nil {
+					when = fmt.Sprintf("more at unix second %d (%v after the answer was received)", last.ResetAt.Unix(), last.ResetAt.Sub(last.Returned).Round(time.Millisecond))
+				}
+				h.Failf("%s: the %s fields said no quota left and %s, but a request sent %v after that answer was refused: a client that waits t is refused again",
+					p.name, last.Form, when, a.Sent.Sub(last.Returned).Round(time.Millisecond))
+			}
+			return time.Time{}, false
 		}
-	})
-	seen, kept := false, 0
-	for _, p := range ps {
-		for _, c := range p.burst {
-			a := c.a
-			seen = seen || a.PolicyLimit != nil || a.Remaining != nil || a.Reset != nil
-		}
-	}
-	if !seen {
-		h.Skipf("the service sends no RateLimit fields (RateLimit/RateLimit-Policy, RateLimit-Limit/-Remaining/-Reset or X-RateLimit-*): not graded")
-	}
-	for _, p := range ps {
 		for i, c := range p.burst {
 			a := h.judged(p.user, c)
 			h.malformed(a)
+			seen = seen || a.PolicyLimit != nil || a.Remaining != nil || a.Reset != nil
 			h.checkFields(p, i+1, a)
 		}
-		// t is truthful: when it says no quota is left, a request sent t
-		// later is allowed.
-		if p.after == nil || h.pending != nil {
-			continue
+		if h.pending != nil {
+			return time.Time{}, false // a wrong decision: reported as such
 		}
-		last := p.burst[len(p.burst)-1].a
-		kept++
-		if a := h.judged(p.user, *p.after); !a.Allowed {
-			h.pending = nil // the broken promise is the finding, whatever the model says
-			when := fmt.Sprintf("more in %v", *last.Reset)
-			if last.ResetAt != nil {
-				when = fmt.Sprintf("more at unix second %d (%v after the answer was received)", last.ResetAt.Unix(), last.ResetAt.Sub(last.Returned).Round(time.Millisecond))
-			}
-			h.Failf("%s: the %s fields said no quota left and %s, but a request sent %v after that answer was refused: a client that waits t is refused again",
-				p.name, last.Form, when, a.Sent.Sub(last.Returned).Round(time.Millisecond))
+		t, ok := noneLeft(last)
+		if ok {
+			kept++
 		}
+		return t, ok
+	})
+	if !seen {
+		h.Skipf("the service sends no RateLimit fields (RateLimit/RateLimit-Policy, RateLimit-Limit/-Remaining/-Reset or X-RateLimit-*): not graded")
 	}
-	h.passNote = fmt.Sprintf("%s; %d resets with no quota left obeyed", note, kept)
+	h.passNote = fmt.Sprintf("%s; t obeyed after %d answers with no quota left", note, kept)
 }
 
 // checkFields checks the fields of answer i of a phase's burst: the

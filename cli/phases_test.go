@@ -1,0 +1,199 @@
+package cli
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// The limiters of these tests decide as their profile does, in memory, on
+// the server's clock in whole milliseconds, and tell their clients when to
+// come back: honestly, or with a lie that holds at some phases of the
+// window and not at others, as middlewares in use do.
+
+// decider decides the request of key at now (Unix milliseconds) and sets
+// the answer's rate-limit headers.
+type decider interface {
+	decide(key string, now int64, h http.Header) bool
+}
+
+// serveDecider serves an API behind d, keyed by the X-User header.
+func serveDecider(t *testing.T, d decider) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !d.decide(r.Header.Get("X-User"), time.Now().UnixMilli(), w.Header()) {
+			http.Error(w, "too many requests", http.StatusTooManyRequests)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// ceilDiv is a/b rounded up, for a >= 0 and b > 0.
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// weighted is the two-window weighted counter as in-memory middlewares
+// write it (go-chi/httprate's layout): n per w, in buckets of now/w since
+// the Unix epoch, every request counted, the denied ones too (as HAProxy's
+// http_req_rate counts them), allowed while prev×(w−e)/w + cur < n, e ms
+// into the bucket: the profile sliding-counter:count-denied=true. Honest,
+// Retry-After and X-RateLimit-Reset (an epoch second) say when a request
+// is allowed again, rounded up; lying, as httprate does, Retry-After is
+// ⌊w⌋ whatever the state and X-RateLimit-Reset the end of the current
+// bucket, floored to the second.
+type weighted struct {
+	n, w   int64 // w in ms
+	honest bool
+	mu     sync.Mutex
+	keys   map[string]*buckets
+}
+
+// buckets are one key's counts: cur of bucket k, prev of bucket k-1.
+type buckets struct{ k, prev, cur int64 }
+
+func newWeighted(n int, w time.Duration, honest bool) *weighted {
+	return &weighted{n: int64(n), w: w.Milliseconds(), honest: honest, keys: map[string]*buckets{}}
+}
+
+// at is b as it stands at now.
+func (c *weighted) at(b buckets, now int64) buckets {
+	switch k := now / c.w; {
+	case k == b.k+1:
+		return buckets{k, b.cur, 0}
+	case k > b.k+1:
+		return buckets{k, 0, 0}
+	}
+	return b
+}
+
+// allows tells whether b allows a request at now.
+func (c *weighted) allows(b buckets, now int64) bool {
+	b = c.at(b, now)
+	return b.prev*(c.w-now%c.w)+b.cur*c.w < c.n*c.w
+}
+
+func (c *weighted) decide(key string, now int64, h http.Header) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.keys[key]
+	if b == nil {
+		b = &buckets{k: now / c.w}
+		c.keys[key] = b
+	}
+	*b = c.at(*b, now)
+	ok := c.allows(*b, now)
+	b.cur++
+	left := int64(0)
+	if x := c.n*c.w - b.prev*(c.w-now%c.w); x > 0 {
+		left = max(0, ceilDiv(x, c.w)-b.cur)
+	}
+	next := now // the first instant a request is allowed
+	for !c.allows(*b, next) {
+		next++
+	}
+	retry, reset := ceilDiv(next-now, 1000), ceilDiv(next, 1000)
+	if !c.honest {
+		retry, reset = c.w/1000, (b.k+1)*c.w/1000
+	}
+	h.Set("X-RateLimit-Limit", strconv.FormatInt(c.n, 10))
+	h.Set("X-RateLimit-Remaining", strconv.FormatInt(left, 10))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(reset, 10))
+	if !ok {
+		h.Set("Retry-After", strconv.FormatInt(retry, 10))
+	}
+	return ok
+}
+
+// fixed is a fixed window as in-memory middlewares write it
+// (ulule/limiter's memory store): n per w, a window opened by the first
+// request after the last one ended: the profile
+// fixed-window:align=first-hit. Retry-After is the seconds until the
+// window ends, rounded up; X-RateLimit-Reset the window's end as an epoch
+// second, rounded up when honest, floored when not, as ulule/limiter's
+// expiration.Unix() is.
+type fixed struct {
+	n, w   int64
+	honest bool
+	mu     sync.Mutex
+	keys   map[string]*window
+}
+
+type window struct{ end, count int64 }
+
+func newFixed(n int, w time.Duration, honest bool) *fixed {
+	return &fixed{n: int64(n), w: w.Milliseconds(), honest: honest, keys: map[string]*window{}}
+}
+
+func (c *fixed) decide(key string, now int64, h http.Header) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.keys[key]
+	if b == nil || now >= b.end {
+		b = &window{end: now + c.w}
+		c.keys[key] = b
+	}
+	ok := b.count < c.n
+	if ok {
+		b.count++
+	}
+	reset := ceilDiv(b.end, 1000)
+	if !c.honest {
+		reset = b.end / 1000
+	}
+	h.Set("X-RateLimit-Limit", strconv.FormatInt(c.n, 10))
+	h.Set("X-RateLimit-Remaining", strconv.FormatInt(c.n-b.count, 10))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(reset, 10))
+	if !ok {
+		h.Set("Retry-After", strconv.FormatInt(ceilDiv(b.end-now, 1000), 10))
+	}
+	return ok
+}
+
+// Lies that hold at some phases of the window and not at others (#23) are
+// failed, each by the spec that grades it, with the lie named; the same
+// limiters telling the truth pass both http/ specs. Each is graded against
+// its own profile, so that its decisions are right and only what it tells
+// clients is wrong.
+func TestEndpointModeFailsPhaseDependentLies(t *testing.T) {
+	const counter, window = "sliding-counter:count-denied=true", "fixed-window:align=first-hit"
+	for _, c := range []struct {
+		name    string
+		lim     decider
+		profile string
+		id      string
+		says    []string // none for a pass
+	}{
+		{"weighted counter, Retry-After ⌊W⌋", newWeighted(5, time.Second, false), counter, "http/retry-after",
+			[]string{"Retry-After said 1s", "a client that obeys it is refused again"}},
+		{"weighted counter, reset at the bucket's end", newWeighted(5, time.Second, false), counter, "http/ratelimit-fields",
+			[]string{"no quota left and more at unix second", "a client that waits t is refused again"}},
+		{"fixed window, reset floored", newFixed(5, time.Second, false), window, "http/ratelimit-fields",
+			[]string{"no quota left and more at unix second", "a client that waits t is refused again"}},
+		{"fixed window, reset floored: its Retry-After is true", newFixed(5, time.Second, false), window, "http/retry-after", nil},
+		{"honest weighted counter", newWeighted(5, time.Second, true), counter, "http/retry-after,http/ratelimit-fields", nil},
+		{"honest fixed window", newFixed(5, time.Second, true), window, "http/retry-after,http/ratelimit-fields", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			code, out, errOut := endpointRun(t, []string{serveDecider(t, c.lim)}, "--policy", "5/1s", "--profile", c.profile, "--id", c.id)
+			t.Log("\n" + out)
+			if c.says == nil {
+				assert.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
+				assert.Contains(t, out, "5 phases")
+				return
+			}
+			assert.Equal(t, ExitNotConformant, code, "%s\n%s", out, errOut)
+			for _, says := range c.says {
+				assert.Contains(t, out, says)
+			}
+		})
+	}
+}
