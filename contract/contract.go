@@ -76,10 +76,11 @@ const (
 //     AllowRequest reports false unless the limiter documents fail-open;
 //     every call honours its context, and the limiter recovers by itself
 //     when the store comes back (robust/store-outage, robust/context-cancel).
-//   - A service in front of a limiter tells its clients the truth: a
-//     refusal's Retry-After is one a client can obey, and the RateLimit
-//     fields give the policy enforced and the quota left
-//     (http/retry-after, http/ratelimit-fields; docs in the README).
+//   - A service in front of a limiter tells its clients the truth, at
+//     every phase of the window: a refusal's Retry-After is one a client
+//     can obey, and the RateLimit fields give the policy enforced, the
+//     quota left and a reset a client can obey (http/retry-after,
+//     http/ratelimit-fields; docs in the README).
 //
 // Not promised: whether raising W brings back entries that had already left
 // the old, shorter window (a limiter may have pruned them), nor whether an
