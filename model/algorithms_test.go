@@ -104,6 +104,14 @@ func TestLogVariants(t *testing.T) {
 	assert.Equal(t, []bool{true, true, false, false, false}, answers(byKind["count-denied"], "u", 0, 500, 800, 1200, 1400))
 	assert.Equal(t, []bool{true, true, true, true, false}, answers(byKind["same-ms-once"], "u", 0, 0, 0, 5, 6))
 	assert.Equal(t, []bool{true, true, false, true}, answers(byKind["window/1000"], "u", 0, 0, 0, 1))
+	// Its decisions are the log's; remaining counts from the start's whole
+	// second: at 2120 the start is 1120, truncated to 1000.
+	trunc := byKind["truncated-start"]
+	assert.Equal(t, []bool{true, true, true, false}, answers(trunc, "u", 100, 1100, 1150, 1150))
+	left := func(ms int64) int { n, _ := trunc.Remaining(time.UnixMilli(epochMs+ms), "u"); return n }
+	assert.Equal(t, 0, left(2120), "1100 and 1150 (the log counts 1150 only)")
+	assert.Equal(t, 0, left(2151), "still 1100 and 1150 (the log counts none)")
+	assert.Equal(t, 2, left(3000))
 	for _, a := range alts {
 		assert.NotEmpty(t, a.Describe())
 		assert.NotEmpty(t, a.Hint)

@@ -66,6 +66,7 @@ func All() []Mutant {
 		{Name: "reconfigure-ignored", Breaks: "users seen before keep the old configuration", CaughtBy: []string{"core/reconfigure", "strict/raised-limit"}, NeedsRedis: true, New: ReconfigureIgnored},
 		{Name: "window-ignored", Breaks: "Configure validates the window, then ignores it", CaughtBy: []string{"core/reconfigure", "strict/config-range"}, NeedsRedis: true, New: WindowIgnored},
 		{Name: "remaining-no-prune", Breaks: "GetRemainingRequests counts expired entries", CaughtBy: []string{"core/remaining"}, NeedsRedis: true, New: RemainingWithoutPruning},
+		{Name: "remaining-truncated-start", Breaks: "GetRemainingRequests counts from the window's start truncated to whole seconds (int(now - W)): up to a second of older entries", CaughtBy: []string{"core/remaining"}, NeedsRedis: true, New: RemainingTruncatedStart},
 		{Name: "remaining-no-clamp", Breaks: "GetRemainingRequests goes negative when the limit is lowered", CaughtBy: []string{"strict/lowered-limit"}, NeedsRedis: true, New: RemainingNotClamped},
 		{Name: "per-instance", Breaks: "each instance keeps its own log: instances do not share one limit", CaughtBy: []string{"strict/shared-store", "strict/shared-store-concurrent"}, NeedsRedis: false, New: PerInstanceState},
 		{Name: "window-unit-mixup", Breaks: "the window in seconds is used as milliseconds", CaughtBy: []string{"core/sliding-expiry"}, NeedsRedis: true, New: WindowUnitMixup},
@@ -381,6 +382,15 @@ func InclusiveBoundary(s Store) (contract.RateLimiterContract, error) {
 // size, counting entries that have expired. Caught by core/remaining.
 func RemainingWithoutPruning(s Store) (contract.RateLimiterContract, error) {
 	return zset(s, "remaining-no-prune")
+}
+
+// RemainingTruncatedStart decides exactly, but answers GetRemainingRequests
+// by counting the entries from the window's start truncated to whole
+// seconds, as a moving window that computes int(now - W) does (the Python
+// limits library's moving window, for one): up to a second of entries that
+// no longer count lower it. Caught by core/remaining, and named.
+func RemainingTruncatedStart(s Store) (contract.RateLimiterContract, error) {
+	return zset(s, "remaining-truncated-start")
 }
 
 // RemainingNotClamped answers N - count without clamping, so after the limit

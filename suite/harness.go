@@ -672,10 +672,15 @@ func (h *harness) profileName() string {
 }
 
 // hint is what to change after a failure: the spec's usual cause for the
-// sliding log; for another profile, its rules.
+// sliding log, or for every profile when it holds for all; otherwise the
+// rules of the profile graded.
 func (h *harness) hint() string {
-	if h.run.profile.IsSlidingLog() {
-		return h.spec.hint
+	hint := h.spec.hint
+	if h.fake == nil && h.spec.realTimeHint != "" {
+		hint = h.spec.realTimeHint
+	}
+	if h.run.profile.IsSlidingLog() || h.spec.hintAllProfiles {
+		return hint
 	}
 	under := h.failedUnder
 	if under == "" {

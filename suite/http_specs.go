@@ -14,13 +14,15 @@ import (
 func httpSpecs() []spec {
 	return []spec{
 		{id: "http/retry-after", level: Strict, needs: []need{needEndpoint},
-			rule: "a refusal's Retry-After is truthful: a request sent after it is admitted, and it is no longer than the earliest admission rounded up to whole seconds",
-			run:  retryAfterSpec,
-			hint: "set Retry-After to the time until the next request is allowed (for a log: until the oldest entry that counts leaves), rounded up to whole seconds, never down"},
+			rule:            "a refusal's Retry-After is truthful: a request sent after it is admitted, and it is no longer than the earliest admission rounded up to whole seconds",
+			run:             retryAfterSpec,
+			hint:            "set Retry-After to the time until the next request is allowed (for a log: until the oldest entry that counts leaves), rounded up to whole seconds, never down",
+			hintAllProfiles: true},
 		{id: "http/ratelimit-fields", level: Strict, needs: []need{needEndpoint},
-			rule: "the RateLimit fields tell the truth: the policy is the one enforced, r is the quota left after the request, t no later than the whole quota's return rounded up (the next unit's or the whole quota's, or between), and with none left a request sent t later is allowed",
-			run:  rateLimitFieldsSpec,
-			hint: "send RateLimit-Policy: \"name\";q=N;w=W and RateLimit: \"name\";r=<left after this request>;t=<seconds until more quota, or until the whole quota is back, rounded up> from the limiter's own decision"},
+			rule:            "the RateLimit fields tell the truth: the policy is the one enforced, r is the quota left after the request, t no later than the whole quota's return rounded up (the next unit's or the whole quota's, or between), and with none left a request sent t later is allowed",
+			run:             rateLimitFieldsSpec,
+			hint:            "send RateLimit-Policy: \"name\";q=N;w=W and RateLimit: \"name\";r=<left after this request>;t=<seconds until more quota, or until the whole quota is back, rounded up> from the limiter's own decision",
+			hintAllProfiles: true},
 	}
 }
 

@@ -228,7 +228,7 @@ func (r *runner) runSpec(ctx context.Context, t Target, s *spec) (res Result) {
 	go func() { done <- h.execute() }()
 	select {
 	case out := <-done:
-		res.Status, res.Message, res.Failure = out.Status, out.Message, out.Failure
+		res.Status, res.Message, res.Failure, res.diag = out.Status, out.Message, out.Failure, out.diag
 		if r.probed != nil {
 			r.probed(s, h)
 		}
@@ -406,6 +406,11 @@ func (h *harness) execute() (res Result) {
 		switch v := recover().(type) {
 		case nil:
 			res.Status = Passed
+			// What the answers say of the other algorithms a limiter may
+			// be: only a trace the graded profile gives in full says it.
+			if clues, graded := h.evidence(); graded {
+				res.diag = &diagnosed{clues: clues, graded: true}
+			}
 		case failure:
 			f := v.f
 			f.Hint = h.hint()
@@ -416,18 +421,15 @@ func (h *harness) execute() (res Result) {
 			res.Message = h.spec.titleFor(h.run.profile) + "\n  " + v.msg
 			if f.Kind == KindWrongAnswer || f.Kind == KindViolation {
 				// Name the algorithm the answers show, and give its hint
-				// rather than the spec's usual cause.
-				if found := h.diagnose(); len(found) > 0 {
-					for _, c := range found {
-						f.Explained = append(f.Explained, c.name)
-					}
-					if hint := hintOf(found); hint != "" {
-						f.Hint = hint
-					}
-					res.Message += "  " + diagnosis(found) + "\n"
+				// rather than the spec's usual cause (render).
+				d := &diagnosed{failed: true, base: res.Message, hint: f.Hint}
+				d.clues, d.graded = h.evidence()
+				if !d.graded && !slices.ContainsFunc(d.clues, func(c clue) bool { return c.explains }) {
+					d.clues = nil // nothing gives these answers: they rule nothing out
 				}
-			}
-			if f.Hint != "" {
+				res.diag = d
+				res.render(nil)
+			} else if f.Hint != "" {
 				res.Message += "  hint: " + f.Hint + "\n"
 			}
 		case skipped:
