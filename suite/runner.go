@@ -165,7 +165,7 @@ func (r *runner) missing(t Target, s *spec) string {
 		case needOwnRedis:
 			switch {
 			case !t.NeedsRedis:
-				why = "stops the target's Redis, and the target does not use one (Target.NeedsRedis is false)"
+				why = "stops the target's Redis, and the target does not use one (Target.NeedsRedis is false; on the command line, rlconform run --exec 'CMD' starts the limiter on a Redis of the run's own, and grades this)"
 			case r.redis == nil || r.redis.Server == nil:
 				why = "needs a Redis this run started, to stop it (not one from REDIS_URL or Config.Redis, nor a remote target's)"
 			}
