@@ -18,6 +18,7 @@ var everySpec = []string{
 	"fixed-window:align=first-hit", "fixed-window:align=first-hit,count-denied=true",
 	"sliding-counter", "sliding-counter:count-denied=true",
 	"sliding-counter:align=first-grid", "sliding-counter:align=first-grid,count-denied=true",
+	"sliding-counter:admit=at-most", "sliding-counter:align=first-grid,admit=at-most,count-denied=true",
 	"gcra", "gcra:burst=1", "gcra:burst=7",
 	"token-bucket", "token-bucket:capacity=2", "token-bucket:refill=interval", "token-bucket:refill=interval,capacity=9",
 }

@@ -22,7 +22,7 @@ import (
 var identity = map[string]struct{ profile, mistake string }{
 	"fixed-window-epoch":    {"fixed-window:align=epoch,count-denied=false", ""},
 	"fixed-window-first":    {"fixed-window:align=first-hit,count-denied=false", ""},
-	"two-window-approx":     {"sliding-counter:align=epoch,count-denied=false", ""},
+	"two-window-approx":     {"sliding-counter:admit=below,align=epoch,count-denied=false", ""},
 	"same-ms-collision":     {"", "same millisecond count once"},
 	"logs-denied":           {"", "logs denied requests"},
 	"off-by-one":            {"", "one more than the limit"},

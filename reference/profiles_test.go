@@ -20,6 +20,7 @@ var profileSpecs = []string{
 	"fixed-window:align=epoch", "fixed-window:align=first-grid,count-denied=true",
 	"fixed-window:align=first-hit", "fixed-window:align=first-hit,count-denied=true",
 	"sliding-counter", "sliding-counter:count-denied=true", "sliding-counter:align=first-grid,count-denied=true",
+	"sliding-counter:admit=at-most", "sliding-counter:align=first-grid,admit=at-most,count-denied=true",
 	"gcra", "gcra:burst=2",
 	"token-bucket:capacity=8", "token-bucket:refill=interval,capacity=3",
 }
@@ -76,6 +77,8 @@ func TestProfileImplementationsFailOtherProfiles(t *testing.T) {
 		{"fixed-window:align=first-hit", "", "strict/boundary-burst-first"},
 		{"fixed-window:align=first-hit", "fixed-window:align=epoch", "strict/boundary-burst-epoch"},
 		{"sliding-counter", "", "strict/boundary-burst-epoch"},
+		{"sliding-counter:admit=at-most", "sliding-counter", "strict/boundary-burst-epoch"},
+		{"sliding-counter", "sliding-counter:admit=at-most", "strict/boundary-burst-epoch"},
 		{"gcra", "fixed-window:align=epoch", "strict/differential"},
 		{"gcra:burst=2", "gcra", "core/allow-within-limit"},
 		{"token-bucket:capacity=8", "token-bucket", "core/block-over-limit"},

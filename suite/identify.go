@@ -222,7 +222,9 @@ func candidateSpecs(n, burst int) []model.Spec {
 	}
 	for _, align := range []string{"epoch", "first-grid"} {
 		for _, d := range []string{"false", "true"} {
-			list = append(list, "sliding-counter:align="+align+",count-denied="+d)
+			for _, admit := range []string{"below", "at-most"} {
+				list = append(list, "sliding-counter:align="+align+",count-denied="+d+",admit="+admit)
+			}
 		}
 	}
 	bursts := []string{"limit"}
