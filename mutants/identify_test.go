@@ -105,6 +105,7 @@ func checkIdentity(t *testing.T, tg suite.Target, profile, mistake string) {
 	}
 	require.NotEmpty(t, id.Fits, "%s fits", profile)
 	assert.Equal(t, profile, id.Fits[0].Profile)
+	assert.Len(t, id.Fits, 1, "identified: one profile, or one group of profiles that decide alike, not an ambiguity")
 }
 
 func byName(t *testing.T, name string) mutants.Mutant {

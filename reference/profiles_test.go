@@ -155,3 +155,30 @@ func TestProfileExactBound(t *testing.T) {
 	_, err = reference.NewProfile(r.Client, model.MustSpec("gcra"), reference.Options{MaxRequests: 1, Window: 1, Prefix: "a{b}"})
 	require.Error(t, err)
 }
+
+// Identify names each profile's Redis implementation alone (or with the
+// profiles that decide as it does on every history with one
+// configuration); without Configure, the INCR-first fixed window opened by
+// the first request (as most fixed-window libraries write it) is one group
+// with the profiles that decide as it does while the limit stays the same,
+// not an ambiguity.
+func TestIdentifyNamesEachImplementation(t *testing.T) {
+	r := obtainRedis(t)
+	for _, p := range profileSpecs {
+		t.Run(p, func(t *testing.T) {
+			id, err := suite.Identify(context.Background(), suite.Config{Redis: r}, profileTarget(t, p))
+			require.NoError(t, err)
+			require.Len(t, id.Fits, 1, "identified: %+v", id.Fits)
+			assert.Contains(t, append([]string{id.Fits[0].Profile}, id.Fits[0].SameDecisions...), model.MustSpec(p).String())
+		})
+	}
+	t.Run("fixed-window:align=first-hit,count-denied=true without Configure", func(t *testing.T) {
+		tg := profileTarget(t, "fixed-window:align=first-hit,count-denied=true")
+		tg.Capabilities.Configure = false
+		id, err := suite.Identify(context.Background(), suite.Config{Redis: r}, tg)
+		require.NoError(t, err)
+		require.Len(t, id.Fits, 1, "one group: %+v", id.Fits)
+		assert.ElementsMatch(t, []string{"fixed-window:align=first-hit,count-denied=false", "fixed-window:align=first-hit,count-denied=true", "token-bucket:capacity=limit,refill=interval"},
+			append([]string{id.Fits[0].Profile}, id.Fits[0].SameDecisions...))
+	})
+}

@@ -20,14 +20,18 @@ func Identification(w io.Writer, id *suite.Identification) error {
 	case 0:
 		b.WriteString("NONE FITS: no profile explains every answer (each is ruled out below)\n")
 	case 1:
-		b.WriteString("IDENTIFIED: one profile explains every answer\n")
+		if len(id.Fits[0].SameDecisions) > 0 {
+			b.WriteString("IDENTIFIED: one group of profiles that decide alike explains every answer\n")
+		} else {
+			b.WriteString("IDENTIFIED: one profile explains every answer\n")
+		}
 	default:
 		fmt.Fprintf(&b, "AMBIGUOUS: %d profiles explain every answer; these probes cannot tell them apart\n", len(id.Fits))
 	}
 	for _, f := range id.Fits {
 		fmt.Fprintf(&b, "  fits      %s: %s (%d answers decided)\n", f.Profile, f.Description, f.Decided)
 		if len(f.SameDecisions) > 0 {
-			fmt.Fprintf(&b, "            decides as %s on every history: decisions alone cannot tell them apart\n", strings.Join(f.SameDecisions, ", "))
+			fmt.Fprintf(&b, "            decides as %s on every history with one configuration: no answer tells them apart\n", strings.Join(f.SameDecisions, ", "))
 		}
 		if f.RemainingDiffers != "" {
 			fmt.Fprintf(&b, "            but GetRemainingRequests differs: %s\n", f.RemainingDiffers)

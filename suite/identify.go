@@ -24,8 +24,9 @@ type Identification struct {
 	// Burst is how many requests a fresh user got at one instant (in real
 	// time: in one quick burst).
 	Burst int
-	// Fits explain every answer, grouped where decisions alone cannot
-	// tell them apart; RuledOut are the others.
+	// Fits explain every answer, one group for the profiles that decide
+	// alike on every history with one configuration (a raised limit may
+	// tell them apart, and then has); RuledOut are the others.
 	Fits     []Fit
 	RuledOut []RuledOut
 	// Mistakes, when no profile fits, are the classic mistakes of a
@@ -42,9 +43,12 @@ type Identification struct {
 type Fit struct {
 	Profile     string
 	Description string
-	// SameDecisions are profiles that always decide as this one does (a
-	// GCRA and a continuously refilled token bucket of the same burst):
-	// no history can tell them apart.
+	// SameDecisions are profiles that decide, and answer
+	// GetRemainingRequests, as this one does on every history with one
+	// configuration (a GCRA and a continuously refilled token bucket of
+	// the same burst; a fixed window counting denied requests or not), and
+	// that no answer of the probes told apart: with this one, one
+	// identification.
 	SameDecisions []string `json:",omitempty"`
 	// Decided counts the answers this profile left no doubt about (in
 	// real time, the others fit whatever the instants).
@@ -241,8 +245,13 @@ func candidateSpecs(n, burst int) []model.Spec {
 	return out
 }
 
-// sameDecisions reports whether a and b decide alike on every history (the
-// equivalences docs/profiles.md proves), under limit n.
+// sameDecisions reports whether a and b decide alike, and answer
+// GetRemainingRequests alike, on every history whose configuration does
+// not change (the equivalences docs/profiles.md proves), under limit n.
+// Where a change of the limit tells them apart, and the probes made one
+// both are graded on, the probes have already ruled one out; two fits in
+// one group are profiles no answer of these probes tells apart, and no
+// other history with one configuration would.
 func sameDecisions(a, b model.Spec, n int) bool {
 	key := func(s model.Spec) string {
 		p := s.Params
@@ -257,9 +266,14 @@ func sameDecisions(a, b model.Spec, n int) bool {
 			return "bucket/" + capacity(p["burst"])
 		case s.Name == model.TokenBucketP && p["refill"] == "continuous":
 			return "bucket/" + capacity(p["capacity"])
-		case s.Name == model.TokenBucketP && capacity(p["capacity"]) == "limit",
-			s.Name == model.FixedWindowP && p["align"] == "first-hit" && p["count-denied"] == "false":
-			return "first-hit"
+		case s.Name == model.TokenBucketP && capacity(p["capacity"]) == "limit":
+			// Every refill fills it: forgotten, the next request opens a
+			// new window.
+			return "fixed-window/first-hit"
+		case s.Name == model.FixedWindowP:
+			// A window whose count reached N denies until its end whether
+			// denied requests count or not.
+			return "fixed-window/" + p["align"]
 		}
 		return s.String()
 	}
@@ -333,7 +347,7 @@ func boolInt(b bool) int {
 // answers it decided. Remaining answers are judged only with remaining.
 func replayProbe(c model.Spec, p probe, remaining bool) (*RuledOut, int) {
 	decided := 0
-	if !c.LimitChangeGraded() && slices.ContainsFunc(p.trace[1:], func(o traceOp) bool { return o.kind == 'C' }) {
+	if !c.LimitChangeGraded() && slices.ContainsFunc(p.trace[1:], func(o traceOp) bool { return o.kind == 'C' }) && !settledChange(c, p) {
 		return nil, 0 // a limit changed under a history: not evidence for this profile
 	}
 	var exact model.Profile
@@ -416,6 +430,42 @@ func replayProbe(c model.Spec, p probe, remaining bool) (*RuledOut, int) {
 		}
 	}
 	return nil, decided
+}
+
+// settledChange reports whether every change of the configuration in p
+// reads alike in every honest implementation of c, though c does not say
+// in general how a user's state reads after the limit changes: for a
+// token bucket, a limit changed with the window kept, on the fake clock,
+// at the very instant of each user's last operation. Tokens settled at
+// the old rate up to the change and tokens refilled at the new rate from
+// the last decision are then the same tokens (no time passed to refill
+// at either rate), kept, and capped at the new capacity when read. A
+// GCRA's arrival time is not: read at the new rate it is other tokens.
+func settledChange(c model.Spec, p probe) bool {
+	if c.Name != model.TokenBucketP || p.realTime {
+		return false
+	}
+	last := map[string]time.Time{}
+	w := p.w
+	for i, op := range p.trace {
+		switch op.kind {
+		case 'C':
+			if i > 0 && op.w != w {
+				return false
+			}
+			w = op.w
+			for _, at := range last {
+				if !at.Equal(op.at) {
+					return false
+				}
+			}
+		case 'R':
+			delete(last, op.user)
+		default:
+			last[op.user] = op.at
+		}
+	}
+	return true
 }
 
 // ruledOut is the evidence of step i: the answer, and the user's
