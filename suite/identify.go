@@ -34,9 +34,24 @@ type Identification struct {
 	// taken at the sending, the answer or half-way: a diagnosis, not a
 	// verdict).
 	Mistakes []string `json:",omitempty"`
+	// Configure, when set, says what the limiter's Configure does where it
+	// is not what the fitting profiles say: the fits explain every answer
+	// with it set apart (in steady state), and this is how Configure reads.
+	Configure *ConfigureFinding `json:",omitempty"`
 	// Probes are the specs whose histories were replayed.
 	Probes []string
 	Notes  []string
+}
+
+// ConfigureFinding is what a limiter's Configure does, found apart from
+// the algorithm it runs in steady state.
+type ConfigureFinding struct {
+	// Does says what Configure does, e.g. that it forgets every user's
+	// history.
+	Does string
+	// Evidence is the first answer the fitting profile's own Configure
+	// would not give, and the user's operations up to it.
+	Evidence RuledOut
 }
 
 // Fit is a profile that explains every decision of the probes.
@@ -183,11 +198,48 @@ func Identify(ctx context.Context, cfg Config, target Target) (*Identification, 
 			}
 		}
 	}
-	id.judge(candidateSpecs(id.Limit, id.Burst), probes)
+	cands := candidateSpecs(id.Limit, id.Burst)
+	id.judge(cands, probes, false)
+	if len(id.Fits) == 0 && changesConfig(probes) {
+		id.configureApart(cands, probes)
+	}
 	if len(id.Fits) == 0 {
 		id.Mistakes = mistakes(id.Limit, id.Window, probes)
 	}
 	return id, nil
+}
+
+// changesConfig reports whether a probe configured the limiter under a
+// history.
+func changesConfig(probes []probe) bool {
+	return slices.ContainsFunc(probes, func(p probe) bool {
+		return len(p.trace) > 1 && slices.ContainsFunc(p.trace[1:], func(o traceOp) bool { return o.kind == 'C' })
+	})
+}
+
+// configureApart, when no profile explains every answer, replays the
+// probes again with a Configure that forgets every user's history (as a
+// limiter whose keys include the limit or the window does: a new
+// configuration starts on keys of its own). When a profile fits then, it
+// is the algorithm in steady state, and Configure is reported apart, with
+// the answer the profile's own Configure would not give.
+func (id *Identification) configureApart(cands []model.Spec, probes []probe) {
+	fresh := &Identification{Limit: id.Limit, Window: id.Window}
+	fresh.judge(cands, probes, true)
+	if len(fresh.Fits) == 0 {
+		return
+	}
+	var evidence RuledOut
+	for _, r := range id.RuledOut {
+		if r.Profile == fresh.Fits[0].Profile {
+			evidence = r
+		}
+	}
+	id.Fits, id.RuledOut = fresh.Fits, fresh.RuledOut
+	id.Configure = &ConfigureFinding{
+		Does:     "Configure forgets every user's history: each user starts afresh under the new limit and window (as a limiter whose keys include them does), where the profile keeps it and reads it with the new values",
+		Evidence: evidence,
+	}
 }
 
 // mistakes names the classic mistakes of a sliding log that give every
@@ -281,7 +333,9 @@ func sameDecisions(a, b model.Spec, n int) bool {
 }
 
 // judge replays every probe on every candidate.
-func (id *Identification) judge(cands []model.Spec, probes []probe) {
+// With fresh, every Configure forgets every user's history (see
+// configureApart).
+func (id *Identification) judge(cands []model.Spec, probes []probe, fresh bool) {
 	var fits []Fit
 	var fitSpecs []model.Spec
 	for _, c := range cands {
@@ -292,7 +346,7 @@ func (id *Identification) judge(cands []model.Spec, probes []probe) {
 		fit := Fit{Profile: c.String(), Description: desc}
 		var out *RuledOut
 		for _, p := range probes {
-			bad, decided := replayProbe(c, p, false)
+			bad, decided := replayProbe(c, p, false, fresh)
 			fit.Decided += decided
 			if bad != nil {
 				out = bad
@@ -305,7 +359,7 @@ func (id *Identification) judge(cands []model.Spec, probes []probe) {
 			continue
 		}
 		for _, p := range probes {
-			if bad, _ := replayProbe(c, p, true); bad != nil {
+			if bad, _ := replayProbe(c, p, true, fresh); bad != nil {
 				fit.RemainingDiffers = fmt.Sprintf("%s step %d at %s: %s = %s, the profile says %s", bad.Probe, bad.Step, fmtOffset(bad.At), bad.Operation, bad.Got, bad.Want)
 				break
 			}
@@ -345,9 +399,11 @@ func boolInt(b bool) int {
 // fake clock, with the interval oracle in real time. It returns the first
 // answer c would not give (nil when it gives every one) and how many
 // answers it decided. Remaining answers are judged only with remaining.
-func replayProbe(c model.Spec, p probe, remaining bool) (*RuledOut, int) {
+// With fresh, every Configure starts c afresh under the new configuration,
+// every user's history forgotten.
+func replayProbe(c model.Spec, p probe, remaining, fresh bool) (*RuledOut, int) {
 	decided := 0
-	if !c.LimitChangeGraded() && slices.ContainsFunc(p.trace[1:], func(o traceOp) bool { return o.kind == 'C' }) && !settledChange(c, p) {
+	if !fresh && !c.LimitChangeGraded() && slices.ContainsFunc(p.trace[1:], func(o traceOp) bool { return o.kind == 'C' }) && !settledChange(c, p) {
 		return nil, 0 // a limit changed under a history: not evidence for this profile
 	}
 	var exact model.Profile
@@ -362,9 +418,14 @@ func replayProbe(c model.Spec, p probe, remaining bool) (*RuledOut, int) {
 		bad := false
 		switch op.kind {
 		case 'C':
-			if exact != nil {
+			switch {
+			case fresh && exact != nil:
+				exact, _ = c.New(op.n, op.w)
+			case fresh:
+				oracle, _ = model.NewOracle(c, op.n, op.w)
+			case exact != nil:
 				exact.Configure(op.n, op.w)
-			} else {
+			default:
 				oracle.Judge(model.TimedOp{Kind: model.OpConfigure, Limit: op.n, Window: op.w})
 			}
 			continue
