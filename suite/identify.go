@@ -154,13 +154,56 @@ type probe struct {
 // cfg.Limit and cfg.Window (cfg.RealTimeWindow in real time). An error
 // means the probes could not run (a fault, a target that stopped
 // answering, a probe too slow to finish), never that nothing fits.
+//
+// A target that refuses a window the probes configure (with
+// [contract.ErrInvalidConfig]: one that takes only whole seconds, say) is
+// probed again with windows of whole seconds, and the identification
+// notes it; when it refuses those too, the error names the configuration
+// refused and the target's answer.
 func Identify(ctx context.Context, cfg Config, target Target) (*Identification, error) {
+	id, refused, err := identifyOnce(ctx, cfg, target, false)
+	if err == nil || refused == nil || ctx.Err() != nil {
+		return id, err
+	}
+	whole := cfg
+	whole.Window, whole.RealTimeWindow = ceilSecond(cfg.Window), ceilSecond(cfg.RealTimeWindow)
+	if refused.w%time.Second == 0 {
+		return nil, refused.error("")
+	}
+	id, again, err := identifyOnce(ctx, whole, target, true)
+	switch {
+	case err != nil && again != nil:
+		return nil, again.error(fmt.Sprintf(" (after Configure(%d, %v) was refused too, and windows of whole seconds were tried)", refused.n, refused.w))
+	case err != nil:
+		return nil, err
+	}
+	id.Notes = append([]string{fmt.Sprintf("the target refused Configure(%d, %v) (%v): the probes ran with windows of whole seconds", refused.n, refused.w, refused.err)}, id.Notes...)
+	return id, nil
+}
+
+// error says that the target refused a configuration the probes need.
+func (r *refusal) error(more string) error {
+	return fmt.Errorf("identify: the target refused Configure(%d, %v)%s, a configuration the probes need (the contract takes any limit from 1 and any window from 1ms): %w", r.n, r.w, more, r.err)
+}
+
+// ceilSecond is d rounded up to a whole number of seconds (0 stays 0: the
+// default).
+func ceilSecond(d time.Duration) time.Duration {
+	return (d + time.Second - 1).Truncate(time.Second)
+}
+
+// identifyOnce is Identify with the windows of cfg (a raised real-time
+// window a whole number of seconds with wholeSeconds). When a probe could
+// not run it also returns the configuration the target refused, if one
+// was.
+func identifyOnce(ctx context.Context, cfg Config, target Target, wholeSeconds bool) (*Identification, *refusal, error) {
 	cfg.Profile = ""
 	cfg.IDs = identifyProbes
 	r, err := newRunner(ctx, cfg, target)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	r.wholeSeconds = wholeSeconds
 	defer r.close()
 	defer r.finish()
 	var probes []probe
@@ -179,15 +222,15 @@ func Identify(ctx context.Context, cfg Config, target Target) (*Identification, 
 		res := r.runInto(ctx, target, s, rep)
 		switch {
 		case rep.Aborted != "":
-			return nil, fmt.Errorf("identify: %s", rep.Aborted)
+			return nil, nil, fmt.Errorf("identify: %s", rep.Aborted)
 		case res.Status == Skipped:
 			id.Notes = append(id.Notes, fmt.Sprintf("probe %s not run: %s", s.id, res.Message))
 		case res.Status == Errored || res.Status == Inconclusive || res.Status == Interrupted || res.Failure != nil && (res.Failure.Kind == KindTargetError || res.Failure.Kind == KindPanic || res.Failure.Kind == KindHang):
-			return nil, fmt.Errorf("identify: probe %s could not run: %s", s.id, firstLine(res.Message))
+			return nil, r.refused.Load(), fmt.Errorf("identify: probe %s could not run: %s", s.id, cause(res))
 		}
 	}
 	if len(probes) == 0 {
-		return nil, fmt.Errorf("identify: no probe ran")
+		return nil, nil, fmt.Errorf("identify: no probe ran")
 	}
 	id.Limit, id.Window = probes[0].n, probes[0].w
 	for _, p := range probes {
@@ -206,7 +249,19 @@ func Identify(ctx context.Context, cfg Config, target Target) (*Identification, 
 	if len(id.Fits) == 0 {
 		id.Mistakes = mistakes(id.Limit, id.Window, probes)
 	}
-	return id, nil
+	return id, nil, nil
+}
+
+// cause is why a probe could not run: the first line of its message after
+// the spec's title, which is all the first line says.
+func cause(res Result) string {
+	lines := strings.Split(strings.TrimSpace(res.Message), "\n")
+	for _, l := range lines[1:] {
+		if l = strings.TrimSpace(l); l != "" {
+			return l
+		}
+	}
+	return firstLine(res.Message)
 }
 
 // changesConfig reports whether a probe configured the limiter under a

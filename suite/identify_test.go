@@ -2,12 +2,15 @@ package suite_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/suite"
 	"github.com/rlconform/rlconform/targets"
@@ -65,4 +68,58 @@ func TestIdentifyGroupsProfilesThatDecideAlike(t *testing.T) {
 			assert.Empty(t, id.Fits[0].SameDecisions, "the raised limit told them apart")
 		})
 	}
+}
+
+// wholeSeconds is a limiter whose Configure takes only windows of whole
+// seconds (or, with only, that one window), as some libraries do.
+type wholeSeconds struct {
+	contract.RateLimiterContract
+	only time.Duration
+}
+
+func (l wholeSeconds) Configure(ctx context.Context, n int, w time.Duration) error {
+	if w%time.Second != 0 || l.only != 0 && w != l.only {
+		return fmt.Errorf("%w: window %v: only whole seconds", contract.ErrInvalidConfig, w)
+	}
+	return l.RateLimiterContract.Configure(ctx, n, w)
+}
+
+// onlyWholeSeconds wraps a target's instances in wholeSeconds.
+func onlyWholeSeconds(t suite.Target, only time.Duration) suite.Target {
+	inner := t.New
+	t.New = func(ctx context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
+		lim, closer, err := inner(ctx, env)
+		if err != nil {
+			return nil, nil, err
+		}
+		return wholeSeconds{lim, only}, closer, nil
+	}
+	return t
+}
+
+// A target that takes only whole-second windows, asked for 1.5s, is
+// probed with 2s and identified, and the identification says why; one
+// that refuses the whole-second windows too fails with the configuration
+// it refused and its own error, not with the probe's title alone.
+func TestIdentifyChoosesWindowsTheTargetAccepts(t *testing.T) {
+	tg := onlyWholeSeconds(targets.ProfileModel(model.MustSpec("gcra")), 0)
+	id, err := suite.Identify(context.Background(), suite.Config{Window: 1500 * time.Millisecond}, tg)
+	require.NoError(t, err)
+	fitsOnly(t, id, "gcra")
+	assert.Equal(t, 2*time.Second, id.Window)
+	require.NotEmpty(t, id.Notes)
+	assert.Contains(t, id.Notes[0], "the target refused Configure(5, 1.5s)")
+	assert.Contains(t, id.Notes[0], "only whole seconds")
+	assert.Contains(t, id.Notes[0], "windows of whole seconds")
+
+	tg = onlyWholeSeconds(targets.ProfileModel(model.MustSpec("gcra")), time.Hour)
+	_, err = suite.Identify(context.Background(), suite.Config{Window: 1500 * time.Millisecond}, tg)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the target refused Configure(5, 2s)")
+	assert.Contains(t, err.Error(), "only whole seconds")
+	assert.ErrorIs(t, err, contract.ErrInvalidConfig)
+
+	_, err = suite.Identify(context.Background(), suite.Config{}, tg)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the target refused Configure(5, 1m0s)")
 }
