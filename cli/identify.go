@@ -35,7 +35,7 @@ func identify(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 5*time.Second, "bound on each call to the target")
 	seed := fs.Uint64("seed", 0, "seed (0: pick one)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: rlconform identify --target URL | --endpoint URL --identity ... [flags]\n\nProbes the limiter (with its clock when it has one, in real time otherwise) and says which\nprofiles and parameters explain every answer, which are ruled out and by which answer.\nExit codes: 0 a profile fits, 1 none fits, 2 could not run, 130 interrupted.")
+		fmt.Fprintln(stderr, "usage: rlconform identify --target URL | --endpoint URL --identity ... [flags]\n\nProbes the limiter (with its clock when it has one, in real time otherwise) and says which\nprofiles and parameters explain every answer, which are ruled out and by which answer\n(profiles that decide alike as one group; a Configure that forgets every history apart).\nExit codes: 0 a profile fits, 1 none fits, 2 could not run, 130 interrupted.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

@@ -71,7 +71,9 @@ func Alternatives(graded Spec, n int, w time.Duration) []Alternative {
 	}
 	for _, align := range []string{"epoch", "first-grid"} {
 		for _, denied := range []string{"false", "true"} {
-			add("sliding-counter:align="+align+",count-denied="+denied, counter, true)
+			for _, admit := range []string{"below", "at-most"} {
+				add("sliding-counter:align="+align+",count-denied="+denied+",admit="+admit, counter, true)
+			}
 		}
 	}
 	add("gcra", rate, true)

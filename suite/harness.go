@@ -336,6 +336,7 @@ func (h *harness) instance(i int) (contract.RateLimiterContract, error) {
 		lim = guarded{lim, &h.calls}
 		if h.target.Capabilities.Configure {
 			if err := lim.Configure(h.ctx, h.model.Limit(), h.model.Window()); err != nil {
+				h.run.noteRefusal(h.model.Limit(), h.model.Window(), err)
 				return nil, fmt.Errorf("Configure(%d, %v) on new instance %d: %w", h.model.Limit(), h.model.Window(), n, err)
 			}
 		}
@@ -531,6 +532,7 @@ func (h *harness) Configure(n int, w time.Duration) {
 	op := fmt.Sprintf("Configure(%d, %v)", n, w)
 	for i, lim := range h.Instances(h.instanceCount()) {
 		if err := lim.Configure(h.ctx, n, w); err != nil {
+			h.run.noteRefusal(n, w, err)
 			h.record(i, now, op, "error")
 			h.failStep(i, now, op, "", "ok", "", err)
 		}

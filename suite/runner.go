@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	mrand "math/rand/v2"
@@ -11,10 +12,12 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/onsi/gomega"
 
+	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/fakeclock"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/redisenv"
@@ -48,6 +51,29 @@ type runner struct {
 	// stuck, once set, says which spec's goroutine never returned after
 	// its time ran out: the run stops there.
 	stuck string
+	// refused is the first configuration, valid in the contract, that the
+	// target refused with ErrInvalidConfig (identify chooses other
+	// windows, or says why it cannot run).
+	refused atomic.Pointer[refusal]
+	// wholeSeconds: a raised real-time window is a whole number of
+	// seconds (for a target that accepts no other).
+	wholeSeconds bool
+}
+
+// refusal is a valid configuration a target refused, with its error.
+type refusal struct {
+	n   int
+	w   time.Duration
+	err error
+}
+
+// noteRefusal records a refusal of Configure(n, w) with err, when n and w
+// are valid: the target refuses a configuration the contract says it must
+// take (or, above the bounds, may refuse).
+func (r *runner) noteRefusal(n int, w time.Duration, err error) {
+	if errors.Is(err, contract.ErrInvalidConfig) && contract.ValidateConfig(n, w) == nil {
+		r.refused.CompareAndSwap(nil, &refusal{n, w, err})
+	}
 }
 
 func newRunner(ctx context.Context, cfg Config, targets ...Target) (*runner, error) {
@@ -521,12 +547,23 @@ func (h *harness) measureMargin() time.Duration {
 		h.run.notes = append(h.run.notes, fmt.Sprintf("the slowest of 5 round trips took %v, slow for the window %v: answers near its edges will be undecided, and specs that decide nothing inconclusive",
 			slowest.Round(time.Millisecond), w))
 	} else if margin > w/5 {
-		raised := (5*margin + 99*time.Millisecond).Truncate(100 * time.Millisecond)
+		raised := raisedWindow(margin, h.run.wholeSeconds)
 		h.run.cfg.RealTimeWindow = raised
 		h.run.notes = append(h.run.notes, fmt.Sprintf("the real-time window was raised from %v to %v: the slowest of 5 round trips took %v, too slow to aim within %v of a window edge",
 			w, raised, slowest.Round(time.Millisecond), w/5))
 	}
 	return margin
+}
+
+// raisedWindow is the real-time window for a margin: five margins,
+// rounded up to a tenth of a second, or to a whole second with
+// wholeSeconds.
+func raisedWindow(margin time.Duration, wholeSeconds bool) time.Duration {
+	unit := 100 * time.Millisecond
+	if wholeSeconds {
+		unit = time.Second
+	}
+	return (5*margin + unit - time.Millisecond).Truncate(unit)
 }
 
 // panicSite names the function that panicked, called from a deferred
