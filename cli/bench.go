@@ -50,6 +50,7 @@ type benchFlags struct {
 	progress      string
 	profile       string
 	endpointFlags
+	execFlags
 }
 
 func parseBench(args []string, stderr io.Writer) (*benchFlags, error) {
@@ -73,6 +74,7 @@ func parseBench(args []string, stderr io.Writer) (*benchFlags, error) {
 	fs.StringVar(&f.progress, "progress", "auto", "a live progress line: auto (when stderr is a terminal), always or never")
 	fs.StringVar(&f.profile, "profile", "sliding-log", "the built-in limiter to bench when no --target or --endpoint is given, `NAME[:key=value,...]`; the exactness check judges sliding-log only")
 	f.endpointFlags.register(fs)
+	f.execFlags.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -85,7 +87,7 @@ func parseBench(args []string, stderr io.Writer) (*benchFlags, error) {
 		return nil, errors.New("--endpoint and --target exclude each other")
 	case len(f.endpoints) > 0 && (set["limit"] || set["window"]):
 		return nil, errors.New("--limit and --window configure a limiter; an --endpoint's limit is its --policy (or its RateLimit-Policy field)")
-	case (len(f.endpoints) > 0 || len(f.targets) > 0) && set["profile"]:
+	case (len(f.endpoints) > 0 || len(f.targets) > 0 || f.command != "") && set["profile"]:
 		return nil, errors.New("--profile picks the built-in limiter to bench; it does not go with --target or --endpoint")
 	case f.maxRegression < 0:
 		return nil, errors.New("--max-regression must not be negative")
@@ -97,6 +99,9 @@ func parseBench(args []string, stderr io.Writer) (*benchFlags, error) {
 		return nil, fmt.Errorf("--progress %q: want auto, always or never", f.progress)
 	}
 	if err := f.endpointFlags.check(); err != nil {
+		return nil, err
+	}
+	if err := f.execFlags.check(set, len(f.targets), len(f.endpoints)); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -224,6 +229,15 @@ func benchInstances(ctx context.Context, f *benchFlags, spec model.Spec, cfg *be
 	// the store's.
 	env := suite.Env{KeyPrefix: "rlconform-bench:" + cfg.UserPrefix, MaxRequests: cfg.Limit, Window: cfg.Window}
 	configure := true
+	if f.command != "" {
+		started, err := f.execFlags.start(ctx, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "rlconform: %v\n", err)
+			return "", closeAll, cannotRun(ctx)
+		}
+		closeAll = func() { started.stop() }
+		f.targets = started.urls
+	}
 	switch {
 	case len(f.endpoints) > 0:
 		if f.maxRPS == 0 {
@@ -265,7 +279,8 @@ func benchInstances(ctx context.Context, f *benchFlags, spec model.Spec, cfg *be
 			fmt.Fprintf(stderr, "rlconform: %v\n", err)
 			return "", closeAll, cannotRun(ctx)
 		}
-		closeAll = func() { red.Close() }
+		prev := closeAll
+		closeAll = func() { red.Close(); prev() }
 		env.Redis, env.RedisURL = red.Client, red.URL
 		fmt.Fprintf(stderr, "rlconform: Redis from %s at %s\n", red.Source, red.Addr)
 	}

@@ -24,8 +24,10 @@ func identify(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var urls list
 	var ep endpointFlags
-	fs.Var(&urls, "target", "base URL of a protocol v1 limiter; repeat for several instances sharing one store (or --endpoint)")
+	var ex execFlags
+	fs.Var(&urls, "target", "base URL of a protocol v1 limiter; repeat for several instances sharing one store (or --endpoint, or --exec)")
 	ep.register(fs)
+	ex.register(fs)
 	limit := fs.Int("limit", 5, "the limit N the probes configure (or that the limiter enforces, without Configure)")
 	window := fs.Duration("window", time.Minute, "the window W the probes configure, with clock control")
 	rtWindow := fs.Duration("realtime-window", time.Second, "the window W without clock control")
@@ -33,7 +35,7 @@ func identify(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 5*time.Second, "bound on each call to the target")
 	seed := fs.Uint64("seed", 0, "seed (0: pick one)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: rlconform identify --target URL | --endpoint URL --identity ... [flags]\n\nProbes the limiter (with its clock when it has one, in real time otherwise) and says which\nprofiles and parameters explain every answer, which are ruled out and by which answer.\nExit codes: 0 a profile fits, 1 none fits, 2 could not run, 130 interrupted.")
+		fmt.Fprintln(stderr, "usage: rlconform identify --target URL | --endpoint URL --identity ... [flags]\n\nProbes the limiter (with its clock when it has one, in real time otherwise) and says which\nprofiles and parameters explain every answer, which are ruled out and by which answer\n(profiles that decide alike as one group; a Configure that forgets every history apart).\nExit codes: 0 a profile fits, 1 none fits, 2 could not run, 130 interrupted.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -46,8 +48,8 @@ func identify(args []string, stdout, stderr io.Writer) int {
 	case fs.NArg() > 0:
 		fmt.Fprintf(stderr, "rlconform identify: unexpected argument %q\n", fs.Arg(0))
 		return ExitCannotRun
-	case len(urls) == 0 && len(ep.endpoints) == 0:
-		fmt.Fprintln(stderr, "rlconform identify: give --target URL or --endpoint URL (rlconform serve --impl model:gcra serves one to try)")
+	case len(urls) == 0 && len(ep.endpoints) == 0 && ex.command == "":
+		fmt.Fprintln(stderr, "rlconform identify: give --target URL, --endpoint URL or --exec CMD (rlconform serve --impl model:gcra serves one to try)")
 		return ExitCannotRun
 	case len(urls) > 0 && len(ep.endpoints) > 0:
 		fmt.Fprintln(stderr, "rlconform identify: --endpoint and --target exclude each other")
@@ -56,9 +58,13 @@ func identify(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "rlconform identify: --timeout must be positive")
 		return ExitCannotRun
 	}
-	if err := ep.check(); err != nil {
-		fmt.Fprintf(stderr, "rlconform identify: %v\n", err)
-		return ExitCannotRun
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	for _, err := range []error{ep.check(), ex.check(set, len(urls), len(ep.endpoints))} {
+		if err != nil {
+			fmt.Fprintf(stderr, "rlconform identify: %v\n", err)
+			return ExitCannotRun
+		}
 	}
 	var endpoint *suite.Target
 	cfg := suite.Config{Limit: *limit, Window: *window, RealTimeWindow: *rtWindow, Seed: *seed}
@@ -90,6 +96,15 @@ func identify(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if ex.command != "" {
+		started, err := ex.start(ctx, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "rlconform identify: %v\n", err)
+			return cannotRun(ctx)
+		}
+		defer started.stop()
+		urls = started.urls
+	}
 	var target suite.Target
 	if endpoint != nil {
 		target = *endpoint

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlconform/rlconform/adapters"
+	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/fakeclock"
 	"github.com/rlconform/rlconform/model"
 )
@@ -77,6 +80,34 @@ func TestIdentifyCannotRun(t *testing.T) {
 	assert.Contains(t, errOut, "--target")
 	code, _, errOut = rlconform(t, "identify", "--target", "http://127.0.0.1:1")
 	assert.Equal(t, ExitCannotRun, code, errOut)
+}
+
+// hourOnly takes no window but one hour, as a limiter configured in
+// whole units of its own might.
+type hourOnly struct{ contract.RateLimiterContract }
+
+func (l hourOnly) Configure(ctx context.Context, n int, w time.Duration) error {
+	if w != time.Hour {
+		return fmt.Errorf("%w: window %v: only 1h", contract.ErrInvalidConfig, w)
+	}
+	return l.RateLimiterContract.Configure(ctx, n, w)
+}
+
+// A target that refuses the windows identify configures, whole seconds
+// too, makes identify exit 2 with the configuration refused and the
+// target's own error, not only the probe's title.
+func TestIdentifySaysWhichWindowTheTargetRefused(t *testing.T) {
+	clock := fakeclock.New(time.Now())
+	p, err := model.MustSpec("gcra").New(5, time.Hour)
+	require.NoError(t, err)
+	srv, err := adapters.NewServer(hourOnly{model.NewProfileLimiter(clock, p)}, clock)
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	code, out, errOut := rlconform(t, "identify", "--target", srv.URL, "--window", "1500ms")
+	assert.Equal(t, ExitCannotRun, code, "%s\n%s", out, errOut)
+	assert.Contains(t, errOut, "the target refused Configure(5, 2s)")
+	assert.Contains(t, errOut, "only 1h")
+	t.Log(errOut)
 }
 
 // run --profile grades a served profile model against its profile, and

@@ -37,6 +37,7 @@ type runFlags struct {
 	rtWindow    time.Duration
 	profile     string
 	endpointFlags
+	execFlags
 }
 
 func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
@@ -61,6 +62,7 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.BoolVar(&f.failOnSkip, "fail-on-skip", false, "a run with any skipped spec is not conformant enough: exit 2 (for CI jobs that demand the whole level)")
 	fs.StringVar(&f.profile, "profile", "sliding-log", "the algorithm to grade against, `NAME[:key=value,...]`: sliding-log, fixed-window (align=epoch|first-grid|first-hit, count-denied=false|true), sliding-counter (count-denied), gcra (burst=N|limit), token-bucket (capacity=N|limit, refill=continuous|interval); 'rlconform list --profile NAME' says what it grades")
 	f.endpointFlags.register(fs)
+	f.execFlags.register(fs)
 	fs.StringVar(&f.reportDir, "report-dir", "", "directory for failure artefacts such as linearizability visualisations (default: the temp directory)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -76,6 +78,14 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	}
 	if err := f.endpointFlags.check(); err != nil {
 		return nil, err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if err := f.execFlags.check(set, len(f.targets), len(f.endpoints)); err != nil {
+		return nil, err
+	}
+	if f.storeURL != "" && f.command != "" {
+		return nil, errors.New("--store-url is for a remote --target; with --exec the run inspects its own Redis")
 	}
 	if f.storeURL != "" && len(f.targets) == 0 {
 		return nil, errors.New("--store-url is for a remote --target; the reference is inspected anyway")
@@ -204,6 +214,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if endpoint != nil {
 		target = *endpoint
 	}
+	var started *execed
+	if f.command != "" {
+		started, err = f.execFlags.start(ctx, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "rlconform: %v\n", err)
+			return cannotRun(sigCtx)
+		}
+		defer started.stop()
+		f.targets = started.urls
+	}
 	if len(f.targets) > 0 {
 		probeCtx, cancel := context.WithTimeout(ctx, 3*f.timeout)
 		began := time.Now()
@@ -220,6 +240,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if busiest := 3000 * perCall; busiest > f.specTimeout {
 			fmt.Fprintf(stderr, "rlconform: warning: the largest specs make about 3000 calls (%v at this speed), more than --spec-timeout %v: they will end inconclusive (too slow), never failed; raise --spec-timeout to grade them\n",
 				busiest.Round(time.Second), f.specTimeout)
+		}
+		if started != nil {
+			// The run owns the service's Redis: it inspects the keys, and
+			// may stop it (robust/store-outage).
+			cfg.Redis, cfg.StorePrefix = started.redis, started.prefix
+			target.NeedsRedis, target.Capabilities.StoreInspection = true, true
+			target.Name = fmt.Sprintf("%s (--exec, %d instance(s))", f.command, f.instances)
 		}
 		if f.storeURL != "" {
 			store, err := redisenv.FromURL(ctx, f.storeURL)

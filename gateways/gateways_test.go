@@ -431,7 +431,7 @@ func TestNginxLimitReqIsGCRA(t *testing.T) {
 		assert.Equal(t, gcraDescription, fit.Description)
 		assert.Subset(t, []string{"token-bucket:capacity=limit,refill=continuous"}, fit.SameDecisions)
 		assert.Positive(t, fit.Decided)
-		assert.Subset(t, ruledOut(id), []string{"sliding-log", "sliding-counter:align=epoch,count-denied=false", "sliding-counter:align=epoch,count-denied=true",
+		assert.Subset(t, ruledOut(id), []string{"sliding-log", "sliding-counter:admit=below,align=epoch,count-denied=false", "sliding-counter:admit=below,align=epoch,count-denied=true",
 			"fixed-window:align=epoch,count-denied=false", "fixed-window:align=first-hit,count-denied=false", "token-bucket:capacity=limit,refill=interval"})
 	})
 
@@ -509,8 +509,8 @@ func TestHAProxyHTTPReqRateIsAnAnchoredWeightedCounter(t *testing.T) {
 	t.Run("identify", func(t *testing.T) {
 		id := identify(t, url)
 		require.NotEmpty(t, id.Fits, "the anchored weighted counter explains every answer")
-		assert.Equal(t, haproxyProfile, id.Fits[0].Profile)
-		assert.Subset(t, ruledOut(id), []string{"sliding-log", "sliding-counter:align=epoch,count-denied=false", "sliding-counter:align=epoch,count-denied=true",
+		assert.Equal(t, model.MustSpec(haproxyProfile).String(), id.Fits[0].Profile)
+		assert.Subset(t, ruledOut(id), []string{"sliding-log", "sliding-counter:admit=below,align=epoch,count-denied=false", "sliding-counter:admit=below,align=epoch,count-denied=true",
 			"fixed-window:align=first-grid,count-denied=true", "gcra:burst=limit"})
 	})
 

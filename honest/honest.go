@@ -58,6 +58,8 @@ func All() []Limiter {
 			New: func(s Store) (contract.RateLimiterContract, error) { return NewExactLog(s) }, KeyOf: plainKey},
 		{Name: "fixed-window", Profile: FixedWindowProfile, Once: "robust/key-hygiene failed a TTL equal to the state's lifetime, at random",
 			New: func(s Store) (contract.RateLimiterContract, error) { return NewFixedWindow(s) }},
+		{Name: "sliding-counter", Profile: SlidingCounterProfile, Once: "identify said NONE FITS, and the weighted counter's profile failed it: it admitted only while the estimate was below N, not while the estimate including this request is at most N",
+			New: func(s Store) (contract.RateLimiterContract, error) { return NewSlidingCounter(s) }},
 	}
 }
 

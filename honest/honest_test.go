@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/fakeclock"
 	"github.com/rlconform/rlconform/honest"
+	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/redisenv"
 	"github.com/rlconform/rlconform/report"
 	"github.com/rlconform/rlconform/suite"
@@ -72,6 +74,35 @@ func TestEachPassesItsProfile(t *testing.T) {
 			assert.Equal(t, suite.Conformant, rep.Verdict().Outcome, report.String(rep))
 		})
 	}
+}
+
+// TestIdentifyNamesEach: identify names each honest limiter's profile,
+// alone (with the profiles that decide as it does on every history).
+func TestIdentifyNamesEach(t *testing.T) {
+	for _, l := range honest.All() {
+		t.Run(l.Name, func(t *testing.T) {
+			id, err := suite.Identify(context.Background(), suite.Config{Redis: store}, target(l, true))
+			require.NoError(t, err)
+			var b strings.Builder
+			require.NoError(t, report.Identification(&b, id))
+			t.Log("\n" + b.String())
+			require.Len(t, id.Fits, 1, "one profile, or one group, fits")
+			names := append([]string{id.Fits[0].Profile}, id.Fits[0].SameDecisions...)
+			assert.Contains(t, names, model.MustSpec(l.Profile).String())
+			assert.Empty(t, id.Fits[0].RemainingDiffers)
+		})
+	}
+}
+
+// TestSlidingCounterFailsTheBelowProfile: the two-window counter that
+// admits while the estimate including the request is at most N fails the
+// profile that admits while the estimate is below N, where the weighted
+// count is a fraction.
+func TestSlidingCounterFailsTheBelowProfile(t *testing.T) {
+	rep, err := suite.Check(context.Background(), suite.Config{Redis: store, Profile: "sliding-counter:count-denied=true", IDs: []string{"strict/boundary-burst-epoch"}}, target(byName(t, "sliding-counter"), true))
+	require.NoError(t, err)
+	require.Len(t, rep.Results, 1)
+	assert.Equal(t, suite.Failed, rep.Results[0].Status, rep.Results[0].Message)
 }
 
 // TestEachPassesOnceFailedSpecsEveryTime runs the spec that once failed

@@ -22,6 +22,11 @@ type Algorithm interface {
 type Alternative struct {
 	Algorithm
 	Hint string
+	// Key names it the same whatever the configuration: the profile
+	// (Spec.String) or "mistake:" and the mistake's name. A run's specs
+	// are configured differently; Key says which answers of theirs are
+	// the same alternative's.
+	Key string
 	// Spec is the profile it is; zero for a sliding log with a mistake.
 	Spec Spec
 	// RemainingVaries: honest implementations of it report remaining
@@ -52,7 +57,12 @@ func Alternatives(graded Spec, n int, w time.Duration) []Alternative {
 		if err != nil {
 			return
 		}
-		out = append(out, Alternative{Algorithm: p, Hint: hint, Spec: sp, RemainingVaries: varies})
+		if !graded.IsSlidingLog() && graded.Name != "" {
+			// A log's remedy says nothing to a limiter graded as another
+			// profile: it implements this one, or should implement that.
+			hint = fmt.Sprintf("the answers are %s's: grade the limiter against the profile it implements (--profile %s), or make it decide as %s", sp.Name, sp, graded)
+		}
+		out = append(out, Alternative{Algorithm: p, Hint: hint, Key: sp.String(), Spec: sp, RemainingVaries: varies})
 	}
 	for _, align := range []string{"epoch", "first-hit", "first-grid"} {
 		for _, denied := range []string{"false", "true"} {
@@ -61,7 +71,9 @@ func Alternatives(graded Spec, n int, w time.Duration) []Alternative {
 	}
 	for _, align := range []string{"epoch", "first-grid"} {
 		for _, denied := range []string{"false", "true"} {
-			add("sliding-counter:align="+align+",count-denied="+denied, counter, true)
+			for _, admit := range []string{"below", "at-most"} {
+				add("sliding-counter:align="+align+",count-denied="+denied+",admit="+admit, counter, true)
+			}
 		}
 	}
 	add("gcra", rate, true)
@@ -69,7 +81,12 @@ func Alternatives(graded Spec, n int, w time.Duration) []Alternative {
 	if !graded.IsSlidingLog() {
 		return out // a log's mistakes say nothing of a limiter that is not one
 	}
-	return append(out, Mistakes(n, w)...)
+	out = append(out, Mistakes(n, w)...)
+	// A mistake of remaining alone: its decisions are the log's, so only
+	// a diagnosis, which compares remaining too, can name it (identify
+	// judges decisions).
+	v := &logVariant{kind: "truncated-start", n: n, w: w}
+	return append(out, Alternative{Algorithm: v, Hint: v.hint(), Key: "mistake:" + v.kind})
 }
 
 // Mistakes returns the classic mistakes of a sliding log configured with n
@@ -78,7 +95,7 @@ func Mistakes(n int, w time.Duration) []Alternative {
 	var out []Alternative
 	for _, kind := range []string{"limit+1", "limit-1", "window/1000", "count-denied", "same-ms-once", "inclusive"} {
 		v := &logVariant{kind: kind, n: n, w: w}
-		out = append(out, Alternative{Algorithm: v, Hint: v.hint()})
+		out = append(out, Alternative{Algorithm: v, Hint: v.hint(), Key: "mistake:" + kind})
 	}
 	return out
 }
@@ -103,6 +120,8 @@ func (l *logVariant) Describe() string {
 		return "a sliding log that logs denied requests too"
 	case "same-ms-once":
 		return "a sliding log where requests in the same millisecond count once"
+	case "truncated-start":
+		return "a sliding log whose remaining counts from the window's start truncated to whole seconds (int(now - W)), up to a second of older entries"
 	}
 	return fmt.Sprintf("a sliding log with a window of %v (the window's seconds taken as milliseconds)", l.window())
 }
@@ -119,6 +138,8 @@ func (l *logVariant) hint() string {
 		return "add to the log only the requests that are allowed"
 	case "same-ms-once":
 		return "make every ZSET member unique (timestamp plus a sequence), or requests in one millisecond collapse into one"
+	case "truncated-start":
+		return "count remaining from exactly now - W, in the log's own unit: truncating the window's start to whole seconds (int(now - W), math.floor) counts entries that no longer count"
 	}
 	return "the window is in milliseconds: W seconds is W*1000 ms"
 }
@@ -176,7 +197,20 @@ func (l *logVariant) Allow(now time.Time, user string) (bool, error) {
 }
 
 func (l *logVariant) Remaining(now time.Time, user string) (int, error) {
-	return max(0, l.limit()-l.active(now.UnixMilli(), user)), nil
+	t := now.UnixMilli()
+	if l.kind == "truncated-start" {
+		// The entries from the start's whole second on, as
+		// ZCOUNT key int(now - W) now does.
+		start := floorDiv(t-l.window(), 1000) * 1000
+		c := 0
+		for _, s := range l.logs[user] {
+			if s >= start && s <= t {
+				c++
+			}
+		}
+		return max(0, l.limit()-c), nil
+	}
+	return max(0, l.limit()-l.active(t, user)), nil
 }
 
 func (l *logVariant) Reset(user string) error { delete(l.logs, user); return nil }

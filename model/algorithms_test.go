@@ -72,6 +72,34 @@ func TestSlidingCounter(t *testing.T) {
 	assert.Equal(t, []bool{false, true}, answers(s2, "u", 1000, 1001))
 }
 
+// admit=at-most allows while the estimate including this request is at
+// most N: one fewer than admit=below where the weighted count is a
+// fraction, the same where it is whole.
+func TestSlidingCounterAtMost(t *testing.T) {
+	s := profile(t, "sliding-counter:admit=at-most", 4, time.Second)
+	// 4 late in window 0; at 1500 the estimate is 4*0.5 = 2, so 2+1 and
+	// 3+1 are at most 4: 2 more pass, as with admit=below.
+	answers(s, "u", 900, 900, 900, 900)
+	assert.Equal(t, []bool{true, true, false}, answers(s, "u", 1500, 1500, 1500))
+	// At 1250 the estimate is 3: 3+1 <= 4 passes, then 4+1 does not.
+	s = profile(t, "sliding-counter:admit=at-most", 4, time.Second)
+	answers(s, "u", 900, 900, 900, 900)
+	n, _ := s.Remaining(time.UnixMilli(epochMs+1250), "u")
+	assert.Equal(t, 1, n)
+	assert.Equal(t, []bool{true, false}, answers(s, "u", 1250, 1250))
+	// At 1400 the estimate is 2.4: below allows 2.4 and 3.4 (2 more), at-most
+	// 3.4 only (4.4 is over 4).
+	below, atMost := profile(t, "sliding-counter", 4, time.Second), profile(t, "sliding-counter:admit=at-most", 4, time.Second)
+	answers(below, "u", 900, 900, 900, 900)
+	answers(atMost, "u", 900, 900, 900, 900)
+	assert.Equal(t, []bool{true, true, false}, answers(below, "u", 1400, 1400, 1400))
+	assert.Equal(t, []bool{true, false}, answers(atMost, "u", 1400, 1400))
+	// Denied at 1401: 4*0.599 + 1 + 1 = 4.396; the first e where 4*(1000-e) + 2000 <= 4000
+	// is e = 500.
+	assert.Equal(t, 99*time.Millisecond, atMost.RetryAfter(time.UnixMilli(epochMs+1401), "u"))
+	assert.Equal(t, []bool{false, true}, answers(atMost, "u", 1499, 1500))
+}
+
 func TestGCRA(t *testing.T) {
 	g := NewGCRA(4, time.Second) // one every 250ms, burst 4
 	assert.Equal(t, []bool{true, true, true, true, false}, answers(g, "u", 0, 0, 0, 0, 0))
@@ -104,6 +132,14 @@ func TestLogVariants(t *testing.T) {
 	assert.Equal(t, []bool{true, true, false, false, false}, answers(byKind["count-denied"], "u", 0, 500, 800, 1200, 1400))
 	assert.Equal(t, []bool{true, true, true, true, false}, answers(byKind["same-ms-once"], "u", 0, 0, 0, 5, 6))
 	assert.Equal(t, []bool{true, true, false, true}, answers(byKind["window/1000"], "u", 0, 0, 0, 1))
+	// Its decisions are the log's; remaining counts from the start's whole
+	// second: at 2120 the start is 1120, truncated to 1000.
+	trunc := byKind["truncated-start"]
+	assert.Equal(t, []bool{true, true, true, false}, answers(trunc, "u", 100, 1100, 1150, 1150))
+	left := func(ms int64) int { n, _ := trunc.Remaining(time.UnixMilli(epochMs+ms), "u"); return n }
+	assert.Equal(t, 0, left(2120), "1100 and 1150 (the log counts 1150 only)")
+	assert.Equal(t, 0, left(2151), "still 1100 and 1150 (the log counts none)")
+	assert.Equal(t, 2, left(3000))
 	for _, a := range alts {
 		assert.NotEmpty(t, a.Describe())
 		assert.NotEmpty(t, a.Hint)

@@ -104,6 +104,7 @@ func Profiles() []ProfileInfo {
 		{SlidingCounterP, "the two-window weighted counter: previous window's count × the part of it still inside (t-W, t], plus the current count, below N", []ParamInfo{
 			{"align", "epoch", []string{"epoch", "first-grid"}, "epoch: windows [kW, (k+1)W) on the epoch; first-grid: a grid anchored at the user's first request, forgotten after a whole window with none (HAProxy's http_req_rate)"},
 			{"count-denied", "false", bools, "denied requests are counted too"},
+			{"admit", "below", []string{"below", "at-most"}, "below: allowed while the estimate is below N; at-most: allowed while the estimate including this request is at most N (estimate + 1 <= N)"},
 		}},
 		{GCRAP, "the generic cell rate algorithm (leaky bucket as a meter): one request every W/N, a burst of B", []ParamInfo{
 			{"burst", "limit", nil, "the burst B: requests allowed at once from idle (limit: follow N)"},
@@ -242,7 +243,7 @@ func (s Spec) New(maxRequests int, window time.Duration) (Profile, error) {
 	case FixedWindowP:
 		return &FixedWindow{align: p["align"], countDenied: p["count-denied"] == "true", n: n, w: w}, nil
 	case SlidingCounterP:
-		return &SlidingCounter{countDenied: p["count-denied"] == "true", firstGrid: p["align"] == "first-grid", n: n, w: w}, nil
+		return &SlidingCounter{countDenied: p["count-denied"] == "true", firstGrid: p["align"] == "first-grid", atMost: p["admit"] == "at-most", n: n, w: w}, nil
 	case GCRAP:
 		return &GCRA{burst: fixedParam(p["burst"]), n: n, w: w}, nil
 	case TokenBucketP:

@@ -18,6 +18,7 @@ var everySpec = []string{
 	"fixed-window:align=first-hit", "fixed-window:align=first-hit,count-denied=true",
 	"sliding-counter", "sliding-counter:count-denied=true",
 	"sliding-counter:align=first-grid", "sliding-counter:align=first-grid,count-denied=true",
+	"sliding-counter:admit=at-most", "sliding-counter:align=first-grid,admit=at-most,count-denied=true",
 	"gcra", "gcra:burst=1", "gcra:burst=7",
 	"token-bucket", "token-bucket:capacity=2", "token-bucket:refill=interval", "token-bucket:refill=interval,capacity=9",
 }
@@ -134,11 +135,33 @@ func equivalent(t *testing.T, a, b string) {
 
 // GCRA and a continuously refilled token bucket decide alike; so do an
 // interval-refilled bucket of N and a fixed window opened by the first
-// request: identify groups them, the docs say so.
+// request, and a fixed window counting denied requests or not, while the
+// limit stays the same: identify groups them, the docs say so.
 func TestEquivalentProfiles(t *testing.T) {
 	equivalent(t, "gcra", "token-bucket")
 	equivalent(t, "gcra:burst=3", "token-bucket:capacity=3")
 	equivalent(t, "token-bucket:refill=interval", "fixed-window:align=first-hit")
+	for _, align := range []string{"epoch", "first-grid", "first-hit"} {
+		equivalent(t, "fixed-window:align="+align, "fixed-window:count-denied=true,align="+align)
+	}
+}
+
+// A raised limit tells the first-hit group apart: 3 requests under a
+// limit of 2, then 4 under 5 at the same instant (strict/raised-limit).
+func TestRaisedLimitTellsTheFirstHitGroupApart(t *testing.T) {
+	allowed := map[string]int{}
+	for _, spec := range []string{"fixed-window:align=first-hit", "fixed-window:align=first-hit,count-denied=true", "token-bucket:refill=interval"} {
+		p := profile(t, spec, 2, time.Minute)
+		allowed[spec] = 0
+		answers(p, "u", 0, 0, 0)
+		require.NoError(t, p.Configure(5, time.Minute))
+		for _, ok := range answers(p, "u", 0, 0, 0, 0) {
+			if ok {
+				allowed[spec]++
+			}
+		}
+	}
+	assert.Equal(t, map[string]int{"fixed-window:align=first-hit": 3, "fixed-window:align=first-hit,count-denied=true": 2, "token-bucket:refill=interval": 0}, allowed)
 }
 
 // With every interval a point, the search oracle is exact: each answer of

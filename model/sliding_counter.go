@@ -19,14 +19,17 @@ import (
 // epoch (a = 0), or (firstGrid) on a grid anchored at the user's first
 // counted request, forgotten, anchor and all, once a whole window has
 // passed with no counted request (HAProxy's http_req_rate). A request is
-// allowed when
-// est(t) < N, computed exactly, with no rounding: prev*(W-e) + cur*W < N*W.
-// countDenied counts denied requests too. Remaining is the number of
-// requests allowed at t, one after the other: max(0, ceil((N*W -
-// prev*(W-e)) / W) - cur).
+// allowed when est(t) < N (admit=below), or, with atMost (admit=at-most),
+// when the estimate including this request is at most N: est(t) + 1 <= N.
+// Both are computed exactly, with no rounding: prev*(W-e) + cur*W < N*W,
+// and prev*(W-e) + (cur+1)*W <= N*W. countDenied counts denied requests
+// too. Remaining is the number of requests allowed at t, one after the
+// other: max(0, ceil((N*W - prev*(W-e)) / W) - cur), and with atMost
+// max(0, floor((N*W - prev*(W-e)) / W) - cur).
 type SlidingCounter struct {
 	countDenied bool
 	firstGrid   bool
+	atMost      bool
 	n           int
 	w           int64
 	users       map[string]counterState
@@ -44,7 +47,11 @@ func (s *SlidingCounter) Spec() Spec {
 	if s.firstGrid {
 		align = "first-grid"
 	}
-	return Spec{Name: SlidingCounterP, Params: map[string]string{"align": align, "count-denied": fmt.Sprint(s.countDenied)}}
+	admit := "below"
+	if s.atMost {
+		admit = "at-most"
+	}
+	return Spec{Name: SlidingCounterP, Params: map[string]string{"admit": admit, "align": align, "count-denied": fmt.Sprint(s.countDenied)}}
 }
 
 // Describe implements [Profile].
@@ -53,10 +60,14 @@ func (s *SlidingCounter) Describe() string {
 	if s.countDenied {
 		d = "counting"
 	}
-	if s.firstGrid {
-		return fmt.Sprintf("a two-window weighted counter (sliding-window estimate) of %v on periods anchored at the user's first request, %s denied requests, limit %d", ms(s.w), d, s.n)
+	admit := ""
+	if s.atMost {
+		admit = ", allowed while the estimate including the request is at most the limit"
 	}
-	return fmt.Sprintf("a two-window weighted counter (sliding-window estimate) of %v, %s denied requests, limit %d", ms(s.w), d, s.n)
+	if s.firstGrid {
+		return fmt.Sprintf("a two-window weighted counter (sliding-window estimate) of %v on periods anchored at the user's first request, %s denied requests, limit %d%s", ms(s.w), d, s.n, admit)
+	}
+	return fmt.Sprintf("a two-window weighted counter (sliding-window estimate) of %v, %s denied requests, limit %d%s", ms(s.w), d, s.n, admit)
 }
 
 // Limit implements [Profile].
@@ -85,12 +96,23 @@ func (s *SlidingCounter) at(t int64, user string) counterState {
 	return st
 }
 
-// room is N*W - prev*(W-e) - cur*W: positive when a request is allowed.
+// room is N*W - prev*(W-e) - cur*W, less W-1 with atMost: positive when a
+// request is allowed, and ceil(room/W) requests are.
 func (s *SlidingCounter) room(t int64, st counterState) *big.Int {
 	e := t - st.a - st.k*s.w
 	r := new(big.Int).Mul(big.NewInt(int64(s.n)), big.NewInt(s.w))
 	r.Sub(r, new(big.Int).Mul(big.NewInt(st.prev), big.NewInt(s.w-e)))
-	return r.Sub(r, new(big.Int).Mul(big.NewInt(st.cur), big.NewInt(s.w)))
+	r.Sub(r, new(big.Int).Mul(big.NewInt(st.cur), big.NewInt(s.w)))
+	return r.Sub(r, big.NewInt(s.slack()))
+}
+
+// slack is what the room gives up so that "positive" means allowed: with
+// atMost, prev*(W-e) + (cur+1)*W <= N*W is N*W - prev*(W-e) - cur*W - (W-1) > 0.
+func (s *SlidingCounter) slack() int64 {
+	if s.atMost {
+		return s.w - 1
+	}
+	return 0
 }
 
 // Allow implements [Profile].
@@ -144,17 +166,18 @@ func (s *SlidingCounter) RetryAfter(now time.Time, user string) time.Duration {
 	return ms(start + s.w + e - t)
 }
 
-// firstRoom is the first e in [0, W) at which prev*(W-e) < (N-cur)*W,
-// when there is one.
+// firstRoom is the first e in [0, W) at which prev*(W-e) < (N-cur)*W -
+// slack (the room is positive), when there is one.
 func (s *SlidingCounter) firstRoom(prev, cur int64) (int64, bool) {
-	if int64(s.n) <= cur {
+	num := new(big.Int).Mul(big.NewInt(int64(s.n)-cur), big.NewInt(s.w))
+	num.Sub(num, big.NewInt(s.slack()))
+	if num.Sign() <= 0 {
 		return 0, false
 	}
 	if prev == 0 {
 		return 0, true
 	}
-	// e > W - (N-cur)*W/prev: e = W - floor(that), one more on exact division.
-	num := new(big.Int).Mul(big.NewInt(int64(s.n)-cur), big.NewInt(s.w))
+	// e > W - num/prev: e = W - floor(that), one more on exact division.
 	q, m := new(big.Int).QuoRem(num, big.NewInt(prev), new(big.Int))
 	if q.Cmp(big.NewInt(s.w)) > 0 {
 		return 0, true
@@ -200,8 +223,12 @@ func (s *SlidingCounter) Explain(now, base time.Time, user string) string {
 	st := s.at(t, user)
 	start := st.a + st.k*s.w
 	e := t - start
-	return fmt.Sprintf("the window [%s, %s) of %s has counted %d and the one before %d: the estimate is %d×(%d-%d)/%d + %d, limit %d",
-		offset(time.UnixMilli(start), base), offset(time.UnixMilli(start+s.w), base), user, st.cur, st.prev, st.prev, s.w, e, s.w, st.cur, s.n)
+	with := ""
+	if s.atMost {
+		with = " + 1 (this request)"
+	}
+	return fmt.Sprintf("the window [%s, %s) of %s has counted %d and the one before %d: the estimate is %d×(%d-%d)/%d + %d%s, limit %d",
+		offset(time.UnixMilli(start), base), offset(time.UnixMilli(start+s.w), base), user, st.cur, st.prev, st.prev, s.w, e, s.w, st.cur, with, s.n)
 }
 
 // Clone implements [Profile].

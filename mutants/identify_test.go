@@ -22,7 +22,7 @@ import (
 var identity = map[string]struct{ profile, mistake string }{
 	"fixed-window-epoch":    {"fixed-window:align=epoch,count-denied=false", ""},
 	"fixed-window-first":    {"fixed-window:align=first-hit,count-denied=false", ""},
-	"two-window-approx":     {"sliding-counter:align=epoch,count-denied=false", ""},
+	"two-window-approx":     {"sliding-counter:admit=below,align=epoch,count-denied=false", ""},
 	"same-ms-collision":     {"", "same millisecond count once"},
 	"logs-denied":           {"", "logs denied requests"},
 	"off-by-one":            {"", "one more than the limit"},
@@ -30,6 +30,7 @@ var identity = map[string]struct{ profile, mistake string }{
 	"inclusive-boundary":    {"", "still count at exactly s+W"},
 	"window-unit-mixup":     {"", "seconds taken as milliseconds"},
 	"reconfigure-ignored":   {"", ""},
+	"config-in-key":         {"sliding-log", ""}, // in steady state: Configure is reported apart
 	"clock-ignored":         {"", ""},
 	"fw-expire-every-hit":   {"", ""},
 	"fw-incr-expire-split":  {"fixed-window:align=first-hit,count-denied=true", ""},
@@ -48,6 +49,31 @@ var identity = map[string]struct{ profile, mistake string }{
 // classic mistakes it names there are a diagnosis, not a verdict, and a
 // loaded machine may leave them unnamed.
 var inRealTime = []string{"fixed-window-epoch", "fixed-window-first", "two-window-approx", "fw-incr-expire-split", "gcra-burst-off-by-one"}
+
+// TestIdentifyReportsConfigureApart: an exact log whose keys name the
+// limit is the sliding log in steady state, and identify says so, with
+// what its Configure does (it forgets every user's history) apart, and the
+// answer that shows it; a sliding log whose Configure is right has no
+// such finding.
+func TestIdentifyReportsConfigureApart(t *testing.T) {
+	id, err := suite.Identify(context.Background(), suite.Config{Redis: store}, target(byName(t, "config-in-key")))
+	require.NoError(t, err)
+	var b strings.Builder
+	require.NoError(t, report.Identification(&b, id))
+	t.Log("\n" + b.String())
+	require.Len(t, id.Fits, 1)
+	assert.Equal(t, "sliding-log", id.Fits[0].Profile)
+	require.NotNil(t, id.Configure, "what Configure does is reported apart")
+	assert.Contains(t, id.Configure.Does, "forgets every user's history")
+	assert.Equal(t, "strict/raised-limit", id.Configure.Evidence.Probe)
+	assert.NotEmpty(t, id.Configure.Evidence.Timeline)
+	assert.Contains(t, b.String(), "IDENTIFIED")
+	assert.Contains(t, b.String(), "Configure forgets every user's history")
+
+	id, err = suite.Identify(context.Background(), suite.Config{Redis: store}, target(byName(t, "late-reset")))
+	require.NoError(t, err)
+	assert.Nil(t, id.Configure)
+}
 
 // TestIdentifyNamesEveryMutant: identify names the algorithm of every
 // mutant, with its parameters, or the classic mistake it makes, or says
@@ -105,6 +131,7 @@ func checkIdentity(t *testing.T, tg suite.Target, profile, mistake string) {
 	}
 	require.NotEmpty(t, id.Fits, "%s fits", profile)
 	assert.Equal(t, profile, id.Fits[0].Profile)
+	assert.Len(t, id.Fits, 1, "identified: one profile, or one group of profiles that decide alike, not an ambiguity")
 }
 
 func byName(t *testing.T, name string) mutants.Mutant {

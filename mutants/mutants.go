@@ -64,8 +64,10 @@ func All() []Mutant {
 		{Name: "global-limit", Breaks: "every user shares one log", CaughtBy: []string{"core/multi-user"}, NeedsRedis: true, New: GlobalLimit},
 		{Name: "inclusive-boundary", Breaks: "an entry still counts at exactly s+W", CaughtBy: []string{"strict/rolling-expiry"}, NeedsRedis: true, New: InclusiveBoundary},
 		{Name: "reconfigure-ignored", Breaks: "users seen before keep the old configuration", CaughtBy: []string{"core/reconfigure", "strict/raised-limit"}, NeedsRedis: true, New: ReconfigureIgnored},
+		{Name: "config-in-key", Breaks: "keys name the limit and the window: Configure starts every user on a new, empty log", CaughtBy: []string{"core/reconfigure", "strict/raised-limit", "strict/lowered-limit"}, NeedsRedis: true, New: ConfigInKey},
 		{Name: "window-ignored", Breaks: "Configure validates the window, then ignores it", CaughtBy: []string{"core/reconfigure", "strict/config-range"}, NeedsRedis: true, New: WindowIgnored},
 		{Name: "remaining-no-prune", Breaks: "GetRemainingRequests counts expired entries", CaughtBy: []string{"core/remaining"}, NeedsRedis: true, New: RemainingWithoutPruning},
+		{Name: "remaining-truncated-start", Breaks: "GetRemainingRequests counts from the window's start truncated to whole seconds (int(now - W)): up to a second of older entries", CaughtBy: []string{"core/remaining"}, NeedsRedis: true, New: RemainingTruncatedStart},
 		{Name: "remaining-no-clamp", Breaks: "GetRemainingRequests goes negative when the limit is lowered", CaughtBy: []string{"strict/lowered-limit"}, NeedsRedis: true, New: RemainingNotClamped},
 		{Name: "per-instance", Breaks: "each instance keeps its own log: instances do not share one limit", CaughtBy: []string{"strict/shared-store", "strict/shared-store-concurrent"}, NeedsRedis: false, New: PerInstanceState},
 		{Name: "window-unit-mixup", Breaks: "the window in seconds is used as milliseconds", CaughtBy: []string{"core/sliding-expiry"}, NeedsRedis: true, New: WindowUnitMixup},
@@ -160,6 +162,7 @@ type scripted struct {
 	dropOversize bool                // Configure answers nil above the bounds and changes nothing
 	ignoreCtx    bool                // store calls run on a context of their own
 	globalKey    bool                // one key for every user
+	configInKey  bool                // keys name the limit and the window: Configure starts new logs
 	lateReset    map[string]int      // users whose Reset runs again after so many more decisions (guarded by mu)
 	mu           sync.Mutex          // guards seenCfg
 	seenCfg      map[string][2]int64 // perUserCfg: what each user got first
@@ -186,6 +189,10 @@ func (l *scripted) key(user string) string {
 	}
 	if l.globalKey {
 		user = "all"
+	}
+	if l.configInKey {
+		cfg := l.cfg.Load()
+		return fmt.Sprintf("%s{%s}:%d:%d", l.store.Prefix, user, cfg[0], cfg[1])
 	}
 	return l.store.Prefix + "{" + user + "}"
 }
@@ -383,6 +390,15 @@ func RemainingWithoutPruning(s Store) (contract.RateLimiterContract, error) {
 	return zset(s, "remaining-no-prune")
 }
 
+// RemainingTruncatedStart decides exactly, but answers GetRemainingRequests
+// by counting the entries from the window's start truncated to whole
+// seconds, as a moving window that computes int(now - W) does (the Python
+// limits library's moving window, for one): up to a second of entries that
+// no longer count lower it. Caught by core/remaining, and named.
+func RemainingTruncatedStart(s Store) (contract.RateLimiterContract, error) {
+	return zset(s, "remaining-truncated-start")
+}
+
 // RemainingNotClamped answers N - count without clamping, so after the limit
 // is lowered below a user's active entries it reports a negative number.
 // Caught by strict/lowered-limit.
@@ -398,6 +414,20 @@ func ReconfigureIgnored(s Store) (contract.RateLimiterContract, error) {
 		return nil, err
 	}
 	l.perUserCfg = true
+	return l, nil
+}
+
+// ConfigInKey is an exact log whose keys name the limit and the window, as
+// libraries that key a user's log by its policy do: after Configure every
+// user starts a new, empty log, so a raised limit lets a full window's
+// worth through again. In steady state it is the sliding log (identify
+// says so, and reports Configure apart). Caught by strict/raised-limit.
+func ConfigInKey(s Store) (contract.RateLimiterContract, error) {
+	l, err := newScripted(s, zsetScript, "")
+	if err != nil {
+		return nil, err
+	}
+	l.configInKey = true
 	return l, nil
 }
 

@@ -84,7 +84,14 @@ func TestEveryMutantIsCaught(t *testing.T) {
 					caughtBy = append(caughtBy, r.ID)
 				}
 			}
-			assert.Equal(t, suite.NotConformant, rep.Verdict().Outcome, "a mutant must not be conformant")
+			v := rep.Verdict()
+			assert.Equal(t, suite.NotConformant, v.Outcome, "a mutant must not be conformant")
+			if name, ok := named[m.Name]; ok {
+				// No other spec's answers may rule out what the mutant is:
+				// the run's diagnosis names it too.
+				assert.True(t, slices.ContainsFunc(v.Explained, func(e string) bool { return strings.Contains(e, name) }),
+					"the run's diagnosis of %s must name %q: %v", m.Name, name, v.Explained)
+			}
 			t.Logf("%s (%s) is failed by %v", m.Name, m.Breaks, caughtBy)
 		})
 	}
@@ -222,16 +229,17 @@ func TestMutantsAreCaughtWithoutClockControl(t *testing.T) {
 // named is what the failure of a mutant's first spec must name: the
 // algorithm its answers show.
 var named = map[string]string{
-	"fixed-window-epoch": "fixed window of",
-	"fixed-window-first": "opened by the first request",
-	"two-window-approx":  "two-window weighted counter",
-	"same-ms-collision":  "same millisecond",
-	"logs-denied":        "logs denied requests",
-	"off-by-one":         "one more than the limit",
-	"under-admits":       "one fewer than the limit",
-	"inclusive-boundary": "exactly s+W",
-	"per-instance":       "own log",
-	"window-unit-mixup":  "seconds taken as milliseconds",
+	"fixed-window-epoch":        "fixed window of",
+	"fixed-window-first":        "opened by the first request",
+	"two-window-approx":         "two-window weighted counter",
+	"same-ms-collision":         "same millisecond",
+	"logs-denied":               "logs denied requests",
+	"off-by-one":                "one more than the limit",
+	"under-admits":              "one fewer than the limit",
+	"inclusive-boundary":        "exactly s+W",
+	"per-instance":              "own log",
+	"window-unit-mixup":         "seconds taken as milliseconds",
+	"remaining-truncated-start": "truncated to whole seconds",
 }
 
 func explainedBy(r suite.Result, name string) bool {

@@ -24,17 +24,27 @@ if fault("clock-clamped") then
   if newest[2] ~= nil and tonumber(newest[2]) > now then now = tonumber(newest[2]) end
 end
 
+-- remaining-truncated-start: remaining counts from the window's start
+-- truncated to whole seconds (ZCOUNT key int(now - W) now), as a moving
+-- window kept in seconds does; its decisions are exact. It prunes nothing,
+-- so that the older entries of that second are there to count.
+local truncated = fault("remaining-truncated-start")
+
 -- inclusive-boundary: keeps an entry at exactly now-W, so it counts at s+W.
 local cut = now - window
 if fault("inclusive-boundary") then cut = "(" .. cut end
-if record or not fault("remaining-no-prune") then
+if (record or not fault("remaining-no-prune")) and not truncated then
   redis.call("ZREMRANGEBYSCORE", key, "-inf", cut)
 end
 -- An entry later than now (the clock stepped back) does not count.
 local function active()
+  if truncated then return redis.call("ZCOUNT", key, "(" .. (now - window), now) end
   return redis.call("ZCOUNT", key, "-inf", now)
 end
 local count = active()
+if truncated and not record then
+  count = redis.call("ZCOUNT", key, math.floor((now - window) / 1000) * 1000, now)
+end
 
 local limitCheck = limit
 -- off-by-one: count <= limit admits N+1.
@@ -64,6 +74,8 @@ if record then
       -- time until more quota), not the newest.
       local oldest = redis.call("ZRANGE", key, 0, 0, "WITHSCORES")
       redis.call("PEXPIRE", key, math.max(1, tonumber(oldest[2]) + window - now))
+    elseif truncated then
+      redis.call("PEXPIRE", key, window + 1000)
     elseif not fault("no-ttl") then
       redis.call("PEXPIRE", key, window)
     end

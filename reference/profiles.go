@@ -52,7 +52,8 @@ const ExactBound = 1 << 52
 // NewProfile returns a Redis limiter implementing the profile spec exactly
 // as its model (model.Spec.New) decides, one Lua script per decision: the
 // sliding log is [New]; fixed windows (align=epoch, first-grid, first-hit,
-// count-denied), the two-window weighted counter, GCRA and token buckets
+// count-denied), the two-window weighted counter (align, count-denied,
+// admit), GCRA and token buckets
 // (refill=continuous, interval) keep one HASH per user under
 // opts.Prefix + "{" + userID + "}", with a TTL renewed on every write: the
 // time the model says the state still matters (its Lifetime), plus one
@@ -85,7 +86,7 @@ func NewProfile(client redis.UniversalClient, spec model.Spec, opts Options) (co
 		p.fixedArgs = []any{full.Params["align"], flag(full.Params["count-denied"] == "true")}
 	case model.SlidingCounterP:
 		p.script, p.source = slidingCounterScript, slidingCounterSource
-		p.fixedArgs = []any{flag(full.Params["count-denied"] == "true"), full.Params["align"]}
+		p.fixedArgs = []any{flag(full.Params["count-denied"] == "true"), full.Params["align"], full.Params["admit"]}
 	case model.GCRAP:
 		p.script, p.source = gcraScript, gcraSource
 		p.param = paramOf(full.Params["burst"])

@@ -20,6 +20,7 @@ var profileSpecs = []string{
 	"fixed-window:align=epoch", "fixed-window:align=first-grid,count-denied=true",
 	"fixed-window:align=first-hit", "fixed-window:align=first-hit,count-denied=true",
 	"sliding-counter", "sliding-counter:count-denied=true", "sliding-counter:align=first-grid,count-denied=true",
+	"sliding-counter:admit=at-most", "sliding-counter:align=first-grid,admit=at-most,count-denied=true",
 	"gcra", "gcra:burst=2",
 	"token-bucket:capacity=8", "token-bucket:refill=interval,capacity=3",
 }
@@ -76,6 +77,8 @@ func TestProfileImplementationsFailOtherProfiles(t *testing.T) {
 		{"fixed-window:align=first-hit", "", "strict/boundary-burst-first"},
 		{"fixed-window:align=first-hit", "fixed-window:align=epoch", "strict/boundary-burst-epoch"},
 		{"sliding-counter", "", "strict/boundary-burst-epoch"},
+		{"sliding-counter:admit=at-most", "sliding-counter", "strict/boundary-burst-epoch"},
+		{"sliding-counter", "sliding-counter:admit=at-most", "strict/boundary-burst-epoch"},
 		{"gcra", "fixed-window:align=epoch", "strict/differential"},
 		{"gcra:burst=2", "gcra", "core/allow-within-limit"},
 		{"token-bucket:capacity=8", "token-bucket", "core/block-over-limit"},
@@ -151,4 +154,31 @@ func TestProfileExactBound(t *testing.T) {
 	require.ErrorIs(t, err, contract.ErrInvalidConfig)
 	_, err = reference.NewProfile(r.Client, model.MustSpec("gcra"), reference.Options{MaxRequests: 1, Window: 1, Prefix: "a{b}"})
 	require.Error(t, err)
+}
+
+// Identify names each profile's Redis implementation alone (or with the
+// profiles that decide as it does on every history with one
+// configuration); without Configure, the INCR-first fixed window opened by
+// the first request (as most fixed-window libraries write it) is one group
+// with the profiles that decide as it does while the limit stays the same,
+// not an ambiguity.
+func TestIdentifyNamesEachImplementation(t *testing.T) {
+	r := obtainRedis(t)
+	for _, p := range profileSpecs {
+		t.Run(p, func(t *testing.T) {
+			id, err := suite.Identify(context.Background(), suite.Config{Redis: r}, profileTarget(t, p))
+			require.NoError(t, err)
+			require.Len(t, id.Fits, 1, "identified: %+v", id.Fits)
+			assert.Contains(t, append([]string{id.Fits[0].Profile}, id.Fits[0].SameDecisions...), model.MustSpec(p).String())
+		})
+	}
+	t.Run("fixed-window:align=first-hit,count-denied=true without Configure", func(t *testing.T) {
+		tg := profileTarget(t, "fixed-window:align=first-hit,count-denied=true")
+		tg.Capabilities.Configure = false
+		id, err := suite.Identify(context.Background(), suite.Config{Redis: r}, tg)
+		require.NoError(t, err)
+		require.Len(t, id.Fits, 1, "one group: %+v", id.Fits)
+		assert.ElementsMatch(t, []string{"fixed-window:align=first-hit,count-denied=false", "fixed-window:align=first-hit,count-denied=true", "token-bucket:capacity=limit,refill=interval"},
+			append([]string{id.Fits[0].Profile}, id.Fits[0].SameDecisions...))
+	})
 }

@@ -11,11 +11,14 @@
 -- ARGV[5]  "1": denied requests are counted too
 -- ARGV[6]  align: epoch, or first-grid (a grid anchored at the first
 --          counted request, forgotten a whole window after the last)
+-- ARGV[7]  admit: below (the estimate is below N), or at-most (the
+--          estimate including this request is at most N)
 --
--- Exact: a request is allowed when p*(W-e) + c*W < N*W, e = now-a-kW. The
--- caller keeps N*W <= 2^52, so when the left side is below N*W every term
--- is a whole number below 2^53, exact in a double; when it is not, rounding
--- (monotone) keeps it at or above N*W: the answer is still right.
+-- Exact: a request is allowed when p*(W-e) + c*W < N*W (below), or
+-- p*(W-e) + (c+1)*W <= N*W (at-most), e = now-a-kW. The caller keeps
+-- N*W <= 2^52, so when the left side is at most N*W every term is a whole
+-- number below 2^53, exact in a double; when it is not, rounding
+-- (monotone) keeps it above N*W: the answer is still right.
 --
 -- Returns {allowed 0|1, remaining}.
 local key = KEYS[1]
@@ -30,6 +33,7 @@ local window = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])
 local record = ARGV[4] == "1"
 local countDenied = ARGV[5] == "1"
+local atMost = ARGV[7] == "at-most"
 
 local st = redis.call("HMGET", key, "k", "p", "c", "a")
 local a = 0
@@ -55,7 +59,13 @@ local e = now - a - k * window
 local used = prev * (window - e) + cur * window
 local cap = limit * window
 local allowed, remaining = 0, 0
-if used < cap then
+if atMost then
+  if used + window <= cap then
+    allowed = 1
+    -- floor(room / W) more requests fit, this one included
+    remaining = math.floor((cap - used) / window)
+  end
+elseif used < cap then
   allowed = 1
   -- ceil(room / W) more requests fit
   remaining = math.floor((cap - used + window - 1) / window)

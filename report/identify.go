@@ -20,17 +20,33 @@ func Identification(w io.Writer, id *suite.Identification) error {
 	case 0:
 		b.WriteString("NONE FITS: no profile explains every answer (each is ruled out below)\n")
 	case 1:
-		b.WriteString("IDENTIFIED: one profile explains every answer\n")
+		if id.Configure != nil {
+			b.WriteString("IDENTIFIED: one profile explains every answer in steady state; Configure does otherwise (below)\n")
+		} else if len(id.Fits[0].SameDecisions) > 0 {
+			b.WriteString("IDENTIFIED: one group of profiles that decide alike explains every answer\n")
+		} else {
+			b.WriteString("IDENTIFIED: one profile explains every answer\n")
+		}
 	default:
 		fmt.Fprintf(&b, "AMBIGUOUS: %d profiles explain every answer; these probes cannot tell them apart\n", len(id.Fits))
 	}
 	for _, f := range id.Fits {
 		fmt.Fprintf(&b, "  fits      %s: %s (%d answers decided)\n", f.Profile, f.Description, f.Decided)
 		if len(f.SameDecisions) > 0 {
-			fmt.Fprintf(&b, "            decides as %s on every history: decisions alone cannot tell them apart\n", strings.Join(f.SameDecisions, ", "))
+			fmt.Fprintf(&b, "            decides as %s on every history with one configuration: no answer tells them apart\n", strings.Join(f.SameDecisions, ", "))
 		}
 		if f.RemainingDiffers != "" {
 			fmt.Fprintf(&b, "            but GetRemainingRequests differs: %s\n", f.RemainingDiffers)
+		}
+	}
+	if c := id.Configure; c != nil {
+		r := c.Evidence
+		fmt.Fprintf(&b, "  configure %s\n", c.Does)
+		if r.Probe != "" {
+			fmt.Fprintf(&b, "    by %s step %d at %s: %s = %s, the profile says %s\n", r.Probe, r.Step, offset(r.At), r.Operation, r.Got, r.Want)
+			for _, t := range r.Timeline {
+				fmt.Fprintf(&b, "      %s\n", t)
+			}
 		}
 	}
 	// Profiles ruled out by the same answer share one block.
@@ -93,6 +109,10 @@ func IdentificationJSON(w io.Writer, id *suite.Identification, meta Meta) error 
 		Want        string   `json:"want"`
 		Timeline    []string `json:"timeline"`
 	}
+	type configure struct {
+		Does     string   `json:"does"`
+		Evidence ruledOut `json:"evidence"`
+	}
 	out := struct {
 		Version  string     `json:"version,omitempty"`
 		Target   string     `json:"target"`
@@ -104,8 +124,11 @@ func IdentificationJSON(w io.Writer, id *suite.Identification, meta Meta) error 
 		Fits     []fit      `json:"fits"`
 		RuledOut []ruledOut `json:"ruled_out"`
 		Mistakes []string   `json:"mistakes,omitempty"`
-		Probes   []string   `json:"probes"`
-		Notes    []string   `json:"notes,omitempty"`
+		// Configure is what Configure does, found apart from the
+		// algorithm in steady state.
+		Configure *configure `json:"configure,omitempty"`
+		Probes    []string   `json:"probes"`
+		Notes     []string   `json:"notes,omitempty"`
 	}{Version: meta.Version, Target: id.Target, Limit: id.Limit, WindowMs: id.Window.Milliseconds(), Mode: string(id.Mode), Burst: id.Burst,
 		Fits: []fit{}, RuledOut: []ruledOut{}, Mistakes: id.Mistakes, Probes: id.Probes, Notes: id.Notes}
 	switch len(id.Fits) {
@@ -121,6 +144,10 @@ func IdentificationJSON(w io.Writer, id *suite.Identification, meta Meta) error 
 	}
 	for _, r := range id.RuledOut {
 		out.RuledOut = append(out.RuledOut, ruledOut{r.Profile, r.Description, r.Probe, r.Step, r.At.Milliseconds(), r.Operation, r.Got, r.Want, r.Timeline})
+	}
+	if c := id.Configure; c != nil {
+		r := c.Evidence
+		out.Configure = &configure{c.Does, ruledOut{r.Profile, r.Description, r.Probe, r.Step, r.At.Milliseconds(), r.Operation, r.Got, r.Want, r.Timeline}}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

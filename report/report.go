@@ -58,6 +58,9 @@ func Text(w io.Writer, rep *suite.Report) error {
 	for _, why := range v.Reasons {
 		fmt.Fprintf(&b, "  - %s\n", why)
 	}
+	if d := v.Diagnosis(); d != "" {
+		fmt.Fprintf(&b, "%s\n", d)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -99,6 +102,13 @@ type jsonFailure struct {
 	Explained   []string `json:"explained_by,omitempty"`
 }
 
+// jsonDiagnosis is the run's diagnosis (suite.Verdict.Explained).
+type jsonDiagnosis struct {
+	Explained []string `json:"explained_by"`
+	Hint      string   `json:"hint,omitempty"`
+	Weighed   int      `json:"specs_weighed"`
+}
+
 type jsonResult struct {
 	ID         string       `json:"id"`
 	Level      string       `json:"level"`
@@ -133,20 +143,21 @@ func JSON(w io.Writer, rep *suite.Report, meta Meta) error {
 	v := rep.Verdict()
 	c := v.Coverage
 	out := struct {
-		Version    string       `json:"version,omitempty"`
-		Target     string       `json:"target"`
-		Targets    []string     `json:"targets,omitempty"`
-		Level      string       `json:"level"`
-		Profile    string       `json:"profile,omitempty"`
-		Seed       uint64       `json:"seed"`
-		Outcome    string       `json:"outcome"`
-		Conformant bool         `json:"conformant"`
-		Verdict    string       `json:"verdict"`
-		Reasons    []string     `json:"reasons,omitempty"`
-		Aborted    string       `json:"aborted,omitempty"`
-		Notes      []string     `json:"notes,omitempty"`
-		Coverage   jsonCoverage `json:"coverage"`
-		Results    []jsonResult `json:"results"`
+		Version    string         `json:"version,omitempty"`
+		Target     string         `json:"target"`
+		Targets    []string       `json:"targets,omitempty"`
+		Level      string         `json:"level"`
+		Profile    string         `json:"profile,omitempty"`
+		Seed       uint64         `json:"seed"`
+		Outcome    string         `json:"outcome"`
+		Conformant bool           `json:"conformant"`
+		Verdict    string         `json:"verdict"`
+		Reasons    []string       `json:"reasons,omitempty"`
+		Diagnosis  *jsonDiagnosis `json:"diagnosis,omitempty"`
+		Aborted    string         `json:"aborted,omitempty"`
+		Notes      []string       `json:"notes,omitempty"`
+		Coverage   jsonCoverage   `json:"coverage"`
+		Results    []jsonResult   `json:"results"`
 	}{
 		Version: meta.Version, Target: rep.Target, Targets: rep.Targets, Level: string(rep.Level), Profile: rep.Profile, Seed: rep.Seed,
 		Outcome: string(v.Outcome), Conformant: v.Outcome == suite.Conformant, Verdict: v.String(), Reasons: v.Reasons,
@@ -155,6 +166,9 @@ func JSON(w io.Writer, rep *suite.Report, meta Meta) error {
 			ExpectedFailures: c.ExpectedFailures, Skipped: c.Skipped, Inconclusive: c.Inconclusive, Errored: c.Errored,
 			Interrupted: c.Interrupted, NotRun: c.NotRun, SkippedBy: c.SkippedBy},
 		Results: []jsonResult{},
+	}
+	if len(v.Explained) > 0 {
+		out.Diagnosis = &jsonDiagnosis{Explained: v.Explained, Hint: v.Hint, Weighed: v.Weighed}
 	}
 	for _, r := range rep.Results {
 		jr := jsonResult{ID: r.ID, Level: string(r.Level), Rule: r.Rule, Status: string(r.Status), Mode: string(r.Mode),
@@ -311,6 +325,9 @@ func Markdown(w io.Writer, rep *suite.Report, meta Meta) error {
 	}
 	if len(v.Reasons) > 0 {
 		b.WriteByte('\n')
+	}
+	if d := v.Diagnosis(); d != "" {
+		fmt.Fprintf(&b, "%s\n\n", escape(d))
 	}
 	fmt.Fprintf(&b, "profile `%s` · seed `%d`", rep.Profile, rep.Seed)
 	if meta.Version != "" {

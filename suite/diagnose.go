@@ -30,40 +30,56 @@ type traceOp struct {
 // candidate is an algorithm a history may show, with what to do about it
 // (the variants of one algorithm share a hint).
 type candidate struct {
-	name, hint string
+	// key names the candidate alike in every spec of a run (names carry
+	// each spec's configuration).
+	key, name, hint string
 	// replay replays ops on a fresh algorithm and reports whether it gives
 	// every answer, and its name with the configuration in force at the end.
 	replay func(ops []traceOp) (bool, string)
+	// varies: honest implementations of it report remaining differently,
+	// so its remaining answers name it but never rule it out.
+	varies bool
 }
 
-// diagnose replays the spec's trace on the algorithms a limiter may really
-// be, and returns those that give every answer the target gave: the
-// history is what they would answer. It needs exact instants (the fake
-// clock) and a trace.
-//
-// It says nothing when the exact log explains the trace (the spec failed
-// on something else than an answer), or when the configuration changes
-// after the first request (what the alternatives do then is not settled
-// enough to name one).
+// clue is what one spec's answers say of one candidate: whether it gives
+// every one of them.
+type clue struct {
+	key, name, hint string
+	// explains: it gives every answer, so it may be named; fits: no answer
+	// rules it out (a remaining answer of an algorithm whose remaining
+	// varies does not).
+	explains, fits bool
+	// silent: it gives the answers only as the graded profile does (one
+	// instance of instances that each keep their own state), so it is no
+	// diagnosis of them.
+	silent bool
+}
+
+// evidence replays the spec's trace on the algorithms a limiter may really
+// be: the graded profile, and each candidate. It returns, for each
+// candidate, whether it gives every answer the target gave, and whether the
+// graded profile does. It says nothing (nil) without a trace, or when the
+// configuration changes after the first request or the clock steps back
+// (what the alternatives do then is not settled enough to name one).
 //
 // In real time an instant is only known to lie between sending and
 // receiving: an algorithm explains the history when it gives every answer
 // with all instants taken at the sending, at the answer, or half-way. That
 // is a diagnosis, not a verdict: the verdict is the interval oracle's.
-func (h *harness) diagnose() []candidate {
+func (h *harness) evidence() (clues []clue, graded bool) {
 	if len(h.trace) == 0 {
-		return nil
+		return nil, false
 	}
 	requested := false
 	for i, op := range h.trace {
 		switch {
 		case op.kind == 'C' && requested:
-			return nil
+			return nil, false
 		case op.kind != 'C':
 			requested = true
 		}
 		if i > 0 && op.at.Before(h.trace[i-1].at) {
-			return nil // the clock stepped back: the alternatives do not say what happens then
+			return nil, false // the clock stepped back: the alternatives do not say what happens then
 		}
 	}
 	traces := [][]traceOp{slices.Clone(h.trace)}
@@ -79,12 +95,10 @@ func (h *harness) diagnose() []candidate {
 		return false, ""
 	}
 	n, w := h.env.MaxRequests, h.env.Window
-	graded := func() model.Algorithm { p, _ := h.run.profile.New(n, w); return p }
-	if ok, _ := explains(func(ops []traceOp) (bool, string) { return replayAll(graded(), false, ops), "" }); ok {
-		return nil
-	}
+	fresh := func() model.Algorithm { p, _ := h.run.profile.New(n, w); return p }
+	graded, _ = explains(func(ops []traceOp) (bool, string) { return replayAll(fresh(), false, ops), "" })
 	for _, t := range traces {
-		markWrong(graded(), t)
+		markWrong(fresh(), t)
 	}
 	what := "log"
 	if !h.run.profile.IsSlidingLog() {
@@ -92,26 +106,39 @@ func (h *harness) diagnose() []candidate {
 	}
 	perInstance := "instances that each keep their own " + what + " (not one limit over the shared store)"
 	cands := []candidate{{
-		perInstance,
+		"per-instance", perInstance,
 		"keep the " + what + " in the shared store, not in the instance's memory",
-		func(ops []traceOp) (bool, string) { return replayPerInstance(graded, ops), perInstance },
+		func(ops []traceOp) (bool, string) {
+			ok, multi := replayPerInstance(fresh, ops)
+			if !multi {
+				return ok, "" // one instance: the graded profile itself, which names nothing
+			}
+			return ok, perInstance
+		}, false,
 	}}
 	// Each replay on fresh algorithms: a replay changes the one it runs on.
 	alternatives := func() []model.Alternative { return model.Alternatives(h.run.profile, n, w) }
 	for i, a := range alternatives() {
-		cands = append(cands, candidate{a.Describe(), a.Hint, func(ops []traceOp) (bool, string) {
+		cands = append(cands, candidate{a.Key, a.Describe(), a.Hint, func(ops []traceOp) (bool, string) {
 			fresh := alternatives()[i]
 			return replayAll(fresh.Algorithm, fresh.RemainingVaries, ops), fresh.Describe()
-		}})
+		}, a.RemainingVaries})
 	}
-	var out []candidate
 	for _, c := range cands {
-		if ok, name := explains(c.replay); ok {
-			c.name = name
-			out = append(out, c)
+		ok, name := explains(c.replay)
+		silent := ok && name == ""
+		if !ok || silent {
+			name = c.name
 		}
+		fits := ok
+		if !ok && c.varies {
+			fits, _ = explains(func(ops []traceOp) (bool, string) {
+				return c.replay(slices.DeleteFunc(slices.Clone(ops), func(op traceOp) bool { return op.kind == 'G' }))
+			})
+		}
+		clues = append(clues, clue{key: c.key, name: name, hint: c.hint, explains: ok, fits: fits, silent: silent})
 	}
-	return out
+	return clues, graded
 }
 
 // timed is the real-time trace with every instant taken at the sending
@@ -160,7 +187,7 @@ func markWrong(a model.Algorithm, ops []traceOp) {
 // hintOf is the hint of the algorithms found, when they share one (the
 // variants of one algorithm): then the answers show what to change;
 // otherwise "".
-func hintOf(found []candidate) string {
+func hintOf(found []clue) string {
 	for _, c := range found[1:] {
 		if c.hint != found[0].hint {
 			return ""
@@ -170,10 +197,10 @@ func hintOf(found []candidate) string {
 }
 
 // replayPerInstance replays ops on one model of the graded profile per
-// instance.
-func replayPerInstance(fresh func() model.Algorithm, ops []traceOp) bool {
+// instance, and reports whether it gives every answer and whether more
+// than one instance answered (with one, it is the graded profile).
+func replayPerInstance(fresh func() model.Algorithm, ops []traceOp) (ok, multi bool) {
 	logs := map[int]model.Algorithm{}
-	multi := false
 	var configured []traceOp // instances made later start with these
 	of := func(i int) model.Algorithm {
 		if i > 0 {
@@ -197,13 +224,13 @@ func replayPerInstance(fresh func() model.Algorithm, ops []traceOp) bool {
 		case op.kind == 'R': // Reset reached instance 0: the others keep their logs
 			of(0).Reset(op.user)
 		case !step(op, of, false):
-			return false
+			return false, multi
 		}
 		if op.kind == 'B' && op.instances > 1 {
 			multi = true
 		}
 	}
-	return multi // with one instance this is the exact log: no diagnosis
+	return true, multi
 }
 
 // step applies op to the algorithm of its instance and reports whether
@@ -240,8 +267,140 @@ func step(op traceOp, of func(int) model.Algorithm, varies bool) bool {
 	return true
 }
 
+// diagnosed is what a spec's answers say of the candidates, kept with its
+// result so that the run weighs every spec's answers before naming one.
+type diagnosed struct {
+	// clues are nil when the answers say nothing (see evidence).
+	clues []clue
+	// graded: the graded profile gives every answer.
+	graded bool
+	// failed: the spec failed on its answers (a wrong answer or a
+	// violation); base is then its message without the diagnosis, and
+	// hint the spec's own.
+	failed     bool
+	base, hint string
+}
+
+// found is what explains the answers of a spec that failed on them, but
+// none that the answers of the specs ruled out do not give; and those
+// ruled out, each with the spec that ruled it out.
+func (d *diagnosed) found(ruledOut map[string]string) (found, dropped []clue) {
+	if d.graded {
+		return nil, nil // the answers are right: the spec failed on something else
+	}
+	for _, c := range d.clues {
+		switch {
+		case !c.explains, c.silent:
+		case ruledOut[c.key] != "":
+			dropped = append(dropped, c)
+		default:
+			found = append(found, c)
+		}
+	}
+	return found, dropped
+}
+
+// render writes the diagnosis of a failed result into its message and
+// failure: what explains its answers and no other spec's answers rule out.
+func (r *Result) render(ruledOut map[string]string) {
+	d := r.diag
+	if d == nil || !d.failed || r.Failure == nil {
+		return
+	}
+	found, dropped := d.found(ruledOut)
+	r.Failure.Explained, r.Failure.Hint = nil, d.hint
+	msg := d.base
+	if len(found) > 0 {
+		for _, c := range found {
+			r.Failure.Explained = append(r.Failure.Explained, c.name)
+		}
+		if hint := hintOf(found); hint != "" {
+			r.Failure.Hint = hint
+		}
+		msg += "  " + diagnosis(found) + "\n"
+	}
+	for _, c := range dropped {
+		msg += fmt.Sprintf("  (not %s, which gives these answers too: %s rules it out)\n", c.name, ruledOut[c.key])
+	}
+	if r.Failure.Hint != "" {
+		msg += "  hint: " + r.Failure.Hint + "\n"
+	}
+	r.Message = msg
+}
+
+// reconcile renders every failed result's diagnosis again with what every
+// other result's answers rule out: no spec names a cause that another
+// spec's answers disprove. A result's answers say something only when they
+// are complete enough for the graded profile or a candidate to give them
+// all (see evidence).
+func (rep *Report) reconcile() {
+	for i := range rep.Results {
+		if r := rep.Results[i]; !r.weighs() || !r.diag.failed || r.Status != Failed {
+			continue
+		}
+		ruledOut := map[string]string{}
+		for j, o := range rep.Results {
+			if j == i || !o.weighs() {
+				continue
+			}
+			for _, c := range o.diag.clues {
+				if !c.fits && ruledOut[c.key] == "" {
+					ruledOut[c.key] = o.ID
+				}
+			}
+		}
+		rep.Results[i].render(ruledOut)
+	}
+}
+
+// weighs reports whether the result's answers say something of the
+// candidates: a spec that passed or failed (not one that could not be
+// graded) and whose trace the graded profile or a candidate gives in full.
+func (r Result) weighs() bool {
+	return r.diag != nil && r.diag.clues != nil && (r.Status == Passed || r.Status == Failed)
+}
+
+// runDiagnosis names what gives every answer of the first spec that failed
+// on its answers and fits those of every other spec of the run that says
+// something (passed and failed alike): the one cause consistent with the
+// whole run. It returns the
+// names (in the words of the first failure it explains), their shared hint,
+// and how many specs' answers it gives.
+func (rep *Report) runDiagnosis() (names []string, hint string, specs int) {
+	var first *diagnosed
+	consistent := map[string]bool{}
+	for _, r := range rep.Results {
+		d := r.diag
+		if !r.weighs() || r.ExpectedFailure {
+			continue
+		}
+		specs++
+		if first == nil && d.failed && !d.graded {
+			first = d
+		}
+		for _, c := range d.clues {
+			so, seen := consistent[c.key]
+			consistent[c.key] = (so || !seen) && c.fits
+		}
+	}
+	if first == nil {
+		return nil, "", 0
+	}
+	var found []clue
+	for _, c := range first.clues {
+		if c.explains && !c.silent && consistent[c.key] {
+			found = append(found, c)
+			names = append(names, c.name)
+		}
+	}
+	if len(found) == 0 {
+		return nil, "", 0
+	}
+	return names, hintOf(found), specs
+}
+
 // diagnosis is the message's line naming what explains the history.
-func diagnosis(found []candidate) string {
+func diagnosis(found []clue) string {
 	if len(found) == 0 {
 		return ""
 	}

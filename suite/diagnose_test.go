@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -38,4 +39,42 @@ func TestAGCRAIsNamed(t *testing.T) {
 		}
 		assert.True(t, named, "clock %v: a GCRA is named as one:\n%v", withClock, rep.Results)
 	}
+}
+
+// takesAnyConfig accepts every configuration, invalid ones too, and keeps
+// the one in force.
+type takesAnyConfig struct{ contract.RateLimiterContract }
+
+func (l takesAnyConfig) Configure(ctx context.Context, n int, w time.Duration) error {
+	if contract.ValidateConfig(n, w) != nil {
+		return nil
+	}
+	return l.RateLimiterContract.Configure(ctx, n, w)
+}
+
+// TestEachSpecGivesItsOwnHintUnderAProfile: under another profile than the
+// sliding log, a spec whose rule is not about timing gives its own hint,
+// not the profile's "replay the timeline against its rules"; one about
+// timing gives the profile's.
+func TestEachSpecGivesItsOwnHintUnderAProfile(t *testing.T) {
+	target := suite.Target{Name: "gcra taking any config", Capabilities: contract.All(),
+		New: func(_ context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
+			return takesAnyConfig{model.NewProfileLimiter(env.Clock, model.NewGCRA(env.MaxRequests, env.Window))}, nil, nil
+		}}
+	target.Capabilities.StoreInspection, target.Capabilities.SharedStore = false, false
+	rep, err := suite.Check(context.Background(), suite.Config{Profile: "gcra", IDs: []string{"robust/invalid-config"}}, target)
+	require.NoError(t, err)
+	require.Len(t, rep.Results, 1)
+	r := rep.Results[0]
+	require.Equal(t, suite.Failed, r.Status, r.Message)
+	assert.Contains(t, r.Failure.Hint, "validate both values", r.Message)
+	assert.NotContains(t, r.Message, "replay the timeline")
+
+	// A GCRA graded as a fixed window fails on timing, named: the hint
+	// says which profile it implements.
+	rep, err = suite.Check(context.Background(), suite.Config{Profile: "fixed-window", IDs: []string{"core/sliding-expiry"}}, target)
+	require.NoError(t, err)
+	r = rep.Results[0]
+	require.Equal(t, suite.Failed, r.Status, r.Message)
+	assert.Contains(t, r.Failure.Hint, "--profile gcra", r.Message)
 }

@@ -94,6 +94,9 @@ func Run(t *testing.T, cfg Config, target Target) {
 	for _, why := range v.Reasons {
 		t.Logf("rlconform:   - %s", why)
 	}
+	if d := v.Diagnosis(); d != "" {
+		t.Logf("rlconform: %s", d)
+	}
 	if v.Coverage.Graded == 0 {
 		t.Errorf("rlconform: nothing was graded for %s: %s", target.Name, v.Coverage)
 	}
@@ -166,6 +169,9 @@ func Register(cfg Config, targets ...Target) bool {
 				for _, why := range v.Reasons {
 					ginkgo.GinkgoWriter.Printf("rlconform:   - %s\n", why)
 				}
+				if d := v.Diagnosis(); d != "" {
+					ginkgo.GinkgoWriter.Printf("rlconform: %s\n", d)
+				}
 				if v.Coverage.Graded == 0 && v.Coverage.Interrupted == 0 {
 					ginkgo.Fail("rlconform: nothing was graded for " + target.Name + ": " + v.Coverage.String())
 				}
@@ -185,7 +191,8 @@ func (r *runner) runInto(ctx context.Context, target Target, s *spec, rep *Repor
 		rep.Aborted = why
 	}
 	rep.Results = append(rep.Results, res)
-	return res
+	rep.reconcile()
+	return rep.Results[len(rep.Results)-1]
 }
 
 // action is what a go test or Ginkgo entry point does with one result.

@@ -338,6 +338,7 @@ func (h *harness) instance(i int) (contract.RateLimiterContract, error) {
 		lim = guarded{lim, &h.calls}
 		if h.target.Capabilities.Configure {
 			if err := lim.Configure(h.ctx, h.model.Limit(), h.model.Window()); err != nil {
+				h.run.noteRefusal(h.model.Limit(), h.model.Window(), err)
 				return nil, fmt.Errorf("Configure(%d, %v) on new instance %d: %w", h.model.Limit(), h.model.Window(), n, err)
 			}
 		}
@@ -540,6 +541,7 @@ func (h *harness) Configure(n int, w time.Duration) {
 	op := fmt.Sprintf("Configure(%d, %v)", n, w)
 	for i, lim := range h.Instances(h.instanceCount()) {
 		if err := lim.Configure(h.ctx, n, w); err != nil {
+			h.run.noteRefusal(n, w, err)
 			h.record(i, now, op, "error")
 			h.failStep(i, now, op, "", "ok", "", err)
 		}
@@ -681,10 +683,15 @@ func (h *harness) profileName() string {
 }
 
 // hint is what to change after a failure: the spec's usual cause for the
-// sliding log; for another profile, its rules.
+// sliding log, or for every profile when it holds for all; otherwise the
+// rules of the profile graded.
 func (h *harness) hint() string {
-	if h.run.profile.IsSlidingLog() {
-		return h.spec.hint
+	hint := h.spec.hint
+	if h.fake == nil && h.spec.realTimeHint != "" {
+		hint = h.spec.realTimeHint
+	}
+	if h.run.profile.IsSlidingLog() || h.spec.hintAllProfiles {
+		return hint
 	}
 	under := h.failedUnder
 	if under == "" {

@@ -15,13 +15,15 @@ import (
 func httpSpecs() []spec {
 	return []spec{
 		{id: "http/retry-after", level: Strict, needs: []need{needEndpoint},
-			rule: "a refusal's Retry-After is truthful at every phase of the window (bursts spread over it and just after an epoch-aligned edge): a request sent after it is admitted, and it is no longer than the earliest admission rounded up to whole seconds",
-			run:  retryAfterSpec,
-			hint: "set Retry-After to the time until the next request is allowed, from the limiter's state at this refusal (for a log: until the oldest entry that counts leaves), rounded up to whole seconds, never down; a constant such as the window is too short after a burst at some phases"},
+			rule:            "a refusal's Retry-After is truthful at every phase of the window (bursts spread over it and just after an epoch-aligned edge): a request sent after it is admitted, and it is no longer than the earliest admission rounded up to whole seconds",
+			run:             retryAfterSpec,
+			hint:            "set Retry-After to the time until the next request is allowed, from the limiter's state at this refusal (for a log: until the oldest entry that counts leaves), rounded up to whole seconds, never down; a constant such as the window is too short after a burst at some phases",
+			hintAllProfiles: true},
 		{id: "http/ratelimit-fields", level: Strict, needs: []need{needEndpoint},
-			rule: "the RateLimit fields tell the truth at every phase of the window (bursts spread over it and just after an epoch-aligned edge): the policy is the one enforced, r is the quota left after the request, t no later than the whole quota's return rounded up (the next unit's or the whole quota's, or between; an epoch instant to the second), and with none left a request sent t later (at that instant) is allowed",
-			run:  rateLimitFieldsSpec,
-			hint: "send RateLimit-Policy: \"name\";q=N;w=W and RateLimit: \"name\";r=<left after this request>;t=<seconds until more quota, or until the whole quota is back, rounded up> from the limiter's own decision; an epoch X-RateLimit-Reset is that instant rounded up to the second, not the end of a bucket the estimate still counts, nor floored"},
+			rule:            "the RateLimit fields tell the truth at every phase of the window (bursts spread over it and just after an epoch-aligned edge): the policy is the one enforced, r is the quota left after the request, t no later than the whole quota's return rounded up (the next unit's or the whole quota's, or between; an epoch instant to the second), and with none left a request sent t later (at that instant) is allowed",
+			run:             rateLimitFieldsSpec,
+			hint:            "send RateLimit-Policy: \"name\";q=N;w=W and RateLimit: \"name\";r=<left after this request>;t=<seconds until more quota, or until the whole quota is back, rounded up> from the limiter's own decision; an epoch X-RateLimit-Reset is that instant rounded up to the second, not the end of a bucket the estimate still counts, nor floored",
+			hintAllProfiles: true},
 	}
 }
 
@@ -272,8 +274,8 @@ func noneLeft(a HTTPAnswer) (time.Time, bool) {
 	return a.Returned.Add(*a.Reset), true
 }
 
-// ceilSecond is t rounded up to a whole second of the Unix epoch.
-func ceilSecond(t time.Time) time.Time {
+// ceilUnixSecond is t rounded up to a whole second of the Unix epoch.
+func ceilUnixSecond(t time.Time) time.Time {
 	s := time.Unix(t.Unix(), 0)
 	if s.Before(t) {
 		s = s.Add(time.Second)
@@ -364,7 +366,7 @@ func (h *harness) checkFields(p *phase, i int, a HTTPAnswer) {
 	switch {
 	case !ok:
 	case a.ResetAt != nil:
-		if by := ceilSecond(a.Sent.Add(whole)); a.ResetAt.After(by) {
+		if by := ceilUnixSecond(a.Sent.Add(whole)); a.ResetAt.After(by) {
 			h.Failf("%s, request %d: the %s fields say more quota at unix second %d, but %s gives the whole quota back by unix second %d", p.name, i, a.Form, a.ResetAt.Unix(), h.profileName(), by.Unix())
 		}
 	case *a.Reset > ceilSeconds(whole):

@@ -24,8 +24,9 @@ type Identification struct {
 	// Burst is how many requests a fresh user got at one instant (in real
 	// time: in one quick burst).
 	Burst int
-	// Fits explain every answer, grouped where decisions alone cannot
-	// tell them apart; RuledOut are the others.
+	// Fits explain every answer, one group for the profiles that decide
+	// alike on every history with one configuration (a raised limit may
+	// tell them apart, and then has); RuledOut are the others.
 	Fits     []Fit
 	RuledOut []RuledOut
 	// Mistakes, when no profile fits, are the classic mistakes of a
@@ -33,18 +34,36 @@ type Identification struct {
 	// taken at the sending, the answer or half-way: a diagnosis, not a
 	// verdict).
 	Mistakes []string `json:",omitempty"`
+	// Configure, when set, says what the limiter's Configure does where it
+	// is not what the fitting profiles say: the fits explain every answer
+	// with it set apart (in steady state), and this is how Configure reads.
+	Configure *ConfigureFinding `json:",omitempty"`
 	// Probes are the specs whose histories were replayed.
 	Probes []string
 	Notes  []string
+}
+
+// ConfigureFinding is what a limiter's Configure does, found apart from
+// the algorithm it runs in steady state.
+type ConfigureFinding struct {
+	// Does says what Configure does, e.g. that it forgets every user's
+	// history.
+	Does string
+	// Evidence is the first answer the fitting profile's own Configure
+	// would not give, and the user's operations up to it.
+	Evidence RuledOut
 }
 
 // Fit is a profile that explains every decision of the probes.
 type Fit struct {
 	Profile     string
 	Description string
-	// SameDecisions are profiles that always decide as this one does (a
-	// GCRA and a continuously refilled token bucket of the same burst):
-	// no history can tell them apart.
+	// SameDecisions are profiles that decide, and answer
+	// GetRemainingRequests, as this one does on every history with one
+	// configuration (a GCRA and a continuously refilled token bucket of
+	// the same burst; a fixed window counting denied requests or not), and
+	// that no answer of the probes told apart: with this one, one
+	// identification.
 	SameDecisions []string `json:",omitempty"`
 	// Decided counts the answers this profile left no doubt about (in
 	// real time, the others fit whatever the instants).
@@ -135,13 +154,56 @@ type probe struct {
 // cfg.Limit and cfg.Window (cfg.RealTimeWindow in real time). An error
 // means the probes could not run (a fault, a target that stopped
 // answering, a probe too slow to finish), never that nothing fits.
+//
+// A target that refuses a window the probes configure (with
+// [contract.ErrInvalidConfig]: one that takes only whole seconds, say) is
+// probed again with windows of whole seconds, and the identification
+// notes it; when it refuses those too, the error names the configuration
+// refused and the target's answer.
 func Identify(ctx context.Context, cfg Config, target Target) (*Identification, error) {
+	id, refused, err := identifyOnce(ctx, cfg, target, false)
+	if err == nil || refused == nil || ctx.Err() != nil {
+		return id, err
+	}
+	whole := cfg
+	whole.Window, whole.RealTimeWindow = ceilSecond(cfg.Window), ceilSecond(cfg.RealTimeWindow)
+	if refused.w%time.Second == 0 {
+		return nil, refused.error("")
+	}
+	id, again, err := identifyOnce(ctx, whole, target, true)
+	switch {
+	case err != nil && again != nil:
+		return nil, again.error(fmt.Sprintf(" (after Configure(%d, %v) was refused too, and windows of whole seconds were tried)", refused.n, refused.w))
+	case err != nil:
+		return nil, err
+	}
+	id.Notes = append([]string{fmt.Sprintf("the target refused Configure(%d, %v) (%v): the probes ran with windows of whole seconds", refused.n, refused.w, refused.err)}, id.Notes...)
+	return id, nil
+}
+
+// error says that the target refused a configuration the probes need.
+func (r *refusal) error(more string) error {
+	return fmt.Errorf("identify: the target refused Configure(%d, %v)%s, a configuration the probes need (the contract takes any limit from 1 and any window from 1ms): %w", r.n, r.w, more, r.err)
+}
+
+// ceilSecond is d rounded up to a whole number of seconds (0 stays 0: the
+// default).
+func ceilSecond(d time.Duration) time.Duration {
+	return (d + time.Second - 1).Truncate(time.Second)
+}
+
+// identifyOnce is Identify with the windows of cfg (a raised real-time
+// window a whole number of seconds with wholeSeconds). When a probe could
+// not run it also returns the configuration the target refused, if one
+// was.
+func identifyOnce(ctx context.Context, cfg Config, target Target, wholeSeconds bool) (*Identification, *refusal, error) {
 	cfg.Profile = ""
 	cfg.IDs = identifyProbes
 	r, err := newRunner(ctx, cfg, target)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	r.wholeSeconds = wholeSeconds
 	defer r.close()
 	defer r.finish()
 	var probes []probe
@@ -160,15 +222,15 @@ func Identify(ctx context.Context, cfg Config, target Target) (*Identification, 
 		res := r.runInto(ctx, target, s, rep)
 		switch {
 		case rep.Aborted != "":
-			return nil, fmt.Errorf("identify: %s", rep.Aborted)
+			return nil, nil, fmt.Errorf("identify: %s", rep.Aborted)
 		case res.Status == Skipped:
 			id.Notes = append(id.Notes, fmt.Sprintf("probe %s not run: %s", s.id, res.Message))
 		case res.Status == Errored || res.Status == Inconclusive || res.Status == Interrupted || res.Failure != nil && (res.Failure.Kind == KindTargetError || res.Failure.Kind == KindPanic || res.Failure.Kind == KindHang):
-			return nil, fmt.Errorf("identify: probe %s could not run: %s", s.id, firstLine(res.Message))
+			return nil, r.refused.Load(), fmt.Errorf("identify: probe %s could not run: %s", s.id, cause(res))
 		}
 	}
 	if len(probes) == 0 {
-		return nil, fmt.Errorf("identify: no probe ran")
+		return nil, nil, fmt.Errorf("identify: no probe ran")
 	}
 	id.Limit, id.Window = probes[0].n, probes[0].w
 	for _, p := range probes {
@@ -179,11 +241,60 @@ func Identify(ctx context.Context, cfg Config, target Target) (*Identification, 
 			}
 		}
 	}
-	id.judge(candidateSpecs(id.Limit, id.Burst), probes)
+	cands := candidateSpecs(id.Limit, id.Burst)
+	id.judge(cands, probes, false)
+	if len(id.Fits) == 0 && changesConfig(probes) {
+		id.configureApart(cands, probes)
+	}
 	if len(id.Fits) == 0 {
 		id.Mistakes = mistakes(id.Limit, id.Window, probes)
 	}
-	return id, nil
+	return id, nil, nil
+}
+
+// cause is why a probe could not run: the first line of its message after
+// the spec's title, which is all the first line says.
+func cause(res Result) string {
+	lines := strings.Split(strings.TrimSpace(res.Message), "\n")
+	for _, l := range lines[1:] {
+		if l = strings.TrimSpace(l); l != "" {
+			return l
+		}
+	}
+	return firstLine(res.Message)
+}
+
+// changesConfig reports whether a probe configured the limiter under a
+// history.
+func changesConfig(probes []probe) bool {
+	return slices.ContainsFunc(probes, func(p probe) bool {
+		return len(p.trace) > 1 && slices.ContainsFunc(p.trace[1:], func(o traceOp) bool { return o.kind == 'C' })
+	})
+}
+
+// configureApart, when no profile explains every answer, replays the
+// probes again with a Configure that forgets every user's history (as a
+// limiter whose keys include the limit or the window does: a new
+// configuration starts on keys of its own). When a profile fits then, it
+// is the algorithm in steady state, and Configure is reported apart, with
+// the answer the profile's own Configure would not give.
+func (id *Identification) configureApart(cands []model.Spec, probes []probe) {
+	fresh := &Identification{Limit: id.Limit, Window: id.Window}
+	fresh.judge(cands, probes, true)
+	if len(fresh.Fits) == 0 {
+		return
+	}
+	var evidence RuledOut
+	for _, r := range id.RuledOut {
+		if r.Profile == fresh.Fits[0].Profile {
+			evidence = r
+		}
+	}
+	id.Fits, id.RuledOut = fresh.Fits, fresh.RuledOut
+	id.Configure = &ConfigureFinding{
+		Does:     "Configure forgets every user's history: each user starts afresh under the new limit and window (as a limiter whose keys include them does), where the profile keeps it and reads it with the new values",
+		Evidence: evidence,
+	}
 }
 
 // mistakes names the classic mistakes of a sliding log that give every
@@ -222,7 +333,9 @@ func candidateSpecs(n, burst int) []model.Spec {
 	}
 	for _, align := range []string{"epoch", "first-grid"} {
 		for _, d := range []string{"false", "true"} {
-			list = append(list, "sliding-counter:align="+align+",count-denied="+d)
+			for _, admit := range []string{"below", "at-most"} {
+				list = append(list, "sliding-counter:align="+align+",count-denied="+d+",admit="+admit)
+			}
 		}
 	}
 	bursts := []string{"limit"}
@@ -239,8 +352,13 @@ func candidateSpecs(n, burst int) []model.Spec {
 	return out
 }
 
-// sameDecisions reports whether a and b decide alike on every history (the
-// equivalences docs/profiles.md proves), under limit n.
+// sameDecisions reports whether a and b decide alike, and answer
+// GetRemainingRequests alike, on every history whose configuration does
+// not change (the equivalences docs/profiles.md proves), under limit n.
+// Where a change of the limit tells them apart, and the probes made one
+// both are graded on, the probes have already ruled one out; two fits in
+// one group are profiles no answer of these probes tells apart, and no
+// other history with one configuration would.
 func sameDecisions(a, b model.Spec, n int) bool {
 	key := func(s model.Spec) string {
 		p := s.Params
@@ -255,9 +373,14 @@ func sameDecisions(a, b model.Spec, n int) bool {
 			return "bucket/" + capacity(p["burst"])
 		case s.Name == model.TokenBucketP && p["refill"] == "continuous":
 			return "bucket/" + capacity(p["capacity"])
-		case s.Name == model.TokenBucketP && capacity(p["capacity"]) == "limit",
-			s.Name == model.FixedWindowP && p["align"] == "first-hit" && p["count-denied"] == "false":
-			return "first-hit"
+		case s.Name == model.TokenBucketP && capacity(p["capacity"]) == "limit":
+			// Every refill fills it: forgotten, the next request opens a
+			// new window.
+			return "fixed-window/first-hit"
+		case s.Name == model.FixedWindowP:
+			// A window whose count reached N denies until its end whether
+			// denied requests count or not.
+			return "fixed-window/" + p["align"]
 		}
 		return s.String()
 	}
@@ -265,7 +388,9 @@ func sameDecisions(a, b model.Spec, n int) bool {
 }
 
 // judge replays every probe on every candidate.
-func (id *Identification) judge(cands []model.Spec, probes []probe) {
+// With fresh, every Configure forgets every user's history (see
+// configureApart).
+func (id *Identification) judge(cands []model.Spec, probes []probe, fresh bool) {
 	var fits []Fit
 	var fitSpecs []model.Spec
 	for _, c := range cands {
@@ -276,7 +401,7 @@ func (id *Identification) judge(cands []model.Spec, probes []probe) {
 		fit := Fit{Profile: c.String(), Description: desc}
 		var out *RuledOut
 		for _, p := range probes {
-			bad, decided := replayProbe(c, p, false)
+			bad, decided := replayProbe(c, p, false, fresh)
 			fit.Decided += decided
 			if bad != nil {
 				out = bad
@@ -289,7 +414,7 @@ func (id *Identification) judge(cands []model.Spec, probes []probe) {
 			continue
 		}
 		for _, p := range probes {
-			if bad, _ := replayProbe(c, p, true); bad != nil {
+			if bad, _ := replayProbe(c, p, true, fresh); bad != nil {
 				fit.RemainingDiffers = fmt.Sprintf("%s step %d at %s: %s = %s, the profile says %s", bad.Probe, bad.Step, fmtOffset(bad.At), bad.Operation, bad.Got, bad.Want)
 				break
 			}
@@ -329,9 +454,11 @@ func boolInt(b bool) int {
 // fake clock, with the interval oracle in real time. It returns the first
 // answer c would not give (nil when it gives every one) and how many
 // answers it decided. Remaining answers are judged only with remaining.
-func replayProbe(c model.Spec, p probe, remaining bool) (*RuledOut, int) {
+// With fresh, every Configure starts c afresh under the new configuration,
+// every user's history forgotten.
+func replayProbe(c model.Spec, p probe, remaining, fresh bool) (*RuledOut, int) {
 	decided := 0
-	if !c.LimitChangeGraded() && slices.ContainsFunc(p.trace[1:], func(o traceOp) bool { return o.kind == 'C' }) {
+	if !fresh && !c.LimitChangeGraded() && slices.ContainsFunc(p.trace[1:], func(o traceOp) bool { return o.kind == 'C' }) && !settledChange(c, p) {
 		return nil, 0 // a limit changed under a history: not evidence for this profile
 	}
 	var exact model.Profile
@@ -346,9 +473,14 @@ func replayProbe(c model.Spec, p probe, remaining bool) (*RuledOut, int) {
 		bad := false
 		switch op.kind {
 		case 'C':
-			if exact != nil {
+			switch {
+			case fresh && exact != nil:
+				exact, _ = c.New(op.n, op.w)
+			case fresh:
+				oracle, _ = model.NewOracle(c, op.n, op.w)
+			case exact != nil:
 				exact.Configure(op.n, op.w)
-			} else {
+			default:
 				oracle.Judge(model.TimedOp{Kind: model.OpConfigure, Limit: op.n, Window: op.w})
 			}
 			continue
@@ -414,6 +546,42 @@ func replayProbe(c model.Spec, p probe, remaining bool) (*RuledOut, int) {
 		}
 	}
 	return nil, decided
+}
+
+// settledChange reports whether every change of the configuration in p
+// reads alike in every honest implementation of c, though c does not say
+// in general how a user's state reads after the limit changes: for a
+// token bucket, a limit changed with the window kept, on the fake clock,
+// at the very instant of each user's last operation. Tokens settled at
+// the old rate up to the change and tokens refilled at the new rate from
+// the last decision are then the same tokens (no time passed to refill
+// at either rate), kept, and capped at the new capacity when read. A
+// GCRA's arrival time is not: read at the new rate it is other tokens.
+func settledChange(c model.Spec, p probe) bool {
+	if c.Name != model.TokenBucketP || p.realTime {
+		return false
+	}
+	last := map[string]time.Time{}
+	w := p.w
+	for i, op := range p.trace {
+		switch op.kind {
+		case 'C':
+			if i > 0 && op.w != w {
+				return false
+			}
+			w = op.w
+			for _, at := range last {
+				if !at.Equal(op.at) {
+					return false
+				}
+			}
+		case 'R':
+			delete(last, op.user)
+		default:
+			last[op.user] = op.at
+		}
+	}
+	return true
 }
 
 // ruledOut is the evidence of step i: the answer, and the user's

@@ -2,12 +2,15 @@ package suite_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/suite"
 	"github.com/rlconform/rlconform/targets"
@@ -31,11 +34,92 @@ func fitsOnly(t *testing.T, id *suite.Identification, want string) {
 // Every profile's own model, probed on the fake clock, is identified with
 // its parameters.
 func TestIdentifyNamesEveryProfileModel(t *testing.T) {
-	for _, p := range append(slices.Clone(profileSpecs), "sliding-log", "gcra:burst=9", "token-bucket:capacity=2,refill=interval") {
+	for _, p := range append(slices.Clone(profileSpecs), "sliding-log", "gcra:burst=9", "token-bucket:capacity=2,refill=interval",
+		"token-bucket:refill=interval", "fixed-window:align=first-hit,count-denied=true", "fixed-window:align=epoch", "sliding-counter:admit=at-most") {
 		t.Run(p, func(t *testing.T) {
 			id, err := suite.Identify(context.Background(), suite.Config{}, targets.ProfileModel(model.MustSpec(p)))
 			require.NoError(t, err)
 			fitsOnly(t, id, p)
 		})
 	}
+}
+
+// Profiles that decide alike on every history with one configuration are
+// one group: without Configure the probes cannot change the limit, and a
+// fixed window opened by the first request, counting denied requests or
+// not, and a token bucket of N refilled every W are identified together;
+// with it, a raised limit tells them apart, and each is identified alone.
+func TestIdentifyGroupsProfilesThatDecideAlike(t *testing.T) {
+	group := []string{"fixed-window:align=first-hit,count-denied=false", "fixed-window:align=first-hit,count-denied=true", "token-bucket:capacity=limit,refill=interval"}
+	for _, p := range group {
+		t.Run(p+" without Configure", func(t *testing.T) {
+			tg := targets.ProfileModel(model.MustSpec(p))
+			tg.Capabilities.Configure = false
+			id, err := suite.Identify(context.Background(), suite.Config{}, tg)
+			require.NoError(t, err)
+			require.Len(t, id.Fits, 1, "one group: %+v", id.Fits)
+			assert.ElementsMatch(t, group, append([]string{id.Fits[0].Profile}, id.Fits[0].SameDecisions...))
+		})
+		t.Run(p+" with Configure", func(t *testing.T) {
+			id, err := suite.Identify(context.Background(), suite.Config{}, targets.ProfileModel(model.MustSpec(p)))
+			require.NoError(t, err)
+			require.Len(t, id.Fits, 1, "%+v", id.Fits)
+			assert.Equal(t, p, id.Fits[0].Profile)
+			assert.Empty(t, id.Fits[0].SameDecisions, "the raised limit told them apart")
+		})
+	}
+}
+
+// wholeSeconds is a limiter whose Configure takes only windows of whole
+// seconds (or, with only, that one window), as some libraries do.
+type wholeSeconds struct {
+	contract.RateLimiterContract
+	only time.Duration
+}
+
+func (l wholeSeconds) Configure(ctx context.Context, n int, w time.Duration) error {
+	if w%time.Second != 0 || l.only != 0 && w != l.only {
+		return fmt.Errorf("%w: window %v: only whole seconds", contract.ErrInvalidConfig, w)
+	}
+	return l.RateLimiterContract.Configure(ctx, n, w)
+}
+
+// onlyWholeSeconds wraps a target's instances in wholeSeconds.
+func onlyWholeSeconds(t suite.Target, only time.Duration) suite.Target {
+	inner := t.New
+	t.New = func(ctx context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
+		lim, closer, err := inner(ctx, env)
+		if err != nil {
+			return nil, nil, err
+		}
+		return wholeSeconds{lim, only}, closer, nil
+	}
+	return t
+}
+
+// A target that takes only whole-second windows, asked for 1.5s, is
+// probed with 2s and identified, and the identification says why; one
+// that refuses the whole-second windows too fails with the configuration
+// it refused and its own error, not with the probe's title alone.
+func TestIdentifyChoosesWindowsTheTargetAccepts(t *testing.T) {
+	tg := onlyWholeSeconds(targets.ProfileModel(model.MustSpec("gcra")), 0)
+	id, err := suite.Identify(context.Background(), suite.Config{Window: 1500 * time.Millisecond}, tg)
+	require.NoError(t, err)
+	fitsOnly(t, id, "gcra")
+	assert.Equal(t, 2*time.Second, id.Window)
+	require.NotEmpty(t, id.Notes)
+	assert.Contains(t, id.Notes[0], "the target refused Configure(5, 1.5s)")
+	assert.Contains(t, id.Notes[0], "only whole seconds")
+	assert.Contains(t, id.Notes[0], "windows of whole seconds")
+
+	tg = onlyWholeSeconds(targets.ProfileModel(model.MustSpec("gcra")), time.Hour)
+	_, err = suite.Identify(context.Background(), suite.Config{Window: 1500 * time.Millisecond}, tg)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the target refused Configure(5, 2s)")
+	assert.Contains(t, err.Error(), "only whole seconds")
+	assert.ErrorIs(t, err, contract.ErrInvalidConfig)
+
+	_, err = suite.Identify(context.Background(), suite.Config{}, tg)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the target refused Configure(5, 1m0s)")
 }

@@ -47,7 +47,8 @@ func keyHygiene(h *harness) {
 func (h *harness) hygieneWrites(users []string) map[string]time.Time {
 	step := h.W() / time.Duration(4*(h.N()+1))
 	// ahead is, per user, the least of (real instant - fake instant) over
-	// its allowed requests: a TTL set at one of them from the state's
+	// its requests (a denied one may write too, when the profile counts
+	// it): a TTL set at one of them from the state's
 	// lifetime then runs out no earlier than ahead after the fake instant
 	// at which the state stops mattering. With the fake clock running
 	// ahead of real time that is the last write; with it standing still,
@@ -60,13 +61,15 @@ func (h *harness) hygieneWrites(users []string) map[string]time.Time {
 		}
 		for _, u := range users {
 			sent := time.Now()
-			if !h.Allow(u) {
-				continue
-			}
+			allowed := h.Allow(u)
+			// A denied request may write too (a counter that counts it,
+			// its TTL set again): the latest request may have set the TTL.
 			if d, ok := ahead[u]; !ok || sent.Sub(h.Now()) < d {
 				ahead[u] = sent.Sub(h.Now())
 			}
-			last[u] = sent
+			if allowed {
+				last[u] = sent
+			}
 		}
 	}
 	if h.target.Capabilities.Remaining {

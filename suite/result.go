@@ -90,6 +90,9 @@ type Result struct {
 	Duration time.Duration
 	// ExpectedFailure: the spec is in Config.ExpectFail.
 	ExpectedFailure bool
+
+	// diag is what the answers say of the algorithms the limiter may be.
+	diag *diagnosed
 }
 
 // Failure is the structured evidence of a failed spec.
@@ -175,6 +178,14 @@ type Verdict struct {
 	Reasons []string
 	// Coverage counts the specs by what happened to them.
 	Coverage Coverage
+	// Explained names, when a spec failed on its answers, the well-known
+	// algorithms that give every answer of every spec of the run that says
+	// something of them, passed and failed alike: the cause consistent
+	// with the whole run. Hint is what to change then; Weighed is how many
+	// specs' answers were weighed.
+	Explained []string
+	Hint      string
+	Weighed   int
 }
 
 // Coverage counts a run's specs.
@@ -244,6 +255,7 @@ func (rep *Report) Verdict() Verdict {
 	switch {
 	case len(failed) > 0:
 		v.Outcome, v.Reasons = NotConformant, append(failed, undecided...)
+		v.Explained, v.Hint, v.Weighed = rep.runDiagnosis()
 	case len(undecided) > 0:
 		v.Outcome, v.Reasons = Undecided, undecided
 	default:
@@ -279,6 +291,23 @@ func (v Verdict) String() string {
 		head += " at " + string(v.Level)
 	}
 	return head + ": " + v.Coverage.String()
+}
+
+// Diagnosis is the run's diagnosis as a person reads it, one line and its
+// hint, or "" when there is none.
+func (v Verdict) Diagnosis() string {
+	if len(v.Explained) == 0 {
+		return ""
+	}
+	what := v.Explained[0]
+	if len(v.Explained) > 1 {
+		what = "any of these: " + strings.Join(v.Explained, "; ")
+	}
+	out := fmt.Sprintf("diagnosis of the run: every answer of the %d specs that say something of it, passed and failed, is what %s would give", v.Weighed, what)
+	if v.Hint != "" {
+		out += "\n  hint: " + v.Hint
+	}
+	return out
 }
 
 // String says how many specs were graded, and why the others were not.

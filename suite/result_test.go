@@ -88,3 +88,47 @@ func TestConfigValidate(t *testing.T) {
 		assert.Zero(t, Count(tt.cfg))
 	}
 }
+
+// TestNoSpecNamesACauseAnotherRulesOut is the case: remaining read
+// from a window start truncated to whole seconds fails core/remaining,
+// whose answers a log that logs denied requests gives too; but
+// strict/denied-not-logged passed, and a log that logs denied requests
+// would have failed it. Neither the spec nor the run may name it.
+func TestNoSpecNamesACauseAnotherRulesOut(t *testing.T) {
+	denied := clue{key: "mistake:count-denied", name: "a sliding log that logs denied requests too", hint: "log only allowed"}
+	trunc := clue{key: "mistake:truncated-start", name: "a sliding log whose remaining counts from the window's start truncated to whole seconds", hint: "count from now - W"}
+	failed := Result{ID: "core/remaining", Status: Failed, Failure: &Failure{Kind: KindWrongAnswer}}
+	failed.diag = &diagnosed{failed: true, base: "core/remaining: ...\n  step 16: wrong\n", hint: "the spec's own hint",
+		clues: []clue{with(denied, true), with(trunc, true)}}
+	failed.render(nil)
+	assert.Equal(t, []string{denied.name, trunc.name}, failed.Failure.Explained, "alone, the spec's answers fit both")
+
+	passed := Result{ID: "strict/denied-not-logged", Status: Passed}
+	passed.diag = &diagnosed{graded: true, clues: []clue{with(denied, false), with(trunc, true)}}
+	errored := Result{ID: "strict/linearizable", Status: Errored} // says nothing, whatever its clues
+	errored.diag = &diagnosed{graded: true, clues: []clue{with(trunc, false)}}
+	rep := &Report{Results: []Result{failed, passed, errored}}
+	rep.reconcile()
+
+	got := rep.Results[0]
+	assert.Equal(t, []string{trunc.name}, got.Failure.Explained)
+	assert.Equal(t, "count from now - W", got.Failure.Hint)
+	assert.Contains(t, got.Message, "diagnosis: every answer of this spec is what "+trunc.name)
+	assert.Contains(t, got.Message, "(not "+denied.name+", which gives these answers too: strict/denied-not-logged rules it out)")
+	v := rep.Verdict()
+	assert.Equal(t, []string{trunc.name}, v.Explained)
+	assert.Equal(t, 2, v.Weighed)
+	assert.Contains(t, v.Diagnosis(), "diagnosis of the run: every answer of the 2 specs")
+
+	// When the run rules out every cause, nothing is named, and the hint
+	// is the spec's own.
+	rep.Results[1].diag.clues = []clue{with(denied, false), with(trunc, false)}
+	rep.reconcile()
+	got = rep.Results[0]
+	assert.Empty(t, got.Failure.Explained)
+	assert.Equal(t, "the spec's own hint", got.Failure.Hint)
+	assert.NotContains(t, got.Message, "diagnosis:")
+	assert.Empty(t, rep.Verdict().Diagnosis())
+}
+
+func with(c clue, explains bool) clue { c.explains, c.fits = explains, explains; return c }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	mrand "math/rand/v2"
@@ -11,10 +12,12 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/onsi/gomega"
 
+	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/fakeclock"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/redisenv"
@@ -48,6 +51,29 @@ type runner struct {
 	// stuck, once set, says which spec's goroutine never returned after
 	// its time ran out: the run stops there.
 	stuck string
+	// refused is the first configuration, valid in the contract, that the
+	// target refused with ErrInvalidConfig (identify chooses other
+	// windows, or says why it cannot run).
+	refused atomic.Pointer[refusal]
+	// wholeSeconds: a raised real-time window is a whole number of
+	// seconds (for a target that accepts no other).
+	wholeSeconds bool
+}
+
+// refusal is a valid configuration a target refused, with its error.
+type refusal struct {
+	n   int
+	w   time.Duration
+	err error
+}
+
+// noteRefusal records a refusal of Configure(n, w) with err, when n and w
+// are valid: the target refuses a configuration the contract says it must
+// take (or, above the bounds, may refuse).
+func (r *runner) noteRefusal(n int, w time.Duration, err error) {
+	if errors.Is(err, contract.ErrInvalidConfig) && contract.ValidateConfig(n, w) == nil {
+		r.refused.CompareAndSwap(nil, &refusal{n, w, err})
+	}
 }
 
 func newRunner(ctx context.Context, cfg Config, targets ...Target) (*runner, error) {
@@ -165,7 +191,7 @@ func (r *runner) missing(t Target, s *spec) string {
 		case needOwnRedis:
 			switch {
 			case !t.NeedsRedis:
-				why = "stops the target's Redis, and the target does not use one (Target.NeedsRedis is false)"
+				why = "stops the target's Redis, and the target does not use one (Target.NeedsRedis is false; on the command line, rlconform run --exec 'CMD' starts the limiter on a Redis of the run's own, and grades this)"
 			case r.redis == nil || r.redis.Server == nil:
 				why = "needs a Redis this run started, to stop it (not one from REDIS_URL or Config.Redis, nor a remote target's)"
 			}
@@ -228,7 +254,7 @@ func (r *runner) runSpec(ctx context.Context, t Target, s *spec) (res Result) {
 	go func() { done <- h.execute() }()
 	select {
 	case out := <-done:
-		res.Status, res.Message, res.Failure = out.Status, out.Message, out.Failure
+		res.Status, res.Message, res.Failure, res.diag = out.Status, out.Message, out.Failure, out.diag
 		if r.probed != nil {
 			r.probed(s, h)
 		}
@@ -406,6 +432,11 @@ func (h *harness) execute() (res Result) {
 		switch v := recover().(type) {
 		case nil:
 			res.Status, res.Message = Passed, h.passNote
+			// What the answers say of the other algorithms a limiter may
+			// be: only a trace the graded profile gives in full says it.
+			if clues, graded := h.evidence(); graded {
+				res.diag = &diagnosed{clues: clues, graded: true}
+			}
 		case failure:
 			f := v.f
 			f.Hint = h.hint()
@@ -416,18 +447,15 @@ func (h *harness) execute() (res Result) {
 			res.Message = h.spec.titleFor(h.run.profile) + "\n  " + v.msg
 			if f.Kind == KindWrongAnswer || f.Kind == KindViolation {
 				// Name the algorithm the answers show, and give its hint
-				// rather than the spec's usual cause.
-				if found := h.diagnose(); len(found) > 0 {
-					for _, c := range found {
-						f.Explained = append(f.Explained, c.name)
-					}
-					if hint := hintOf(found); hint != "" {
-						f.Hint = hint
-					}
-					res.Message += "  " + diagnosis(found) + "\n"
+				// rather than the spec's usual cause (render).
+				d := &diagnosed{failed: true, base: res.Message, hint: f.Hint}
+				d.clues, d.graded = h.evidence()
+				if !d.graded && !slices.ContainsFunc(d.clues, func(c clue) bool { return c.explains }) {
+					d.clues = nil // nothing gives these answers: they rule nothing out
 				}
-			}
-			if f.Hint != "" {
+				res.diag = d
+				res.render(nil)
+			} else if f.Hint != "" {
 				res.Message += "  hint: " + f.Hint + "\n"
 			}
 		case skipped:
@@ -519,12 +547,23 @@ func (h *harness) measureMargin() time.Duration {
 		h.run.notes = append(h.run.notes, fmt.Sprintf("the slowest of 5 round trips took %v, slow for the window %v: answers near its edges will be undecided, and specs that decide nothing inconclusive",
 			slowest.Round(time.Millisecond), w))
 	} else if margin > w/5 {
-		raised := (5*margin + 99*time.Millisecond).Truncate(100 * time.Millisecond)
+		raised := raisedWindow(margin, h.run.wholeSeconds)
 		h.run.cfg.RealTimeWindow = raised
 		h.run.notes = append(h.run.notes, fmt.Sprintf("the real-time window was raised from %v to %v: the slowest of 5 round trips took %v, too slow to aim within %v of a window edge",
 			w, raised, slowest.Round(time.Millisecond), w/5))
 	}
 	return margin
+}
+
+// raisedWindow is the real-time window for a margin: five margins,
+// rounded up to a tenth of a second, or to a whole second with
+// wholeSeconds.
+func raisedWindow(margin time.Duration, wholeSeconds bool) time.Duration {
+	unit := 100 * time.Millisecond
+	if wholeSeconds {
+		unit = time.Second
+	}
+	return (5*margin + unit - time.Millisecond).Truncate(unit)
 }
 
 // panicSite names the function that panicked, called from a deferred

@@ -66,6 +66,13 @@ type spec struct {
 	run   func(h *harness)
 	// hint is the usual cause of a failure of a sliding log, printed with it.
 	hint string
+	// hintAllProfiles: the hint holds whatever the algorithm (the rule is
+	// not about when requests count), so it is given under every profile,
+	// not the profile's rules.
+	hintAllProfiles bool
+	// realTimeHint, when set, replaces hint without clock control, where
+	// more causes give the same failure.
+	realTimeHint string
 	// general is the rule as every profile states it, when rule is the
 	// sliding log's own wording.
 	general string

@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/rlconform/rlconform/redisenv"
+	"github.com/rlconform/rlconform/targets"
+)
+
+// execFlags start the limiter service for the run: --exec and its
+// companions, shared by run, bench and identify.
+type execFlags struct {
+	command   string
+	instances int
+	ready     time.Duration
+}
+
+func (f *execFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.command, "exec", "", "start the limiter service with `CMD` (sh -c), on a Redis of the run's own: PORT, RLCONFORM_REDIS_URL and RLCONFORM_KEY_PREFIX are in its environment; it must serve protocol v1 on 127.0.0.1:$PORT. The run stops it on every exit, and grades what a remote --target cannot have graded (robust/store-outage, key hygiene)")
+	fs.IntVar(&f.instances, "instances", 1, "with --exec: how many processes of CMD to start, sharing the Redis (2 or more grades the shared-store specs)")
+	fs.DurationVar(&f.ready, "exec-ready", 30*time.Second, "with --exec: how long each process may take to answer GET /rlc/v1/capabilities")
+}
+
+// check reports flags that do not go together; set holds the flags given.
+func (f *execFlags) check(set map[string]bool, targets, endpoints int) error {
+	switch {
+	case f.command == "" && (set["instances"] || set["exec-ready"]):
+		return errors.New("--instances and --exec-ready go with --exec")
+	case f.command == "":
+		return nil
+	case targets > 0 || endpoints > 0:
+		return errors.New("--exec starts the target: it does not go with --target or --endpoint")
+	case f.instances < 1:
+		return errors.New("--instances must be at least 1")
+	case f.ready <= 0:
+		return errors.New("--exec-ready must be positive")
+	}
+	return nil
+}
+
+// execed is a limiter service that a run started, with its Redis.
+type execed struct {
+	urls   []string
+	redis  *redisenv.Redis
+	prefix string
+	procs  *targets.Processes
+}
+
+// start starts a Redis of the run's own (a redis-server it may stop, so
+// that robust/store-outage is graded; any Redis otherwise, with a note)
+// and the processes, and says so on stderr.
+func (f *execFlags) start(ctx context.Context, stderr io.Writer) (*execed, error) {
+	red, err := redisenv.Start(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "rlconform: --exec: no redis-server to start (%v): using any Redis, and robust/store-outage will be skipped\n", err)
+		if red, err = redisenv.Obtain(ctx); err != nil {
+			return nil, fmt.Errorf("--exec: a Redis for the service: %w", err)
+		}
+	}
+	id := make([]byte, 3)
+	rand.Read(id)
+	prefix := "rlc-exec-" + hex.EncodeToString(id) + ":"
+	procs, err := targets.Exec(ctx, targets.ExecOptions{Command: f.command, Instances: f.instances,
+		RedisURL: red.URL, KeyPrefix: prefix, Ready: f.ready})
+	if err != nil {
+		red.Close()
+		return nil, fmt.Errorf("--exec: %w", err)
+	}
+	fmt.Fprintf(stderr, "rlconform: started %d instance(s) of %q at %v, on %s under %q\n", f.instances, f.command, procs.URLs, redisenv.Redact(red.URL), prefix)
+	return &execed{urls: procs.URLs, redis: red, prefix: prefix, procs: procs}, nil
+}
+
+// stop stops the processes, then their Redis.
+func (e *execed) stop() error {
+	return errors.Join(e.procs.Stop(), e.redis.Close())
+}

@@ -1,0 +1,237 @@
+package targets
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rlconform/rlconform/adapters"
+)
+
+// ExecOptions says how to start a limiter service for a run: the grader
+// owns its processes and its Redis.
+type ExecOptions struct {
+	// Command is run by sh -c, once per instance.
+	Command string
+	// Instances is how many processes to start (at least 1).
+	Instances int
+	// RedisURL and KeyPrefix are given to every process, as
+	// RLCONFORM_REDIS_URL and RLCONFORM_KEY_PREFIX.
+	RedisURL, KeyPrefix string
+	// Ready bounds the wait for each process to answer its capabilities
+	// (0: 30 s).
+	Ready time.Duration
+}
+
+// Processes are the instances of a limiter service started by [Exec].
+type Processes struct {
+	// URLs are the instances' base URLs, in the order they were started.
+	URLs  []string
+	procs []*process
+}
+
+// process is one instance: its command and the tail of its output.
+type process struct {
+	cmd    *exec.Cmd
+	port   int
+	output *tailBuffer
+	done   chan struct{}
+	err    error // the exit status, once done is closed
+}
+
+// Exec starts opts.Instances processes of opts.Command, each in its own
+// process group, with PORT (a free loopback port), RLCONFORM_REDIS_URL and
+// RLCONFORM_KEY_PREFIX in their environment, and waits until each answers
+// GET /rlc/v1/capabilities. A process that exits first, or does not answer
+// within opts.Ready, is an error that quotes the end of its output; the
+// processes started are then stopped. The caller must Stop the result.
+func Exec(ctx context.Context, opts ExecOptions) (*Processes, error) {
+	if strings.TrimSpace(opts.Command) == "" {
+		return nil, errors.New("exec: no command")
+	}
+	if opts.Instances < 1 {
+		return nil, fmt.Errorf("exec: %d instances: want at least 1", opts.Instances)
+	}
+	if opts.Ready <= 0 {
+		opts.Ready = 30 * time.Second
+	}
+	p := &Processes{}
+	for i := range opts.Instances {
+		proc, err := startProcess(opts, i)
+		if err != nil {
+			p.Stop()
+			return nil, err
+		}
+		p.procs = append(p.procs, proc)
+		p.URLs = append(p.URLs, "http://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(proc.port)))
+	}
+	for i, proc := range p.procs {
+		if err := proc.waitReady(ctx, p.URLs[i], opts.Ready); err != nil {
+			p.Stop()
+			return nil, fmt.Errorf("exec: instance %d (%s, PORT=%d): %w", i+1, opts.Command, proc.port, err)
+		}
+	}
+	return p, nil
+}
+
+func startProcess(opts ExecOptions, i int) (*process, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, fmt.Errorf("exec: a free port for instance %d: %w", i+1, err)
+	}
+	cmd := exec.Command("sh", "-c", opts.Command)
+	cmd.Env = append(os.Environ(),
+		"PORT="+strconv.Itoa(port),
+		"RLCONFORM_REDIS_URL="+opts.RedisURL,
+		"RLCONFORM_KEY_PREFIX="+opts.KeyPrefix,
+		"RLCONFORM_INSTANCE="+strconv.Itoa(i))
+	out := &tailBuffer{max: 4 << 10}
+	cmd.Stdout, cmd.Stderr = out, out
+	ownGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("exec: starting instance %d (%s): %w", i+1, opts.Command, err)
+	}
+	proc := &process{cmd: cmd, port: port, output: out, done: make(chan struct{})}
+	go func() { proc.err = cmd.Wait(); close(proc.done) }()
+	return proc, nil
+}
+
+// waitReady polls the capabilities endpoint until it answers (2xx, or the
+// 404 of a server that declares none), the process exits, or ready passes.
+func (p *process) waitReady(ctx context.Context, base string, ready time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, ready)
+	defer cancel()
+	client := &http.Client{Timeout: time.Second}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+adapters.PathCapabilities, nil)
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode/100 == 2 || resp.StatusCode == http.StatusNotFound {
+				return nil
+			}
+			err = fmt.Errorf("GET %s: status %d", adapters.PathCapabilities, resp.StatusCode)
+		}
+		last = err
+		select {
+		case <-p.done:
+			return fmt.Errorf("it exited (%v) before answering%s", p.err, p.output.quote())
+		case <-ctx.Done():
+			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return ctx.Err() // interrupted
+			}
+			return fmt.Errorf("no answer to GET %s within %v (last: %v)%s", adapters.PathCapabilities, ready, last, p.output.quote())
+		case <-tick.C:
+		}
+	}
+}
+
+// Stop stops every process: SIGTERM to its process group, then SIGKILL to
+// whatever is left after 5 s. Stopping twice does nothing more.
+func (p *Processes) Stop() error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(p.procs))
+	for i, proc := range p.procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = proc.stop(5 * time.Second)
+		}()
+	}
+	wg.Wait()
+	p.procs = nil
+	return errors.Join(errs...)
+}
+
+func (p *process) stop(grace time.Duration) error {
+	select {
+	case <-p.done:
+		signalGroup(p.cmd, true) // its children may outlive it
+		return nil
+	default:
+	}
+	signalGroup(p.cmd, false)
+	select {
+	case <-p.done:
+		signalGroup(p.cmd, true)
+		return nil
+	case <-time.After(grace):
+	}
+	signalGroup(p.cmd, true)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(grace):
+		return fmt.Errorf("exec: pid %d did not exit", p.cmd.Process.Pid)
+	}
+}
+
+// Output is the end of instance i's output (stdout and stderr), for
+// messages.
+func (p *Processes) Output(i int) string {
+	if i < 0 || i >= len(p.procs) {
+		return ""
+	}
+	return p.procs[i].output.String()
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tailBuffer) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, b...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = t.buf[over:]
+	}
+	return len(b), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
+// quote is the output as the end of an error message: "" when empty.
+func (t *tailBuffer) quote() string {
+	s := strings.TrimRight(t.String(), "\n")
+	if s == "" {
+		return " (it printed nothing)"
+	}
+	var b bytes.Buffer
+	b.WriteString("; the end of its output:")
+	for _, line := range strings.Split(s, "\n") {
+		b.WriteString("\n    " + line)
+	}
+	return b.String()
+}
+
+// freePort is a TCP port free on 127.0.0.1 now; the process binds it
+// later, so another may take it in between (then it fails to start, and
+// says so).
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

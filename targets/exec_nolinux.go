@@ -1,0 +1,7 @@
+//go:build unix && !linux
+
+package targets
+
+import "syscall"
+
+func setParentDeath(*syscall.SysProcAttr) {}
