@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -141,6 +142,25 @@ func openReports(f *runFlags, stdout io.Writer) ([]reportFile, error) {
 	return out, nil
 }
 
+// writeReports writes rep into every report file and closes it, saying on
+// stderr which one failed.
+func writeReports(files []reportFile, rep *suite.Report, stderr io.Writer) error {
+	meta := report.Meta{Version: Version()}
+	for i := range files {
+		r := &files[i]
+		err := r.write(r.w, rep, meta)
+		if err == nil {
+			err = r.close()
+		}
+		r.close = func() error { return nil }
+		if err != nil {
+			fmt.Fprintf(stderr, "rlconform: writing %s %s: %v\n", r.flag, r.path, err)
+			return err
+		}
+	}
+	return nil
+}
+
 func closeReports(files []reportFile) {
 	for _, r := range files {
 		r.close()
@@ -161,14 +181,50 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rlconform run: %v\n", err)
 		return ExitCannotRun
 	}
+	// With a report on stdout, everything people read goes to stderr.
+	text := stdout
+	if f.junit == "-" || f.json == "-" || f.summary == "-" {
+		text = stderr
+	}
+	reports, err := openReports(f, stdout)
+	if err != nil {
+		fmt.Fprintf(stderr, "rlconform run: %v\n", err)
+		return ExitCannotRun
+	}
+	defer closeReports(reports)
+	// From here on every exit writes the reports: one that could not grade
+	// says why in each (CI reads an empty JUnit file as broken).
+	name := "reference"
+	switch {
+	case f.command != "":
+		name = f.command
+	case len(f.targets) > 0:
+		name = f.targets[0]
+	case len(f.endpoints) > 0:
+		name = f.endpoints[0]
+	}
+	couldNotRun := func(code int, format string, args ...any) int {
+		why := fmt.Sprintf(format, args...)
+		fmt.Fprintln(stderr, why)
+		if code == ExitInterrupted {
+			why = "interrupted before grading began: " + why
+		}
+		rep := &suite.Report{Target: name, Level: lvl, Profile: f.profile, Seed: f.seed, Aborted: why}
+		if err := writeReports(reports, rep, stderr); err != nil {
+			return ExitCannotRun
+		}
+		return code
+	}
 	cfg := suite.Config{Level: lvl, Seed: f.seed, IDs: f.ids, Labels: f.labels, ExpectFail: f.expectFail,
 		ReportDir: f.reportDir, StorePrefix: f.storePrefix, SpecTimeout: f.specTimeout, RealTimeWindow: f.rtWindow, Profile: f.profile}
 	var endpoint *suite.Target
 	if len(f.endpoints) > 0 {
-		t, policy, code := f.endpointFlags.target(f.timeout, stderr)
+		var said strings.Builder
+		t, policy, code := f.endpointFlags.target(f.timeout, &said)
 		if t == nil {
-			return code
+			return couldNotRun(code, "%s", strings.TrimRight(said.String(), "\n"))
 		}
+		io.WriteString(stderr, said.String())
 		endpoint = t
 		// The service's policy is the configuration graded, in real time.
 		cfg.Limit, cfg.RealTimeWindow = policy.Limit, policy.Window
@@ -181,20 +237,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if err := cfg.Validate(); err != nil {
-		fmt.Fprintf(stderr, "rlconform run: %v\n", err)
-		return ExitCannotRun
+		return couldNotRun(ExitCannotRun, "rlconform run: %v", err)
 	}
-	// With a report on stdout, everything people read goes to stderr.
-	text := stdout
-	if f.junit == "-" || f.json == "-" || f.summary == "-" {
-		text = stderr
-	}
-	reports, err := openReports(f, stdout)
-	if err != nil {
-		fmt.Fprintf(stderr, "rlconform run: %v\n", err)
-		return ExitCannotRun
-	}
-	defer closeReports(reports)
 
 	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -208,8 +252,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	target, err := targets.ReferenceProfile(model.MustSpec(f.profile))
 	if err != nil {
-		fmt.Fprintf(stderr, "rlconform run: %v\n", err)
-		return ExitCannotRun
+		return couldNotRun(ExitCannotRun, "rlconform run: %v", err)
 	}
 	if endpoint != nil {
 		target = *endpoint
@@ -218,8 +261,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if f.command != "" {
 		started, err = f.execFlags.start(ctx, stderr)
 		if err != nil {
-			fmt.Fprintf(stderr, "rlconform: %v\n", err)
-			return cannotRun(sigCtx)
+			return couldNotRun(cannotRun(sigCtx), "rlconform: %v", err)
 		}
 		defer started.stop()
 		f.targets = started.urls
@@ -230,8 +272,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		target, err = targets.Remote(probeCtx, f.targets, f.timeout)
 		cancel()
 		if err != nil {
-			fmt.Fprintf(stderr, "rlconform: %v\n", err)
-			return cannotRun(sigCtx)
+			return couldNotRun(cannotRun(sigCtx), "rlconform: %v", err)
 		}
 		// The probe is a capabilities call and an allow and a remaining
 		// call per instance.
@@ -251,8 +292,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if f.storeURL != "" {
 			store, err := redisenv.FromURL(ctx, f.storeURL)
 			if err != nil {
-				fmt.Fprintf(stderr, "rlconform: --store-url: %v\n", err)
-				return cannotRun(sigCtx)
+				return couldNotRun(cannotRun(sigCtx), "rlconform: --store-url: %v", err)
 			}
 			defer store.Close()
 			cfg.Redis = store
@@ -262,8 +302,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "rlconform: grading %s, %d specs\n", target.Name, total)
 	rep, err := suite.Check(ctx, cfg, target)
 	if err != nil {
-		fmt.Fprintf(stderr, "rlconform: %v\n", err)
-		return cannotRun(sigCtx)
+		return couldNotRun(cannotRun(sigCtx), "rlconform: %v", err)
 	}
 	if rep.Aborted != "" {
 		fmt.Fprintf(stderr, "rlconform: the run could not go on: %s\n", rep.Aborted)
@@ -271,17 +310,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	report.Failures(text, rep)
 	fmt.Fprintln(text)
 	report.Text(text, rep)
-	meta := report.Meta{Version: Version()}
-	for _, r := range reports {
-		if err := r.write(r.w, rep, meta); err != nil {
-			fmt.Fprintf(stderr, "rlconform: writing %s %s: %v\n", r.flag, r.path, err)
-			return ExitCannotRun
-		}
-		if err := r.close(); err != nil {
-			fmt.Fprintf(stderr, "rlconform: writing %s %s: %v\n", r.flag, r.path, err)
-			return ExitCannotRun
-		}
-		r.close = func() error { return nil }
+	if err := writeReports(reports, rep, stderr); err != nil {
+		return ExitCannotRun
 	}
 	if sigCtx.Err() != nil {
 		fmt.Fprintln(stderr, "rlconform: interrupted")

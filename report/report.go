@@ -138,7 +138,9 @@ type jsonCoverage struct {
 
 // JSON writes rep as indented JSON: the verdict ("outcome": conformant,
 // not-conformant or undecided, with its reasons and coverage) and every
-// result, with its failure as fields.
+// result, with its failure as fields. "error" (and "aborted", its older
+// name) says why a run stopped early or could not begin; then "results"
+// may be empty.
 func JSON(w io.Writer, rep *suite.Report, meta Meta) error {
 	v := rep.Verdict()
 	c := v.Coverage
@@ -155,13 +157,14 @@ func JSON(w io.Writer, rep *suite.Report, meta Meta) error {
 		Reasons    []string       `json:"reasons,omitempty"`
 		Diagnosis  *jsonDiagnosis `json:"diagnosis,omitempty"`
 		Aborted    string         `json:"aborted,omitempty"`
+		Error      string         `json:"error,omitempty"`
 		Notes      []string       `json:"notes,omitempty"`
 		Coverage   jsonCoverage   `json:"coverage"`
 		Results    []jsonResult   `json:"results"`
 	}{
 		Version: meta.Version, Target: rep.Target, Targets: rep.Targets, Level: string(rep.Level), Profile: rep.Profile, Seed: rep.Seed,
 		Outcome: string(v.Outcome), Conformant: v.Outcome == suite.Conformant, Verdict: v.String(), Reasons: v.Reasons,
-		Aborted: rep.Aborted, Notes: rep.Notes,
+		Aborted: rep.Aborted, Error: rep.Aborted, Notes: rep.Notes,
 		Coverage: jsonCoverage{Selected: c.Selected, Graded: c.Graded, RealTime: c.RealTime, Passed: c.Passed, Failed: c.Failed,
 			ExpectedFailures: c.ExpectedFailures, Skipped: c.Skipped, Inconclusive: c.Inconclusive, Errored: c.Errored,
 			Interrupted: c.Interrupted, NotRun: c.NotRun, SkippedBy: c.SkippedBy},
@@ -190,7 +193,9 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // spec. A failed spec is a failure; one that could not be graded is an
 // error; skipped, inconclusive and interrupted specs are skipped, with a
 // message that says which; an expected failure passes with its message in
-// system-out. The target's addresses, the seed and the grader's version are
+// system-out. A run that stopped early, or could not begin, has one more
+// testcase, "the run" in testsuite rlconform.run, with an error that says
+// why. The target's addresses, the seed and the grader's version are
 // properties of every testsuite.
 func JUnit(w io.Writer, rep *suite.Report, meta Meta) error {
 	type failure struct {
@@ -279,6 +284,13 @@ func JUnit(w io.Writer, rep *suite.Report, meta Meta) error {
 		s.Tests++
 		s.dur += r.Duration
 		s.Cases = append(s.Cases, c)
+	}
+	if rep.Aborted != "" {
+		// The run stopped early, or could not begin: an error CI shows.
+		all.Suites = append(all.Suites, testsuite{Name: "rlconform.run", Properties: props,
+			totals: totals{Tests: 1, Errors: 1},
+			Cases: []testcase{{Name: "the run", Classname: "rlconform.run", Time: secs(0),
+				Error: &failure{Message: rep.Aborted, Type: "aborted", Text: rep.Aborted}}}})
 	}
 	for i := range all.Suites {
 		s := &all.Suites[i].totals

@@ -247,7 +247,7 @@ func (rep *Report) Verdict() Verdict {
 		undecided = append(undecided, "the run was aborted: "+rep.Aborted)
 	}
 	switch {
-	case len(rep.Results) == 0:
+	case len(rep.Results) == 0 && rep.Aborted == "":
 		undecided = append(undecided, "no spec selected: nothing was graded")
 	case c.Graded == 0 && c.Interrupted == 0 && c.NotRun == 0:
 		undecided = append(undecided, "every spec was skipped: nothing was graded")

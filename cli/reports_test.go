@@ -1,0 +1,109 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlconform/rlconform/adapters"
+	"github.com/rlconform/rlconform/fakeclock"
+	"github.com/rlconform/rlconform/internal/testaddr"
+	"github.com/rlconform/rlconform/mutants"
+	"github.com/rlconform/rlconform/redisenv"
+)
+
+// TestReportsOnEveryExit: whatever the exit code (0, 1, 2, 130), --junit,
+// --json and --summary are valid reports that say what happened; a run
+// that could not grade has a JUnit <error> and a JSON "error" saying why.
+func TestReportsOnEveryExit(t *testing.T) {
+	red, err := redisenv.Obtain(context.Background())
+	require.NoError(t, err)
+	defer red.Close()
+	clock := fakeclock.New(time.Now())
+	lim, err := mutants.FixedWindowEpoch(mutants.Store{Redis: red.Client, Clock: clock, Prefix: "rlc-cli-reports:", MaxRequests: 5, Window: time.Minute})
+	require.NoError(t, err)
+	broken, err := adapters.NewServer(lim, clock)
+	require.NoError(t, err)
+	defer broken.Close()
+
+	dir := t.TempDir()
+	started := filepath.Join(dir, "started")
+	for _, tt := range []struct {
+		name      string
+		args      []string
+		code      int
+		outcome   string
+		error     string // in the JSON "error" and the JUnit <error>; "" for none
+		interrupt bool
+	}{
+		{"conformant", []string{"--id", "core/allow-within-limit"}, ExitConformant, "conformant", "", false},
+		{"not conformant", []string{"--target", broken.URL, "--id", "strict/boundary-burst-epoch"}, ExitNotConformant, "not-conformant", "", false},
+		{"unreachable", []string{"--target", "http://" + testaddr.Refused(t)}, ExitCannotRun, "undecided", "refused", false},
+		{"exec fails", []string{"--exec", "echo broken >&2; exit 3"}, ExitCannotRun, "undecided", "exited (exit status 3)", false},
+		{"interrupted", []string{"--exec", "touch " + started + "; sleep 60", "--exec-ready", "1m"}, ExitInterrupted, "undecided", "interrupted", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			junit, js, md := filepath.Join(dir, tt.name+".xml"), filepath.Join(dir, tt.name+".json"), filepath.Join(dir, tt.name+".md")
+			if tt.interrupt {
+				go func() {
+					for range 200 {
+						if _, err := os.Stat(started); err == nil {
+							syscall.Kill(os.Getpid(), syscall.SIGINT)
+							return
+						}
+						time.Sleep(50 * time.Millisecond)
+					}
+				}()
+			}
+			code, out, errOut := rlconform(t, append([]string{"run", "--junit", junit, "--json", js, "--summary", md}, tt.args...)...)
+			require.Equal(t, tt.code, code, "%s\n%s", out, errOut)
+
+			var report struct {
+				Outcome string `json:"outcome"`
+				Error   string `json:"error"`
+			}
+			raw, err := os.ReadFile(js)
+			require.NoError(t, err)
+			require.NoError(t, json.Unmarshal(raw, &report), "the JSON report is valid:\n%s", raw)
+			assert.Equal(t, tt.outcome, report.Outcome)
+
+			raw, err = os.ReadFile(junit)
+			require.NoError(t, err)
+			var suites struct {
+				Errors int `xml:"errors,attr"`
+				Cases  []struct {
+					Error *struct {
+						Message string `xml:"message,attr"`
+					} `xml:"error"`
+				} `xml:"testsuite>testcase"`
+			}
+			require.NoError(t, xml.Unmarshal(raw, &suites), "the JUnit report is valid:\n%s", raw)
+			require.NotEmpty(t, suites.Cases, "the JUnit report has a testcase:\n%s", raw)
+
+			summary, err := os.ReadFile(md)
+			require.NoError(t, err)
+			assert.Contains(t, string(summary), "## rlconform:")
+
+			if tt.error == "" {
+				assert.Empty(t, report.Error)
+				assert.Zero(t, suites.Errors)
+				return
+			}
+			assert.Contains(t, report.Error, tt.error)
+			assert.Equal(t, 1, suites.Errors, "%s", raw)
+			last := suites.Cases[len(suites.Cases)-1]
+			require.NotNil(t, last.Error, "%s", raw)
+			assert.Contains(t, last.Error.Message, tt.error)
+			assert.True(t, strings.Contains(string(summary), tt.error), "the summary says why:\n%s", summary)
+		})
+	}
+}
