@@ -192,7 +192,7 @@ func TestRunWritesAReportToStdout(t *testing.T) {
 	assert.Equal(t, 1, rep.Coverage.Graded)
 	assert.Equal(t, "pass", rep.Results[0].Status)
 	assert.Equal(t, "fake-clock", rep.Results[0].Mode)
-	assert.Contains(t, errOut, "CONFORMANT at all: 1 of 1 graded", "the table goes to stderr")
+	assert.Contains(t, errOut, "CONFORMANT on the specs selected (ids core/reset): 1 of 1 graded", "the table goes to stderr")
 }
 
 func TestVersionAndListFilters(t *testing.T) {
@@ -323,7 +323,18 @@ func TestFailOnSkip(t *testing.T) {
 	assert.Contains(t, out, "1 skipped: 1 steps the clock back")
 	code, out, errOut := rlconform(t, append(args, "--fail-on-skip")...)
 	assert.Equal(t, ExitCannotRun, code, out)
-	assert.Contains(t, errOut, "--fail-on-skip: 1 spec(s) were skipped")
+	assert.Contains(t, errOut, "--fail-on-skip: 1 spec(s) were skipped for a capability")
+	assert.Contains(t, errOut, "strict/clock-step-back: steps the clock back")
+
+	// What no target over HTTP can have graded does not count: a remote
+	// target that declares everything it can passes --fail-on-skip.
+	code, out, errOut = rlconform(t, "run", "--target", serveModel(t, true), "--level", "robust", "--fail-on-skip",
+		"--label", "needs-in-process,needs-endpoint,core")
+	assert.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
+	assert.Contains(t, out, "skip          robust/context-cancel")
+	// A selection is named, never read as the whole level.
+	assert.Contains(t, out, "CONFORMANT on the specs selected (labels needs-in-process, needs-endpoint, core) up to robust:")
+	assert.NotContains(t, out, "CONFORMANT at robust")
 }
 
 func TestRealTimeWindowIsRaisedForSlowTargets(t *testing.T) {

@@ -60,7 +60,7 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.DurationVar(&f.specTimeout, "spec-timeout", time.Minute, "bound on each spec: a call in flight for a tenth of it hung (a failure); a spec that runs out of time with every call answered is too slow to grade (exit 2)")
 	fs.DurationVar(&f.maxDuration, "max-duration", 15*time.Minute, "bound on the whole run: past it, the run stops with what finished (exit 2)")
 	fs.DurationVar(&f.rtWindow, "realtime-window", time.Second, "window of the specs graded in real time (targets without clock control); raised by itself when the target's round trips are too slow for it")
-	fs.BoolVar(&f.failOnSkip, "fail-on-skip", false, "a run with any skipped spec is not conformant enough: exit 2 (for CI jobs that demand the whole level)")
+	fs.BoolVar(&f.failOnSkip, "fail-on-skip", false, "a run with a spec skipped for a capability the target does not declare, or a flag not given, is not conformant enough: exit 2 (for CI jobs that demand the whole level); skips no target of its kind can avoid (an in-process context over HTTP, an endpoint's fields) do not count")
 	fs.StringVar(&f.profile, "profile", "sliding-log", "the algorithm to grade against, `NAME[:key=value,...]`: sliding-log, fixed-window (align=epoch|first-grid|first-hit, count-denied=false|true), sliding-counter (count-denied), gcra (burst=N|limit), token-bucket (capacity=N|limit, refill=continuous|interval); 'rlconform list --profile NAME' says what it grades")
 	f.endpointFlags.register(fs)
 	f.execFlags.register(fs)
@@ -319,15 +319,31 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	switch v := rep.Verdict(); v.Outcome {
 	case suite.Conformant:
-		if f.failOnSkip && v.Coverage.Skipped > 0 {
-			fmt.Fprintf(stderr, "rlconform: --fail-on-skip: %d spec(s) were skipped, so the level was not graded in full\n", v.Coverage.Skipped)
-			return ExitCannotRun
+		if f.failOnSkip {
+			if why := skippedByChoice(rep); len(why) > 0 {
+				fmt.Fprintf(stderr, "rlconform: --fail-on-skip: %d spec(s) were skipped for a capability the target does not declare or a flag not given, so the level was not graded in full:\n  %s\n",
+					len(why), strings.Join(why, "\n  "))
+				return ExitCannotRun
+			}
 		}
 		return ExitConformant
 	case suite.NotConformant:
 		return ExitNotConformant
 	}
 	return ExitCannotRun
+}
+
+// skippedByChoice lists the skipped specs that the target or the run
+// could have had graded (a capability to declare, a flag to give), with
+// their reasons; structural skips (no target of this kind can) are not.
+func skippedByChoice(rep *suite.Report) []string {
+	var out []string
+	for _, r := range rep.Results {
+		if r.Status == suite.Skipped && !r.Structural {
+			out = append(out, r.ID+": "+r.Message)
+		}
+	}
+	return out
 }
 
 // cannotRun is the exit code of a run that could not start: interrupted

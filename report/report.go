@@ -116,6 +116,7 @@ type jsonResult struct {
 	Status     string       `json:"status"`
 	Mode       string       `json:"mode,omitempty"`
 	Expected   bool         `json:"expected_failure,omitempty"`
+	Structural bool         `json:"structural,omitempty"`
 	Message    string       `json:"message,omitempty"`
 	Failure    *jsonFailure `json:"failure,omitempty"`
 	DurationMs float64      `json:"duration_ms"`
@@ -150,6 +151,7 @@ func JSON(w io.Writer, rep *suite.Report, meta Meta) error {
 		Targets    []string       `json:"targets,omitempty"`
 		Level      string         `json:"level"`
 		Profile    string         `json:"profile,omitempty"`
+		Selection  string         `json:"selection,omitempty"`
 		Seed       uint64         `json:"seed"`
 		Outcome    string         `json:"outcome"`
 		Conformant bool           `json:"conformant"`
@@ -162,7 +164,7 @@ func JSON(w io.Writer, rep *suite.Report, meta Meta) error {
 		Coverage   jsonCoverage   `json:"coverage"`
 		Results    []jsonResult   `json:"results"`
 	}{
-		Version: meta.Version, Target: rep.Target, Targets: rep.Targets, Level: string(rep.Level), Profile: rep.Profile, Seed: rep.Seed,
+		Version: meta.Version, Target: rep.Target, Targets: rep.Targets, Level: string(rep.Level), Profile: rep.Profile, Selection: rep.Selection, Seed: rep.Seed,
 		Outcome: string(v.Outcome), Conformant: v.Outcome == suite.Conformant, Verdict: v.String(), Reasons: v.Reasons,
 		Aborted: rep.Aborted, Error: rep.Aborted, Notes: rep.Notes,
 		Coverage: jsonCoverage{Selected: c.Selected, Graded: c.Graded, RealTime: c.RealTime, Passed: c.Passed, Failed: c.Failed,
@@ -175,7 +177,7 @@ func JSON(w io.Writer, rep *suite.Report, meta Meta) error {
 	}
 	for _, r := range rep.Results {
 		jr := jsonResult{ID: r.ID, Level: string(r.Level), Rule: r.Rule, Status: string(r.Status), Mode: string(r.Mode),
-			Expected: r.ExpectedFailure, Message: r.Message, DurationMs: ms(r.Duration)}
+			Expected: r.ExpectedFailure, Structural: r.Structural, Message: r.Message, DurationMs: ms(r.Duration)}
 		if f := r.Failure; f != nil {
 			jr.Failure = &jsonFailure{Kind: string(f.Kind), Summary: f.Summary, Step: f.Step, AtMs: ms(f.At), Instance: f.Instance,
 				Operation: f.Operation, Got: f.Got, Want: f.Want, Explanation: f.Explanation, Hint: f.Hint, Explained: f.Explained}
@@ -331,6 +333,9 @@ func Markdown(w io.Writer, rep *suite.Report, meta Meta) error {
 	v := rep.Verdict()
 	icon := map[suite.Outcome]string{suite.Conformant: "✅", suite.NotConformant: "❌", suite.Undecided: "❔"}[v.Outcome]
 	fmt.Fprintf(&b, "## rlconform: %s %s at level `%s`\n\n", icon, escape(rep.Target), rep.Level)
+	if rep.Selection != "" {
+		fmt.Fprintf(&b, "Only the specs selected: %s.\n\n", escape(rep.Selection))
+	}
 	fmt.Fprintf(&b, "**%s**\n\n", escape(v.String()))
 	for _, why := range v.Reasons {
 		fmt.Fprintf(&b, "- %s\n", escape(why))

@@ -311,3 +311,25 @@ func (l *commaList) Set(v string) error {
 	}
 	return nil
 }
+
+// selection says which specs of the level the run grades when IDs or
+// Labels narrow it ("" for all of them), e.g. "ids core/reset, strict/".
+func (c Config) selection() string {
+	var parts []string
+	if len(c.IDs) > 0 {
+		parts = append(parts, "ids "+strings.Join(c.IDs, ", "))
+	}
+	if len(c.Labels) > 0 {
+		parts = append(parts, "labels "+strings.Join(c.Labels, ", "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// selectionNote is the selection as the end of a sentence: "" for the
+// whole level, else ", only " and the selection.
+func (c Config) selectionNote() string {
+	if sel := c.selection(); sel != "" {
+		return ", only " + sel
+	}
+	return ""
+}

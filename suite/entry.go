@@ -2,6 +2,7 @@ package suite
 
 import (
 	"context"
+	"flag"
 	"testing"
 
 	"github.com/onsi/ginkgo/v2"
@@ -107,6 +108,9 @@ func Run(t *testing.T, cfg Config, target Target) {
 // spec's level and needs (label filters such as `--ginkgo.label-filter=core`
 // work). Call it before RunSpecs (at package level, or in the test function),
 // once: Ginkgo runs one RunSpecs per process, which the caller's suite owns.
+// The -rlconform.* flags (RegisterFlags) are read when the specs run, so they
+// work with either form; at package level every spec is in the tree, and
+// those the run does not select are skipped, saying so.
 // Results are judged as by Run. An invalid Config fails the container.
 //
 // Typical usage:
@@ -115,22 +119,40 @@ func Run(t *testing.T, cfg Config, target Target) {
 //
 //	func TestMine(t *testing.T) { RegisterFailHandler(Fail); RunSpecs(t, "mine") }
 func Register(cfg Config, targets ...Target) bool {
-	cfg = flagOverrides(cfg)
-	full, verr := cfg.validated()
+	// At package level Register runs before go test parses the flags: the
+	// tree then holds every spec, and the -rlconform.* flags select and
+	// seed them when the specs run (the others are skipped, saying so).
+	late := !flag.Parsed()
+	full, verr := flagOverrides(cfg).validated()
+	tree := selectSpecs(full)
+	if late && verr == nil {
+		all := full
+		all.Level, all.IDs, all.Labels = All, nil, nil
+		tree = selectSpecs(all)
+	}
 	for _, target := range targets {
 		ginkgo.Describe("rlconform "+target.Name, ginkgo.Ordered, ginkgo.ContinueOnFailure, func() {
 			var (
-				r   *runner
-				rep *Report
+				r        *runner
+				rep      *Report
+				selected map[string]bool // the specs this run grades
 			)
 			ginkgo.BeforeAll(func(ctx ginkgo.SpecContext) {
 				if verr != nil {
 					ginkgo.Fail("rlconform: " + verr.Error())
 				}
+				run := flagOverrides(cfg)
+				if _, err := run.validated(); err != nil {
+					ginkgo.Fail("rlconform: " + err.Error())
+				}
 				var err error
-				r, err = newRunner(ctx, cfg, target)
+				r, err = newRunner(ctx, run, target)
 				if err != nil {
 					ginkgo.Fail("rlconform: " + err.Error())
+				}
+				selected = map[string]bool{}
+				for _, s := range r.selected() {
+					selected[s.id] = true
 				}
 				rep = r.newReport(target)
 				ginkgo.GinkgoWriter.Printf("rlconform: grading %s, %s\n", target.Name, r.cfg.reproduce(""))
@@ -140,8 +162,11 @@ func Register(cfg Config, targets ...Target) bool {
 				ginkgo.It("has a valid configuration", func() {})
 				return
 			}
-			for _, s := range selectSpecs(full) {
+			for _, s := range tree {
 				ginkgo.It(s.title(), ginkgo.Label(s.labels()...), func(ctx ginkgo.SpecContext) {
+					if !selected[s.id] {
+						ginkgo.Skip("not selected: the run grades level " + string(r.cfg.Level) + r.cfg.selectionNote())
+					}
 					if rep.Aborted != "" {
 						rep.Results = append(rep.Results, r.notRun(&s, rep.Aborted, false))
 						ginkgo.Skip("not run: " + rep.Aborted)

@@ -90,6 +90,12 @@ type Result struct {
 	Duration time.Duration
 	// ExpectedFailure: the spec is in Config.ExpectFail.
 	ExpectedFailure bool
+	// Structural, for a skipped spec: no target of this kind can have it
+	// graded (a remote target cannot take a cancelled context in flight,
+	// only an endpoint has rate-limit fields, the profile does not grade
+	// it), as opposed to a capability the target could declare or an
+	// option the run could be given.
+	Structural bool
 
 	// diag is what the answers say of the algorithms the limiter may be.
 	diag *diagnosed
@@ -133,6 +139,9 @@ type Report struct {
 	// "sliding-log" or "gcra:burst=limit").
 	Profile string
 	Results []Result
+	// Selection, when not empty, says that the run graded only some specs
+	// of its level, and which (Config.IDs, Config.Labels).
+	Selection string
 	// Aborted, when not empty, says why the run stopped early (the target
 	// or the grader's store stopped answering, an interrupt).
 	Aborted string
@@ -174,6 +183,8 @@ type Verdict struct {
 	Outcome Outcome
 	// Level is the level the run graded.
 	Level Level
+	// Selection is Report.Selection: only some specs of the level.
+	Selection string
 	// Reasons say why the outcome is not Conformant, one line each.
 	Reasons []string
 	// Coverage counts the specs by what happened to them.
@@ -195,11 +206,14 @@ type Coverage struct {
 	RealTime int
 	// SkippedBy counts skipped specs by reason.
 	SkippedBy map[string]int
+	// Structural counts the skipped specs no target of this kind can have
+	// graded (Result.Structural).
+	Structural int
 }
 
 // Verdict judges the report.
 func (rep *Report) Verdict() Verdict {
-	v := Verdict{Level: rep.Level, Coverage: Coverage{Selected: len(rep.Results), SkippedBy: map[string]int{}}}
+	v := Verdict{Level: rep.Level, Selection: rep.Selection, Coverage: Coverage{Selected: len(rep.Results), SkippedBy: map[string]int{}}}
 	c := &v.Coverage
 	var failed, undecided []string
 	for _, r := range rep.Results {
@@ -225,6 +239,9 @@ func (rep *Report) Verdict() Verdict {
 		case Skipped:
 			c.Skipped++
 			c.SkippedBy[r.Message]++
+			if r.Structural {
+				c.Structural++
+			}
 		case Inconclusive:
 			c.Inconclusive++
 			undecided = append(undecided, fmt.Sprintf("%s: inconclusive: %s", r.ID, r.summary()))
@@ -287,7 +304,12 @@ func (v Verdict) String() string {
 	default:
 		head = "UNDECIDED"
 	}
-	if v.Level != "" {
+	switch {
+	case v.Selection != "" && v.Level != "" && v.Level != All:
+		head += " on the specs selected (" + v.Selection + ") up to " + string(v.Level)
+	case v.Selection != "":
+		head += " on the specs selected (" + v.Selection + ")"
+	case v.Level != "":
 		head += " at " + string(v.Level)
 	}
 	return head + ": " + v.Coverage.String()

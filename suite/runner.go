@@ -123,7 +123,8 @@ func selectSpecs(cfg Config) []spec {
 
 // newReport starts the report of a run on t.
 func (r *runner) newReport(t Target) *Report {
-	return &Report{Target: t.Name, Targets: t.Addresses, Seed: r.cfg.Seed, Level: r.cfg.Level, Profile: r.profile.String()}
+	return &Report{Target: t.Name, Targets: t.Addresses, Seed: r.cfg.Seed, Level: r.cfg.Level, Profile: r.profile.String(),
+		Selection: r.cfg.selection()}
 }
 
 // notRun is the result of a spec the run never reached: interrupted when
@@ -141,8 +142,11 @@ func (r *runner) notRun(s *spec, why string, stopped bool) Result {
 	return res
 }
 
-// missing says why target cannot run s, or "" when it can.
-func (r *runner) missing(t Target, s *spec) string {
+// missing says why target cannot run s, or "" when it can; structural
+// when no target of its kind can (an HTTP target cannot take a cancelled
+// context in flight, only an endpoint has rate-limit fields), rather than
+// a capability it could declare or an option the run could be given.
+func (r *runner) missing(t Target, s *spec) (why string, structural bool) {
 	c := t.Capabilities
 	for _, n := range s.needs {
 		var why string
@@ -173,34 +177,39 @@ func (r *runner) missing(t Target, s *spec) string {
 			}
 		case needInProcess:
 			if len(t.Addresses) > 0 {
+				structural = true
 				why = "needs an in-process target: over HTTP a call cancelled before it is sent never reaches the target, and one cancelled in flight has an unknown outcome"
 			}
 
 		case needOpaqueIDs:
 			if t.Request != nil {
+				structural = true
 				why = "grades how the limiter keys user ids it is given; an endpoint is sent identities the grader generates"
 			}
 		case needUsers:
 			if t.SharedLimit {
+				structural = true
 				why = "needs several users with limits of their own; every request of this service shares one limit (--identity none)"
 			}
 		case needEndpoint:
 			if t.Request == nil {
+				structural = true
 				why = "grades the rate-limit fields of HTTP answers: only an endpoint (rlconform run --endpoint) has them"
 			}
 		case needOwnRedis:
 			switch {
 			case !t.NeedsRedis:
+				structural = len(t.Addresses) > 0 // over HTTP: only --exec makes it possible
 				why = "stops the target's Redis, and the target does not use one (Target.NeedsRedis is false; on the command line, rlconform run --exec 'CMD' starts the limiter on a Redis of the run's own, and grades this)"
 			case r.redis == nil || r.redis.Server == nil:
 				why = "needs a Redis this run started, to stop it (not one from REDIS_URL or Config.Redis, nor a remote target's)"
 			}
 		}
 		if why != "" {
-			return why
+			return why, structural
 		}
 	}
-	return ""
+	return "", false
 }
 
 // stillAlive asks a target whose spec just failed whether it still answers,
@@ -234,12 +243,12 @@ func (r *runner) runSpec(ctx context.Context, t Target, s *spec) (res Result) {
 		res.Status, res.Message = Interrupted, "the run was stopped before this spec began"
 		return res
 	}
-	if why := r.missing(t, s); why != "" {
-		res.Status, res.Message = Skipped, why
+	if why, structural := r.missing(t, s); why != "" {
+		res.Status, res.Message, res.Structural = Skipped, why, structural
 		return res
 	}
 	if why := s.outside(r.profile, t.Capabilities.Clock); why != "" {
-		res.Status, res.Message = Skipped, why
+		res.Status, res.Message, res.Structural = Skipped, why, true
 		return res
 	}
 	res.Mode = RealTime
