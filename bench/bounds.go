@@ -153,7 +153,7 @@ func (j Judge) rules() (rules, error) {
 		}
 		if spec.Params["refill"] == "interval" {
 			r.linear = append(r.linear,
-				linearBound{0, mul128(c+n, w), w + 1, fmt.Sprintf("at most %d + %d allowed within any %v (%s and one refill)", c, n, win, what)},
+				linearBound{0, mul128(c+n-1, w), w, fmt.Sprintf("at most %d + %d − 1 allowed within any span shorter than %v (%s and one refill; its maker spent a token)", c, n, win, what)},
 				linearBound{n, mul128(c+n, w), 0, fmt.Sprintf("at most %d + %d + %d×E/%v allowed within any span E (at most ⌈E/W⌉ refills)", c, n, n, win)})
 			r.under = logUnder(min(n, c), w, false, fmt.Sprintf("a denial needs the %d tokens of its last refill (less than %v before it) spent", min(n, c), win))
 			break
