@@ -214,10 +214,15 @@ func (r rules) check(grouped []Decision, end time.Duration) Exactness {
 }
 
 // found offers a set of allowed calls that break a bound as the worst
-// window: the one most past its bound, then the largest.
+// window: the one past its bound by the largest part of it, then the one
+// of the lowest bound (the most concentrated).
 func found(ex *Exactness, calls []Decision, count, bound int, from, to time.Duration, rule string) {
-	if w := ex.Worst; w != nil && (count-bound < w.Allowed-w.Bound || (count-bound == w.Allowed-w.Bound && count <= w.Allowed)) {
-		return
+	if w := ex.Worst; w != nil {
+		// Past the bound by a larger part of it: (count−bound)/bound.
+		mine, theirs := (count-bound)*max(1, w.Bound), (w.Allowed-w.Bound)*max(1, bound)
+		if mine < theirs || (mine == theirs && bound >= w.Bound) {
+			return
+		}
 	}
 	ex.Worst = &Window{User: calls[0].User, Allowed: count, Bound: bound, Rule: rule, From: from, To: to, Calls: slices.Clone(calls)}
 }
@@ -304,9 +309,7 @@ func (r rules) epochWindows(ex *Exactness, allowed []Decision, flagged []bool) {
 		failedAt      = make([]int64, n)
 		isFailed      = make([]bool, n)
 		failed        = 0
-		worstK        = int64(0)
-		worstFails    = 0
-		fails         = map[int64]int{}
+		failWindows   []int // records with a call left over
 		pending       = &byLast{last: last}
 		next          = 0
 		k             = first[0]
@@ -332,9 +335,8 @@ func (r rules) epochWindows(ex *Exactness, allowed []Decision, flagged []bool) {
 			failedAt[x], isFailed[x] = k, true
 			flagged[x] = true
 			failed++
-			fails[k]++
-			if fails[k] > worstFails {
-				worstK, worstFails = k, fails[k]
+			if len(failWindows) == 0 || failWindows[len(failWindows)-1] != len(records) {
+				failWindows = append(failWindows, len(records))
 			}
 		}
 		records = append(records, rec)
@@ -343,40 +345,50 @@ func (r rules) epochWindows(ex *Exactness, allowed []Decision, flagged []bool) {
 	if failed == 0 {
 		return
 	}
-	// The windows j..worstK it proves full: back while the window before
-	// was visited, full, and took only calls that had to be in by worstK.
-	at := len(records) - 1
-	for records[at].k != worstK {
-		at--
+	// The windows j..k that a window k with a call left over proves full:
+	// back while the window before was visited, full, and took only calls
+	// that had to be in by k. Of the first few, the one most past its
+	// bound per window, then the fewest windows, is the worst.
+	type proof struct {
+		set           []Decision
+		excess        int
+		firstK, lastK int64
 	}
-	j := at
-	for j > 0 && records[j-1].k == records[j].k-1 && records[j-1].full && records[j-1].maxLast <= worstK {
-		j--
-	}
-	firstK := records[j].k
-	var set []Decision
-	for _, x := range assignedOrder[records[j].from:] {
-		if assignedTo[x] <= worstK {
-			set = append(set, allowed[x])
+	var best *proof
+	for _, at := range failWindows[:min(len(failWindows), 16)] {
+		k := records[at].k
+		j := at
+		for j > 0 && records[j-1].k == records[j].k-1 && records[j-1].full && records[j-1].maxLast <= k {
+			j--
+		}
+		p := proof{firstK: records[j].k, lastK: k}
+		for _, x := range assignedOrder[records[j].from:] {
+			if assignedTo[x] <= k {
+				p.set = append(p.set, allowed[x])
+			}
+		}
+		for x := range allowed {
+			if isFailed[x] && failedAt[x] >= p.firstK && failedAt[x] <= k && first[x] >= p.firstK && last[x] <= k {
+				p.set = append(p.set, allowed[x])
+				p.excess++
+			}
+		}
+		windows := p.lastK - p.firstK
+		if best == nil || int64(p.excess)*(best.lastK-best.firstK+1) > int64(best.excess)*(windows+1) ||
+			(int64(p.excess)*(best.lastK-best.firstK+1) == int64(best.excess)*(windows+1) && windows < best.lastK-best.firstK) {
+			best = &p
 		}
 	}
-	excess := 0
-	for x := range allowed {
-		if isFailed[x] && failedAt[x] >= firstK && failedAt[x] <= worstK && last[x] <= worstK && first[x] >= firstK {
-			set = append(set, allowed[x])
-			excess++
-		}
-	}
+	set := best.set
 	slices.SortStableFunc(set, func(a, b Decision) int { return int(a.Sent - b.Sent) })
-	windows := worstK - firstK + 1
 	edge := func(k int64) time.Duration { return time.Duration(k*r.w - r.start) }
 	rule := fmt.Sprintf("at most %d allowed in each window [kW, (k+1)W) of the epoch: %d in the %d window(s) [%+.3fms, %+.3fms)",
-		r.n, len(set), windows, float64(edge(firstK))/1e6, float64(edge(worstK+1))/1e6)
+		r.n, len(set), best.lastK-best.firstK+1, float64(edge(best.firstK))/1e6, float64(edge(best.lastK+1))/1e6)
 	from, to := set[0].Sent, set[0].Returned
 	for _, c := range set {
 		to = max(to, c.Returned)
 	}
-	found(ex, set, len(set), len(set)-excess, from, to, rule)
+	found(ex, set, len(set), len(set)-best.excess, from, to, rule)
 }
 
 // byLast is a heap of call indexes by their last window.

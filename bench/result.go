@@ -321,6 +321,7 @@ func (r *Result) Text(w io.Writer) {
 		users = fmt.Sprintf("%d users, Zipf s=%g (user 0 hottest)", r.Users, r.Zipf)
 	}
 	fmt.Fprintf(w, "load        %s for %v; %s; limit %d per %v\n", mode, r.Duration, users, r.Limit, r.Window)
+	fmt.Fprintf(w, "profile     %s: the decisions are judged by its rules\n", r.judged())
 	fmt.Fprintf(w, "throughput  %.0f decisions/s (%d in %v)\n", r.Throughput, r.Decisions, r.Elapsed.Round(time.Millisecond))
 	fmt.Fprintf(w, "latency     p50 %v  p90 %v  p99 %v  p99.9 %v  max %v\n",
 		RoundLatency(r.Latency.P50), RoundLatency(r.Latency.P90), RoundLatency(r.Latency.P99), RoundLatency(r.Latency.P999), RoundLatency(r.Latency.Max))
