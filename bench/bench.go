@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/rlconform/rlconform/model"
 )
 
 // Limiter is what the bench calls: one decision for userID.
@@ -54,12 +56,14 @@ type Config struct {
 	// the exactness check judges against.
 	Limit  int
 	Window time.Duration
+	// Profile is the algorithm the target claims, whose rules the check
+	// holds its decisions to ([Judge]); the zero Spec is the sliding log.
+	Profile model.Spec
 	// UserPrefix starts every user id (a fresh one per run keeps runs on a
 	// shared store apart).
 	UserPrefix string
 	// SkipExactness, when not empty, says why the decisions are not judged
-	// against the sliding-window log (the limiter is meant to be another
-	// algorithm, say).
+	// (a target stamped with the grader's clock, say).
 	SkipExactness string
 	// Seed seeds the users' draw.
 	Seed uint64
@@ -109,6 +113,9 @@ func (c Config) ValidateLoad() error {
 		return fmt.Errorf("zipf %v: want 0 (uniform) or more than 1", c.Zipf)
 	case c.Limit < 1 || c.Window < time.Millisecond:
 		return fmt.Errorf("limit %d per %v: want at least 1 per 1ms", c.Limit, c.Window)
+	}
+	if _, err := (Judge{Profile: c.Profile, Limit: c.Limit, Window: c.Window}).Rules(); err != nil {
+		return err
 	}
 	return nil
 }
@@ -287,7 +294,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	wg.Wait()
 	cancel()
 	<-progressDone
-	r := collect(cfg, callers, sent, time.Since(start), backlog.Load())
+	r := collect(cfg, callers, start, sent, time.Since(start), backlog.Load())
 	if ctx.Err() != nil {
 		r.Interrupted = true
 		return r, fmt.Errorf("the bench was interrupted after %v: %w", sent.Round(time.Millisecond), context.Cause(ctx))

@@ -35,17 +35,23 @@ const (
 	Errored
 )
 
-// Window is a span of one user's decisions that the check proves lay in
-// one window: it comes with the decisions, for the report's timeline.
+// Window is a set of one user's allowed calls that the check proves broke
+// a bound of the profile whatever their instants: more than N within less
+// than one window for the sliding log, more than a bucket's burst and
+// refill for GCRA, more than N each in the windows of the epoch their
+// spans lie in for a fixed window. It comes with the calls, for the
+// report's timeline.
 type Window struct {
 	User   int32  `json:"user"`
 	UserID string `json:"user_id,omitempty"` // the id the run gave it
-	// Allowed is how many allowed requests provably lay within one window
-	// (more than the limit: an overshoot).
+	// Allowed is how many allowed calls are in the set.
 	Allowed int `json:"allowed"`
+	// Bound is the most the profile admits there, and Rule the bound
+	// broken, as the report states it.
+	Bound int    `json:"bound"`
+	Rule  string `json:"rule,omitempty"`
 	// From and To bound the calls: the first was sent at From, the last
-	// answered at To; every admissible instant of them lies within less
-	// than W (see [model.Admissible]).
+	// answered by To (see [model.Admissible] for their instants).
 	From time.Duration `json:"from_ns"`
 	To   time.Duration `json:"to_ns"`
 	// Calls are the window's allowed calls, in the order sent.
@@ -64,11 +70,15 @@ type UnderAdmission struct {
 	Counted int `json:"counted"`
 	// Nearby are those requests, in the order sent.
 	Nearby []Decision `json:"nearby"`
+	// Rule is what a denial needs by the profile, as the report states it.
+	Rule string `json:"rule,omitempty"`
 }
 
-// Exactness is what the check found in a run's decisions against a
-// sliding-window log of Limit per Window.
+// Exactness is what the check found in a run's decisions against the
+// profile judged (the sliding-window log of Limit per Window by default).
 type Exactness struct {
+	// Profile is the profile judged, with every parameter.
+	Profile string `json:"profile,omitempty"`
 	// UsersAtLimit is how many users were denied at least once: the users
 	// whose decisions put the limit to the test.
 	UsersAtLimit int `json:"users_at_limit"`
@@ -96,40 +106,21 @@ func (e Exactness) Exact() bool { return e.Overshoot == 0 && e.UnderAdmitted == 
 
 // Check judges decisions against a sliding-window log of limit per window
 // in which every call took effect at one instant of its admissible span
-// ([model.Admissible]). It is sound: it reports an overshoot only when
-// limit+1 allowed calls of one user lay within less than one window
-// whatever their instants, and an under-admission only when fewer than
-// limit allowed (or errored) calls could have counted at any instant of a
-// denied call. It is linear after a sort of each user's calls by the
-// instant sent: O(n log n) in all.
+// ([model.Admissible]): [Judge.Check] for the sliding log. It is sound: it
+// reports an overshoot only when limit+1 allowed calls of one user lay
+// within less than one window whatever their instants, and an
+// under-admission only when fewer than limit allowed (or errored) calls
+// could have counted at any instant of a denied call. It is linear after a
+// sort of each user's calls by the instant sent: O(n log n) in all.
 //
 // end is when the run ended: an errored call may have taken effect at any
 // instant up to it.
 func Check(decisions []Decision, limit int, window, end time.Duration) Exactness {
-	began := time.Now()
-	ex := check(byUser(decisions), limit, window, end)
-	ex.Took = time.Since(began)
-	return ex
-}
-
-// check is Check on decisions already grouped by [byUser].
-func check(grouped []Decision, limit int, window, end time.Duration) Exactness {
-	var ex Exactness
-	eachUser(grouped, func(calls []Decision) {
-		denied := false
-		for _, c := range calls {
-			denied = denied || c.Outcome == Denied
-			if c.Outcome == Errored {
-				ex.Failed++
-			}
-		}
-		if denied {
-			ex.UsersAtLimit++
-		}
-		overshoot(&ex, calls, limit, window)
-		underAdmission(&ex, calls, limit, window, end)
-	})
-	ex.Decisions = len(grouped) - ex.Failed
+	ex, err := Judge{Limit: limit, Window: window}.Check(decisions, end)
+	if err != nil {
+		// Only a limit below 1 or a window not positive: nothing to judge.
+		return Exactness{Decisions: len(decisions)}
+	}
 	return ex
 }
 
@@ -174,61 +165,25 @@ func byUser(decisions []Decision) []Decision {
 func earliest(d Decision) time.Duration { lo, _ := admissible(d); return lo }
 func latest(d Decision) time.Duration   { _, hi := admissible(d); return hi }
 
-// overshoot finds, for every allowed call j of one user (sorted by Sent),
-// the earliest allowed call i such that calls i..j provably lay in one
-// window: the latest admissible instant of every one is less than W after
-// the earliest of call i. Because Sent grows with i and the latest return over
-// i..j shrinks with i, that holds for every i' ≥ i too, and the earliest i
-// never moves back as j grows: two pointers and a deque of the latest
-// return, linear.
-func overshoot(ex *Exactness, calls []Decision, limit int, window time.Duration) {
-	allowed := make([]Decision, 0, len(calls))
-	for _, c := range calls {
-		if c.Outcome == Allowed {
-			allowed = append(allowed, c)
-		}
-	}
-	var deque []int // indexes into allowed, Returned decreasing
-	i := 0
-	for j, c := range allowed {
-		for len(deque) > 0 && allowed[deque[len(deque)-1]].Returned <= c.Returned {
-			deque = deque[:len(deque)-1]
-		}
-		deque = append(deque, j)
-		for i <= j && latest(allowed[deque[0]])-earliest(allowed[i]) >= window {
-			i++
-			if deque[0] < i {
-				deque = deque[1:]
-			}
-		}
-		n := j - i + 1
-		if n <= limit {
-			continue
-		}
-		ex.Overshoot++
-		if ex.Worst == nil || n > ex.Worst.Allowed {
-			ex.Worst = &Window{User: c.User, Allowed: n, From: allowed[i].Sent, To: allowed[deque[0]].Returned,
-				Calls: slices.Clone(allowed[i : j+1])}
-		}
-	}
-}
-
 // underAdmission finds the denied calls of one user at whose every instant
-// fewer than limit allowed calls could have been in the window. A call a
-// could count at an instant t of the denied call d when t-W < e ≤ t for
-// an instant e of a, each in its admissible span: latest(a) > earliest(d)-W
-// and earliest(a) ≤ latest(d). Errored calls count as allowed, with
-// any instant up to end. With the allowed calls' Sent and Returned each
-// sorted, that count is (those sent by the denied call's end) − (those
-// returned before its window could begin), two binary searches: every
-// call returned that early was also sent by then.
-func underAdmission(ex *Exactness, calls []Decision, limit int, window, end time.Duration) {
+// fewer than u.limit calls could have counted: allowed ones (or, with
+// u.countDenied, of any outcome but the denied call itself) within less
+// than u.lookback before it. A call a could count at an instant t of the
+// denied call d when t-L < e ≤ t for an instant e of a, each in its
+// admissible span: latest(a) > earliest(d)-L and earliest(a) ≤ latest(d)
+// (a call decided before d was sent before d's answer came). Errored calls
+// count as allowed, with any instant up to end. With the counted calls'
+// earliest and latest instants each sorted, that count is (those that may
+// begin by the denied call's end) − (those over before its window could
+// begin), two binary searches: every call over that early also began by
+// then.
+func underAdmission(ex *Exactness, calls []Decision, u underRule, end time.Duration) {
 	var sent, returned []time.Duration
 	for _, c := range calls {
-		switch c.Outcome {
-		case Allowed:
+		switch {
+		case c.Outcome == Allowed || (u.countDenied && c.Outcome == Denied):
 			sent, returned = append(sent, earliest(c)), append(returned, latest(c))
-		case Errored:
+		case c.Outcome == Errored:
 			lo, hi := model.Admissible(c.Sent, end)
 			sent, returned = append(sent, lo), append(returned, hi)
 		}
@@ -239,22 +194,28 @@ func underAdmission(ex *Exactness, calls []Decision, limit int, window, end time
 		if d.Outcome != Denied {
 			continue
 		}
-		lo, hi := earliest(d)-window, latest(d)
+		lo, hi := earliest(d)-time.Duration(u.lookback), latest(d)
 		sentBy, _ := slices.BinarySearch(sent, hi+1)             // sent ≤ hi
 		returnedBefore, _ := slices.BinarySearch(returned, lo+1) // returned ≤ lo
 		counted := sentBy - returnedBefore
-		if counted >= limit {
+		if u.countDenied {
+			counted-- // d itself
+		}
+		if int64(counted) >= u.limit {
 			continue
 		}
 		ex.UnderAdmitted++
 		if ex.WorstUnder == nil || counted < ex.WorstUnder.Counted {
 			var nearby []Decision
 			for _, a := range calls {
-				if a.Outcome != Denied && earliest(a) <= hi && latest(Decision{Sent: a.Sent, Returned: returnedOrEnd(a, end)}) > lo {
+				if a == d || (a.Outcome == Denied && !u.countDenied) {
+					continue
+				}
+				if earliest(a) <= hi && latest(Decision{Sent: a.Sent, Returned: returnedOrEnd(a, end)}) > lo {
 					nearby = append(nearby, a)
 				}
 			}
-			ex.WorstUnder = &UnderAdmission{Call: d, User: d.User, Counted: counted, Nearby: nearby}
+			ex.WorstUnder = &UnderAdmission{Call: d, User: d.User, Counted: counted, Nearby: nearby, Rule: u.rule}
 		}
 	}
 }

@@ -34,7 +34,9 @@ type Result struct {
 	Zipf        float64       `json:"zipf,omitempty"`
 	Limit       int           `json:"limit"`
 	Window      time.Duration `json:"window_ns"`
-	Seed        uint64        `json:"seed"`
+	// Profile is the profile the decisions are judged against.
+	Profile string `json:"profile,omitempty"`
+	Seed    uint64 `json:"seed"`
 
 	// Decisions are the calls answered; Allowed and Denied split them.
 	Decisions int `json:"decisions"`
@@ -64,7 +66,7 @@ type Result struct {
 	HotKey *HotKey `json:"hot_key,omitempty"`
 	// Series is the run cut into buckets of equal length, for the chart.
 	Series []Bucket `json:"series"`
-	// Exactness is the check of every decision against the log of Limit
+	// Exactness is the check of every decision against Profile with Limit
 	// per Window; nil when it was not checked, NotChecked says why.
 	Exactness  *Exactness `json:"exactness,omitempty"`
 	NotChecked string     `json:"exactness_not_checked,omitempty"`
@@ -124,8 +126,8 @@ func (r *Result) UserID(u int32) string {
 // an overshoot or an under-admission.
 func (r *Result) Failed() bool { return r.Exactness != nil && !r.Exactness.Exact() }
 
-func collect(cfg Config, callers []*caller, sent, elapsed time.Duration, backlog int64) *Result {
-	r := &Result{Mode: cfg.Mode(), Concurrency: cfg.Concurrency, Rate: cfg.Rate, Duration: cfg.Duration,
+func collect(cfg Config, callers []*caller, start time.Time, sent, elapsed time.Duration, backlog int64) *Result {
+	r := &Result{Profile: Judge{Profile: cfg.Profile}.profileName(), Mode: cfg.Mode(), Concurrency: cfg.Concurrency, Rate: cfg.Rate, Duration: cfg.Duration,
 		Users: cfg.Users, Zipf: cfg.Zipf, Limit: cfg.Limit, Window: cfg.Window, Seed: cfg.Seed,
 		Errors: map[string]int{}, ErrorExamples: map[string]string{}, Backlog: int(backlog), Elapsed: elapsed}
 	prefix := cfg.UserPrefix
@@ -196,7 +198,12 @@ func collect(cfg Config, callers []*caller, sent, elapsed time.Duration, backlog
 		r.NotChecked = cfg.SkipExactness
 		return r
 	}
-	ex := check(r.decisions, cfg.Limit, cfg.Window, elapsed)
+	rules, err := Judge{Profile: cfg.Profile, Limit: cfg.Limit, Window: cfg.Window, Start: start}.rules()
+	if err != nil {
+		r.NotChecked = err.Error() // Run validated the profile: not reached
+		return r
+	}
+	ex := rules.check(r.decisions, elapsed)
 	ex.Took = time.Since(began)
 	if ex.Worst != nil {
 		ex.Worst.UserID = r.UserID(ex.Worst.User)
@@ -314,6 +321,7 @@ func (r *Result) Text(w io.Writer) {
 		users = fmt.Sprintf("%d users, Zipf s=%g (user 0 hottest)", r.Users, r.Zipf)
 	}
 	fmt.Fprintf(w, "load        %s for %v; %s; limit %d per %v\n", mode, r.Duration, users, r.Limit, r.Window)
+	fmt.Fprintf(w, "profile     %s: the decisions are judged by its rules\n", r.judged())
 	fmt.Fprintf(w, "throughput  %.0f decisions/s (%d in %v)\n", r.Throughput, r.Decisions, r.Elapsed.Round(time.Millisecond))
 	fmt.Fprintf(w, "latency     p50 %v  p90 %v  p99 %v  p99.9 %v  max %v\n",
 		RoundLatency(r.Latency.P50), RoundLatency(r.Latency.P90), RoundLatency(r.Latency.P99), RoundLatency(r.Latency.P999), RoundLatency(r.Latency.Max))
@@ -372,14 +380,17 @@ func (r *Result) exactnessText(w io.Writer) {
 	case ex.Exact() && ex.UsersAtLimit == 0:
 		fmt.Fprintf(w, "NOT EXERCISED: no user was ever denied, so the limit was never put to the test (fewer users, a lower limit or more load would)\n")
 	case ex.Exact():
-		fmt.Fprintf(w, "exact: no overshoot and no under-admission in %s of %s at the limit%s (checked in %v)\n",
-			plural(ex.Decisions, "decision"), plural(ex.UsersAtLimit, "user"), failedNote(ex), RoundLatency(ex.Took))
+		fmt.Fprintf(w, "exact: no overshoot and no under-admission in %s of %s at the limit%s, judged as %s (checked in %v)\n",
+			plural(ex.Decisions, "decision"), plural(ex.UsersAtLimit, "user"), failedNote(ex), r.judged(), RoundLatency(ex.Took))
 	}
 	if ex.Overshoot > 0 {
 		wd := ex.Worst
-		fmt.Fprintf(w, "OVERSHOOT: %s allowed past the limit of %d per %v\n", plural(ex.Overshoot, "request"), r.Limit, r.Window)
-		fmt.Fprintf(w, "            worst window: user %q had %d allowed between +%v (first sent) and +%v (last answered), %v apart, less than the window\n",
-			wd.UserID, wd.Allowed, wd.From.Round(time.Microsecond), wd.To.Round(time.Microsecond), (wd.To - wd.From).Round(time.Microsecond))
+		fmt.Fprintf(w, "OVERSHOOT: %s allowed past the limit of %d per %v, judged as %s\n", plural(ex.Overshoot, "request"), r.Limit, r.Window, r.judged())
+		fmt.Fprintf(w, "            worst window: user %q had %d allowed between +%v (first sent) and +%v (last answered), %v apart, where the profile admits at most %d whatever their instants\n",
+			wd.UserID, wd.Allowed, wd.From.Round(time.Microsecond), wd.To.Round(time.Microsecond), (wd.To - wd.From).Round(time.Microsecond), wd.Bound)
+		if wd.Rule != "" {
+			fmt.Fprintf(w, "            the bound: %s\n", wd.Rule)
+		}
 		timeline(w, r, wd.Calls)
 	}
 	if ex.UnderAdmitted > 0 {
@@ -387,11 +398,25 @@ func (r *Result) exactnessText(w io.Writer) {
 		if ex.Overshoot == 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "            UNDER-ADMISSION: %s denied that the log of %d per %v admits whatever the timing\n", plural(ex.UnderAdmitted, "request"), r.Limit, r.Window)
-		fmt.Fprintf(w, "            worst: user %q denied at +%v..+%v with at most %d allowed (or failed) requests in any window ending then\n",
+		fmt.Fprintf(w, "            UNDER-ADMISSION: %s denied that %s of %d per %v admits whatever the timing\n", plural(ex.UnderAdmitted, "request"), r.judged(), r.Limit, r.Window)
+		fmt.Fprintf(w, "            worst: user %q denied at +%v..+%v with at most %d allowed (or failed) requests that could count\n",
 			u.UserID, u.Call.Sent.Round(time.Microsecond), u.Call.Returned.Round(time.Microsecond), u.Counted)
+		if u.Rule != "" {
+			fmt.Fprintf(w, "            the rule: %s\n", u.Rule)
+		}
 		timeline(w, r, append(slices.Clone(u.Nearby), u.Call))
 	}
+}
+
+// judged is the profile the decisions were judged against.
+func (r *Result) judged() string {
+	if r.Exactness != nil && r.Exactness.Profile != "" {
+		return r.Exactness.Profile
+	}
+	if r.Profile != "" {
+		return r.Profile
+	}
+	return model.SlidingLog
 }
 
 // timeline prints calls (at most 12: the first 6 and the last 6).

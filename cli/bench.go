@@ -49,6 +49,7 @@ type benchFlags struct {
 	maxRegression float64
 	progress      string
 	profile       string
+	requireExact  bool
 	endpointFlags
 	execFlags
 }
@@ -72,7 +73,8 @@ func parseBench(args []string, stderr io.Writer) (*benchFlags, error) {
 	fs.StringVar(&f.compare, "compare", "", "a `BASELINE.json` written by --json: show the change in throughput and p99 against it")
 	fs.Float64Var(&f.maxRegression, "max-regression", 0, "with --compare: exit 3 when throughput falls, or p99 rises, by more than `PERCENT`")
 	fs.StringVar(&f.progress, "progress", "auto", "a live progress line: auto (when stderr is a terminal), always or never")
-	fs.StringVar(&f.profile, "profile", "sliding-log", "the built-in limiter to bench when no --target or --endpoint is given, `NAME[:key=value,...]`; the exactness check judges sliding-log only")
+	fs.StringVar(&f.profile, "profile", "sliding-log", "the algorithm the limiter claims, `NAME[:key=value,...]`: the exactness check holds its decisions to that profile's bounds (sliding-log, fixed-window, sliding-counter, gcra, token-bucket, with their parameters as for run); with no --target, --endpoint or --exec it also picks the built-in limiter benched")
+	fs.BoolVar(&f.requireExact, "require-exactness", false, "exit 2, with the reason, when exactness was not checked (a target stamped with our clock) or not exercised (no user was ever denied): a gate that checked nothing fails")
 	f.endpointFlags.register(fs)
 	f.execFlags.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -87,8 +89,6 @@ func parseBench(args []string, stderr io.Writer) (*benchFlags, error) {
 		return nil, errors.New("--endpoint and --target exclude each other")
 	case len(f.endpoints) > 0 && (set["limit"] || set["window"]):
 		return nil, errors.New("--limit and --window configure a limiter; an --endpoint's limit is its --policy (or its RateLimit-Policy field)")
-	case (len(f.endpoints) > 0 || len(f.targets) > 0 || f.command != "") && set["profile"]:
-		return nil, errors.New("--profile picks the built-in limiter to bench; it does not go with --target or --endpoint")
 	case f.maxRegression < 0:
 		return nil, errors.New("--max-regression must not be negative")
 	case set["max-regression"] && f.compare == "":
@@ -133,13 +133,10 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg := bench.Config{Concurrency: f.concurrency, Rate: f.rate, Duration: f.duration, Users: f.users, Zipf: f.zipf,
 		Limit: f.limit, Window: f.window, Seed: f.seed, Grace: f.timeout,
-		UserPrefix: fmt.Sprintf("bench-%x-u", time.Now().UnixNano()&0xffffffff)}
+		UserPrefix: fmt.Sprintf("bench-%x-u", time.Now().UnixNano()&0xffffffff), Profile: spec}
 	if err := cfg.ValidateLoad(); err != nil {
 		fmt.Fprintf(stderr, "rlconform bench: %v\n", err)
 		return ExitCannotRun
-	}
-	if !spec.IsSlidingLog() {
-		cfg.SkipExactness = fmt.Sprintf("the built-in %s is not a sliding log; the check judges the log's bound only", spec)
 	}
 	// The files are opened first: a bad path fails now, not after the load.
 	files, err := openBenchFiles(f, stdout)
@@ -201,6 +198,10 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if n := res.ErrorCount(); n > 0 {
 		fmt.Fprintf(stderr, "rlconform: %d calls failed (%s): the figures are of a faulty run\n", n, strings.Join(errorKinds(res), ", "))
 	}
+	proved := unexercised(res)
+	if f.requireExact && proved != "" && !failed {
+		fmt.Fprintf(stderr, "rlconform: --require-exactness: %s\n", proved)
+	}
 	if len(regressed) > 0 {
 		fmt.Fprintf(stderr, "rlconform: slower than the baseline past --max-regression %g%%: %s\n", f.maxRegression, strings.Join(regressed, ", "))
 	}
@@ -212,10 +213,24 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		return ExitNotConformant
 	case res.ErrorCount() > 0:
 		return ExitCannotRun
+	case f.requireExact && proved != "":
+		return ExitCannotRun
 	case len(regressed) > 0:
 		return ExitRegressed
 	}
 	return ExitConformant
+}
+
+// unexercised says why a run's exactness proves nothing: not checked, or
+// no user was ever denied ("" when it was checked and exercised).
+func unexercised(res *bench.Result) string {
+	switch {
+	case res.Exactness == nil:
+		return "exactness was not checked: " + res.NotChecked
+	case res.Exactness.UsersAtLimit == 0:
+		return "exactness was not exercised: no user was ever denied, so the limit was never put to the test (fewer users, a lower limit or more load would)"
+	}
+	return ""
 }
 
 // benchInstances builds the limiter's instances into cfg and names the

@@ -14,8 +14,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlconform/rlconform/adapters"
+	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/mutants"
 	"github.com/rlconform/rlconform/redisenv"
+	"github.com/rlconform/rlconform/reference"
 )
 
 // short is a bench short and heavy enough that every user is at the limit
@@ -92,7 +95,7 @@ func TestBenchCannotRun(t *testing.T) {
 		{"bench", "--max-regression", "5"},
 		{"bench", "--compare", filepath.Join(dir, "missing.json")},
 		{"bench", "--endpoint", "http://127.0.0.1:1", "--identity", "none", "--limit", "5"},
-		{"bench", "--target", "http://127.0.0.1:1", "--profile", "gcra"},
+		{"bench", "--target", "http://127.0.0.1:1", "--profile", "gcra:burst=0"},
 		{"bench", "--progress", "sometimes"},
 		{"bench", "--rate", "fast"},
 		{"bench", "--rate", "-5/s"},
@@ -166,4 +169,93 @@ func TestServeBuildsEveryImplTheHelpNames(t *testing.T) {
 		require.NoError(t, err)
 		assert.True(t, ok)
 	}
+}
+
+// serveReferenceProfile serves the reference implementation of spec on Redis,
+// deciding on Redis's clock (no clock control: rlconform serve
+// --impl reference:SPEC -clock=false); extra, when positive, is added to
+// every limit it is configured with (a limiter that admits more than its
+// profile).
+func serveReferenceProfile(t *testing.T, red *redisenv.Redis, spec string, extra int) string {
+	t.Helper()
+	lim, err := reference.NewProfile(red.Client, model.MustSpec(spec), reference.Options{MaxRequests: 5, Window: time.Second,
+		Prefix: fmt.Sprintf("rlc-bench-profile:%d:", time.Now().UnixNano())})
+	require.NoError(t, err)
+	srv, err := adapters.NewServer(raised{lim, extra}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	return srv.URL
+}
+
+// raised adds extra to the limit it is configured with.
+type raised struct {
+	contract.RateLimiterContract
+	extra int
+}
+
+func (r raised) Configure(ctx context.Context, n int, w time.Duration) error {
+	return r.RateLimiterContract.Configure(ctx, n+r.extra, w)
+}
+
+// paced is a load that spreads each user's allowed requests over the
+// window (an open loop of 50 requests a second per user, 10 per window of
+// 200ms against a limit of 5), so that a fixed window's admissions on
+// either side of an edge fall within less than one window.
+var paced = []string{"bench", "--duration", "1500ms", "--rate", "200", "--users", "4", "--limit", "5", "--window", "200ms", "--progress", "never"}
+
+// A fixed window of the epoch, on its own clock, is exact judged as one
+// (and the gate that requires exactness passes), and overshoots judged as
+// the sliding log it is not; one that admits N+1 in a window is caught.
+func TestBenchJudgesTheProfileATargetClaims(t *testing.T) {
+	red, err := redisenv.Obtain(context.Background())
+	require.NoError(t, err)
+	defer red.Close()
+	url := serveReferenceProfile(t, red, "fixed-window", 0)
+
+	code, out, errOut := rlconform(t, append(paced, "--target", url, "--profile", "fixed-window", "--require-exactness")...)
+	require.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
+	assert.Contains(t, out, "profile     fixed-window:align=epoch,count-denied=false: the decisions are judged by its rules")
+	assert.Contains(t, out, "exactness   exact: no overshoot and no under-admission in")
+	assert.Contains(t, out, "judged as fixed-window:align=epoch,count-denied=false")
+	assert.NotContains(t, errOut, "--require-exactness")
+
+	code, out, errOut = 0, "", ""
+	for attempt := 0; attempt < 3 && code != ExitNotConformant; attempt++ {
+		code, out, errOut = rlconform(t, append(paced, "--target", url)...)
+	}
+	require.Equal(t, ExitNotConformant, code, "%s\n%s", out, errOut)
+	assert.Contains(t, out, "OVERSHOOT")
+	assert.Contains(t, out, "judged as sliding-log")
+
+	code, out, errOut = rlconform(t, append(paced, "--target", serveReferenceProfile(t, red, "fixed-window", 1), "--profile", "fixed-window")...)
+	require.Equal(t, ExitNotConformant, code, "%s\n%s", out, errOut)
+	assert.Contains(t, out, "OVERSHOOT")
+	assert.Contains(t, out, "where the profile admits at most 5 whatever their instants")
+	assert.Contains(t, out, "the bound: at most 5 allowed in each window [kW, (k+1)W) of the epoch: 6 in the 1 window(s)")
+}
+
+// A gate that checked nothing fails: --require-exactness exits 2 with the
+// reason when the target is stamped with our clock, or when no user was
+// ever denied.
+func TestBenchRequireExactness(t *testing.T) {
+	code, out, errOut := rlconform(t, append(short, "--target", serveModel(t, true), "--concurrency", "4", "--require-exactness")...)
+	require.Equal(t, ExitCannotRun, code, "%s\n%s", out, errOut)
+	assert.Contains(t, errOut, "rlconform: --require-exactness: exactness was not checked: the target takes \"now\" from each request's clock header")
+
+	code, out, errOut = rlconform(t, "bench", "--duration", "300ms", "--limit", "1000000", "--progress", "never", "--require-exactness")
+	require.Equal(t, ExitCannotRun, code, "%s\n%s", out, errOut)
+	assert.Contains(t, out, "NOT EXERCISED")
+	assert.Contains(t, errOut, "rlconform: --require-exactness: exactness was not exercised: no user was ever denied")
+
+	// Without the flag, the same runs measure and exit 0.
+	code, out, errOut = rlconform(t, "bench", "--duration", "300ms", "--limit", "1000000", "--progress", "never")
+	require.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
+}
+
+// The built-in limiter of a profile is judged by that profile's rules.
+func TestBenchABuiltInProfileIsJudgedByItsRules(t *testing.T) {
+	code, out, errOut := rlconform(t, append(short, "--profile", "gcra:burst=3", "--require-exactness")...)
+	require.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
+	assert.Contains(t, out, "target      reference:gcra:burst=3")
+	assert.Contains(t, out, "judged as gcra:burst=3")
 }

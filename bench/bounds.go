@@ -1,0 +1,500 @@
+package bench
+
+import (
+	"container/heap"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/rlconform/rlconform/model"
+)
+
+// Judge is what a run's decisions are judged against: the profile the
+// limiter claims ([model.Spec]; the zero Spec is the sliding log), the
+// limit N and window W it was configured with, and the wall-clock instant
+// of the run's offset 0 (a window aligned to the epoch has its edges on
+// the Unix epoch, so the check needs to know where the run lies on it).
+type Judge struct {
+	Profile model.Spec
+	Limit   int
+	Window  time.Duration
+	Start   time.Time
+}
+
+// Check judges decisions (offsets from j.Start) by the profile's rules
+// (see [Judge.Rules]); end is when the run ended: an errored call may
+// have taken effect at any instant up to it. It is O(n log n).
+func (j Judge) Check(decisions []Decision, end time.Duration) (Exactness, error) {
+	began := time.Now()
+	r, err := j.rules()
+	if err != nil {
+		return Exactness{}, err
+	}
+	ex := r.check(byUser(decisions), end)
+	ex.Took = time.Since(began)
+	return ex, nil
+}
+
+// profileName is the profile judged, with every parameter.
+func (j Judge) profileName() string {
+	if spec, err := model.ParseSpec(j.Profile.String()); err == nil {
+		return spec.String()
+	}
+	return j.Profile.String()
+}
+
+// Rules says, one line each, what the check holds the profile to: its
+// overshoot bounds and its under-admission rule.
+func (j Judge) Rules() ([]string, error) {
+	r, err := j.rules()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	if r.epoch {
+		out = append(out, fmt.Sprintf("at most %d allowed in each window [kW, (k+1)W) of the epoch", r.n))
+	}
+	for _, b := range r.linear {
+		out = append(out, b.rule)
+	}
+	return append(out, r.under.rule), nil
+}
+
+// rules are the checks of one profile, N per W.
+type rules struct {
+	profile string
+	n, w    int64 // W in ns
+	start   int64 // the run's offset 0, in Unix ns
+	// epoch: at most N allowed in each window [kW, (k+1)W) of the Unix
+	// epoch, judged by assigning each allowed call to a window its span
+	// meets (earliest deadline first: a maximum matching).
+	epoch  bool
+	linear []linearBound
+	under  underRule
+}
+
+// linearBound is a bound on the allowed calls of one user whose admissible
+// instants all lie within a span of E ns: count × W − rate × E ≤ k, over
+// any E (within 0) or only E < within.
+type linearBound struct {
+	rate   int64
+	k      i128
+	within int64
+	rule   string
+}
+
+// bound is the most calls the bound admits within e ns.
+func (b linearBound) bound(e, w int64) int { return b.k.add(mul128(b.rate, e)).floorDiv(w) }
+
+// underRule is what a denial needs, by the profile: log, at least limit
+// allowed calls (or, countDenied, calls of any outcome) before it within
+// less than lookback; bucket, a bucket of capacity holding less than one
+// token whatever the timing.
+type underRule struct {
+	bucket      bool
+	limit       int64
+	lookback    int64
+	countDenied bool
+	capacity    int64
+	rule        string
+}
+
+func (j Judge) rules() (rules, error) {
+	spec, err := model.ParseSpec(j.Profile.String())
+	if err != nil {
+		return rules{}, fmt.Errorf("bench: the profile judged: %w", err)
+	}
+	if j.Limit < 1 || j.Window <= 0 {
+		return rules{}, fmt.Errorf("bench: limit %d per %v: want at least 1 per 1ns", j.Limit, j.Window)
+	}
+	n, w := int64(j.Limit), int64(j.Window)
+	r := rules{profile: spec.String(), n: n, w: w, start: j.Start.UnixNano()}
+	win := j.Window
+	logUnder := func(limit, lookback int64, countDenied bool, why string) underRule {
+		return underRule{limit: limit, lookback: lookback, countDenied: countDenied, rule: why}
+	}
+	param := func(name string) int64 {
+		if v, err := strconv.ParseInt(spec.Params[name], 10, 64); err == nil {
+			return v
+		}
+		return n // "limit"
+	}
+	switch spec.Name {
+	case model.FixedWindowP:
+		if spec.Params["align"] == "epoch" {
+			r.epoch = true
+		} else {
+			r.linear = append(r.linear,
+				linearBound{0, mul128(2*n, w), w + 1, fmt.Sprintf("at most 2×%d allowed within any %v (two windows of unknown alignment)", n, win)},
+				linearBound{n, mul128(2*n, w), 0, fmt.Sprintf("at most 2×%d + %d×E/%v allowed within any span E (at most ⌈E/W⌉+1 windows)", n, n, win)})
+		}
+		r.under = logUnder(n, w, false, fmt.Sprintf("a denial needs %d allowed requests in its window: within less than %v before it", n, win))
+	case model.SlidingCounterP:
+		r.epoch = spec.Params["align"] == "epoch"
+		r.linear = append(r.linear, linearBound{n, mul128(n+1, w).sub(i128{lo: 1}), w,
+			fmt.Sprintf("at most %d + ⌈%d×E/%v⌉ allowed within any span E < %v (the weighted counter's own bound)", n, n, win, win)})
+		if !r.epoch {
+			r.linear = append(r.linear, linearBound{n, mul128(2*n, w), 0,
+				fmt.Sprintf("at most 2×%d + %d×E/%v allowed within any span E (%d per window of unknown alignment)", n, n, win, n)})
+		}
+		counted := "allowed requests"
+		if spec.Params["count-denied"] == "true" {
+			counted = "requests counted (denied ones too)"
+		}
+		r.under = logUnder(n, 2*w, spec.Params["count-denied"] == "true",
+			fmt.Sprintf("a denial needs %d %s in its window and the one before: within less than 2×%v before it", n, counted, win))
+	case model.GCRAP, model.TokenBucketP:
+		c := param("burst")
+		what := fmt.Sprintf("a GCRA of burst %d", c)
+		if spec.Name == model.TokenBucketP {
+			c = param("capacity")
+			what = fmt.Sprintf("a token bucket of %d", c)
+		}
+		if spec.Params["refill"] == "interval" {
+			r.linear = append(r.linear,
+				linearBound{0, mul128(c+n-1, w), w, fmt.Sprintf("at most %d + %d − 1 allowed within any span shorter than %v (%s and one refill; its maker spent a token)", c, n, win, what)},
+				linearBound{n, mul128(c+n, w), 0, fmt.Sprintf("at most %d + %d + %d×E/%v allowed within any span E (at most ⌈E/W⌉ refills)", c, n, n, win)})
+			r.under = logUnder(min(n, c), w, false, fmt.Sprintf("a denial needs the %d tokens of its last refill (less than %v before it) spent", min(n, c), win))
+			break
+		}
+		r.linear = append(r.linear, linearBound{n, mul128(c, w), 0,
+			fmt.Sprintf("at most %d + %d×E/%v allowed within any span E (%s refilled at %d per %v)", c, n, win, what, n, win)})
+		r.under = underRule{bucket: true, capacity: c,
+			rule: fmt.Sprintf("%s refilled at %d per %v holds a token whatever the timing", what, n, win)}
+	default:
+		r.linear = append(r.linear, linearBound{0, mul128(n, w), w, fmt.Sprintf("at most %d allowed within less than %v", n, win)})
+		r.under = logUnder(n, w, false, fmt.Sprintf("a denial needs %d allowed requests within less than %v before it", n, win))
+	}
+	return r, nil
+}
+
+// check is Check on decisions already grouped by [byUser].
+func (r rules) check(grouped []Decision, end time.Duration) Exactness {
+	ex := Exactness{Profile: r.profile}
+	var allowed []Decision
+	var flagged []bool
+	eachUser(grouped, func(calls []Decision) {
+		denied := false
+		allowed = allowed[:0]
+		for _, c := range calls {
+			switch c.Outcome {
+			case Denied:
+				denied = true
+			case Errored:
+				ex.Failed++
+			case Allowed:
+				allowed = append(allowed, c)
+			}
+		}
+		if denied {
+			ex.UsersAtLimit++
+		}
+		flagged = slices.Grow(flagged[:0], len(allowed))[:len(allowed)]
+		clear(flagged)
+		if r.epoch {
+			r.epochWindows(&ex, allowed, flagged)
+		}
+		for _, b := range r.linear {
+			r.linearCheck(&ex, b, allowed, flagged)
+		}
+		for _, f := range flagged {
+			if f {
+				ex.Overshoot++
+			}
+		}
+		if r.under.bucket {
+			r.bucketUnder(&ex, calls, end)
+		} else {
+			underAdmission(&ex, calls, r.under, end)
+		}
+	})
+	ex.Decisions = len(grouped) - ex.Failed
+	return ex
+}
+
+// found offers a set of allowed calls that break a bound as the worst
+// window: the one past its bound by the largest part of it, then the one
+// of the lowest bound (the most concentrated).
+func found(ex *Exactness, calls []Decision, count, bound int, from, to time.Duration, rule string) {
+	if w := ex.Worst; w != nil {
+		// Past the bound by a larger part of it: (count−bound)/bound.
+		mine, theirs := (count-bound)*max(1, w.Bound), (w.Allowed-w.Bound)*max(1, bound)
+		if mine < theirs || (mine == theirs && bound >= w.Bound) {
+			return
+		}
+	}
+	ex.Worst = &Window{User: calls[0].User, Allowed: count, Bound: bound, Rule: rule, From: from, To: to, Calls: slices.Clone(calls)}
+}
+
+// linearCheck finds, for every allowed call j (sorted by Sent), a set of
+// calls i..j that breaks b: with E the span from the earliest admissible
+// instant of call i to the latest of any call p..j (p the first call
+// within b.within of it, or the first call of all), count × W − rate × E
+// > k. E bounds the span of i..j from above, so a set found breaks the
+// bound whatever the instants. For a fixed p and j the best i minimises
+// i×W − rate×lo_i: a deque of minima; p only moves forward as j grows, and
+// a deque of maxima keeps the latest instant. Linear.
+func (r rules) linearCheck(ex *Exactness, b linearBound, allowed []Decision, flagged []bool) {
+	if len(allowed) == 0 {
+		return
+	}
+	base := earliest(allowed[0])
+	lo := func(i int) int64 { return int64(earliest(allowed[i]) - base) }
+	hi := func(i int) int64 { return int64(latest(allowed[i]) - base) }
+	g := make([]i128, len(allowed))
+	for i := range allowed {
+		g[i] = mul128(int64(i), r.w).sub(mul128(b.rate, lo(i)))
+	}
+	var maxQ, minQ []int
+	p := 0
+	for j := range allowed {
+		for len(maxQ) > 0 && hi(maxQ[len(maxQ)-1]) <= hi(j) {
+			maxQ = maxQ[:len(maxQ)-1]
+		}
+		maxQ = append(maxQ, j)
+		for len(minQ) > 0 && g[minQ[len(minQ)-1]].cmp(g[j]) >= 0 {
+			minQ = minQ[:len(minQ)-1]
+		}
+		minQ = append(minQ, j)
+		for b.within > 0 && p <= j && hi(maxQ[0])-lo(p) >= b.within {
+			p++
+			if maxQ[0] < p {
+				maxQ = maxQ[1:]
+			}
+			if len(minQ) > 0 && minQ[0] < p {
+				minQ = minQ[1:]
+			}
+		}
+		if p > j {
+			continue
+		}
+		i, m := minQ[0], hi(maxQ[0])
+		count := j - i + 1
+		v := mul128(int64(count), r.w).sub(mul128(b.rate, m-lo(i)))
+		if v.cmp(b.k) <= 0 {
+			continue
+		}
+		flagged[j] = true
+		found(ex, allowed[i:j+1], count, b.bound(m-lo(i), r.w), allowed[i].Sent, allowed[maxQ[0]].Returned, b.rule)
+	}
+}
+
+// epochWindows assigns each allowed call to a window [kW, (k+1)W) of the
+// epoch that its admissible span meets, at most N to a window, earliest
+// last window first: a maximum assignment (windows are taken in order,
+// and a call that can wait for a later window leaves its place to one
+// that cannot). A call left over is past the limit whatever the instants;
+// the worst window is reported with the windows j..k it proves full
+// (Hall's condition: more calls whose spans lie within them than N each).
+func (r rules) epochWindows(ex *Exactness, allowed []Decision, flagged []bool) {
+	if len(allowed) == 0 {
+		return
+	}
+	window := func(d time.Duration) int64 { return floorDiv(r.start+int64(d), r.w) }
+	n := len(allowed)
+	first, last := make([]int64, n), make([]int64, n)
+	for i, a := range allowed {
+		first[i], last[i] = window(earliest(a)), window(latest(a))
+	}
+	type record struct {
+		k, maxLast int64
+		full       bool
+		from       int // the first call assigned to it, in assignedOrder
+	}
+	var (
+		records       []record
+		assignedOrder []int // calls in the order assigned
+		assignedTo    = make([]int64, n)
+		failedAt      = make([]int64, n)
+		isFailed      = make([]bool, n)
+		failed        = 0
+		failWindows   []int // records with a call left over
+		pending       = &byLast{last: last}
+		next          = 0
+		k             = first[0]
+	)
+	for next < n || pending.Len() > 0 {
+		if pending.Len() == 0 {
+			k = max(k, first[next])
+		}
+		for next < n && first[next] <= k {
+			heap.Push(pending, next)
+			next++
+		}
+		rec := record{k: k, maxLast: k, from: len(assignedOrder)}
+		for c := int64(0); c < r.n && pending.Len() > 0; c++ {
+			x := heap.Pop(pending).(int)
+			assignedTo[x] = k
+			assignedOrder = append(assignedOrder, x)
+			rec.maxLast = max(rec.maxLast, last[x])
+		}
+		rec.full = int64(len(assignedOrder)-rec.from) == r.n
+		for pending.Len() > 0 && last[pending.idx[0]] <= k {
+			x := heap.Pop(pending).(int)
+			failedAt[x], isFailed[x] = k, true
+			flagged[x] = true
+			failed++
+			if len(failWindows) == 0 || failWindows[len(failWindows)-1] != len(records) {
+				failWindows = append(failWindows, len(records))
+			}
+		}
+		records = append(records, rec)
+		k++
+	}
+	if failed == 0 {
+		return
+	}
+	// The windows j..k that a window k with a call left over proves full:
+	// back while the window before was visited, full, and took only calls
+	// that had to be in by k. Of the first few, the one most past its
+	// bound per window, then the fewest windows, is the worst.
+	type proof struct {
+		set           []Decision
+		excess        int
+		firstK, lastK int64
+	}
+	var best *proof
+	for _, at := range failWindows[:min(len(failWindows), 16)] {
+		k := records[at].k
+		j := at
+		for j > 0 && records[j-1].k == records[j].k-1 && records[j-1].full && records[j-1].maxLast <= k {
+			j--
+		}
+		p := proof{firstK: records[j].k, lastK: k}
+		for _, x := range assignedOrder[records[j].from:] {
+			if assignedTo[x] <= k {
+				p.set = append(p.set, allowed[x])
+			}
+		}
+		for x := range allowed {
+			if isFailed[x] && failedAt[x] >= p.firstK && failedAt[x] <= k && first[x] >= p.firstK && last[x] <= k {
+				p.set = append(p.set, allowed[x])
+				p.excess++
+			}
+		}
+		windows := p.lastK - p.firstK
+		if best == nil || int64(p.excess)*(best.lastK-best.firstK+1) > int64(best.excess)*(windows+1) ||
+			(int64(p.excess)*(best.lastK-best.firstK+1) == int64(best.excess)*(windows+1) && windows < best.lastK-best.firstK) {
+			best = &p
+		}
+	}
+	set := best.set
+	slices.SortStableFunc(set, func(a, b Decision) int { return int(a.Sent - b.Sent) })
+	edge := func(k int64) time.Duration { return time.Duration(k*r.w - r.start) }
+	rule := fmt.Sprintf("at most %d allowed in each window [kW, (k+1)W) of the epoch: %d in the %d window(s) [%+.3fms, %+.3fms)",
+		r.n, len(set), best.lastK-best.firstK+1, float64(edge(best.firstK))/1e6, float64(edge(best.lastK+1))/1e6)
+	from, to := set[0].Sent, set[0].Returned
+	for _, c := range set {
+		to = max(to, c.Returned)
+	}
+	found(ex, set, len(set), len(set)-best.excess, from, to, rule)
+}
+
+// byLast is a heap of call indexes by their last window.
+type byLast struct {
+	idx  []int
+	last []int64
+}
+
+func (h *byLast) Len() int           { return len(h.idx) }
+func (h *byLast) Less(a, b int) bool { return h.last[h.idx[a]] < h.last[h.idx[b]] }
+func (h *byLast) Swap(a, b int)      { h.idx[a], h.idx[b] = h.idx[b], h.idx[a] }
+func (h *byLast) Push(x any)         { h.idx = append(h.idx, x.(int)) }
+func (h *byLast) Pop() any {
+	x := h.idx[len(h.idx)-1]
+	h.idx = h.idx[:len(h.idx)-1]
+	return x
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+// bucketUnder finds the denied calls of one user (GCRA, or a bucket
+// refilled continuously) at which the bucket held a token whatever the
+// timing. The bucket at the instant t of a denial d holds, for the last
+// instant s it was full (or made, full), C + N(t−s)/W − A tokens, with A
+// the requests allowed from s to d; a denial needs that below 1. A call
+// allowed from s on was decided after s, so its latest admissible instant
+// is at least s; one decided before d was sent before d's answer. So a
+// denial is explained only if, for some s ≤ t,
+//
+//	#{a : latest(a) ≥ s, earliest(a) ≤ latest(d)} > C − 1 + N·max(0, earliest(d) − s)/W
+//
+// The count only falls as s passes the latest instants, so s need only be
+// one of them (at most earliest(d)), or earliest(d) itself: a prefix
+// maximum over the calls sorted by their latest instant, and two binary
+// searches per denial. Errored calls count as allowed, up to end.
+func (r rules) bucketUnder(ex *Exactness, calls []Decision, end time.Duration) {
+	var los, his []int64
+	var base time.Duration
+	if len(calls) > 0 {
+		base = earliest(calls[0])
+	}
+	for _, c := range calls {
+		switch c.Outcome {
+		case Allowed:
+			los, his = append(los, int64(earliest(c)-base)), append(his, int64(latest(c)-base))
+		case Errored:
+			lo, hi := model.Admissible(c.Sent, end)
+			los, his = append(los, int64(lo-base)), append(his, int64(hi-base))
+		}
+	}
+	slices.Sort(los)
+	slices.Sort(his)
+	// best[k] is the largest N×his[i] − less(i)×W over i ≤ k, with less(i)
+	// the calls whose latest instant is before his[i] (the first of equals
+	// has the most calls at or after it).
+	best := make([]i128, len(his))
+	bestAt := make([]int, len(his))
+	less := 0
+	for i, h := range his {
+		if i > 0 && h != his[i-1] {
+			less = i
+		}
+		v := mul128(r.n, h).sub(mul128(int64(less), r.w))
+		best[i], bestAt[i] = v, i
+		if i > 0 && best[i-1].cmp(v) >= 0 {
+			best[i], bestAt[i] = best[i-1], bestAt[i-1]
+		}
+	}
+	need := mul128(r.under.capacity-1, r.w)
+	for _, d := range calls {
+		if d.Outcome != Denied {
+			continue
+		}
+		lo, hi := int64(earliest(d)-base), int64(latest(d)-base)
+		before, _ := slices.BinarySearch(los, hi+1) // earliest ≤ latest(d)
+		// s = earliest(d): the calls that may be from then on, no refill.
+		gone, _ := slices.BinarySearch(his, lo) // latest < earliest(d)
+		worst := mul128(int64(before-gone), r.w)
+		s := lo
+		// s = his[k] ≤ earliest(d): (before − less)×W − N(earliest(d) − s).
+		if upTo, _ := slices.BinarySearch(his, lo+1); upTo > 0 {
+			v := mul128(int64(before), r.w).sub(mul128(r.n, lo)).add(best[upTo-1])
+			if v.cmp(worst) > 0 {
+				worst, s = v, his[bestAt[upTo-1]]
+			}
+		}
+		if worst.cmp(need) > 0 {
+			continue
+		}
+		ex.UnderAdmitted++
+		sBelow, _ := slices.BinarySearch(his, s)
+		counted := before - sBelow
+		if ex.WorstUnder == nil || counted < ex.WorstUnder.Counted {
+			var nearby []Decision
+			for _, a := range calls {
+				if a.Outcome != Denied && earliest(a) <= latest(d) && int64(latest(Decision{Sent: a.Sent, Returned: returnedOrEnd(a, end)})-base) >= s {
+					nearby = append(nearby, a)
+				}
+			}
+			ex.WorstUnder = &UnderAdmission{Call: d, User: d.User, Counted: counted, Nearby: nearby, Rule: r.under.rule}
+		}
+	}
+}
