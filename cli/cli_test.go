@@ -125,16 +125,24 @@ func TestRunInRealTimeWithoutClockControl(t *testing.T) {
 	assert.Less(t, time.Since(start), time.Minute)
 }
 
-func TestRunFailsABrokenRemoteLimiter(t *testing.T) {
+// serveFixedWindow serves the fixed-window-epoch mutant over protocol v1,
+// with clock control: strict/boundary-burst-epoch fails it.
+func serveFixedWindow(t *testing.T) *adapters.Server {
+	t.Helper()
 	red, err := redisenv.Obtain(context.Background())
 	require.NoError(t, err)
-	defer red.Close()
+	t.Cleanup(func() { red.Close() })
 	clock := fakeclock.New(time.Now())
 	lim, err := mutants.FixedWindowEpoch(mutants.Store{Redis: red.Client, Clock: clock, Prefix: "rlc-cli-test:", MaxRequests: 5, Window: time.Minute})
 	require.NoError(t, err)
 	srv, err := adapters.NewServer(lim, clock)
 	require.NoError(t, err)
-	defer srv.Close()
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+func TestRunFailsABrokenRemoteLimiter(t *testing.T) {
+	srv := serveFixedWindow(t)
 
 	code, out, _ := rlconform(t, "run", "--target", srv.URL, "--level", "strict", "--report-dir", t.TempDir())
 	assert.Equal(t, ExitNotConformant, code)

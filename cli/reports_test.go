@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"encoding/xml"
 	"os"
@@ -14,26 +13,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rlconform/rlconform/adapters"
-	"github.com/rlconform/rlconform/fakeclock"
 	"github.com/rlconform/rlconform/internal/testaddr"
-	"github.com/rlconform/rlconform/mutants"
-	"github.com/rlconform/rlconform/redisenv"
 )
 
 // TestReportsOnEveryExit: whatever the exit code (0, 1, 2, 130), --junit,
 // --json and --summary are valid reports that say what happened; a run
 // that could not grade has a JUnit <error> and a JSON "error" saying why.
 func TestReportsOnEveryExit(t *testing.T) {
-	red, err := redisenv.Obtain(context.Background())
-	require.NoError(t, err)
-	defer red.Close()
-	clock := fakeclock.New(time.Now())
-	lim, err := mutants.FixedWindowEpoch(mutants.Store{Redis: red.Client, Clock: clock, Prefix: "rlc-cli-reports:", MaxRequests: 5, Window: time.Minute})
-	require.NoError(t, err)
-	broken, err := adapters.NewServer(lim, clock)
-	require.NoError(t, err)
-	defer broken.Close()
+	broken := serveFixedWindow(t)
 
 	dir := t.TempDir()
 	started := filepath.Join(dir, "started")

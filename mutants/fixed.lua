@@ -6,13 +6,6 @@
 --   approx the two-window estimate prev*(1-elapsed/W) + current
 -- Returns {allowed 0|1, remaining}.
 local base = KEYS[1]
-local now
-if ARGV[1] == "" then -- no clock given: the server's
-  local t = redis.call("TIME")
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-else
-  now = tonumber(ARGV[1])
-end
 local window = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])
 local record = ARGV[4] == "1"

@@ -5,20 +5,13 @@
 -- may land a hair above it (or below where it denies).
 --
 -- KEYS[1]  the user's TAT (a STRING, seconds)
--- ARGV[1]  now in unix ms, or "" to read the server's TIME
+-- ARGV[1]  now in unix ms, or "" to read the server's TIME (the prelude sets now)
 -- ARGV[2]  window W in ms; ARGV[3] limit N; ARGV[4] burst B
 -- ARGV[5]  "1": decide (and record) the request; "0": only look
 --
 -- Returns {allowed 0|1, remaining}.
 local key = KEYS[1]
-local nowms
-if ARGV[1] == "" then
-  local t = redis.call("TIME")
-  nowms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-else
-  nowms = tonumber(ARGV[1])
-end
-local now = nowms / 1000
+now = now / 1000 -- the prelude's ms, as float seconds
 local period = tonumber(ARGV[2]) / 1000
 local limit = tonumber(ARGV[3])
 local burst = tonumber(ARGV[4])

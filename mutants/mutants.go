@@ -19,6 +19,7 @@ import (
 
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/fakeclock"
+	"github.com/rlconform/rlconform/internal/luaprelude"
 	"github.com/rlconform/rlconform/model"
 )
 
@@ -130,14 +131,14 @@ func Uncatchable() map[string]string {
 }
 
 //go:embed zset.lua
-var zsetSource string
+var zsetBody string
 
-var zsetScript = redis.NewScript(zsetSource)
+var zsetScript = luaprelude.Script(zsetBody)
 
 //go:embed fixed.lua
-var fixedSource string
+var fixedBody string
 
-var fixedScript = redis.NewScript(fixedSource)
+var fixedScript = luaprelude.Script(fixedBody)
 
 // scripted is a Redis limiter whose decisions come from one of the mutant
 // scripts, with Go-side faults on top.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/internal/luaprelude"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/reference"
 )
@@ -15,7 +16,10 @@ import (
 // a float GCRA written as many libraries write it.
 
 //go:embed gcra-float.lua
-var gcraFloatSource string
+var gcraFloatBody string
+
+// gcraFloatSource is the script Redis runs: the prelude, then the file.
+var gcraFloatSource = luaprelude.Source(gcraFloatBody)
 
 // The profiles the profile mutants claim.
 const (

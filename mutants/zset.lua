@@ -9,13 +9,6 @@ local record = ARGV[4] == "1"
 local faults = " " .. ARGV[5] .. " "
 local function fault(name) return string.find(faults, " " .. name .. " ", 1, true) ~= nil end
 
-local now
-if ARGV[1] == "" then
-  local t = redis.call("TIME")
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-else
-  now = tonumber(ARGV[1])
-end
 
 -- clock-clamped: a clock that stepped back is held at the newest entry, so
 -- requests are logged later than they were made.

@@ -2,6 +2,7 @@ package redisenv
 
 import (
 	"context"
+	"github.com/rlconform/rlconform/internal/freeport"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,7 +79,7 @@ func TestURLRungIsTriedFirst(t *testing.T) {
 }
 
 func TestUnreachableURLIsALoudError(t *testing.T) {
-	port, err := freePort()
+	port, err := freeport.Loopback()
 	require.NoError(t, err)
 	t.Setenv("REDIS_URL", "redis://127.0.0.1:"+itoa(port))
 	start := time.Now()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rlconform/rlconform/internal/freeport"
 	"net"
 	"os"
 	"os/exec"
@@ -49,7 +50,7 @@ func StartServer(ctx context.Context, binary string, extraArgs ...string) (*Serv
 		return nil, fmt.Errorf("redisenv: %w", err)
 	}
 	for attempt := 1; ; attempt++ {
-		port, err := freePort()
+		port, err := freeport.Loopback()
 		if err != nil {
 			os.RemoveAll(dir)
 			return nil, fmt.Errorf("redisenv: finding a free port: %w", err)
@@ -158,15 +159,6 @@ func waitReady(ctx context.Context, addr string, pid int, exited <-chan struct{}
 		case <-tick.C:
 		}
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // dirPattern names the working directories of the servers this package

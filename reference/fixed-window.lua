@@ -3,7 +3,7 @@
 --
 -- KEYS[1]  the user's state: a HASH of a (first-grid anchor), s (start of
 --          the window of the last counted request) and c (its count)
--- ARGV[1]  now in unix ms, or "" to read the server's TIME
+-- ARGV[1]  now in unix ms, or "" to read the server's TIME (the prelude sets now)
 -- ARGV[2]  window W in ms (>= 1)
 -- ARGV[3]  limit N (>= 1)
 -- ARGV[4]  "1": decide (and count) the request; "0": only look
@@ -15,13 +15,6 @@
 --
 -- Returns {allowed 0|1, remaining}.
 local key = KEYS[1]
-local now
-if ARGV[1] == "" then
-  local t = redis.call("TIME")
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-else
-  now = tonumber(ARGV[1])
-end
 local window = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])
 local record = ARGV[4] == "1"

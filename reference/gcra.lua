@@ -4,7 +4,7 @@
 -- KEYS[1]  the user's state: a HASH of the theoretical arrival time
 --          TAT = q + r/d ms, a whole part q and a reduced fraction r/d
 --          (0 <= r < d)
--- ARGV[1]  now in unix ms, or "" to read the server's TIME
+-- ARGV[1]  now in unix ms, or "" to read the server's TIME (the prelude sets now)
 -- ARGV[2]  window W in ms (>= 1)
 -- ARGV[3]  limit N (>= 1): the emission interval is T = W/N
 -- ARGV[4]  burst B (>= 1)
@@ -19,13 +19,6 @@
 --
 -- Returns {allowed 0|1, remaining}.
 local key = KEYS[1]
-local now
-if ARGV[1] == "" then
-  local t = redis.call("TIME")
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-else
-  now = tonumber(ARGV[1])
-end
 local window = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])
 local burst = tonumber(ARGV[4])

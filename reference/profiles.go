@@ -11,20 +11,29 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/internal/luaprelude"
 	"github.com/rlconform/rlconform/model"
 )
 
 //go:embed fixed-window.lua
-var fixedWindowSource string
+var fixedWindowBody string
 
 //go:embed sliding-counter.lua
-var slidingCounterSource string
+var slidingCounterBody string
 
 //go:embed gcra.lua
-var gcraSource string
+var gcraBody string
 
 //go:embed token-bucket.lua
-var tokenBucketSource string
+var tokenBucketBody string
+
+// The profiles' scripts as Redis runs them: the prelude, then the file.
+var (
+	fixedWindowSource    = luaprelude.Source(fixedWindowBody)
+	slidingCounterSource = luaprelude.Source(slidingCounterBody)
+	gcraSource           = luaprelude.Source(gcraBody)
+	tokenBucketSource    = luaprelude.Source(tokenBucketBody)
+)
 
 // The profile scripts, hashed once; Run tries EVALSHA and falls back to EVAL.
 var (

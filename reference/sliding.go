@@ -16,10 +16,14 @@ import (
 
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/fakeclock"
+	"github.com/rlconform/rlconform/internal/luaprelude"
 )
 
 //go:embed sliding.lua
-var slidingSource string
+var slidingBody string
+
+// slidingSource is the script Redis runs: the prelude, then the file.
+var slidingSource = luaprelude.Source(slidingBody)
 
 // sliding is hashed once; Run tries EVALSHA and falls back to EVAL on NOSCRIPT.
 var sliding = redis.NewScript(slidingSource)

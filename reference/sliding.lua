@@ -1,8 +1,8 @@
 -- rlconform reference: one decision of an exact sliding-window log.
 --
 -- KEYS[1]  the user's log: a ZSET of allowed instants (score = ms)
--- ARGV[1]  now in unix ms, or "" to read the server's TIME (one clock for
---          every app instance, whatever their own clocks say)
+-- ARGV[1]  now in unix ms, or "" to read the server's TIME (the prelude:
+--          one clock for every app instance, whatever their own clocks say)
 -- ARGV[2]  window W in ms (>= 1)
 -- ARGV[3]  limit N (>= 1)
 -- ARGV[4]  "1": decide and log the request if allowed; "0": only look
@@ -14,13 +14,6 @@
 local key = KEYS[1]
 local window = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])
-local now
-if ARGV[1] == "" then
-  local t = redis.call("TIME")
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-else
-  now = tonumber(ARGV[1])
-end
 
 -- An entry s counts while now-W < s <= now: it stops at exactly s+W.
 -- Entries after now (left by a clock that stepped back) stay in the log but

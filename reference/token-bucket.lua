@@ -3,7 +3,7 @@
 --
 -- KEYS[1]  the user's bucket: a HASH of n/d tokens (a reduced fraction) and
 --          l (continuous: the last refill; interval: the anchor)
--- ARGV[1]  now in unix ms, or "" to read the server's TIME
+-- ARGV[1]  now in unix ms, or "" to read the server's TIME (the prelude sets now)
 -- ARGV[2]  window W in ms (>= 1)
 -- ARGV[3]  refill N tokens per W (>= 1)
 -- ARGV[4]  capacity C (>= 1)
@@ -20,13 +20,6 @@
 --
 -- Returns {allowed 0|1, remaining}.
 local key = KEYS[1]
-local now
-if ARGV[1] == "" then
-  local t = redis.call("TIME")
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-else
-  now = tonumber(ARGV[1])
-end
 local window = tonumber(ARGV[2])
 local rate = tonumber(ARGV[3])
 local cap = tonumber(ARGV[4])

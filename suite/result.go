@@ -325,7 +325,11 @@ func (v Verdict) Diagnosis() string {
 	if len(v.Explained) > 1 {
 		what = "any of these: " + strings.Join(v.Explained, "; ")
 	}
-	out := fmt.Sprintf("diagnosis of the run: every answer of the %d specs that say something of it, passed and failed, is what %s would give", v.Weighed, what)
+	specs := fmt.Sprintf("the %d specs that say something of it, passed and failed,", v.Weighed)
+	if v.Weighed == 1 {
+		specs = "the one spec that says something of it"
+	}
+	out := fmt.Sprintf("diagnosis of the run: every answer of %s is what %s would give", specs, what)
 	if v.Hint != "" {
 		out += "\n  hint: " + v.Hint
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rlconform/rlconform/internal/freeport"
 	"net"
 	"net/http"
 	"os"
@@ -84,7 +85,7 @@ func Exec(ctx context.Context, opts ExecOptions) (*Processes, error) {
 }
 
 func startProcess(opts ExecOptions, i int) (*process, error) {
-	port, err := freePort()
+	port, err := freeport.Loopback()
 	if err != nil {
 		return nil, fmt.Errorf("exec: a free port for instance %d: %w", i+1, err)
 	}
@@ -222,16 +223,4 @@ func (t *tailBuffer) quote() string {
 		b.WriteString("\n    " + line)
 	}
 	return b.String()
-}
-
-// freePort is a TCP port free on 127.0.0.1 now; the process binds it
-// later, so another may take it in between (then it fails to start, and
-// says so).
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
