@@ -109,12 +109,8 @@ func parseBench(args []string, stderr io.Writer) (*benchFlags, error) {
 
 func runBench(args []string, stdout, stderr io.Writer) int {
 	f, err := parseBench(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return ExitConformant
-	}
 	if err != nil {
-		fmt.Fprintf(stderr, "rlconform bench: %v\n", err)
-		return ExitCannotRun
+		return parseFailed(stderr, "bench", err, true)
 	}
 	spec, err := model.ParseSpec(f.profile)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/rlconform/rlconform/internal/commalist"
 	"io"
 	"runtime/debug"
 	"strings"
@@ -87,10 +88,7 @@ func listSpecs(args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitConformant
-		}
-		return ExitCannotRun
+		return parseFailed(stderr, "list", err, false)
 	}
 	specs, err := suite.ProfileSpecs(*profile)
 	if err != nil {
@@ -183,17 +181,18 @@ func Version() string {
 	return v
 }
 
-// list is a flag of comma-separated, repeatable values.
-type list []string
-
-func (l *list) String() string { return strings.Join(*l, ",") }
-
-// Set adds the comma-separated values of v.
-func (l *list) Set(v string) error {
-	for _, x := range strings.Split(v, ",") {
-		if x = strings.TrimSpace(x); x != "" {
-			*l = append(*l, x)
-		}
+// parseFailed is the exit of a subcommand whose flags did not parse: 0 for
+// -h (the usage was printed), else 2, saying err after the command's name
+// when say is set (the flag package says its own errors).
+func parseFailed(stderr io.Writer, cmd string, err error, say bool) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return ExitConformant
 	}
-	return nil
+	if say {
+		fmt.Fprintf(stderr, "rlconform %s: %v\n", cmd, err)
+	}
+	return ExitCannotRun
 }
+
+// list is a flag of comma-separated, repeatable values.
+type list = commalist.List

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -39,10 +38,7 @@ func identify(args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitConformant
-		}
-		return ExitCannotRun
+		return parseFailed(stderr, "identify", err, false)
 	}
 	switch {
 	case fs.NArg() > 0:

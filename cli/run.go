@@ -169,12 +169,8 @@ func closeReports(files []reportFile) {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	f, err := parseRun(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return ExitConformant
-	}
 	if err != nil {
-		fmt.Fprintf(stderr, "rlconform run: %v\n", err)
-		return ExitCannotRun
+		return parseFailed(stderr, "run", err, true)
 	}
 	lvl, err := suite.ParseLevel(f.level)
 	if err != nil {

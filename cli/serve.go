@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -36,10 +35,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	keyHeader := fs.String("key-header", "X-User", "with --endpoint-mode: the header that names the client")
 	withClock := fs.Bool("clock", true, "declare clock control and take now from each request's X-Rlc-Now-Ms; -clock=false serves a limiter on real time (the reference and mutants read Redis TIME), graded without clock control")
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return ExitConformant
-		}
-		return ExitCannotRun
+		return parseFailed(stderr, "serve", err, false)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/rlconform/rlconform/internal/commalist"
 	mrand "math/rand/v2"
 	"regexp"
 	"slices"
@@ -245,7 +246,7 @@ func (c Config) reproduce(test string) string {
 type testFlags struct {
 	seed                    uint64
 	level                   string
-	ids, labels, expectFail commaList
+	ids, labels, expectFail commalist.List
 	reportDir               string
 	profile                 string
 }
@@ -295,21 +296,6 @@ func flagOverrides(cfg Config) Config {
 		cfg.Profile = flags.profile
 	}
 	return cfg
-}
-
-// commaList is a flag of comma-separated, repeatable values.
-type commaList []string
-
-func (l *commaList) String() string { return strings.Join(*l, ",") }
-
-// Set adds the comma-separated values of v.
-func (l *commaList) Set(v string) error {
-	for _, x := range strings.Split(v, ",") {
-		if x = strings.TrimSpace(x); x != "" {
-			*l = append(*l, x)
-		}
-	}
-	return nil
 }
 
 // selection says which specs of the level the run grades when IDs or
