@@ -100,6 +100,24 @@ func substitute(t *testing.T, scripts []string, subs ...substitution) []string {
 	return out
 }
 
+// TestDocsShowTheRecipes: docs/ci.md shows each recipe as its file is,
+// whole, so that a reader who copies it from the page copies what is tested.
+func TestDocsShowTheRecipes(t *testing.T) {
+	md, err := os.ReadFile("../ci.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"github-actions.yml", "gitlab-ci.yml"} {
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(md, []byte("```yaml\n"+string(src)+"```\n")) {
+			t.Errorf("docs/ci.md does not show docs/ci/%s as it is: paste the file in its yaml block", path)
+		}
+	}
+}
+
 // workflow is the part of a GitHub Actions workflow the test reads.
 type workflow struct {
 	Permissions map[string]string
