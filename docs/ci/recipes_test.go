@@ -9,8 +9,9 @@
 // What a runner has and this machine has not is put in place by
 // substitutions, each checked to apply, so that a changed recipe is not run
 // half-substituted: a build of this tree on PATH for `go install ...@latest`
-// (the module is not published where the test can reach it), and the tools
-// the GitLab job's image installs with apt-get (make test installs them here).
+// (the module is not published where the test can reach it), the tools the
+// GitLab job's image installs with apt-get (make test's prerequisites here),
+// and a --max-regression that a shared 2-core machine cannot keep.
 //
 // By default (make test) the recipes run a fast subset: actionlint, and the
 // GitHub job with the grade at --level core and 2-second benches.
@@ -182,7 +183,7 @@ func TestGitHubActionsRecipe(t *testing.T) {
 		}
 	}
 
-	work := checkout(t, "refs/pull/1/merge")
+	work, base := checkout(t, "refs/pull/1/merge")
 	runnerTemp := t.TempDir()
 	summary := filepath.Join(runnerTemp, "step-summary.md")
 	env := []string{
@@ -220,6 +221,7 @@ func TestGitHubActionsRecipe(t *testing.T) {
 	if ran == 0 {
 		t.Fatalf("%s: no run: step", path)
 	}
+	benchedBase(t, work, base)
 	if fi, err := os.Stat(summary); err != nil || fi.Size() == 0 {
 		t.Errorf("the grade wrote no step summary: %v", err)
 	}
@@ -249,7 +251,9 @@ func TestGitLabRecipe(t *testing.T) {
 		Script    []string
 		Artifacts struct {
 			Paths   []string
-			Reports struct{ JUnit string }
+			Reports struct {
+				JUnit string `yaml:"junit"`
+			}
 		}
 	}
 	if err := yaml.Unmarshal(src, &jobs); err != nil {
@@ -265,13 +269,17 @@ func TestGitLabRecipe(t *testing.T) {
 	if !full {
 		t.Skip("runs with RLCONFORM_CI_RECIPES=full (.ci/run)")
 	}
-	work := checkout(t, "refs/merge-requests/1/head")
+	work, base := checkout(t, "refs/merge-requests/1/head")
 	runStep(t, "script", work, []string{
 		"CI_PROJECT_DIR=" + work,
 		"CI_PIPELINE_SOURCE=merge_request_event",
 		"CI_MERGE_REQUEST_TARGET_BRANCH_NAME=main",
 		"TMPDIR=" + t.TempDir(),
 	}, "sh", "-e", "-c", script)
+	benchedBase(t, work, base)
+	if len(job.Artifacts.Paths) == 0 || job.Artifacts.Reports.JUnit == "" {
+		t.Errorf("%s: the job keeps no artifacts, or no JUnit report", path)
+	}
 	for _, p := range append(job.Artifacts.Paths, job.Artifacts.Reports.JUnit) {
 		if _, err := os.Stat(filepath.Join(work, p)); err != nil {
 			t.Errorf("artifacts name %s, which the job did not write: %v", p, err)
@@ -280,10 +288,10 @@ func TestGitLabRecipe(t *testing.T) {
 }
 
 // checkout makes what a runner's checkout of a pull request leaves: a
-// repository whose origin has a main branch and ref (both this working
-// tree, committed without history), holding ref alone, fetched at depth 1
-// and checked out detached. It returns its directory.
-func checkout(t *testing.T, ref string) string {
+// repository whose origin has a main branch and ref (two commits of this
+// working tree, without history), holding ref alone, fetched at depth 1
+// and checked out detached. It returns its directory and main's commit.
+func checkout(t *testing.T, ref string) (work, base string) {
 	t.Helper()
 	root := strings.TrimSpace(git(t, ".", nil, "rev-parse", "--show-toplevel"))
 	tmp := t.TempDir()
@@ -293,17 +301,27 @@ func checkout(t *testing.T, ref string) string {
 	git(t, root, index, "add", "-A")
 	tree := strings.TrimSpace(git(t, root, index, "write-tree"))
 	commit := strings.TrimSpace(git(t, root, nil, "commit-tree", "-m", "the pull request", tree))
+	base = strings.TrimSpace(git(t, root, nil, "commit-tree", "-m", "the base branch", tree))
 
 	origin := filepath.Join(tmp, "origin.git")
 	git(t, tmp, nil, "init", "-q", "--bare", origin)
-	git(t, root, nil, "push", "-q", origin, commit+":refs/heads/main", commit+":"+ref)
+	git(t, root, nil, "push", "-q", origin, base+":refs/heads/main", commit+":"+ref)
 
-	work := filepath.Join(tmp, "work")
+	work = filepath.Join(tmp, "work")
 	git(t, tmp, nil, "init", "-q", work)
 	git(t, work, nil, "remote", "add", "origin", "file://"+origin)
 	git(t, work, nil, "fetch", "-q", "--no-tags", "--depth=1", "origin", "+"+ref+":refs/remotes/pull/merge")
 	git(t, work, nil, "checkout", "-q", "--force", "refs/remotes/pull/merge")
-	return work
+	return work, base
+}
+
+// benchedBase checks that the recipe checked out the base branch's commit
+// beside the pull request: not, say, the pull request itself again.
+func benchedBase(t *testing.T, work, base string) {
+	t.Helper()
+	if list := git(t, work, nil, "worktree", "list", "--porcelain"); !strings.Contains(list, "HEAD "+base+"\n") {
+		t.Errorf("no worktree holds the base branch's commit %s:\n%s", base, list)
+	}
 }
 
 // git runs git in dir with env added and returns its output.
