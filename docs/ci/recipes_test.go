@@ -344,8 +344,9 @@ func git(t *testing.T, dir string, env []string, args ...string) string {
 	return string(out)
 }
 
-// runStep runs a step's command in dir, with env added and the local
-// rlconform first on PATH, for at most 10 minutes; it fails the test with
+// runStep runs a step's command in dir, with env added, the local rlconform
+// first on PATH and npm kept off the network where its cache will do, for
+// at most 10 minutes; it fails the test with
 // the step's name and output when the command exits non-zero.
 func runStep(t *testing.T, name, dir string, env []string, command ...string) {
 	t.Helper()
@@ -353,7 +354,11 @@ func runStep(t *testing.T, name, dir string, env []string, command ...string) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, command[0], command[1:]...)
 	cmd.Dir = dir
-	cmd.Env = append(append(os.Environ(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH")), env...)
+	cmd.Env = append(append(os.Environ(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"),
+		// npm ci takes the packages from npm's cache (make node-deps filled
+		// it) without asking the registry again, and sends no audit: a
+		// registry that stalls (once for 5 minutes here) stalls no test.
+		"npm_config_prefer_offline=true", "npm_config_audit=false", "npm_config_fund=false"), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	// The step's processes (the services --exec starts, too) go with it.
