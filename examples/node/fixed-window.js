@@ -4,6 +4,7 @@
 // the check). rlconform fails it on its boundary-burst specs and names it.
 //
 //   REDIS_URL=redis://127.0.0.1:6379 PORT=8080 PREFIX=fw: CLOCK=off node fixed-window.js
+//   rlconform run --exec 'CLOCK=off node fixed-window.js'   (RLCONFORM_REDIS_URL, RLCONFORM_KEY_PREFIX)
 //
 // Its windows run on Redis's clock (key expiry), so it has no clock
 // control: run it with CLOCK=off.
@@ -12,11 +13,11 @@
 const Redis = require("ioredis");
 const { serve } = require("./protocol");
 
-const redis = new Redis(process.env.REDIS_URL || "redis://127.0.0.1:6379", {
+const redis = new Redis(process.env.RLCONFORM_REDIS_URL || process.env.REDIS_URL || "redis://127.0.0.1:6379", {
   commandTimeout: 1000,
   maxRetriesPerRequest: 1,
 });
-const prefix = process.env.PREFIX || "fw:";
+const prefix = process.env.RLCONFORM_KEY_PREFIX || process.env.PREFIX || "fw:";
 const keyOf = (userId) => `${prefix}{${userId}}`;
 
 serve(

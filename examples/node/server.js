@@ -2,7 +2,10 @@
 // control protocol v1, so that `rlconform run --target URL` can grade it.
 //
 //   REDIS_URL=redis://127.0.0.1:6379 PORT=8080 PREFIX=rl: node server.js
+//   rlconform run --exec 'node server.js' --instances 2
 //
+// Under --exec it reads RLCONFORM_REDIS_URL and RLCONFORM_KEY_PREFIX, which
+// take precedence over REDIS_URL and PREFIX.
 // CLOCK=off declares no clock control (graded in real time). It prints
 // "listening on http://127.0.0.1:PORT" once it accepts requests.
 "use strict";
@@ -12,7 +15,7 @@ const path = require("path");
 const Redis = require("ioredis");
 const { serve } = require("./protocol");
 
-const redis = new Redis(process.env.REDIS_URL || "redis://127.0.0.1:6379", {
+const redis = new Redis(process.env.RLCONFORM_REDIS_URL || process.env.REDIS_URL || "redis://127.0.0.1:6379", {
   commandTimeout: 1000, // fail a decision rather than hang on a dead Redis
   maxRetriesPerRequest: 1,
 });
@@ -21,7 +24,7 @@ redis.defineCommand("slide", {
   lua: fs.readFileSync(path.join(__dirname, "sliding.lua"), "utf8"),
 });
 
-const prefix = process.env.PREFIX || "rl:";
+const prefix = process.env.RLCONFORM_KEY_PREFIX || process.env.PREFIX || "rl:";
 // The user id goes in a hash tag: one key per user, cluster-safe.
 const keyOf = (userId) => `${prefix}{${userId}}`;
 
