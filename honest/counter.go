@@ -49,11 +49,7 @@ func NewSlidingCounter(s Store) (*SlidingCounter, error) {
 	if err != nil {
 		return nil, err
 	}
-	clock := s.Clock
-	if clock == nil {
-		clock = fakeclock.Real{}
-	}
-	return &SlidingCounter{store: s, clock: clock, settings: st}, nil
+	return &SlidingCounter{store: s, clock: clientClock(s), settings: st}, nil
 }
 
 // keys are the counters of user's window holding now and the one before,

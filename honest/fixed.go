@@ -40,11 +40,7 @@ func NewFixedWindow(s Store) (*FixedWindow, error) {
 	if err != nil {
 		return nil, err
 	}
-	clock := s.Clock
-	if clock == nil {
-		clock = fakeclock.Real{}
-	}
-	return &FixedWindow{store: s, clock: clock, settings: st}, nil
+	return &FixedWindow{store: s, clock: clientClock(s), settings: st}, nil
 }
 
 // key is the counter of user's window at now.

@@ -114,6 +114,15 @@ func storeErr(ctx context.Context, op string, err error) error {
 	return fmt.Errorf("%s: %w: %w", op, contract.ErrStore, err)
 }
 
+// clientClock is the clock of a limiter that reads time in the client: the
+// store's, or with none the machine's.
+func clientClock(s Store) fakeclock.Clock {
+	if s.Clock == nil {
+		return fakeclock.Real{}
+	}
+	return s.Clock
+}
+
 // nowArg is now in ms for a script, or "" for the server's TIME.
 func nowArg(c fakeclock.Clock) string {
 	if c == nil {
