@@ -247,7 +247,7 @@ func benchInstances(ctx context.Context, f *benchFlags, spec model.Spec, cfg *be
 			return "", closeAll, cannotRun(ctx)
 		}
 		closeAll = func() { started.stop() }
-		f.targets = started.urls
+		f.targets = started.urls()
 	}
 	switch {
 	case len(f.endpoints) > 0:

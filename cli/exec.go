@@ -47,7 +47,6 @@ func (f *execFlags) check(set map[string]bool, targets, endpoints int) error {
 
 // execed is a limiter service that a run started, with its Redis.
 type execed struct {
-	urls   []string
 	redis  *redisenv.Redis
 	prefix string
 	procs  *targets.Processes
@@ -74,8 +73,11 @@ func (f *execFlags) start(ctx context.Context, stderr io.Writer) (*execed, error
 		return nil, fmt.Errorf("--exec: %w", err)
 	}
 	fmt.Fprintf(stderr, "rlconform: started %d instance(s) of %q at %v, on %s under %q\n", f.instances, f.command, procs.URLs, redisenv.Redact(red.URL), prefix)
-	return &execed{urls: procs.URLs, redis: red, prefix: prefix, procs: procs}, nil
+	return &execed{redis: red, prefix: prefix, procs: procs}, nil
 }
+
+// urls are the base URLs of the processes started.
+func (e *execed) urls() []string { return e.procs.URLs }
 
 // stop stops the processes, then their Redis.
 func (e *execed) stop() error {

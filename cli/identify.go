@@ -99,7 +99,7 @@ func identify(args []string, stdout, stderr io.Writer) int {
 			return cannotRun(ctx)
 		}
 		defer started.stop()
-		urls = started.urls
+		urls = started.urls()
 	}
 	var target suite.Target
 	if endpoint != nil {

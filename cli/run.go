@@ -260,7 +260,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return couldNotRun(cannotRun(sigCtx), "rlconform: %v", err)
 		}
 		defer started.stop()
-		f.targets = started.urls
+		f.targets = started.urls()
 	}
 	if len(f.targets) > 0 {
 		probeCtx, cancel := context.WithTimeout(ctx, 3*f.timeout)

@@ -179,15 +179,6 @@ func (p *process) stop(grace time.Duration) error {
 	}
 }
 
-// Output is the end of instance i's output (stdout and stderr), for
-// messages.
-func (p *Processes) Output(i int) string {
-	if i < 0 || i >= len(p.procs) {
-		return ""
-	}
-	return p.procs[i].output.String()
-}
-
 // tailBuffer keeps the last max bytes written to it.
 type tailBuffer struct {
 	mu  sync.Mutex
