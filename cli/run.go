@@ -15,6 +15,7 @@ import (
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/redisenv"
 	"github.com/rlconform/rlconform/report"
+	"github.com/rlconform/rlconform/result"
 	"github.com/rlconform/rlconform/suite"
 	"github.com/rlconform/rlconform/targets"
 )
@@ -113,7 +114,7 @@ type reportFile struct {
 	path  string
 	w     io.Writer
 	close func() error
-	write func(io.Writer, *suite.Report, report.Meta) error
+	write func(io.Writer, *result.Report, report.Meta) error
 }
 
 // openReports opens every requested report (- is stdout).
@@ -144,7 +145,7 @@ func openReports(f *runFlags, stdout io.Writer) ([]reportFile, error) {
 
 // writeReports writes rep into every report file and closes it, saying on
 // stderr which one failed.
-func writeReports(files []reportFile, rep *suite.Report, stderr io.Writer) error {
+func writeReports(files []reportFile, rep *result.Report, stderr io.Writer) error {
 	meta := report.Meta{Version: Version()}
 	for i := range files {
 		r := &files[i]
@@ -172,7 +173,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return parseFailed(stderr, "run", err, true)
 	}
-	lvl, err := suite.ParseLevel(f.level)
+	lvl, err := result.ParseLevel(f.level)
 	if err != nil {
 		fmt.Fprintf(stderr, "rlconform run: %v\n", err)
 		return ExitCannotRun
@@ -205,7 +206,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if code == ExitInterrupted {
 			why = "interrupted before grading began: " + why
 		}
-		rep := &suite.Report{Target: name, Level: lvl, Profile: f.profile, Seed: f.seed, Aborted: why}
+		rep := &result.Report{Target: name, Level: lvl, Profile: f.profile, Seed: f.seed, Aborted: why}
 		if err := writeReports(reports, rep, stderr); err != nil {
 			return ExitCannotRun
 		}
@@ -242,7 +243,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 
 	total, done := suite.Count(cfg), 0
-	cfg.Progress = func(r suite.Result) {
+	cfg.Progress = func(r result.Result) {
 		done++
 		fmt.Fprintf(stderr, "[%2d/%d] %-13s %s\n", done, total, r.Status, r.ID)
 	}
@@ -314,7 +315,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return ExitInterrupted
 	}
 	switch v := rep.Verdict(); v.Outcome {
-	case suite.Conformant:
+	case result.Conformant:
 		if f.failOnSkip {
 			if why := skippedByChoice(rep); len(why) > 0 {
 				fmt.Fprintf(stderr, "rlconform: --fail-on-skip: %d spec(s) were skipped for a capability the target does not declare or a flag not given, so the level was not graded in full:\n  %s\n",
@@ -323,7 +324,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		return ExitConformant
-	case suite.NotConformant:
+	case result.NotConformant:
 		return ExitNotConformant
 	}
 	return ExitCannotRun
@@ -332,10 +333,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 // skippedByChoice lists the skipped specs that the target or the run
 // could have had graded (a capability to declare, a flag to give), with
 // their reasons; structural skips (no target of this kind can) are not.
-func skippedByChoice(rep *suite.Report) []string {
+func skippedByChoice(rep *result.Report) []string {
 	var out []string
 	for _, r := range rep.Results {
-		if r.Status == suite.Skipped && !r.Structural {
+		if r.Status == result.Skipped && !r.Structural {
 			out = append(out, r.ID+": "+r.Message)
 		}
 	}

@@ -39,6 +39,7 @@ import (
 	"github.com/rlconform/rlconform/cli"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/report"
+	"github.com/rlconform/rlconform/result"
 	"github.com/rlconform/rlconform/suite"
 	"github.com/rlconform/rlconform/targets"
 )
@@ -358,7 +359,7 @@ func identify(t *testing.T, url string) *suite.Identification {
 	var b strings.Builder
 	require.NoError(t, report.Identification(&b, id))
 	t.Logf("identify took %v:\n%s", time.Since(began).Round(10*time.Millisecond), b.String())
-	assert.Equal(t, suite.RealTime, id.Mode)
+	assert.Equal(t, result.RealTime, id.Mode)
 	assert.Equal(t, window, id.Window)
 	return id
 }

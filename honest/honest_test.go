@@ -20,6 +20,7 @@ import (
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/redisenv"
 	"github.com/rlconform/rlconform/report"
+	"github.com/rlconform/rlconform/result"
 	"github.com/rlconform/rlconform/suite"
 	"github.com/rlconform/rlconform/targets"
 )
@@ -55,12 +56,12 @@ func target(l honest.Limiter, clock bool) suite.Target {
 }
 
 // passes asserts that no spec of rep failed or errored.
-func passes(t *testing.T, rep *suite.Report) {
+func passes(t *testing.T, rep *result.Report) {
 	t.Helper()
 	for _, r := range rep.Results {
-		assert.NotContains(t, []suite.Status{suite.Failed, suite.Errored}, r.Status, "%s:\n%s", r.ID, r.Message)
+		assert.NotContains(t, []result.Status{result.Failed, result.Errored}, r.Status, "%s:\n%s", r.ID, r.Message)
 	}
-	assert.NotEqual(t, suite.NotConformant, rep.Verdict().Outcome, report.String(rep))
+	assert.NotEqual(t, result.NotConformant, rep.Verdict().Outcome, report.String(rep))
 }
 
 // TestEachPassesItsProfile grades every honest limiter with the whole
@@ -71,7 +72,7 @@ func TestEachPassesItsProfile(t *testing.T) {
 			rep, err := suite.Check(context.Background(), suite.Config{Redis: store, Profile: l.Profile, ReportDir: t.TempDir()}, target(l, true))
 			require.NoError(t, err)
 			passes(t, rep)
-			assert.Equal(t, suite.Conformant, rep.Verdict().Outcome, report.String(rep))
+			assert.Equal(t, result.Conformant, rep.Verdict().Outcome, report.String(rep))
 		})
 	}
 }
@@ -102,7 +103,7 @@ func TestSlidingCounterFailsTheBelowProfile(t *testing.T) {
 	rep, err := suite.Check(context.Background(), suite.Config{Redis: store, Profile: "sliding-counter:count-denied=true", IDs: []string{"strict/boundary-burst-epoch"}}, target(byName(t, "sliding-counter"), true))
 	require.NoError(t, err)
 	require.Len(t, rep.Results, 1)
-	assert.Equal(t, suite.Failed, rep.Results[0].Status, rep.Results[0].Message)
+	assert.Equal(t, result.Failed, rep.Results[0].Status, rep.Results[0].Message)
 }
 
 // TestEachPassesOnceFailedSpecsEveryTime runs the spec that once failed
@@ -127,11 +128,11 @@ func TestEachPassesOnceFailedSpecsEveryTime(t *testing.T) {
 				require.NoError(t, err)
 				require.Len(t, rep.Results, 1)
 				r := rep.Results[0]
-				if r.Status == suite.Inconclusive {
+				if r.Status == result.Inconclusive {
 					t.Logf("inconclusive in real time on this machine (never a pass): %s", r.Message)
 					continue
 				}
-				require.Equal(t, suite.Passed, r.Status, r.Message)
+				require.Equal(t, result.Passed, r.Status, r.Message)
 			}
 		})
 	}
@@ -207,11 +208,11 @@ func TestHashedServiceKeyHygieneEveryTime(t *testing.T) {
 				rep, err := suite.Check(context.Background(), cfg, target)
 				require.NoError(t, err)
 				for _, r := range rep.Results {
-					if r.Status == suite.Inconclusive {
+					if r.Status == result.Inconclusive {
 						t.Logf("inconclusive in real time on this machine (never a pass): %s", r.Message)
 						continue
 					}
-					require.Equal(t, suite.Passed, r.Status, r.Message)
+					require.Equal(t, result.Passed, r.Status, r.Message)
 				}
 			}
 		})
@@ -249,24 +250,24 @@ func TestGCRAMiddlewarePasses(t *testing.T) {
 	require.NoError(t, err)
 	passes(t, rep)
 	t.Log("\n" + report.String(rep))
-	r, ok := result(rep, "http/ratelimit-fields")
+	r, ok := resultOf(rep, "http/ratelimit-fields")
 	require.True(t, ok)
-	require.Equal(t, suite.Passed, r.Status, r.Message)
+	require.Equal(t, result.Passed, r.Status, r.Message)
 
 	target, cfg = gcraEndpoint(t, 4, 4*time.Second)
 	cfg.IDs = []string{"http/ratelimit-fields"}
 	for range 3 {
 		rep, err := suite.Check(context.Background(), cfg, target)
 		require.NoError(t, err)
-		require.Equal(t, suite.Passed, rep.Results[0].Status, rep.Results[0].Message)
+		require.Equal(t, result.Passed, rep.Results[0].Status, rep.Results[0].Message)
 	}
 }
 
-func result(rep *suite.Report, id string) (suite.Result, bool) {
+func resultOf(rep *result.Report, id string) (result.Result, bool) {
 	for _, r := range rep.Results {
 		if r.ID == id {
 			return r, true
 		}
 	}
-	return suite.Result{}, false
+	return result.Result{}, false
 }

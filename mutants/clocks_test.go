@@ -13,6 +13,7 @@ import (
 	"github.com/rlconform/rlconform/fakeclock"
 	"github.com/rlconform/rlconform/honest"
 	"github.com/rlconform/rlconform/mutants"
+	"github.com/rlconform/rlconform/result"
 	"github.com/rlconform/rlconform/suite"
 )
 
@@ -75,12 +76,12 @@ func TestPerProcessClocksAreHinted(t *testing.T) {
 		}}
 	rep, err := suite.Check(context.Background(), suite.Config{Redis: store, IDs: []string{"core/concurrent-4"}, ReportDir: t.TempDir()}, two)
 	require.NoError(t, err)
-	r, ok := result(rep, "core/concurrent-4")
+	r, ok := resultOf(rep, "core/concurrent-4")
 	require.True(t, ok)
-	if r.Status == suite.Inconclusive {
+	if r.Status == result.Inconclusive {
 		t.Skipf("inconclusive in real time on this machine (never a pass):\n%s", r.Message)
 	}
-	require.Equal(t, suite.Failed, r.Status, r.Message)
+	require.Equal(t, result.Failed, r.Status, r.Message)
 	assert.Contains(t, r.Failure.Hint, `"now" must come from the store`, r.Message)
 	assert.Contains(t, r.Failure.Hint, "pass their own clock", r.Message)
 
@@ -92,8 +93,8 @@ func TestPerProcessClocksAreHinted(t *testing.T) {
 		}
 		rep, err := suite.Check(context.Background(), suite.Config{Redis: store, IDs: []string{"core/concurrent-4"}, ReportDir: t.TempDir()}, target(m))
 		require.NoError(t, err)
-		r, _ := result(rep, "core/concurrent-4")
-		require.Equal(t, suite.Failed, r.Status, r.Message)
+		r, _ := resultOf(rep, "core/concurrent-4")
+		require.Equal(t, result.Failed, r.Status, r.Message)
 		assert.Contains(t, r.Failure.Hint, "one atomic step")
 		assert.NotContains(t, r.Failure.Hint, "now")
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/mutants"
 	"github.com/rlconform/rlconform/redisenv"
+	"github.com/rlconform/rlconform/result"
 	"github.com/rlconform/rlconform/suite"
 )
 
@@ -56,23 +57,23 @@ func TestEveryMutantIsCaught(t *testing.T) {
 		t.Run(m.Name, func(t *testing.T) {
 			// Core and strict for every mutant, and the robust specs meant
 			// for it: the store-outage spec takes seconds, and stops the Redis.
-			cfg := suite.Config{Redis: store, Level: suite.Strict, ReportDir: t.TempDir(), Profile: m.Profile}
+			cfg := suite.Config{Redis: store, Level: result.Strict, ReportDir: t.TempDir(), Profile: m.Profile}
 			for _, id := range m.CaughtBy {
 				if strings.HasPrefix(id, "robust/") {
-					cfg.Level, cfg.IDs = suite.Robust, append([]string{"core/", "strict/"}, robustOnly(m.CaughtBy)...)
+					cfg.Level, cfg.IDs = result.Robust, append([]string{"core/", "strict/"}, robustOnly(m.CaughtBy)...)
 				}
 			}
 			rep, err := suite.Check(context.Background(), cfg, target(m))
 			require.NoError(t, err)
 			var caughtBy []string
 			for _, id := range m.CaughtBy {
-				r, ok := result(rep, id)
+				r, ok := resultOf(rep, id)
 				if !assert.True(t, ok, "spec %s is not in the catalogue", id) {
 					continue
 				}
-				if assert.Equal(t, suite.Failed, r.Status, "%s must fail %s:\n%s", m.Name, id, r.Message) {
+				if assert.Equal(t, result.Failed, r.Status, "%s must fail %s:\n%s", m.Name, id, r.Message) {
 					require.NotNil(t, r.Failure, r.Message)
-					assert.Contains(t, []suite.Kind{suite.KindWrongAnswer, suite.KindViolation, suite.KindHang}, r.Failure.Kind, r.Message)
+					assert.Contains(t, []result.Kind{result.KindWrongAnswer, result.KindViolation, result.KindHang}, r.Failure.Kind, r.Message)
 					if name, ok := named[m.Name]; ok && id == m.CaughtBy[0] {
 						assert.True(t, explainedBy(r, name), "the failure of %s must name %q: %v", id, name, r.Failure.Explained)
 					}
@@ -80,12 +81,12 @@ func TestEveryMutantIsCaught(t *testing.T) {
 				}
 			}
 			for _, r := range rep.Results {
-				if r.Status == suite.Failed {
+				if r.Status == result.Failed {
 					caughtBy = append(caughtBy, r.ID)
 				}
 			}
 			v := rep.Verdict()
-			assert.Equal(t, suite.NotConformant, v.Outcome, "a mutant must not be conformant")
+			assert.Equal(t, result.NotConformant, v.Outcome, "a mutant must not be conformant")
 			if name, ok := named[m.Name]; ok {
 				// No other spec's answers may rule out what the mutant is:
 				// the run's diagnosis names it too.
@@ -107,13 +108,13 @@ func robustOnly(ids []string) []string {
 	return out
 }
 
-func result(rep *suite.Report, id string) (suite.Result, bool) {
+func resultOf(rep *result.Report, id string) (result.Result, bool) {
 	for _, r := range rep.Results {
 		if r.ID == id {
 			return r, true
 		}
 	}
-	return suite.Result{}, false
+	return result.Result{}, false
 }
 
 // TestEverySpecHasAMutant: a spec that no broken limiter fails may be a
@@ -204,16 +205,16 @@ func TestMutantsAreCaughtWithoutClockControl(t *testing.T) {
 			id := m.CaughtBy[0]
 			rep, err := suite.Check(context.Background(), suite.Config{Redis: store, IDs: []string{id}, ReportDir: t.TempDir(), Profile: m.Profile}, clockless(m))
 			require.NoError(t, err)
-			r, ok := result(rep, id)
+			r, ok := resultOf(rep, id)
 			require.True(t, ok)
-			assert.Equal(t, suite.RealTime, r.Mode)
-			if r.Status == suite.Inconclusive {
+			assert.Equal(t, result.RealTime, r.Mode)
+			if r.Status == result.Inconclusive {
 				// Real time may not decide on a slow machine: never a pass.
 				t.Skipf("%s is inconclusive in real time on this machine:\n%s", id, r.Message)
 			}
-			if assert.Equal(t, suite.Failed, r.Status, "%s must fail %s in real time:\n%s", m.Name, id, r.Message) {
+			if assert.Equal(t, result.Failed, r.Status, "%s must fail %s in real time:\n%s", m.Name, id, r.Message) {
 				require.NotNil(t, r.Failure, r.Message)
-				assert.Contains(t, []suite.Kind{suite.KindWrongAnswer, suite.KindViolation, suite.KindHang}, r.Failure.Kind, r.Message)
+				assert.Contains(t, []result.Kind{result.KindWrongAnswer, result.KindViolation, result.KindHang}, r.Failure.Kind, r.Message)
 				// In real time the diagnosis takes instants at the sending or
 				// the answer: a weighted counter, or a window of 1ms, whose
 				// answers hang on the exact instant, may go unnamed.
@@ -242,7 +243,7 @@ var named = map[string]string{
 	"remaining-truncated-start": "truncated to whole seconds",
 }
 
-func explainedBy(r suite.Result, name string) bool {
+func explainedBy(r result.Result, name string) bool {
 	for _, e := range r.Failure.Explained {
 		if strings.Contains(e, name) {
 			return true

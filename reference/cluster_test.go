@@ -10,6 +10,7 @@ import (
 
 	"github.com/rlconform/rlconform/redisenv"
 	"github.com/rlconform/rlconform/report"
+	"github.com/rlconform/rlconform/result"
 	"github.com/rlconform/rlconform/suite"
 	"github.com/rlconform/rlconform/targets"
 )
@@ -28,7 +29,7 @@ func TestConformantOnACluster(t *testing.T) {
 	defer client.Close()
 
 	red := &redisenv.Redis{Client: client, Source: redisenv.SourceURL, Addr: strings.Join(cluster.Addrs(), ",")}
-	rep, err := suite.Check(ctx, suite.Config{Redis: red, Level: suite.Robust}, targets.Reference())
+	rep, err := suite.Check(ctx, suite.Config{Redis: red, Level: result.Robust}, targets.Reference())
 	require.NoError(t, err)
 	require.NoError(t, rep.Err(), report.String(rep))
 	t.Log("\n" + report.String(rep))

@@ -11,6 +11,7 @@ import (
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/redisenv"
 	"github.com/rlconform/rlconform/reference"
+	"github.com/rlconform/rlconform/result"
 	"github.com/rlconform/rlconform/suite"
 	"github.com/rlconform/rlconform/targets"
 )
@@ -46,13 +47,13 @@ func profileTarget(t *testing.T, p string) suite.Target {
 
 // requireClean asserts that no spec of rep failed or errored, and that
 // most of the catalogue graded the target.
-func requireClean(t *testing.T, rep *suite.Report, p string, minPassed int) {
+func requireClean(t *testing.T, rep *result.Report, p string, minPassed int) {
 	t.Helper()
 	for _, r := range rep.Results {
-		assert.NotEqual(t, suite.Failed, r.Status, "%s under %s:\n%s", r.ID, p, r.Message)
-		assert.NotEqual(t, suite.Errored, r.Status, "%s under %s:\n%s", r.ID, p, r.Message)
+		assert.NotEqual(t, result.Failed, r.Status, "%s under %s:\n%s", r.ID, p, r.Message)
+		assert.NotEqual(t, result.Errored, r.Status, "%s under %s:\n%s", r.ID, p, r.Message)
 	}
-	assert.GreaterOrEqual(t, rep.Count(suite.Passed), minPassed, "most of the catalogue grades %s", p)
+	assert.GreaterOrEqual(t, rep.Count(result.Passed), minPassed, "most of the catalogue grades %s", p)
 }
 
 // Each profile's Redis implementation passes every spec that grades its
@@ -89,9 +90,9 @@ func TestProfileImplementationsFailOtherProfiles(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, rep.Results, 1)
 			res := rep.Results[0]
-			require.Equal(t, suite.Failed, res.Status, "%s graded as %q must fail %s:\n%s", c.impl, c.graded, c.spec, res.Message)
+			require.Equal(t, result.Failed, res.Status, "%s graded as %q must fail %s:\n%s", c.impl, c.graded, c.spec, res.Message)
 			require.NotNil(t, res.Failure)
-			assert.Contains(t, []suite.Kind{suite.KindWrongAnswer, suite.KindViolation}, res.Failure.Kind, res.Message)
+			assert.Contains(t, []result.Kind{result.KindWrongAnswer, result.KindViolation}, res.Failure.Kind, res.Message)
 		})
 	}
 }
@@ -115,19 +116,19 @@ func TestProfileImplementationsInRealTime(t *testing.T) {
 					})
 					return lim, nil, err
 				}}
-			rep, err := suite.Check(context.Background(), suite.Config{Profile: p, Redis: r, Level: suite.Strict, ReportDir: t.TempDir()}, tg)
+			rep, err := suite.Check(context.Background(), suite.Config{Profile: p, Redis: r, Level: result.Strict, ReportDir: t.TempDir()}, tg)
 			require.NoError(t, err)
 			for _, res := range rep.Results {
-				if res.Status == suite.Skipped || res.Status == suite.NotRun {
+				if res.Status == result.Skipped || res.Status == result.NotRun {
 					continue
 				}
-				assert.Equal(t, suite.RealTime, res.Mode, res.ID)
-				if res.Status == suite.Inconclusive {
+				assert.Equal(t, result.RealTime, res.Mode, res.ID)
+				if res.Status == result.Inconclusive {
 					t.Logf("%s is inconclusive in real time on this machine:\n%s", res.ID, res.Message)
 				}
 			}
 			for _, res := range rep.Results {
-				assert.NotEqual(t, suite.Failed, res.Status, "%s:\n%s", res.ID, res.Message)
+				assert.NotEqual(t, result.Failed, res.Status, "%s:\n%s", res.ID, res.Message)
 			}
 			if rep.Aborted != "" {
 				t.Skipf("the run stopped early on this machine (never a pass): %s", rep.Aborted)

@@ -1,6 +1,6 @@
 // Package report renders a run's results: the plain-text table people read,
 // and the formats CI systems read (JUnit XML, JSON, a Markdown summary).
-// Every format says the same verdict, from suite.Report.Verdict.
+// Every format says the same verdict, from result.Report.Verdict.
 package report
 
 import (
@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rlconform/rlconform/suite"
+	"github.com/rlconform/rlconform/result"
 )
 
 // Meta is what a report says beyond the results: the grader's version.
@@ -21,24 +21,24 @@ type Meta struct {
 
 // Text writes the table of results, the verdict of each level and the
 // verdict line.
-func Text(w io.Writer, rep *suite.Report) error {
+func Text(w io.Writer, rep *result.Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s (level %s, profile %s, seed %d)\n", rep.Target, rep.Level, rep.Profile, rep.Seed)
 	for _, r := range rep.Results {
 		fmt.Fprintf(&b, "  %-13s %-34s %6dms", r.Status, r.ID, r.Duration.Milliseconds())
-		if r.Mode == suite.RealTime {
+		if r.Mode == result.RealTime {
 			b.WriteString("  (real time)")
 		}
 		switch {
-		case r.ExpectedFailure && r.Status == suite.Failed:
+		case r.ExpectedFailure && r.Status == result.Failed:
 			b.WriteString("  (expected failure)")
-		case r.ExpectedFailure && r.Status == suite.Passed:
+		case r.ExpectedFailure && r.Status == result.Passed:
 			b.WriteString("  (listed as an expected failure: remove it from the list)")
-		case r.Status == suite.Skipped, r.Status == suite.Interrupted, r.Status == suite.NotRun:
+		case r.Status == result.Skipped, r.Status == result.Interrupted, r.Status == result.NotRun:
 			fmt.Fprintf(&b, "  %s", r.Message)
-		case r.Status == suite.Inconclusive, r.Status == suite.Errored:
+		case r.Status == result.Inconclusive, r.Status == result.Errored:
 			fmt.Fprintf(&b, "  %s", summary(r))
-		case r.Status == suite.Passed && r.Message != "":
+		case r.Status == result.Passed && r.Message != "":
 			fmt.Fprintf(&b, "  %s", r.Message)
 		}
 		b.WriteByte('\n')
@@ -67,7 +67,7 @@ func Text(w io.Writer, rep *suite.Report) error {
 
 // Failures writes the whole message of every result that needs reading: each
 // unexpected failure, inconclusive or errored spec.
-func Failures(w io.Writer, rep *suite.Report) error {
+func Failures(w io.Writer, rep *result.Report) error {
 	var b strings.Builder
 	for _, r := range rep.Results {
 		if needsReading(r) {
@@ -78,11 +78,11 @@ func Failures(w io.Writer, rep *suite.Report) error {
 	return err
 }
 
-func needsReading(r suite.Result) bool {
+func needsReading(r result.Result) bool {
 	switch r.Status {
-	case suite.Failed:
+	case result.Failed:
 		return !r.ExpectedFailure
-	case suite.Inconclusive, suite.Errored:
+	case result.Inconclusive, result.Errored:
 		return true
 	}
 	return false
@@ -102,7 +102,7 @@ type jsonFailure struct {
 	Explained   []string `json:"explained_by,omitempty"`
 }
 
-// jsonDiagnosis is the run's diagnosis (suite.Verdict.Explained).
+// jsonDiagnosis is the run's diagnosis (result.Verdict.Explained).
 type jsonDiagnosis struct {
 	Explained []string `json:"explained_by"`
 	Hint      string   `json:"hint,omitempty"`
@@ -142,7 +142,7 @@ type jsonCoverage struct {
 // result, with its failure as fields. "error" (and "aborted", its older
 // name) says why a run stopped early or could not begin; then "results"
 // may be empty.
-func JSON(w io.Writer, rep *suite.Report, meta Meta) error {
+func JSON(w io.Writer, rep *result.Report, meta Meta) error {
 	v := rep.Verdict()
 	c := v.Coverage
 	out := struct {
@@ -165,7 +165,7 @@ func JSON(w io.Writer, rep *suite.Report, meta Meta) error {
 		Results    []jsonResult   `json:"results"`
 	}{
 		Version: meta.Version, Target: rep.Target, Targets: rep.Targets, Level: string(rep.Level), Profile: rep.Profile, Selection: rep.Selection, Seed: rep.Seed,
-		Outcome: string(v.Outcome), Conformant: v.Outcome == suite.Conformant, Verdict: v.String(), Reasons: v.Reasons,
+		Outcome: string(v.Outcome), Conformant: v.Outcome == result.Conformant, Verdict: v.String(), Reasons: v.Reasons,
 		Aborted: rep.Aborted, Error: rep.Aborted, Notes: rep.Notes,
 		Coverage: jsonCoverage{Selected: c.Selected, Graded: c.Graded, RealTime: c.RealTime, Passed: c.Passed, Failed: c.Failed,
 			ExpectedFailures: c.ExpectedFailures, Skipped: c.Skipped, Inconclusive: c.Inconclusive, Errored: c.Errored,
@@ -199,7 +199,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // testcase, "the run" in testsuite rlconform.run, with an error that says
 // why. The target's addresses, the seed and the grader's version are
 // properties of every testsuite.
-func JUnit(w io.Writer, rep *suite.Report, meta Meta) error {
+func JUnit(w io.Writer, rep *result.Report, meta Meta) error {
 	type failure struct {
 		Message string `xml:"message,attr"`
 		Type    string `xml:"type,attr,omitempty"`
@@ -251,7 +251,7 @@ func JUnit(w io.Writer, rep *suite.Report, meta Meta) error {
 		props = append(props, property{"rlconform.version", meta.Version})
 	}
 	all := testsuites{Name: "rlconform"}
-	index := map[suite.Level]int{}
+	index := map[result.Level]int{}
 	for _, r := range rep.Results {
 		i, ok := index[r.Level]
 		if !ok {
@@ -262,24 +262,24 @@ func JUnit(w io.Writer, rep *suite.Report, meta Meta) error {
 		s := &all.Suites[i]
 		c := testcase{Name: r.ID, Classname: "rlconform." + string(r.Level), Time: secs(r.Duration)}
 		switch {
-		case r.ExpectedFailure && r.Status == suite.Failed:
+		case r.ExpectedFailure && r.Status == result.Failed:
 			c.SystemOut = "expected failure:\n" + r.Message
-		case r.ExpectedFailure && r.Status == suite.Passed:
+		case r.ExpectedFailure && r.Status == result.Passed:
 			c.Failure = &failure{Message: "expected to fail but passed: remove it from the expected failures", Text: r.Rule}
 			s.Failures++
-		case r.Status == suite.Failed:
+		case r.Status == result.Failed:
 			c.Failure = &failure{Message: summary(r), Type: kind(r), Text: r.Message}
 			s.Failures++
-		case r.Status == suite.Errored:
+		case r.Status == result.Errored:
 			c.Error = &failure{Message: "could not be graded: " + summary(r), Type: kind(r), Text: r.Message}
 			s.Errors++
-		case r.Status == suite.Inconclusive:
+		case r.Status == result.Inconclusive:
 			c.Skipped = &skipped{Message: "inconclusive (not a pass): " + summary(r)}
 			s.Skipped++
-		case r.Status == suite.Interrupted, r.Status == suite.NotRun:
+		case r.Status == result.Interrupted, r.Status == result.NotRun:
 			c.Skipped = &skipped{Message: string(r.Status) + ": " + r.Message}
 			s.Skipped++
-		case r.Status == suite.Skipped:
+		case r.Status == result.Skipped:
 			c.Skipped = &skipped{Message: r.Message}
 			s.Skipped++
 		}
@@ -318,7 +318,7 @@ func JUnit(w io.Writer, rep *suite.Report, meta Meta) error {
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }
 
-func kind(r suite.Result) string {
+func kind(r result.Result) string {
 	if r.Failure != nil {
 		return string(r.Failure.Kind)
 	}
@@ -328,10 +328,10 @@ func kind(r suite.Result) string {
 // Markdown writes a summary for a CI job summary or a pull-request comment:
 // the verdict with its coverage, a table of specs, and each failure in a
 // collapsed block.
-func Markdown(w io.Writer, rep *suite.Report, meta Meta) error {
+func Markdown(w io.Writer, rep *result.Report, meta Meta) error {
 	var b strings.Builder
 	v := rep.Verdict()
-	icon := map[suite.Outcome]string{suite.Conformant: "✅", suite.NotConformant: "❌", suite.Undecided: "❔"}[v.Outcome]
+	icon := map[result.Outcome]string{result.Conformant: "✅", result.NotConformant: "❌", result.Undecided: "❔"}[v.Outcome]
 	fmt.Fprintf(&b, "## rlconform: %s %s at level `%s`\n\n", icon, escape(rep.Target), rep.Level)
 	if rep.Selection != "" {
 		fmt.Fprintf(&b, "Only the specs selected: %s.\n\n", escape(rep.Selection))
@@ -366,23 +366,23 @@ func Markdown(w io.Writer, rep *suite.Report, meta Meta) error {
 	return err
 }
 
-func mdStatus(r suite.Result) string {
+func mdStatus(r result.Result) string {
 	switch {
-	case r.ExpectedFailure && r.Status == suite.Failed:
+	case r.ExpectedFailure && r.Status == result.Failed:
 		return "⚠️ expected failure"
-	case r.ExpectedFailure && r.Status == suite.Passed:
+	case r.ExpectedFailure && r.Status == result.Passed:
 		return "❗ passed, but expected to fail"
-	case r.Status == suite.Passed:
+	case r.Status == result.Passed:
 		return "✅ pass"
-	case r.Status == suite.Failed:
+	case r.Status == result.Failed:
 		return "❌ fail"
-	case r.Status == suite.Inconclusive:
+	case r.Status == result.Inconclusive:
 		return "❔ inconclusive: " + escape(summary(r))
-	case r.Status == suite.Errored:
+	case r.Status == result.Errored:
 		return "⛔ could not be graded: " + escape(summary(r))
-	case r.Status == suite.Interrupted:
+	case r.Status == result.Interrupted:
 		return "⏹️ interrupted"
-	case r.Status == suite.NotRun:
+	case r.Status == result.NotRun:
 		return "⏹️ not run: " + escape(r.Message)
 	}
 	return "⏭️ skip: " + escape(r.Message)
@@ -393,7 +393,7 @@ func escape(s string) string {
 }
 
 // summary is the one line that says what happened to r.
-func summary(r suite.Result) string {
+func summary(r result.Result) string {
 	if r.Failure != nil && r.Failure.Summary != "" {
 		return r.Failure.Summary
 	}
@@ -405,7 +405,7 @@ func summary(r suite.Result) string {
 }
 
 // String is Text as a string, for logs and test failures.
-func String(rep *suite.Report) string {
+func String(rep *result.Report) string {
 	var b strings.Builder
 	Text(&b, rep)
 	return b.String()

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/rlconform/rlconform/internal/commalist"
 	mrand "math/rand/v2"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/rlconform/rlconform/internal/commalist"
+	"github.com/rlconform/rlconform/result"
 
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/model"
@@ -22,7 +24,7 @@ type Config struct {
 	// obtains one as redisenv.Obtain does, and closes it at the end.
 	Redis *redisenv.Redis
 	// Level is the highest level to run (default All: every spec).
-	Level Level
+	Level result.Level
 	// IDs, when not empty, selects specs by id, or by a prefix ending in "/".
 	// An id or prefix that names no spec is an error.
 	IDs []string
@@ -59,12 +61,12 @@ type Config struct {
 	// each profile's rules.
 	Profile string
 	// Progress, when set, is called after each spec.
-	Progress func(Result)
+	Progress func(result.Result)
 }
 
 func (c Config) withDefaults() Config {
 	if c.Level == "" {
-		c.Level = All
+		c.Level = result.All
 	}
 	if c.Seed == 0 {
 		c.Seed = mrand.Uint64()
@@ -96,7 +98,7 @@ func (c Config) Validate() error {
 func (c Config) validated() (Config, error) {
 	c = c.withDefaults()
 	var errs []error
-	if _, err := ParseLevel(string(c.Level)); err != nil {
+	if _, err := result.ParseLevel(string(c.Level)); err != nil {
 		errs = append(errs, err)
 	}
 	if err := contract.ValidateConfig(c.Limit, c.Window); err != nil {
@@ -178,7 +180,7 @@ func unknown(what, name string, valid []string) error {
 	}
 	candidates := valid
 	if strings.Contains(what, "spec id") {
-		for _, l := range levels {
+		for _, l := range result.LevelOrder() {
 			candidates = append(slices.Clip(candidates), string(l)+"/")
 		}
 	}
@@ -278,7 +280,7 @@ func flagOverrides(cfg Config) Config {
 		cfg.Seed = flags.seed
 	}
 	if flags.level != "" {
-		cfg.Level = Level(flags.level)
+		cfg.Level = result.Level(flags.level)
 	}
 	if len(flags.ids) > 0 {
 		cfg.IDs = flags.ids

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/result"
 	"github.com/rlconform/rlconform/suite"
 	"github.com/rlconform/rlconform/targets"
 )
@@ -40,7 +41,7 @@ func TestInvalidConfigFailsAWindowTakenButIgnored(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, rep.Results, 1)
 		r := rep.Results[0]
-		assert.Equal(t, suite.Failed, r.Status, "clock %v:\n%s", clock, r.Message)
+		assert.Equal(t, result.Failed, r.Status, "clock %v:\n%s", clock, r.Message)
 		assert.Contains(t, r.Message, "the window taken is not in force", "clock %v", clock)
 	}
 }

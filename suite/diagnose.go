@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rlconform/rlconform/model"
+	"github.com/rlconform/rlconform/result"
 )
 
 // traceOp is one checked operation of a spec: at its instant on the fake
@@ -300,10 +301,9 @@ func (d *diagnosed) found(ruledOut map[string]string) (found, dropped []clue) {
 	return found, dropped
 }
 
-// render writes the diagnosis of a failed result into its message and
+// render writes the diagnosis d of a failed result into its message and
 // failure: what explains its answers and no other spec's answers rule out.
-func (r *Result) render(ruledOut map[string]string) {
-	d := r.diag
+func render(r *result.Result, d *diagnosed, ruledOut map[string]string) {
 	if d == nil || !d.failed || r.Failure == nil {
 		return
 	}
@@ -329,49 +329,51 @@ func (r *Result) render(ruledOut map[string]string) {
 }
 
 // reconcile renders every failed result's diagnosis again with what every
-// other result's answers rule out: no spec names a cause that another
-// spec's answers disprove. A result's answers say something only when they
-// are complete enough for the graded profile or a candidate to give them
-// all (see evidence).
-func (rep *Report) reconcile() {
+// other result's answers rule out, so that no spec names a cause that
+// another spec's answers disprove, and sets the run's diagnosis. diags
+// holds each result's diagnosis by spec id. A result's answers say
+// something only when they are complete enough for the graded profile or
+// a candidate to give them all (see evidence).
+func reconcile(rep *result.Report, diags map[string]*diagnosed) {
 	for i := range rep.Results {
-		if r := rep.Results[i]; !r.weighs() || !r.diag.failed || r.Status != Failed {
+		r := rep.Results[i]
+		if d := diags[r.ID]; !weighs(r, d) || !d.failed || r.Status != result.Failed {
 			continue
 		}
 		ruledOut := map[string]string{}
 		for j, o := range rep.Results {
-			if j == i || !o.weighs() {
-				continue
-			}
-			for _, c := range o.diag.clues {
-				if !c.fits && ruledOut[c.key] == "" {
-					ruledOut[c.key] = o.ID
+			if od := diags[o.ID]; j != i && weighs(o, od) {
+				for _, c := range od.clues {
+					if !c.fits && ruledOut[c.key] == "" {
+						ruledOut[c.key] = o.ID
+					}
 				}
 			}
 		}
-		rep.Results[i].render(ruledOut)
+		render(&rep.Results[i], diags[r.ID], ruledOut)
 	}
+	rep.Diagnosis = runDiagnosis(rep, diags)
 }
 
-// weighs reports whether the result's answers say something of the
+// weighs reports whether a result's answers say something of the
 // candidates: a spec that passed or failed (not one that could not be
 // graded) and whose trace the graded profile or a candidate gives in full.
-func (r Result) weighs() bool {
-	return r.diag != nil && r.diag.clues != nil && (r.Status == Passed || r.Status == Failed)
+func weighs(r result.Result, d *diagnosed) bool {
+	return d != nil && d.clues != nil && (r.Status == result.Passed || r.Status == result.Failed)
 }
 
 // runDiagnosis names what gives every answer of the first spec that failed
 // on its answers and fits those of every other spec of the run that says
 // something (passed and failed alike): the one cause consistent with the
-// whole run. It returns the
-// names (in the words of the first failure it explains), their shared hint,
-// and how many specs' answers it gives.
-func (rep *Report) runDiagnosis() (names []string, hint string, specs int) {
+// whole run, in the words of the first failure it explains, with the
+// hint and how many specs' answers it gives; nil when there is none.
+func runDiagnosis(rep *result.Report, diags map[string]*diagnosed) *result.Diagnosis {
 	var first *diagnosed
+	specs := 0
 	consistent := map[string]bool{}
 	for _, r := range rep.Results {
-		d := r.diag
-		if !r.weighs() || r.ExpectedFailure {
+		d := diags[r.ID]
+		if !weighs(r, d) || r.ExpectedFailure {
 			continue
 		}
 		specs++
@@ -384,9 +386,10 @@ func (rep *Report) runDiagnosis() (names []string, hint string, specs int) {
 		}
 	}
 	if first == nil {
-		return nil, "", 0
+		return nil
 	}
 	var found []clue
+	var names []string
 	for _, c := range first.clues {
 		if c.explains && !c.silent && consistent[c.key] {
 			found = append(found, c)
@@ -394,9 +397,9 @@ func (rep *Report) runDiagnosis() (names []string, hint string, specs int) {
 		}
 	}
 	if len(found) == 0 {
-		return nil, "", 0
+		return nil
 	}
-	return names, hintOf(found), specs
+	return &result.Diagnosis{Explained: names, Hint: hintOf(found), Weighed: specs}
 }
 
 // diagnosis is the message's line naming what explains the history.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/model"
+	"github.com/rlconform/rlconform/result"
 	"github.com/rlconform/rlconform/suite"
 )
 
@@ -28,13 +29,13 @@ func TestAGCRAIsNamed(t *testing.T) {
 		require.NoError(t, err)
 		named := false
 		for _, r := range rep.Results {
-			if r.Status == suite.Failed {
+			if r.Status == result.Failed {
 				for _, e := range r.Failure.Explained {
 					named = named || strings.HasPrefix(e, "GCRA")
 				}
 			}
 		}
-		if !withClock && rep.Count(suite.Failed) == 0 && rep.Count(suite.Inconclusive) > 0 {
+		if !withClock && rep.Count(result.Failed) == 0 && rep.Count(result.Inconclusive) > 0 {
 			t.Skip("inconclusive in real time on this machine (never a pass)")
 		}
 		assert.True(t, named, "clock %v: a GCRA is named as one:\n%v", withClock, rep.Results)
@@ -66,7 +67,7 @@ func TestEachSpecGivesItsOwnHintUnderAProfile(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, rep.Results, 1)
 	r := rep.Results[0]
-	require.Equal(t, suite.Failed, r.Status, r.Message)
+	require.Equal(t, result.Failed, r.Status, r.Message)
 	assert.Contains(t, r.Failure.Hint, "validate both values", r.Message)
 	assert.NotContains(t, r.Message, "replay the timeline")
 
@@ -75,6 +76,6 @@ func TestEachSpecGivesItsOwnHintUnderAProfile(t *testing.T) {
 	rep, err = suite.Check(context.Background(), suite.Config{Profile: "fixed-window", IDs: []string{"core/sliding-expiry"}}, target)
 	require.NoError(t, err)
 	r = rep.Results[0]
-	require.Equal(t, suite.Failed, r.Status, r.Message)
+	require.Equal(t, result.Failed, r.Status, r.Message)
 	assert.Contains(t, r.Failure.Hint, "--profile gcra", r.Message)
 }

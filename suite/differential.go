@@ -10,6 +10,7 @@ import (
 
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/model"
+	"github.com/rlconform/rlconform/result"
 )
 
 // dop is one operation of a differential schedule.
@@ -57,7 +58,7 @@ func differential(h *harness) {
 		}
 		min := h.shrink(ops)
 		h.tl = timeline{}
-		h.lastDivergence = Failure{}
+		h.lastDivergence = result.Failure{}
 		bad, why := h.replay(min, "min.", true)
 		if bad < 0 {
 			h.Failf("schedule %d diverged from the model, but its shrunk form did not on replay (a flaky target?); seed %d", i, h.seed)
@@ -197,7 +198,7 @@ func (h *harness) replay(ops []dop, tag string, record bool) (int, string) {
 	h.fakeClock().Set(time.UnixMilli((h.Now().UnixMilli()/w + 2) * w))
 	if err := h.configureAll(h.run.cfg.Limit, h.W()); err != nil {
 		// Not a divergence of the schedule: a valid Configure failed.
-		h.fail(Failure{Kind: KindTargetError, Operation: fmt.Sprintf("Configure(%d, %v)", h.run.cfg.Limit, h.W())},
+		h.fail(result.Failure{Kind: result.KindTargetError, Operation: fmt.Sprintf("Configure(%d, %v)", h.run.cfg.Limit, h.W())},
 			fmt.Sprintf("Configure(%d, %v) before replaying a schedule returned an error: %v", h.run.cfg.Limit, h.W(), err))
 	}
 	base := h.Now()
@@ -255,9 +256,9 @@ func (h *harness) replay(ops []dop, tag string, record bool) (int, string) {
 			h.trace = append(h.trace, t)
 		}
 		if got != want {
-			h.lastDivergence = Failure{Kind: KindWrongAnswer, Step: step, At: now.Sub(base), Operation: o.String(), Got: got, Want: want}
+			h.lastDivergence = result.Failure{Kind: result.KindWrongAnswer, Step: step, At: now.Sub(base), Operation: o.String(), Got: got, Want: want}
 			if err != nil {
-				h.lastDivergence.Kind = KindTargetError
+				h.lastDivergence.Kind = result.KindTargetError
 			}
 			return i, fmt.Sprintf("step %d at %s: %s = %s, want %s", step, at, o, got, want)
 		}

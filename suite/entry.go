@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/onsi/ginkgo/v2"
+	"github.com/rlconform/rlconform/result"
 )
 
 // Check runs the catalogue on target and returns the report. The error is
@@ -17,10 +18,10 @@ import (
 //
 // Typical usage, outside of go test (the rlconform command does this):
 //
-//	rep, err := suite.Check(ctx, suite.Config{Level: suite.Strict}, target)
+//	rep, err := suite.Check(ctx, suite.Config{Level: result.Strict}, target)
 //	if err != nil { ... }
 //	fmt.Println(rep.Verdict())
-func Check(ctx context.Context, cfg Config, target Target) (*Report, error) {
+func Check(ctx context.Context, cfg Config, target Target) (*result.Report, error) {
 	r, err := newRunner(ctx, cfg, target)
 	if err != nil {
 		return nil, err
@@ -127,14 +128,14 @@ func Register(cfg Config, targets ...Target) bool {
 	tree := selectSpecs(full)
 	if late && verr == nil {
 		all := full
-		all.Level, all.IDs, all.Labels = All, nil, nil
+		all.Level, all.IDs, all.Labels = result.All, nil, nil
 		tree = selectSpecs(all)
 	}
 	for _, target := range targets {
 		ginkgo.Describe("rlconform "+target.Name, ginkgo.Ordered, ginkgo.ContinueOnFailure, func() {
 			var (
 				r        *runner
-				rep      *Report
+				rep      *result.Report
 				selected map[string]bool // the specs this run grades
 			)
 			ginkgo.BeforeAll(func(ctx ginkgo.SpecContext) {
@@ -208,7 +209,7 @@ func Register(cfg Config, targets ...Target) bool {
 
 // runInto runs one spec, judges what failed around it, and adds the
 // result to rep (aborting it when the run cannot go on).
-func (r *runner) runInto(ctx context.Context, target Target, s *spec, rep *Report) Result {
+func (r *runner) runInto(ctx context.Context, target Target, s *spec, rep *result.Report) result.Result {
 	res := r.runSpec(ctx, target, s)
 	if r.stuck != "" {
 		rep.Aborted = r.stuck
@@ -216,7 +217,7 @@ func (r *runner) runInto(ctx context.Context, target Target, s *spec, rep *Repor
 		rep.Aborted = why
 	}
 	rep.Results = append(rep.Results, res)
-	rep.reconcile()
+	reconcile(rep, r.diags)
 	return rep.Results[len(rep.Results)-1]
 }
 
@@ -232,23 +233,23 @@ const (
 
 // judge is the one place that turns a result into pass, skip or fail for
 // the test frameworks, as Report.Verdict does for a whole run.
-func judge(res Result, cfg Config) (action, string) {
+func judge(res result.Result, cfg Config) (action, string) {
 	switch res.Status {
-	case Passed:
+	case result.Passed:
 		if res.ExpectedFailure {
 			return actFail, res.ID + " passed, but is listed in Config.ExpectFail: remove it from the list"
 		}
 		return actPass, ""
-	case Failed:
+	case result.Failed:
 		if res.ExpectedFailure {
 			return actLog, "expected failure (Config.ExpectFail):\n" + res.Message
 		}
 		return actFail, res.Message
-	case Skipped:
+	case result.Skipped:
 		return actSkip, res.Message
-	case Inconclusive:
+	case result.Inconclusive:
 		return actSkip, "INCONCLUSIVE (not a pass): " + res.Message
-	case Interrupted, NotRun:
+	case result.Interrupted, result.NotRun:
 		return actSkip, string(res.Status) + ": " + res.Message
 	default: // Errored
 		return actFail, "could not be graded (a fault around the limiter, not a verdict on it): " + res.Message

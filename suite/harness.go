@@ -16,6 +16,7 @@ import (
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/fakeclock"
 	"github.com/rlconform/rlconform/model"
+	"github.com/rlconform/rlconform/result"
 )
 
 // harness is what a spec body gets: the target's instances, the clock, and the
@@ -23,7 +24,10 @@ import (
 // the spec's own goroutine; concurrent phases use the raw methods and assert
 // once they are back.
 type harness struct {
-	ctx    context.Context
+	ctx context.Context
+	// diag is what the answers say of the algorithms the limiter may be,
+	// set when the body has run (execute).
+	diag   *diagnosed
 	spec   *spec
 	target Target
 	env    Env
@@ -44,7 +48,7 @@ type harness struct {
 	// configuration then), for the hint.
 	failedUnder string
 	// lastDivergence is the differential's last divergence, as evidence.
-	lastDivergence Failure
+	lastDivergence result.Failure
 	// passNote is what a passing spec has to say (the result's message).
 	passNote string
 	// sentAt is when the call being checked really left, when its instance
@@ -66,21 +70,21 @@ type harness struct {
 
 // failure and skipped end a spec body by panicking; the runner recovers them.
 type failure struct {
-	msg string  // the whole explanation: summary, configuration, timeline
-	f   Failure // the same evidence as fields
+	msg string         // the whole explanation: summary, configuration, timeline
+	f   result.Failure // the same evidence as fields
 }
 type skipped struct{ reason string }
 
 // Failf ends the spec as failed with a message, the configuration and the
 // timeline: a rule broken outside one answer.
 func (h *harness) Failf(format string, args ...any) {
-	h.fail(Failure{Kind: KindViolation}, fmt.Sprintf(format, args...))
+	h.fail(result.Failure{Kind: result.KindViolation}, fmt.Sprintf(format, args...))
 }
 
 // fail ends the spec as failed with the structured evidence f and the
 // message summary (its first line becomes f.Summary). After a divergence
 // (see diverge), the first divergence is what the spec reports.
-func (h *harness) fail(f Failure, summary string) {
+func (h *harness) fail(f result.Failure, summary string) {
 	if h.pending != nil {
 		panic(*h.pending)
 	}
@@ -95,7 +99,7 @@ func (h *harness) fail(f Failure, summary string) {
 // target's answers without judging them, so that the whole history can
 // name the algorithm the target really is; the first divergence is
 // reported when the spec ends.
-func (h *harness) diverge(f Failure, summary string) {
+func (h *harness) diverge(f result.Failure, summary string) {
 	if h.pending != nil {
 		return
 	}
@@ -108,14 +112,14 @@ func (h *harness) diverge(f Failure, summary string) {
 // "error: ..." when it failed).
 func (h *harness) failStep(inst int, now time.Time, op, got, want, explanation string, err error) {
 	step, at := len(h.tl.events), fmtOffset(now.Sub(h.start))
-	f := Failure{Kind: KindWrongAnswer, Step: step, At: now.Sub(h.start), Instance: inst, Operation: op, Got: got, Want: want, Explanation: explanation}
+	f := result.Failure{Kind: result.KindWrongAnswer, Step: step, At: now.Sub(h.start), Instance: inst, Operation: op, Got: got, Want: want, Explanation: explanation}
 	if errors.Is(err, contract.ErrNoAnswer) {
 		h.noAnswer(fmt.Sprintf("step %d at %s: %s", step, at, op), err)
 	}
 	if err != nil {
-		f.Kind, f.Got = KindTargetError, "error: "+err.Error()
+		f.Kind, f.Got = result.KindTargetError, "error: "+err.Error()
 		if _, ok := errors.AsType[*targetPanic](err); ok {
-			f.Kind = KindPanic
+			f.Kind = result.KindPanic
 		}
 		h.fail(f, fmt.Sprintf("step %d at %s: %s returned an error: %v", step, at, op, err))
 	}
@@ -160,12 +164,12 @@ func (h *harness) Skipf(format string, args ...any) {
 // fault ends the spec as errored: the grader's own store or wait failed,
 // which says nothing about the limiter.
 func (h *harness) fault(format string, args ...any) {
-	h.fail(Failure{Kind: KindFault}, fmt.Sprintf(format, args...))
+	h.fail(result.Failure{Kind: result.KindFault}, fmt.Sprintf(format, args...))
 }
 
 // divergef is diverge for a rule broken outside one answer.
 func (h *harness) divergef(format string, args ...any) {
-	h.diverge(Failure{Kind: KindViolation}, fmt.Sprintf(format, args...))
+	h.diverge(result.Failure{Kind: result.KindViolation}, fmt.Sprintf(format, args...))
 }
 
 // Expect is Gomega's Expect; a failed assertion ends the spec with the
@@ -854,4 +858,13 @@ func unguarded(lim contract.RateLimiterContract) contract.RateLimiterContract {
 		return g.lim
 	}
 	return lim
+}
+
+// firstLine is s's first line, trimmed.
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }

@@ -8,18 +8,19 @@ import (
 	"time"
 
 	"github.com/rlconform/rlconform/model"
+	"github.com/rlconform/rlconform/result"
 )
 
 // httpSpecs grade what an HTTP service tells its clients about the limit:
 // Retry-After and the RateLimit fields (endpoints only).
 func httpSpecs() []spec {
 	return []spec{
-		{id: "http/retry-after", level: Strict, needs: []need{needEndpoint},
+		{id: "http/retry-after", level: result.Strict, needs: []need{needEndpoint},
 			rule:            "a refusal's Retry-After is truthful at every phase of the window (bursts spread over it and just after an epoch-aligned edge): a request sent after it is admitted, and it is no longer than the earliest admission rounded up to whole seconds",
 			run:             retryAfterSpec,
 			hint:            "set Retry-After to the time until the next request is allowed, from the limiter's state at this refusal (for a log: until the oldest entry that counts leaves), rounded up to whole seconds, never down; a constant such as the window is too short after a burst at some phases",
 			hintAllProfiles: true},
-		{id: "http/ratelimit-fields", level: Strict, needs: []need{needEndpoint},
+		{id: "http/ratelimit-fields", level: result.Strict, needs: []need{needEndpoint},
 			rule:            "the RateLimit fields tell the truth at every phase of the window (bursts spread over it and just after an epoch-aligned edge): the policy is the one enforced, r is the quota left after the request, t no later than the whole quota's return rounded up (the next unit's or the whole quota's, or between; an epoch instant to the second), and with none left a request sent t later (at that instant) is allowed",
 			run:             rateLimitFieldsSpec,
 			hint:            "send RateLimit-Policy: \"name\";q=N;w=W and RateLimit: \"name\";r=<left after this request>;t=<seconds until more quota, or until the whole quota is back, rounded up> from the limiter's own decision; an epoch X-RateLimit-Reset is that instant rounded up to the second, not the end of a bucket the estimate still counts, nor floored",

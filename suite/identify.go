@@ -10,6 +10,7 @@ import (
 
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/model"
+	"github.com/rlconform/rlconform/result"
 )
 
 // Identification is what Identify found: the profiles (with parameters)
@@ -20,7 +21,7 @@ type Identification struct {
 	// Limit and Window are the configuration the probes ran with.
 	Limit  int
 	Window time.Duration
-	Mode   Mode
+	Mode   result.Mode
 	// Burst is how many requests a fresh user got at one instant (in real
 	// time: in one quick burst).
 	Burst int
@@ -96,7 +97,7 @@ var identifyProbes = []string{
 
 // burstProbe measures how many requests a fresh user gets at once.
 func burstProbe() spec {
-	return spec{id: "identify/burst", level: Core, rule: "a fresh user's requests at one instant: how many are allowed",
+	return spec{id: "identify/burst", level: result.Core, rule: "a fresh user's requests at one instant: how many are allowed",
 		run: func(h *harness) {
 			h.CheckBurst([]string{h.User("burst")}, 4*h.N()+4, 1, []contract.RateLimiterContract{h.Instance(0)})
 		}}
@@ -108,7 +109,7 @@ func burstProbe() spec {
 // after the next epoch edge, at the grid's edge and at the opened
 // window's end.
 func gridProbe() spec {
-	return spec{id: "identify/grid", level: Core, rule: "where a fixed window's edges are: the epoch, a grid anchored at the first request, or a window opened by a request",
+	return spec{id: "identify/grid", level: result.Core, rule: "where a fixed window's edges are: the epoch, a grid anchored at the first request, or a window opened by a request",
 		run: func(h *harness) {
 			u := h.User("grid")
 			w := h.W()
@@ -210,22 +211,22 @@ func identifyOnce(ctx context.Context, cfg Config, target Target, wholeSeconds b
 	r.probed = func(s *spec, h *harness) {
 		probes = append(probes, probe{id: s.id, n: h.env.MaxRequests, w: h.env.Window, realTime: h.fake == nil, start: h.start, tag: h.tag, trace: slices.Clone(h.trace)})
 	}
-	id := &Identification{Target: target.Name, Mode: FakeClock}
+	id := &Identification{Target: target.Name, Mode: result.FakeClock}
 	if !target.Capabilities.Clock {
-		id.Mode = RealTime
+		id.Mode = result.RealTime
 	}
 	// The burst first: a paced endpoint has its whole budget then.
 	specs := append([]spec{burstProbe()}, append(r.selected(), gridProbe())...)
 	for i := range specs {
 		s := &specs[i]
-		rep := &Report{}
+		rep := &result.Report{}
 		res := r.runInto(ctx, target, s, rep)
 		switch {
 		case rep.Aborted != "":
 			return nil, nil, fmt.Errorf("identify: %s", rep.Aborted)
-		case res.Status == Skipped:
+		case res.Status == result.Skipped:
 			id.Notes = append(id.Notes, fmt.Sprintf("probe %s not run: %s", s.id, res.Message))
-		case res.Status == Errored || res.Status == Inconclusive || res.Status == Interrupted || res.Failure != nil && (res.Failure.Kind == KindTargetError || res.Failure.Kind == KindPanic || res.Failure.Kind == KindHang):
+		case res.Status == result.Errored || res.Status == result.Inconclusive || res.Status == result.Interrupted || res.Failure != nil && (res.Failure.Kind == result.KindTargetError || res.Failure.Kind == result.KindPanic || res.Failure.Kind == result.KindHang):
 			return nil, r.refused.Load(), fmt.Errorf("identify: probe %s could not run: %s", s.id, cause(res))
 		}
 	}
@@ -254,7 +255,7 @@ func identifyOnce(ctx context.Context, cfg Config, target Target, wholeSeconds b
 
 // cause is why a probe could not run: the first line of its message after
 // the spec's title, which is all the first line says.
-func cause(res Result) string {
+func cause(res result.Result) string {
 	lines := strings.Split(strings.TrimSpace(res.Message), "\n")
 	for _, l := range lines[1:] {
 		if l = strings.TrimSpace(l); l != "" {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/model"
+	"github.com/rlconform/rlconform/result"
 )
 
 // linInput is one operation of a linearizability history.
@@ -295,7 +296,7 @@ func linearizable(h *harness) {
 	}
 	for _, err := range rec.errs {
 		if p, ok := errors.AsType[*targetPanic](err); ok {
-			h.fail(Failure{Kind: KindPanic}, "a concurrent call panicked: "+p.Error())
+			h.fail(result.Failure{Kind: result.KindPanic}, "a concurrent call panicked: "+p.Error())
 		}
 	}
 	// A failed call is an unknown outcome, which any history absorbs: a

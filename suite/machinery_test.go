@@ -19,6 +19,7 @@ import (
 	"github.com/rlconform/rlconform/fakeclock"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/report"
+	"github.com/rlconform/rlconform/result"
 	"github.com/rlconform/rlconform/suite"
 	"github.com/rlconform/rlconform/targets"
 )
@@ -67,16 +68,16 @@ func TestADroppedConnectionIsNotAVerdict(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, rep.Results, 3)
 	assert.Empty(t, rep.Aborted)
-	statuses := map[suite.Status]int{}
+	statuses := map[result.Status]int{}
 	for _, r := range rep.Results {
 		statuses[r.Status]++
-		assert.NotEqual(t, suite.Failed, r.Status, "%s: a dropped connection is no verdict on the limiter:\n%s", r.ID, r.Message)
-		if r.Status == suite.Inconclusive {
+		assert.NotEqual(t, result.Failed, r.Status, "%s: a dropped connection is no verdict on the limiter:\n%s", r.ID, r.Message)
+		if r.Status == result.Inconclusive {
 			assert.Contains(t, r.Message, "no answer")
 		}
 	}
-	assert.Equal(t, 1, statuses[suite.Inconclusive], report.String(rep))
-	assert.NotEqual(t, suite.NotConformant, rep.Verdict().Outcome)
+	assert.Equal(t, 1, statuses[result.Inconclusive], report.String(rep))
+	assert.NotEqual(t, result.NotConformant, rep.Verdict().Outcome)
 }
 
 // TestAHistoryOfFailedCallsIsInconclusive: strict/linearizable on a target
@@ -94,8 +95,8 @@ func TestAHistoryOfFailedCallsIsInconclusive(t *testing.T) {
 	rep, err := suite.Check(context.Background(), suite.Config{IDs: []string{"strict/linearizable"}}, target)
 	require.NoError(t, err)
 	require.Len(t, rep.Results, 1)
-	assert.Equal(t, suite.Inconclusive, rep.Results[0].Status, rep.Results[0].Message)
-	assert.NotEqual(t, suite.Conformant, rep.Verdict().Outcome)
+	assert.Equal(t, result.Inconclusive, rep.Results[0].Status, rep.Results[0].Message)
+	assert.NotEqual(t, result.Conformant, rep.Verdict().Outcome)
 }
 
 // hangsOnce blocks one AllowRequest, ignoring its context, until release
@@ -134,12 +135,12 @@ func TestASpecThatNeverReturnsStopsTheRun(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, rep.Results, 2)
 	first := rep.Results[0]
-	assert.Equal(t, suite.Failed, first.Status, first.Message)
+	assert.Equal(t, result.Failed, first.Status, first.Message)
 	require.NotNil(t, first.Failure)
-	assert.Equal(t, suite.KindHang, first.Failure.Kind)
+	assert.Equal(t, result.KindHang, first.Failure.Kind)
 	assert.Contains(t, rep.Aborted, "did not return")
-	assert.Equal(t, suite.NotRun, rep.Results[1].Status)
-	assert.Equal(t, suite.NotConformant, rep.Verdict().Outcome, "a hang is the limiter's: exit 1")
+	assert.Equal(t, result.NotRun, rep.Results[1].Status)
+	assert.Equal(t, result.NotConformant, rep.Verdict().Outcome, "a hang is the limiter's: exit 1")
 }
 
 // sentPanics is an instance that knows when its requests leave (as an
@@ -174,8 +175,8 @@ func TestSentReportingCallsAreGuarded(t *testing.T) {
 	require.Len(t, rep.Results, 1)
 	r := rep.Results[0]
 	t.Logf("%s: %s %+v", r.ID, r.Status, r.Failure)
-	assert.NotEqual(t, suite.Passed, r.Status, r.Message)
-	assert.NotEqual(t, suite.Errored, r.Status, "the target's panic is not a fault of ours: %s", r.Message)
+	assert.NotEqual(t, result.Passed, r.Status, r.Message)
+	assert.NotEqual(t, result.Errored, r.Status, "the target's panic is not a fault of ours: %s", r.Message)
 	assert.Contains(t, r.Message, "boom in AllowRequestSent")
 }
 
@@ -222,8 +223,8 @@ func TestAnErrorOnAValidConfigurationIsAFailure(t *testing.T) {
 	assert.Empty(t, rep.Aborted)
 	configRange, after := rep.Results[0], rep.Results[1]
 	require.Equal(t, "strict/config-range", configRange.ID)
-	assert.Equal(t, suite.Failed, configRange.Status, configRange.Message)
+	assert.Equal(t, result.Failed, configRange.Status, configRange.Message)
 	assert.True(t, strings.Contains(configRange.Message, "hint: keep N and W exact"), configRange.Message)
-	assert.Equal(t, suite.Passed, after.Status, "%s ran after the failure: %s", after.ID, after.Message)
-	assert.Equal(t, suite.NotConformant, rep.Verdict().Outcome)
+	assert.Equal(t, result.Passed, after.Status, "%s ran after the failure: %s", after.ID, after.Message)
+	assert.Equal(t, result.NotConformant, rep.Verdict().Outcome)
 }

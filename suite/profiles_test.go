@@ -13,6 +13,7 @@ import (
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/fakeclock"
 	"github.com/rlconform/rlconform/model"
+	"github.com/rlconform/rlconform/result"
 	"github.com/rlconform/rlconform/suite"
 	"github.com/rlconform/rlconform/targets"
 )
@@ -35,10 +36,10 @@ func TestProfileModelsPassTheirProfile(t *testing.T) {
 			rep, err := suite.Check(context.Background(), suite.Config{Profile: p, ReportDir: t.TempDir()}, targets.ProfileModel(model.MustSpec(p)))
 			require.NoError(t, err)
 			for _, r := range rep.Results {
-				assert.NotEqual(t, suite.Failed, r.Status, "%s under %s:\n%s", r.ID, p, r.Message)
-				assert.NotEqual(t, suite.Errored, r.Status, "%s under %s:\n%s", r.ID, p, r.Message)
+				assert.NotEqual(t, result.Failed, r.Status, "%s under %s:\n%s", r.ID, p, r.Message)
+				assert.NotEqual(t, result.Errored, r.Status, "%s under %s:\n%s", r.ID, p, r.Message)
 			}
-			assert.Greater(t, rep.Count(suite.Passed), 20, "most of the catalogue grades %s", p)
+			assert.Greater(t, rep.Count(result.Passed), 20, "most of the catalogue grades %s", p)
 		})
 	}
 }
@@ -97,10 +98,10 @@ func TestProfileLinearizabilityCatchesARace(t *testing.T) {
 		rep, err := suite.Check(context.Background(), suite.Config{Profile: "gcra", IDs: []string{"strict/linearizable"}, ReportDir: t.TempDir()}, tg)
 		require.NoError(t, err)
 		r := rep.Results[0]
-		if !clock && r.Status == suite.Inconclusive {
+		if !clock && r.Status == result.Inconclusive {
 			t.Logf("inconclusive in real time on this machine: %s", r.Message)
 			continue
 		}
-		assert.Equal(t, suite.Failed, r.Status, "clock %v:\n%s", clock, r.Message)
+		assert.Equal(t, result.Failed, r.Status, "clock %v:\n%s", clock, r.Message)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/rlconform/rlconform/mutants"
 	"github.com/rlconform/rlconform/reference"
 	"github.com/rlconform/rlconform/report"
+	"github.com/rlconform/rlconform/result"
 	"github.com/rlconform/rlconform/suite"
 )
 
@@ -31,14 +32,14 @@ func TestRealTimeMode(t *testing.T) {
 	ref := clockless("reference on Redis TIME", func(env suite.Env) (contract.RateLimiterContract, error) {
 		return reference.New(env.Redis, reference.Options{MaxRequests: env.MaxRequests, Window: env.Window, Prefix: env.KeyPrefix})
 	})
-	rep, err := suite.Check(ctx, suite.Config{Level: suite.All}, ref)
+	rep, err := suite.Check(ctx, suite.Config{Level: result.All}, ref)
 	require.NoError(t, err)
 	t.Log("\n" + report.String(rep))
-	assert.NotEqual(t, suite.NotConformant, rep.Verdict().Outcome, report.String(rep))
+	assert.NotEqual(t, result.NotConformant, rep.Verdict().Outcome, report.String(rep))
 	for _, r := range rep.Results {
 		if r.ID == "core/sliding-expiry" {
-			assert.Contains(t, []suite.Status{suite.Passed, suite.Inconclusive}, r.Status, r.Message)
-			assert.Equal(t, suite.RealTime, r.Mode)
+			assert.Contains(t, []result.Status{result.Passed, result.Inconclusive}, r.Status, r.Message)
+			assert.Equal(t, result.RealTime, r.Mode)
 		}
 	}
 
@@ -48,9 +49,9 @@ func TestRealTimeMode(t *testing.T) {
 	rep, err = suite.Check(ctx, suite.Config{IDs: []string{"core/sliding-expiry"}}, mixup)
 	require.NoError(t, err)
 	require.Len(t, rep.Results, 1)
-	if rep.Results[0].Status == suite.Inconclusive {
+	if rep.Results[0].Status == result.Inconclusive {
 		t.Skipf("inconclusive in real time on this machine (never a pass):\n%s", rep.Results[0].Message)
 	}
-	assert.Equal(t, suite.Failed, rep.Results[0].Status, rep.Results[0].Message)
+	assert.Equal(t, result.Failed, rep.Results[0].Status, rep.Results[0].Message)
 	t.Log(rep.Results[0].Message)
 }

@@ -10,39 +10,40 @@ import (
 	"github.com/onsi/gomega"
 
 	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/result"
 )
 
 // robustSpecs grade what breaks in production: odd input, key hygiene and
 // store faults.
 func robustSpecs() []spec {
 	return []spec{
-		{id: "robust/user-id-zoo", level: Robust, needs: []need{needUsers, needOpaqueIDs},
+		{id: "robust/user-id-zoo", level: result.Robust, needs: []need{needUsers, needOpaqueIDs},
 			rule:            "any non-empty id up to 512 bytes is its own user: no glob, no case folding, no truncation, no prefix matching",
 			run:             userIDZoo,
 			hint:            "key by the exact id: never lower-case it, cut it, or use it in a KEYS/SCAN pattern",
 			hintAllProfiles: true},
-		{id: "robust/empty-user-id", level: Robust, needs: []need{needOpaqueIDs},
+		{id: "robust/empty-user-id", level: result.Robust, needs: []need{needOpaqueIDs},
 			rule:            "the empty user id is an error wrapping ErrInvalidUserID and changes nothing",
 			run:             emptyUserID,
 			hint:            "validate the id before touching the store, and return an error wrapping contract.ErrInvalidUserID for the empty one (over HTTP: status 400)",
 			hintAllProfiles: true},
-		{id: "robust/invalid-config", level: Robust, needs: []need{needConfigure},
+		{id: "robust/invalid-config", level: result.Robust, needs: []need{needConfigure},
 			rule:            "Configure with a limit below 1 or a window below 1ms is an error wrapping ErrInvalidConfig and leaves the old configuration in force; above MaxLimit or MaxWindow it is that error or taken and in force",
 			run:             invalidConfig,
 			hint:            "validate both values before storing either, and return an error wrapping contract.ErrInvalidConfig (over HTTP: status 400); a limit above contract.MaxLimit or a window above contract.MaxWindow may be refused the same way (contract.ValidateConfig) or taken, never answered with another error",
 			hintAllProfiles: true},
-		{id: "robust/key-hygiene", level: Robust, needs: []need{needUsers, needInspect},
+		{id: "robust/key-hygiene", level: result.Robust, needs: []need{needUsers, needInspect},
 			rule:            "every key the limiter writes has a TTL covering its newest entry and at most a few windows, and lives under its prefix",
 			general:         "every key the limiter writes has a TTL covering the time its state still matters (the profile's lifetime) and at most a few windows, and lives under its prefix",
 			run:             keyHygiene,
 			hint:            "PEXPIRE the key on every write, in the same script, by at least the time its state still matters (for a log: W; a margin such as W + 1s costs little and survives clocks and rounding) and at most a few windows; build keys as prefix + id",
 			hintAllProfiles: true},
-		{id: "robust/store-outage", level: Robust, needs: []need{needUsers, needOwnRedis},
+		{id: "robust/store-outage", level: result.Robust, needs: []need{needUsers, needOwnRedis},
 			rule:            "with Redis down every call returns an error within its deadline, nothing is allowed (unless fail-open), and the limiter recovers without a restart",
 			run:             storeOutage,
 			hint:            "honour the context on every call, fail closed, and let the client reconnect: never cache a dead connection or retry forever",
 			hintAllProfiles: true},
-		{id: "robust/context-cancel", level: Robust, needs: []need{needInProcess},
+		{id: "robust/context-cancel", level: result.Robust, needs: []need{needInProcess},
 			rule:            "a cancelled context is honoured: the call returns an error and allows nothing",
 			run:             contextCancel,
 			hint:            "pass the caller's context to every store call",

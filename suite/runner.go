@@ -21,6 +21,7 @@ import (
 	"github.com/rlconform/rlconform/fakeclock"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/redisenv"
+	"github.com/rlconform/rlconform/result"
 )
 
 // start is the fake clock's reading when a spec starts: 2026-01-01T00:00Z,
@@ -58,6 +59,9 @@ type runner struct {
 	// wholeSeconds: a raised real-time window is a whole number of
 	// seconds (for a target that accepts no other).
 	wholeSeconds bool
+	// diags is what each spec's answers say of the algorithms the limiter
+	// may be, by spec id (reconcile weighs them all).
+	diags map[string]*diagnosed
 }
 
 // refusal is a valid configuration a target refused, with its error.
@@ -85,7 +89,7 @@ func newRunner(ctx context.Context, cfg Config, targets ...Target) (*runner, err
 	if _, err := rand.Read(id); err != nil {
 		return nil, fmt.Errorf("suite: run id: %w", err)
 	}
-	r := &runner{cfg: cfg, redis: cfg.Redis, runID: hex.EncodeToString(id), profile: model.MustSpec(cfg.Profile)}
+	r := &runner{cfg: cfg, redis: cfg.Redis, runID: hex.EncodeToString(id), profile: model.MustSpec(cfg.Profile), diags: map[string]*diagnosed{}}
 	needsRedis := false
 	for _, t := range targets {
 		needsRedis = needsRedis || t.NeedsRedis || t.Capabilities.StoreInspection
@@ -114,7 +118,7 @@ func (r *runner) selected() []spec { return selectSpecs(r.cfg) }
 func selectSpecs(cfg Config) []spec {
 	var out []spec
 	for _, s := range catalogue() {
-		if cfg.Level.includes(s.level) && s.matches(cfg.IDs) && s.hasLabel(cfg.Labels) {
+		if cfg.Level.Includes(s.level) && s.matches(cfg.IDs) && s.hasLabel(cfg.Labels) {
 			out = append(out, s)
 		}
 	}
@@ -122,19 +126,19 @@ func selectSpecs(cfg Config) []spec {
 }
 
 // newReport starts the report of a run on t.
-func (r *runner) newReport(t Target) *Report {
-	return &Report{Target: t.Name, Targets: t.Addresses, Seed: r.cfg.Seed, Level: r.cfg.Level, Profile: r.profile.String(),
+func (r *runner) newReport(t Target) *result.Report {
+	return &result.Report{Target: t.Name, Targets: t.Addresses, Seed: r.cfg.Seed, Level: r.cfg.Level, Profile: r.profile.String(),
 		Selection: r.cfg.selection()}
 }
 
 // notRun is the result of a spec the run never reached: interrupted when
 // the run was stopped, not run when it could not go on.
-func (r *runner) notRun(s *spec, why string, stopped bool) Result {
-	st := NotRun
+func (r *runner) notRun(s *spec, why string, stopped bool) result.Result {
+	st := result.NotRun
 	if stopped {
-		st = Interrupted
+		st = result.Interrupted
 	}
-	res := Result{ID: s.id, Level: s.level, Rule: s.ruleFor(r.profile), Status: st, Message: why,
+	res := result.Result{ID: s.id, Level: s.level, Rule: s.ruleFor(r.profile), Status: st, Message: why,
 		ExpectedFailure: slices.Contains(r.cfg.ExpectFail, s.id)}
 	if r.cfg.Progress != nil {
 		r.cfg.Progress(res)
@@ -214,8 +218,8 @@ func (r *runner) missing(t Target, s *spec) (why string, structural bool) {
 
 // stillAlive asks a target whose spec just failed whether it still answers,
 // within 10s; an error means the run cannot go on.
-func (r *runner) stillAlive(ctx context.Context, t Target, res Result) error {
-	if t.Alive == nil || res.Status != Failed {
+func (r *runner) stillAlive(ctx context.Context, t Target, res result.Result) error {
+	if t.Alive == nil || res.Status != result.Failed {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -229,10 +233,10 @@ func (r *runner) stillAlive(ctx context.Context, t Target, res Result) error {
 }
 
 // runSpec runs one spec on a fresh instance of target and never panics.
-func (r *runner) runSpec(ctx context.Context, t Target, s *spec) (res Result) {
+func (r *runner) runSpec(ctx context.Context, t Target, s *spec) (res result.Result) {
 	r.count++
 	began := time.Now()
-	res = Result{ID: s.id, Level: s.level, Rule: s.ruleFor(r.profile), ExpectedFailure: slices.Contains(r.cfg.ExpectFail, s.id)}
+	res = result.Result{ID: s.id, Level: s.level, Rule: s.ruleFor(r.profile), ExpectedFailure: slices.Contains(r.cfg.ExpectFail, s.id)}
 	defer func() {
 		res.Duration = time.Since(began)
 		if r.cfg.Progress != nil {
@@ -240,30 +244,31 @@ func (r *runner) runSpec(ctx context.Context, t Target, s *spec) (res Result) {
 		}
 	}()
 	if ctx.Err() != nil {
-		res.Status, res.Message = Interrupted, "the run was stopped before this spec began"
+		res.Status, res.Message = result.Interrupted, "the run was stopped before this spec began"
 		return res
 	}
 	if why, structural := r.missing(t, s); why != "" {
-		res.Status, res.Message, res.Structural = Skipped, why, structural
+		res.Status, res.Message, res.Structural = result.Skipped, why, structural
 		return res
 	}
 	if why := s.outside(r.profile, t.Capabilities.Clock); why != "" {
-		res.Status, res.Message, res.Structural = Skipped, why, true
+		res.Status, res.Message, res.Structural = result.Skipped, why, true
 		return res
 	}
-	res.Mode = RealTime
+	res.Mode = result.RealTime
 	if t.Capabilities.Clock {
-		res.Mode = FakeClock
+		res.Mode = result.FakeClock
 	}
 	specCtx, cancel := context.WithTimeout(ctx, r.cfg.SpecTimeout)
 	defer cancel()
 
 	h := r.newH(specCtx, t, s)
-	done := make(chan Result, 1)
+	done := make(chan result.Result, 1)
 	go func() { done <- h.execute() }()
 	select {
 	case out := <-done:
-		res.Status, res.Message, res.Failure, res.diag = out.Status, out.Message, out.Failure, out.diag
+		res.Status, res.Message, res.Failure = out.Status, out.Message, out.Failure
+		r.diags[s.id] = h.diag
 		if r.probed != nil {
 			r.probed(s, h)
 		}
@@ -276,12 +281,12 @@ func (r *runner) runSpec(ctx context.Context, t Target, s *spec) (res Result) {
 		}
 	}
 	r.quietSince = time.Now()
-	if res.Status == Failed && t.Alive != nil {
+	if res.Status == result.Failed && t.Alive != nil {
 		h.restoreConfig(ctx)
 	}
-	if err := h.close(); err != nil && res.Status == Passed {
-		res.Status, res.Message = Failed, fmt.Sprintf("closing the instances: %v", err)
-		res.Failure = &Failure{Kind: KindTargetError, Summary: res.Message}
+	if err := h.close(); err != nil && res.Status == result.Passed {
+		res.Status, res.Message = result.Failed, fmt.Sprintf("closing the instances: %v", err)
+		res.Failure = &result.Failure{Kind: result.KindTargetError, Summary: res.Message}
 	}
 	if r.cfg.StorePrefix == "" {
 		r.cleanKeys(h)
@@ -295,23 +300,23 @@ func (r *runner) runSpec(ctx context.Context, t Target, s *spec) (res Result) {
 // the spec's goroutine, which its cancelled context should end; one that
 // does not return leaves r.stuck set, and the run stops there, never going
 // on beside it.
-func (r *runner) timedOut(ctx context.Context, t Target, s *spec, h *harness, done <-chan Result, res *Result) {
+func (r *runner) timedOut(ctx context.Context, t Target, s *spec, h *harness, done <-chan result.Result, res *result.Result) {
 	// A call still in flight for a good part of the spec's time hung;
 	// with none, every call returned and the target was only slow.
 	oldest, mean, returned := h.calls.stats()
 	var summary string
 	switch {
 	case ctx.Err() != nil:
-		res.Status, res.Message = Interrupted, "the run was stopped while this spec ran"
-		res.Failure = &Failure{Kind: KindFault, Summary: res.Message}
+		res.Status, res.Message = result.Interrupted, "the run was stopped while this spec ran"
+		res.Failure = &result.Failure{Kind: result.KindFault, Summary: res.Message}
 	case oldest >= hangBound(r.cfg.SpecTimeout):
 		summary = fmt.Sprintf("did not finish within %v: a call has not returned for %v (every call must honour its context)",
 			r.cfg.SpecTimeout, oldest.Round(time.Millisecond))
-		res.Status, res.Failure = Failed, &Failure{Kind: KindHang, Summary: summary, Hint: s.hint}
+		res.Status, res.Failure = result.Failed, &result.Failure{Kind: result.KindHang, Summary: summary, Hint: s.hint}
 	default:
 		summary = fmt.Sprintf("did not finish within %v: the target answered all %d calls, but slowly (%v a call on average): too slow to grade, not wrong",
 			r.cfg.SpecTimeout, returned, mean.Round(time.Microsecond))
-		res.Status, res.Failure = Inconclusive, &Failure{Kind: KindSlow, Summary: summary}
+		res.Status, res.Failure = result.Inconclusive, &result.Failure{Kind: result.KindSlow, Summary: summary}
 	}
 	wait := time.NewTimer(hangBound(r.cfg.SpecTimeout))
 	defer wait.Stop()
@@ -378,11 +383,11 @@ func (r *runner) storeFault(ctx context.Context) string {
 // around the limiter (the grader's store, a target that stopped answering).
 // It turns such a result into an Errored one and returns the reason to abort
 // the run; "" means go on.
-func (r *runner) afterSpec(ctx context.Context, t Target, res *Result) string {
-	if res.Status == Inconclusive && res.Failure != nil && res.Failure.Kind == KindSlow {
+func (r *runner) afterSpec(ctx context.Context, t Target, res *result.Result) string {
+	if res.Status == result.Inconclusive && res.Failure != nil && res.Failure.Kind == result.KindSlow {
 		return fmt.Sprintf("%s is too slow to grade (%s): raise the spec timeout, or grade it where it answers faster", t.Name, res.Failure.Summary)
 	}
-	if res.Status != Failed {
+	if res.Status != result.Failed {
 		return ""
 	}
 	why := r.storeFault(ctx)
@@ -392,9 +397,9 @@ func (r *runner) afterSpec(ctx context.Context, t Target, res *Result) string {
 		}
 	}
 	if why != "" {
-		res.Status = Errored
+		res.Status = result.Errored
 		res.Message = why + "\n" + res.Message
-		res.Failure = &Failure{Kind: KindFault, Summary: why}
+		res.Failure = &result.Failure{Kind: result.KindFault, Summary: why}
 	}
 	return why
 }
@@ -429,32 +434,32 @@ func (r *runner) newH(ctx context.Context, t Target, s *spec) *harness {
 	h.seed = r.cfg.Seed
 	h.rng = mrand.New(mrand.NewPCG(r.cfg.Seed, sum.Sum64()))
 	h.g = gomega.NewGomega(func(message string, _ ...int) {
-		h.fail(Failure{Kind: KindViolation}, message)
+		h.fail(result.Failure{Kind: result.KindViolation}, message)
 	})
 	return h
 }
 
 // execute runs the body, turning the panics of Failf, Skipf, and of the
 // target itself, into a result.
-func (h *harness) execute() (res Result) {
+func (h *harness) execute() (res result.Result) {
 	defer func() {
 		switch v := recover().(type) {
 		case nil:
-			res.Status, res.Message = Passed, h.passNote
+			res.Status, res.Message = result.Passed, h.passNote
 			// What the answers say of the other algorithms a limiter may
 			// be: only a trace the graded profile gives in full says it.
 			if clues, graded := h.evidence(); graded {
-				res.diag = &diagnosed{clues: clues, graded: true}
+				h.diag = &diagnosed{clues: clues, graded: true}
 			}
 		case failure:
 			f := v.f
 			f.Hint = h.hint()
-			res.Status, res.Failure = Failed, &f
-			if f.Kind == KindFault { // the store or the grader, not the limiter
-				res.Status, f.Hint = Errored, ""
+			res.Status, res.Failure = result.Failed, &f
+			if f.Kind == result.KindFault { // the store or the grader, not the limiter
+				res.Status, f.Hint = result.Errored, ""
 			}
 			res.Message = h.spec.titleFor(h.run.profile) + "\n  " + v.msg
-			if f.Kind == KindWrongAnswer || f.Kind == KindViolation {
+			if f.Kind == result.KindWrongAnswer || f.Kind == result.KindViolation {
 				// Name the algorithm the answers show, and give its hint
 				// rather than the spec's usual cause (render).
 				d := &diagnosed{failed: true, base: res.Message, hint: f.Hint}
@@ -462,16 +467,16 @@ func (h *harness) execute() (res Result) {
 				if !d.graded && !slices.ContainsFunc(d.clues, func(c clue) bool { return c.explains }) {
 					d.clues = nil // nothing gives these answers: they rule nothing out
 				}
-				res.diag = d
-				res.render(nil)
+				h.diag = d
+				render(&res, d, nil)
 			} else if f.Hint != "" {
 				res.Message += "  hint: " + f.Hint + "\n"
 			}
 		case skipped:
-			res.Status, res.Message = Skipped, v.reason
+			res.Status, res.Message = result.Skipped, v.reason
 		case inconclusive:
-			res.Status, res.Message = Inconclusive, h.spec.titleFor(h.run.profile)+"\n  "+v.msg
-			res.Failure = &Failure{Kind: KindInconclusive, Summary: firstLine(v.msg)}
+			res.Status, res.Message = result.Inconclusive, h.spec.titleFor(h.run.profile)+"\n  "+v.msg
+			res.Failure = &result.Failure{Kind: result.KindInconclusive, Summary: firstLine(v.msg)}
 		default:
 			// A panic in the grader's own code is a fault of ours, not a
 			// verdict; one in the target's code fails the spec.
@@ -479,14 +484,14 @@ func (h *harness) execute() (res Result) {
 			summary := fmt.Sprintf("panic in %s: %v", where, v)
 			res.Message = h.report(fmt.Sprintf("%s\n  %s\n%s", h.spec.titleFor(h.run.profile), summary, debug.Stack()))
 			if ours {
-				res.Status, res.Failure = Errored, &Failure{Kind: KindFault, Summary: "rlconform's own " + summary + " (a bug of the grader, please report it)"}
+				res.Status, res.Failure = result.Errored, &result.Failure{Kind: result.KindFault, Summary: "rlconform's own " + summary + " (a bug of the grader, please report it)"}
 			} else {
-				res.Status, res.Failure = Failed, &Failure{Kind: KindPanic, Summary: "the target panicked: " + summary}
+				res.Status, res.Failure = result.Failed, &result.Failure{Kind: result.KindPanic, Summary: "the target panicked: " + summary}
 			}
 		}
 	}()
 	if _, err := h.instance(0); err != nil {
-		h.fail(Failure{Kind: KindTargetError}, err.Error())
+		h.fail(result.Failure{Kind: result.KindTargetError}, err.Error())
 	}
 	if h.fake == nil && h.run.margin == 0 {
 		h.run.margin = h.measureMargin()

@@ -6,38 +6,8 @@ import (
 	"strings"
 
 	"github.com/rlconform/rlconform/model"
+	"github.com/rlconform/rlconform/result"
 )
-
-// Level groups specs by how much they demand. Levels are cumulative: a
-// limiter conformant at strict also passes core.
-type Level string
-
-// The levels, in order.
-const (
-	Core   Level = "core"   // the eight behaviours every limiter must get right
-	Strict Level = "strict" // an exact sliding window, under concurrency, on a shared store
-	Robust Level = "robust" // odd input, key hygiene, store faults
-	// All is every level: today the same specs as Robust, and whatever
-	// level is added later.
-	All Level = "all"
-)
-
-// Levels lists every level in order.
-var levels = []Level{Core, Strict, Robust}
-
-// ParseLevel parses core, strict, robust or all.
-func ParseLevel(s string) (Level, error) {
-	switch s {
-	case string(Core), string(Strict), string(Robust), string(All):
-		return Level(s), nil
-	}
-	return "", fmt.Errorf("unknown level %q: want core, strict, robust or all", s)
-}
-
-// includes reports whether a run at level l runs specs of level s.
-func (l Level) includes(s Level) bool {
-	return l == All || slices.Index(levels, s) <= slices.Index(levels, l)
-}
 
 // need is a capability, or a condition of the run, that a spec requires.
 type need string
@@ -60,7 +30,7 @@ const (
 // the body that proves it.
 type spec struct {
 	id    string
-	level Level
+	level result.Level
 	rule  string
 	needs []need
 	run   func(h *harness)
@@ -129,7 +99,7 @@ func catalogue() []spec {
 // SpecInfo describes a spec for listings.
 type SpecInfo struct {
 	ID    string
-	Level Level
+	Level result.Level
 	Rule  string
 	Needs []string
 	// NotGraded, when set, says why a profile's listing does not grade the

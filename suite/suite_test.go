@@ -21,6 +21,7 @@ import (
 	"github.com/rlconform/rlconform/mutants"
 	"github.com/rlconform/rlconform/redisenv"
 	"github.com/rlconform/rlconform/report"
+	"github.com/rlconform/rlconform/result"
 	"github.com/rlconform/rlconform/suite"
 	"github.com/rlconform/rlconform/targets"
 )
@@ -64,7 +65,7 @@ func registerRemote(t *testing.T, urls []string) {
 
 // TestRunEntryPoint is the fstest-style form: one subtest per spec.
 func TestRunEntryPoint(t *testing.T) {
-	suite.Run(t, suite.Config{Level: suite.Strict}, targets.Model())
+	suite.Run(t, suite.Config{Level: result.Strict}, targets.Model())
 }
 
 // TestRunHonoursExpectFail: a known failure listed in ExpectFail passes the
@@ -125,7 +126,7 @@ func TestLinearizableToleratesUnknownOutcomes(t *testing.T) {
 	rep, err := suite.Check(context.Background(), suite.Config{IDs: []string{"strict/linearizable"}}, target)
 	require.NoError(t, err)
 	require.Len(t, rep.Results, 1)
-	assert.Equal(t, suite.Passed, rep.Results[0].Status, rep.Results[0].Message)
+	assert.Equal(t, result.Passed, rep.Results[0].Status, rep.Results[0].Message)
 }
 
 // TestGradersStoreDyingIsAFaultNotAVerdict: when the Redis the grader
@@ -145,32 +146,32 @@ func TestGradersStoreDyingIsAFaultNotAVerdict(t *testing.T) {
 		}
 		return ref.New(ctx, env)
 	}
-	rep, err := suite.Check(ctx, suite.Config{Redis: red, Level: suite.Core}, target)
+	rep, err := suite.Check(ctx, suite.Config{Redis: red, Level: result.Core}, target)
 	require.NoError(t, err)
 	v := rep.Verdict()
-	assert.Equal(t, suite.Undecided, v.Outcome, report.String(rep))
-	assert.Zero(t, rep.Count(suite.Failed), report.String(rep))
-	assert.Equal(t, 1, rep.Count(suite.Errored))
+	assert.Equal(t, result.Undecided, v.Outcome, report.String(rep))
+	assert.Zero(t, rep.Count(result.Failed), report.String(rep))
+	assert.Equal(t, 1, rep.Count(result.Errored))
 	assert.Contains(t, rep.Aborted, "the grader's Redis")
-	assert.Positive(t, rep.Count(suite.NotRun), "the specs after it are not run")
+	assert.Positive(t, rep.Count(result.NotRun), "the specs after it are not run")
 }
 
 // TestInterruptEndsTheRunWithAReport: a cancelled context stops the run
 // between specs; what finished is kept, the rest is interrupted.
 func TestInterruptEndsTheRunWithAReport(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	cfg := suite.Config{Level: suite.Core, Progress: func(r suite.Result) {
+	cfg := suite.Config{Level: result.Core, Progress: func(r result.Result) {
 		if r.ID == "core/remaining" {
 			cancel()
 		}
 	}}
 	rep, err := suite.Check(ctx, cfg, targets.Model())
 	require.NoError(t, err)
-	assert.Equal(t, suite.Undecided, rep.Verdict().Outcome)
+	assert.Equal(t, result.Undecided, rep.Verdict().Outcome)
 	assert.Contains(t, rep.Aborted, "interrupted")
-	assert.Positive(t, rep.Count(suite.Passed))
-	assert.Positive(t, rep.Count(suite.Interrupted))
-	assert.Zero(t, rep.Count(suite.Failed))
+	assert.Positive(t, rep.Count(result.Passed))
+	assert.Positive(t, rep.Count(result.Interrupted))
+	assert.Zero(t, rep.Count(result.Failed))
 }
 
 // hostile wraps a limiter with misbehaviour that must never panic the
@@ -212,9 +213,9 @@ func TestNoTargetBehaviourPanicsTheGrader(t *testing.T) {
 			}
 			rep, err := suite.Check(context.Background(), suite.Config{SpecTimeout: 10 * time.Second}, target)
 			require.NoError(t, err)
-			assert.Equal(t, suite.NotConformant, rep.Verdict().Outcome)
+			assert.Equal(t, result.NotConformant, rep.Verdict().Outcome)
 			for _, r := range rep.Results {
-				assert.NotEqual(t, suite.Errored, r.Status, "%s: a target's misbehaviour is a failure, never a fault of ours:\n%s", r.ID, r.Message)
+				assert.NotEqual(t, result.Errored, r.Status, "%s: a target's misbehaviour is a failure, never a fault of ours:\n%s", r.ID, r.Message)
 			}
 		})
 	}
@@ -272,9 +273,9 @@ func TestSharedRedisIsLeftAsFound(t *testing.T) {
 		maxScans int64
 	}{{byName, 0}, {noNames, 10}} {
 		before := scans()
-		rep, err := suite.Check(ctx, suite.Config{Redis: shared, Level: suite.All}, tc.target)
+		rep, err := suite.Check(ctx, suite.Config{Redis: shared, Level: result.All}, tc.target)
 		require.NoError(t, err)
-		assert.Equal(t, suite.Conformant, rep.Verdict().Outcome, report.String(rep))
+		assert.Equal(t, result.Conformant, rep.Verdict().Outcome, report.String(rep))
 		assert.LessOrEqual(t, scans()-before, tc.maxScans, "SCAN walks every key of a shared Redis: KeyOf %v", tc.target.KeyOf != nil)
 		assert.Empty(t, rep.Notes)
 		left, err := owned.Client.Keys(ctx, "rlc:*").Result()

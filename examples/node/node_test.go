@@ -16,6 +16,7 @@ import (
 
 	"github.com/rlconform/rlconform/redisenv"
 	"github.com/rlconform/rlconform/report"
+	"github.com/rlconform/rlconform/result"
 	"github.com/rlconform/rlconform/suite"
 	"github.com/rlconform/rlconform/targets"
 )
@@ -85,11 +86,11 @@ func TestNodeExampleIsConformant(t *testing.T) {
 			require.NoError(t, err)
 			t.Log("\n" + report.String(rep))
 			for _, r := range rep.Results {
-				if r.Status == suite.Failed {
+				if r.Status == result.Failed {
 					t.Log(r.Message)
 				}
 			}
-			assert.NotEqual(t, suite.NotConformant, rep.Verdict().Outcome, "a correct limiter is never failed")
+			assert.NotEqual(t, result.NotConformant, rep.Verdict().Outcome, "a correct limiter is never failed")
 			if mode.env == nil {
 				require.NoError(t, rep.Err())
 			}
@@ -111,13 +112,13 @@ func TestFixedWindowExampleIsFailedAndNamed(t *testing.T) {
 	rep, err := suite.Check(ctx, suite.Config{IDs: []string{"strict/boundary-burst-first", "strict/boundary-burst-epoch"}}, target)
 	require.NoError(t, err)
 	t.Log("\n" + report.String(rep))
-	if rep.Count(suite.Failed) == 0 && rep.Count(suite.Inconclusive) > 0 {
+	if rep.Count(result.Failed) == 0 && rep.Count(result.Inconclusive) > 0 {
 		t.Skip("inconclusive in real time on this machine (never a pass)")
 	}
-	assert.Equal(t, suite.NotConformant, rep.Verdict().Outcome)
+	assert.Equal(t, result.NotConformant, rep.Verdict().Outcome)
 	named := false
 	for _, r := range rep.Results {
-		if r.Status != suite.Failed {
+		if r.Status != result.Failed {
 			continue
 		}
 		t.Log(r.Message)

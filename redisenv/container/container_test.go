@@ -20,6 +20,7 @@ import (
 
 	"github.com/rlconform/rlconform/redisenv"
 	"github.com/rlconform/rlconform/redisenv/container"
+	"github.com/rlconform/rlconform/result"
 	"github.com/rlconform/rlconform/suite"
 	"github.com/rlconform/rlconform/targets"
 )
@@ -142,10 +143,10 @@ func TestContainerRungGradesTheReference(t *testing.T) {
 		t.Logf("the engine is not on this machine (%s, named %q): dialled at %s", cli.DaemonHost(), info.Info.Name, r.Addr)
 	}
 
-	rep, err := suite.Check(t.Context(), suite.Config{Redis: r, Level: suite.Core}, targets.Reference())
+	rep, err := suite.Check(t.Context(), suite.Config{Redis: r, Level: result.Core}, targets.Reference())
 	require.NoError(t, err)
 	v := rep.Verdict()
-	require.Equal(t, suite.Conformant, v.Outcome, "%v", v.Reasons)
+	require.Equal(t, result.Conformant, v.Outcome, "%v", v.Reasons)
 	assert.Positive(t, v.Coverage.Graded)
 	assert.Equal(t, v.Coverage.Graded, v.Coverage.Passed)
 

@@ -3,56 +3,23 @@ package suite
 import (
 	"testing"
 
+	"github.com/rlconform/rlconform/result"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-func TestVerdict(t *testing.T) {
-	res := func(st Status, expected bool) Result {
-		return Result{ID: "core/reset", Level: Core, Status: st, ExpectedFailure: expected, Message: "why\nmore"}
-	}
-	tests := []struct {
-		name    string
-		results []Result
-		aborted string
-		want    Outcome
-	}{
-		{"all pass", []Result{res(Passed, false)}, "", Conformant},
-		{"a failure", []Result{res(Passed, false), res(Failed, false)}, "", NotConformant},
-		{"an expected failure", []Result{res(Failed, true)}, "", Conformant},
-		{"an expected failure that passed", []Result{res(Passed, true)}, "", Undecided},
-		{"inconclusive", []Result{res(Passed, false), res(Inconclusive, false)}, "", Undecided},
-		{"errored", []Result{res(Passed, false), res(Errored, false)}, "", Undecided},
-		{"failed beats errored", []Result{res(Failed, false), res(Errored, false)}, "", NotConformant},
-		{"all skipped", []Result{res(Skipped, false)}, "", Undecided},
-		{"nothing selected", nil, "", Undecided},
-		{"aborted", []Result{res(Passed, false), res(Interrupted, false)}, "the store died", Undecided},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			rep := &Report{Level: All, Results: tt.results, Aborted: tt.aborted}
-			v := rep.Verdict()
-			assert.Equal(t, tt.want, v.Outcome, v.Reasons)
-			assert.Equal(t, tt.want == Conformant, rep.Err() == nil)
-			if tt.want != Conformant {
-				assert.NotEmpty(t, v.Reasons, "a verdict that is not conformant says why")
-			}
-		})
-	}
-}
-
 func TestJudgeMatchesVerdict(t *testing.T) {
 	// The go test and Ginkgo entry points never pass what the verdict does
 	// not call conformant.
-	for _, st := range []Status{Passed, Failed, Skipped, Inconclusive, Errored, Interrupted, NotRun} {
+	for _, st := range []result.Status{result.Passed, result.Failed, result.Skipped, result.Inconclusive, result.Errored, result.Interrupted, result.NotRun} {
 		for _, expected := range []bool{false, true} {
-			r := Result{ID: "core/reset", Level: Core, Status: st, ExpectedFailure: expected}
+			r := result.Result{ID: "core/reset", Level: result.Core, Status: st, ExpectedFailure: expected}
 			act, _ := judge(r, Config{})
-			outcome := (&Report{Level: All, Results: []Result{r, {ID: "x", Status: Passed}}}).Verdict().Outcome
+			outcome := (&result.Report{Level: result.All, Results: []result.Result{r, {ID: "x", Status: result.Passed}}}).Verdict().Outcome
 			if act == actPass || act == actLog {
-				assert.Equal(t, Conformant, outcome, "%s expected=%v passes the test, so the verdict must be conformant", st, expected)
+				assert.Equal(t, result.Conformant, outcome, "%s expected=%v passes the test, so the verdict must be conformant", st, expected)
 			}
-			if outcome == NotConformant {
+			if outcome == result.NotConformant {
 				assert.Equal(t, actFail, act, "%s expected=%v", st, expected)
 			}
 		}
@@ -73,7 +40,7 @@ func TestConfigValidate(t *testing.T) {
 		{Config{Level: "extreme"}, "unknown level"},
 		{Config{Limit: -1}, "Config.Limit -1"},
 		{Config{Window: -1}, "Config.Window -1ns"},
-		{Config{Level: Core, IDs: []string{"strict/linearizable"}}, "no spec matches"},
+		{Config{Level: result.Core, IDs: []string{"strict/linearizable"}}, "no spec matches"},
 		{Config{RealTimeWindow: 1}, "RealTimeWindow"},
 		{Config{IDs: []string{"cor/"}}, `did you mean "core/"`},
 		{Config{IDs: []string{"reset"}}, `did you mean "core/reset"`},
@@ -97,18 +64,18 @@ func TestConfigValidate(t *testing.T) {
 func TestNoSpecNamesACauseAnotherRulesOut(t *testing.T) {
 	denied := clue{key: "mistake:count-denied", name: "a sliding log that logs denied requests too", hint: "log only allowed"}
 	trunc := clue{key: "mistake:truncated-start", name: "a sliding log whose remaining counts from the window's start truncated to whole seconds", hint: "count from now - W"}
-	failed := Result{ID: "core/remaining", Status: Failed, Failure: &Failure{Kind: KindWrongAnswer}}
-	failed.diag = &diagnosed{failed: true, base: "core/remaining: ...\n  step 16: wrong\n", hint: "the spec's own hint",
-		clues: []clue{with(denied, true), with(trunc, true)}}
-	failed.render(nil)
+	failed := result.Result{ID: "core/remaining", Status: result.Failed, Failure: &result.Failure{Kind: result.KindWrongAnswer}}
+	diags := map[string]*diagnosed{"core/remaining": {failed: true, base: "core/remaining: ...\n  step 16: wrong\n", hint: "the spec's own hint",
+		clues: []clue{with(denied, true), with(trunc, true)}}}
+	render(&failed, diags["core/remaining"], nil)
 	assert.Equal(t, []string{denied.name, trunc.name}, failed.Failure.Explained, "alone, the spec's answers fit both")
 
-	passed := Result{ID: "strict/denied-not-logged", Status: Passed}
-	passed.diag = &diagnosed{graded: true, clues: []clue{with(denied, false), with(trunc, true)}}
-	errored := Result{ID: "strict/linearizable", Status: Errored} // says nothing, whatever its clues
-	errored.diag = &diagnosed{graded: true, clues: []clue{with(trunc, false)}}
-	rep := &Report{Results: []Result{failed, passed, errored}}
-	rep.reconcile()
+	passed := result.Result{ID: "strict/denied-not-logged", Status: result.Passed}
+	diags["strict/denied-not-logged"] = &diagnosed{graded: true, clues: []clue{with(denied, false), with(trunc, true)}}
+	errored := result.Result{ID: "strict/linearizable", Status: result.Errored} // says nothing, whatever its clues
+	diags["strict/linearizable"] = &diagnosed{graded: true, clues: []clue{with(trunc, false)}}
+	rep := &result.Report{Results: []result.Result{failed, passed, errored}}
+	reconcile(rep, diags)
 
 	got := rep.Results[0]
 	assert.Equal(t, []string{trunc.name}, got.Failure.Explained)
@@ -122,8 +89,8 @@ func TestNoSpecNamesACauseAnotherRulesOut(t *testing.T) {
 
 	// When the run rules out every cause, nothing is named, and the hint
 	// is the spec's own.
-	rep.Results[1].diag.clues = []clue{with(denied, false), with(trunc, false)}
-	rep.reconcile()
+	diags["strict/denied-not-logged"].clues = []clue{with(denied, false), with(trunc, false)}
+	reconcile(rep, diags)
 	got = rep.Results[0]
 	assert.Empty(t, got.Failure.Explained)
 	assert.Equal(t, "the spec's own hint", got.Failure.Hint)

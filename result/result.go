@@ -1,4 +1,4 @@
-package suite
+package result
 
 import (
 	"fmt"
@@ -6,6 +6,37 @@ import (
 	"strings"
 	"time"
 )
+
+// Level groups specs by how much they demand. Levels are cumulative: a
+// limiter conformant at strict also passes core.
+type Level string
+
+// The levels, in order.
+const (
+	Core   Level = "core"   // the eight behaviours every limiter must get right
+	Strict Level = "strict" // an exact sliding window, under concurrency, on a shared store
+	Robust Level = "robust" // odd input, key hygiene, store faults
+	// All is every level: today the same specs as Robust, and whatever
+	// level is added later.
+	All Level = "all"
+)
+
+// LevelOrder lists the levels in order, All excluded.
+func LevelOrder() []Level { return []Level{Core, Strict, Robust} }
+
+// ParseLevel parses core, strict, robust or all.
+func ParseLevel(s string) (Level, error) {
+	switch s {
+	case string(Core), string(Strict), string(Robust), string(All):
+		return Level(s), nil
+	}
+	return "", fmt.Errorf("unknown level %q: want core, strict, robust or all", s)
+}
+
+// Includes reports whether a run at level l grades specs of level s.
+func (l Level) Includes(s Level) bool {
+	return l == All || slices.Index(LevelOrder(), s) <= slices.Index(LevelOrder(), l)
+}
 
 // Status is the outcome of one spec.
 type Status string
@@ -96,9 +127,6 @@ type Result struct {
 	// it), as opposed to a capability the target could declare or an
 	// option the run could be given.
 	Structural bool
-
-	// diag is what the answers say of the algorithms the limiter may be.
-	diag *diagnosed
 }
 
 // Failure is the structured evidence of a failed spec.
@@ -148,6 +176,22 @@ type Report struct {
 	// Notes are what the run has to say beyond the results, such as keys
 	// it could not clean up.
 	Notes []string
+	// Diagnosis is what every answer of the run says of the cause of its
+	// failures, when one cause is consistent with them all (nil: none);
+	// the run that made the report sets it, and Verdict reports it.
+	Diagnosis *Diagnosis `json:",omitempty"`
+}
+
+// Diagnosis names the well-known algorithms that give every answer of the
+// specs of a run that say something of them, passed and failed alike.
+type Diagnosis struct {
+	// Explained are their names, in the words of the first failure they
+	// explain.
+	Explained []string
+	// Hint is what to change then.
+	Hint string
+	// Weighed is how many specs' answers were weighed.
+	Weighed int
 }
 
 // Count returns how many results have status st.
@@ -272,7 +316,9 @@ func (rep *Report) Verdict() Verdict {
 	switch {
 	case len(failed) > 0:
 		v.Outcome, v.Reasons = NotConformant, append(failed, undecided...)
-		v.Explained, v.Hint, v.Weighed = rep.runDiagnosis()
+		if d := rep.Diagnosis; d != nil {
+			v.Explained, v.Hint, v.Weighed = d.Explained, d.Hint, d.Weighed
+		}
 	case len(undecided) > 0:
 		v.Outcome, v.Reasons = Undecided, undecided
 	default:
@@ -411,8 +457,8 @@ type LevelVerdict struct {
 // Levels judges each level of the report separately.
 func (rep *Report) Levels() []LevelVerdict {
 	var out []LevelVerdict
-	for _, l := range levels {
-		if !rep.Level.includes(l) {
+	for _, l := range LevelOrder() {
+		if !rep.Level.Includes(l) {
 			continue
 		}
 		lv := LevelVerdict{Level: l}
