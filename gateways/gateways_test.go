@@ -343,7 +343,7 @@ func expectNoFailure(t *testing.T, rep runReport) {
 
 // identify runs suite.Identify on the endpoint, in real time with the
 // policy's window, and logs what it says.
-func identify(t *testing.T, url string) *suite.Identification {
+func identify(t *testing.T, url string) *result.Identification {
 	t.Helper()
 	ctx := context.Background()
 	target, pol, _, err := targets.Endpoint(ctx, []string{url}, targets.EndpointOptions{
@@ -364,7 +364,7 @@ func identify(t *testing.T, url string) *suite.Identification {
 	return id
 }
 
-func ruledOut(id *suite.Identification) []string {
+func ruledOut(id *result.Identification) []string {
 	var out []string
 	for _, r := range id.RuledOut {
 		out = append(out, r.Profile)

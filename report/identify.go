@@ -7,13 +7,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rlconform/rlconform/suite"
+	"github.com/rlconform/rlconform/result"
 )
 
 // Identification writes what rlconform identify found, for people: the
 // profiles that explain every answer, then those ruled out with the
 // answer that rules each out and the user's operations leading to it.
-func Identification(w io.Writer, id *suite.Identification) error {
+func Identification(w io.Writer, id *result.Identification) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s (limit %d, window %v, %s; a fresh user got %d at once)\n", id.Target, id.Limit, id.Window, id.Mode, id.Burst)
 	switch len(id.Fits) {
@@ -90,7 +90,7 @@ func offset(d time.Duration) string {
 }
 
 // IdentificationJSON writes what rlconform identify found as JSON.
-func IdentificationJSON(w io.Writer, id *suite.Identification, meta Meta) error {
+func IdentificationJSON(w io.Writer, id *result.Identification, meta Meta) error {
 	type fit struct {
 		Profile          string   `json:"profile"`
 		Description      string   `json:"description"`

@@ -12,13 +12,14 @@ import (
 
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/model"
+	"github.com/rlconform/rlconform/result"
 	"github.com/rlconform/rlconform/suite"
 	"github.com/rlconform/rlconform/targets"
 )
 
 // fitsOnly asserts that want is identified, alone (with the profiles that
 // always decide as it does).
-func fitsOnly(t *testing.T, id *suite.Identification, want string) {
+func fitsOnly(t *testing.T, id *result.Identification, want string) {
 	t.Helper()
 	require.NotEmpty(t, id.Fits, "%s: nothing fits; ruled out: %+v", want, id.RuledOut)
 	got := id.Fits[0]

@@ -23,6 +23,7 @@ import (
 	"github.com/rlconform/rlconform/report"
 	"github.com/rlconform/rlconform/result"
 	"github.com/rlconform/rlconform/suite"
+	rlcginkgo "github.com/rlconform/rlconform/suite/ginkgo"
 	"github.com/rlconform/rlconform/targets"
 )
 
@@ -39,7 +40,7 @@ func TestConformance(t *testing.T) {
 	if urls := os.Getenv("RLCONFORM_TARGET"); urls != "" {
 		registerRemote(t, strings.Split(urls, ","))
 	} else {
-		suite.Register(suite.Config{}, targets.Reference(), targets.Model())
+		rlcginkgo.Register(suite.Config{}, targets.Reference(), targets.Model())
 	}
 	RunSpecs(t, "rlconform conformance")
 }
@@ -60,7 +61,7 @@ func registerRemote(t *testing.T, urls []string) {
 		cfg.Redis, cfg.StorePrefix = red, os.Getenv("RLCONFORM_STORE_PREFIX")
 		target.Capabilities.StoreInspection = true
 	}
-	suite.Register(cfg, target)
+	rlcginkgo.Register(cfg, target)
 }
 
 // TestRunEntryPoint is the fstest-style form: one subtest per spec.

@@ -1,4 +1,4 @@
-package suite
+package engine
 
 import (
 	"testing"
@@ -16,11 +16,11 @@ func TestJudgeMatchesVerdict(t *testing.T) {
 			r := result.Result{ID: "core/reset", Level: result.Core, Status: st, ExpectedFailure: expected}
 			act, _ := judge(r, Config{})
 			outcome := (&result.Report{Level: result.All, Results: []result.Result{r, {ID: "x", Status: result.Passed}}}).Verdict().Outcome
-			if act == actPass || act == actLog {
+			if act == ActPass || act == ActLog {
 				assert.Equal(t, result.Conformant, outcome, "%s expected=%v passes the test, so the verdict must be conformant", st, expected)
 			}
 			if outcome == result.NotConformant {
-				assert.Equal(t, actFail, act, "%s expected=%v", st, expected)
+				assert.Equal(t, ActFail, act, "%s expected=%v", st, expected)
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package suite
+package engine
 
 import (
 	"fmt"
@@ -96,17 +96,13 @@ func catalogue() []spec {
 	return slices.Concat(coreSpecs(), strictSpecs(), robustSpecs(), httpSpecs())
 }
 
-// SpecInfo describes a spec for listings.
+// SpecInfo is suite.SpecInfo, field for field.
 type SpecInfo struct {
-	ID    string
-	Level result.Level
-	Rule  string
-	Needs []string
-	// NotGraded, when set, says why a profile's listing does not grade the
-	// spec (ProfileSpecs); a run reports it skipped with this reason.
-	NotGraded string `json:",omitempty"`
-	// NotGradedInRealTime says why the spec is not graded without clock
-	// control under the profile.
+	ID                  string
+	Level               result.Level
+	Rule                string
+	Needs               []string
+	NotGraded           string `json:",omitempty"`
 	NotGradedInRealTime string `json:",omitempty"`
 }
 

@@ -1,4 +1,4 @@
-package suite_test
+package ginkgo_test
 
 import (
 	"os/exec"
@@ -12,7 +12,7 @@ import (
 )
 
 // TestRegisterAtPackageLevelReadsTheFlags runs a separate module that calls
-// suite.Register at package level, before go test parses the flags, as the
+// Register at package level, before go test parses the flags, as the
 // README shows: -rlconform.id and -rlconform.seed still select and seed the
 // run (they were silently ignored), and every spec not selected says so.
 func TestRegisterAtPackageLevelReadsTheFlags(t *testing.T) {

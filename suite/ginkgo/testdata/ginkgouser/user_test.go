@@ -7,10 +7,11 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/rlconform/rlconform/suite"
+	rlcginkgo "github.com/rlconform/rlconform/suite/ginkgo"
 	"github.com/rlconform/rlconform/targets"
 )
 
-var _ = suite.Register(suite.Config{}, targets.Model())
+var _ = rlcginkgo.Register(suite.Config{}, targets.Model())
 
 func TestUser(t *testing.T) {
 	RegisterFailHandler(Fail)

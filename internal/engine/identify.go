@@ -1,4 +1,4 @@
-package suite
+package engine
 
 import (
 	"context"
@@ -12,81 +12,6 @@ import (
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/result"
 )
-
-// Identification is what Identify found: the profiles (with parameters)
-// that explain every answer of its probes, and those ruled out, each by
-// the first answer it would not give.
-type Identification struct {
-	Target string
-	// Limit and Window are the configuration the probes ran with.
-	Limit  int
-	Window time.Duration
-	Mode   result.Mode
-	// Burst is how many requests a fresh user got at one instant (in real
-	// time: in one quick burst).
-	Burst int
-	// Fits explain every answer, one group for the profiles that decide
-	// alike on every history with one configuration (a raised limit may
-	// tell them apart, and then has); RuledOut are the others.
-	Fits     []Fit
-	RuledOut []RuledOut
-	// Mistakes, when no profile fits, are the classic mistakes of a
-	// sliding log that give every decision (in real time, with instants
-	// taken at the sending, the answer or half-way: a diagnosis, not a
-	// verdict).
-	Mistakes []string `json:",omitempty"`
-	// Configure, when set, says what the limiter's Configure does where it
-	// is not what the fitting profiles say: the fits explain every answer
-	// with it set apart (in steady state), and this is how Configure reads.
-	Configure *ConfigureFinding `json:",omitempty"`
-	// Probes are the specs whose histories were replayed.
-	Probes []string
-	Notes  []string
-}
-
-// ConfigureFinding is what a limiter's Configure does, found apart from
-// the algorithm it runs in steady state.
-type ConfigureFinding struct {
-	// Does says what Configure does, e.g. that it forgets every user's
-	// history.
-	Does string
-	// Evidence is the first answer the fitting profile's own Configure
-	// would not give, and the user's operations up to it.
-	Evidence RuledOut
-}
-
-// Fit is a profile that explains every decision of the probes.
-type Fit struct {
-	Profile     string
-	Description string
-	// SameDecisions are profiles that decide, and answer
-	// GetRemainingRequests, as this one does on every history with one
-	// configuration (a GCRA and a continuously refilled token bucket of
-	// the same burst; a fixed window counting denied requests or not), and
-	// that no answer of the probes told apart: with this one, one
-	// identification.
-	SameDecisions []string `json:",omitempty"`
-	// Decided counts the answers this profile left no doubt about (in
-	// real time, the others fit whatever the instants).
-	Decided int
-	// RemainingDiffers, when set, says how GetRemainingRequests answered
-	// otherwise than the profile does, though every decision fits.
-	RemainingDiffers string `json:",omitempty"`
-}
-
-// RuledOut is a profile that does not explain the probes, with the
-// shortest evidence: the first answer it would not give, and the user's
-// operations up to it.
-type RuledOut struct {
-	Profile     string
-	Description string
-	Probe       string
-	Step        int
-	At          time.Duration
-	Operation   string
-	Got, Want   string
-	Timeline    []string
-}
 
 // identifyProbes are the specs whose histories tell profiles apart.
 var identifyProbes = []string{
@@ -161,7 +86,7 @@ type probe struct {
 // probed again with windows of whole seconds, and the identification
 // notes it; when it refuses those too, the error names the configuration
 // refused and the target's answer.
-func Identify(ctx context.Context, cfg Config, target Target) (*Identification, error) {
+func Identify(ctx context.Context, cfg Config, target Target) (*result.Identification, error) {
 	id, refused, err := identifyOnce(ctx, cfg, target, false)
 	if err == nil || refused == nil || ctx.Err() != nil {
 		return id, err
@@ -197,7 +122,7 @@ func ceilSecond(d time.Duration) time.Duration {
 // window a whole number of seconds with wholeSeconds). When a probe could
 // not run it also returns the configuration the target refused, if one
 // was.
-func identifyOnce(ctx context.Context, cfg Config, target Target, wholeSeconds bool) (*Identification, *refusal, error) {
+func identifyOnce(ctx context.Context, cfg Config, target Target, wholeSeconds bool) (*result.Identification, *refusal, error) {
 	cfg.Profile = ""
 	cfg.IDs = identifyProbes
 	r, err := newRunner(ctx, cfg, target)
@@ -211,7 +136,7 @@ func identifyOnce(ctx context.Context, cfg Config, target Target, wholeSeconds b
 	r.probed = func(s *spec, h *harness) {
 		probes = append(probes, probe{id: s.id, n: h.env.MaxRequests, w: h.env.Window, realTime: h.fake == nil, start: h.start, tag: h.tag, trace: slices.Clone(h.trace)})
 	}
-	id := &Identification{Target: target.Name, Mode: result.FakeClock}
+	id := &result.Identification{Target: target.Name, Mode: result.FakeClock}
 	if !target.Capabilities.Clock {
 		id.Mode = result.RealTime
 	}
@@ -243,9 +168,9 @@ func identifyOnce(ctx context.Context, cfg Config, target Target, wholeSeconds b
 		}
 	}
 	cands := candidateSpecs(id.Limit, id.Burst)
-	id.judge(cands, probes, false)
+	judgeFits(id, cands, probes, false)
 	if len(id.Fits) == 0 && changesConfig(probes) {
-		id.configureApart(cands, probes)
+		configureApart(id, cands, probes)
 	}
 	if len(id.Fits) == 0 {
 		id.Mistakes = mistakes(id.Limit, id.Window, probes)
@@ -279,20 +204,20 @@ func changesConfig(probes []probe) bool {
 // configuration starts on keys of its own). When a profile fits then, it
 // is the algorithm in steady state, and Configure is reported apart, with
 // the answer the profile's own Configure would not give.
-func (id *Identification) configureApart(cands []model.Spec, probes []probe) {
-	fresh := &Identification{Limit: id.Limit, Window: id.Window}
-	fresh.judge(cands, probes, true)
+func configureApart(id *result.Identification, cands []model.Spec, probes []probe) {
+	fresh := &result.Identification{Limit: id.Limit, Window: id.Window}
+	judgeFits(fresh, cands, probes, true)
 	if len(fresh.Fits) == 0 {
 		return
 	}
-	var evidence RuledOut
+	var evidence result.RuledOut
 	for _, r := range id.RuledOut {
 		if r.Profile == fresh.Fits[0].Profile {
 			evidence = r
 		}
 	}
 	id.Fits, id.RuledOut = fresh.Fits, fresh.RuledOut
-	id.Configure = &ConfigureFinding{
+	id.Configure = &result.ConfigureFinding{
 		Does:     "Configure forgets every user's history: each user starts afresh under the new limit and window (as a limiter whose keys include them does), where the profile keeps it and reads it with the new values",
 		Evidence: evidence,
 	}
@@ -391,16 +316,16 @@ func sameDecisions(a, b model.Spec, n int) bool {
 // judge replays every probe on every candidate.
 // With fresh, every Configure forgets every user's history (see
 // configureApart).
-func (id *Identification) judge(cands []model.Spec, probes []probe, fresh bool) {
-	var fits []Fit
+func judgeFits(id *result.Identification, cands []model.Spec, probes []probe, fresh bool) {
+	var fits []result.Fit
 	var fitSpecs []model.Spec
 	for _, c := range cands {
 		desc := ""
 		if p, err := c.New(id.Limit, id.Window); err == nil {
 			desc = p.Describe()
 		}
-		fit := Fit{Profile: c.String(), Description: desc}
-		var out *RuledOut
+		fit := result.Fit{Profile: c.String(), Description: desc}
+		var out *result.RuledOut
 		for _, p := range probes {
 			bad, decided := replayProbe(c, p, false, fresh)
 			fit.Decided += decided
@@ -439,7 +364,7 @@ func (id *Identification) judge(cands []model.Spec, probes []probe, fresh bool) 
 		id.Fits = append(id.Fits, fits[i])
 	}
 	// Fits whose remaining answers fit too come first.
-	slices.SortStableFunc(id.Fits, func(a, b Fit) int {
+	slices.SortStableFunc(id.Fits, func(a, b result.Fit) int {
 		return boolInt(a.RemainingDiffers != "") - boolInt(b.RemainingDiffers != "")
 	})
 }
@@ -457,7 +382,7 @@ func boolInt(b bool) int {
 // answers it decided. Remaining answers are judged only with remaining.
 // With fresh, every Configure starts c afresh under the new configuration,
 // every user's history forgotten.
-func replayProbe(c model.Spec, p probe, remaining, fresh bool) (*RuledOut, int) {
+func replayProbe(c model.Spec, p probe, remaining, fresh bool) (*result.RuledOut, int) {
 	decided := 0
 	if !fresh && !c.LimitChangeGraded() && slices.ContainsFunc(p.trace[1:], func(o traceOp) bool { return o.kind == 'C' }) && !settledChange(c, p) {
 		return nil, 0 // a limit changed under a history: not evidence for this profile
@@ -587,7 +512,7 @@ func settledChange(c model.Spec, p probe) bool {
 
 // ruledOut is the evidence of step i: the answer, and the user's
 // operations up to it.
-func (p probe) ruledOut(i int, want string) *RuledOut {
+func (p probe) ruledOut(i int, want string) *result.RuledOut {
 	op := p.trace[i]
 	short := func(u string) string { return strconv.Quote(strings.TrimPrefix(u, p.tag)) }
 	describe := func(o traceOp) (string, string) {
@@ -604,7 +529,7 @@ func (p probe) ruledOut(i int, want string) *RuledOut {
 		return fmt.Sprintf("Configure(%d, %v)", o.n, o.w), "ok"
 	}
 	name, got := describe(op)
-	out := &RuledOut{Probe: p.id, Step: i + 1, At: op.at.Sub(p.start), Operation: name, Got: got, Want: want}
+	out := &result.RuledOut{Probe: p.id, Step: i + 1, At: op.at.Sub(p.start), Operation: name, Got: got, Want: want}
 	for _, o := range p.trace[:i+1] {
 		if o.user != op.user && o.kind != 'C' {
 			continue

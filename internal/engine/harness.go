@@ -1,4 +1,4 @@
-package suite
+package engine
 
 import (
 	"context"
@@ -10,8 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/onsi/gomega"
 
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/fakeclock"
@@ -55,7 +53,6 @@ type harness struct {
 	// says (see sentReporter).
 	sentAt time.Time
 	tl     timeline
-	g      gomega.Gomega
 	rng    *rand.Rand
 	seed   uint64
 	run    *runner
@@ -170,12 +167,6 @@ func (h *harness) fault(format string, args ...any) {
 // divergef is diverge for a rule broken outside one answer.
 func (h *harness) divergef(format string, args ...any) {
 	h.diverge(result.Failure{Kind: result.KindViolation}, fmt.Sprintf(format, args...))
-}
-
-// Expect is Gomega's Expect; a failed assertion ends the spec with the
-// timeline appended.
-func (h *harness) Expect(actual any, extra ...any) gomega.Assertion {
-	return h.g.Expect(actual, extra...)
 }
 
 func (h *harness) report(msg string) string {

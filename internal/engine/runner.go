@@ -1,4 +1,4 @@
-package suite
+package engine
 
 import (
 	"context"
@@ -14,8 +14,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-
-	"github.com/onsi/gomega"
 
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/fakeclock"
@@ -433,9 +431,6 @@ func (r *runner) newH(ctx context.Context, t Target, s *spec) *harness {
 	sum.Write([]byte(s.id))
 	h.seed = r.cfg.Seed
 	h.rng = mrand.New(mrand.NewPCG(r.cfg.Seed, sum.Sum64()))
-	h.g = gomega.NewGomega(func(message string, _ ...int) {
-		h.fail(result.Failure{Kind: result.KindViolation}, message)
-	})
 	return h
 }
 

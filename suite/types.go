@@ -8,7 +8,61 @@ import (
 
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/fakeclock"
+	"github.com/rlconform/rlconform/internal/engine"
+	"github.com/rlconform/rlconform/redisenv"
+	"github.com/rlconform/rlconform/result"
 )
+
+// Config tunes a run. The zero value runs every spec with the defaults.
+type Config struct {
+	// Redis is the store given to targets that need one. When nil, the run
+	// obtains one as redisenv.Obtain does, and closes it at the end.
+	Redis *redisenv.Redis
+	// Level is the highest level to run (default All: every spec).
+	Level result.Level
+	// IDs, when not empty, selects specs by id, or by a prefix ending in "/".
+	// An id or prefix that names no spec is an error.
+	IDs []string
+	// Labels, when not empty, selects specs that carry any of these labels
+	// (a level, or needs-<capability>).
+	Labels []string
+	// ExpectFail lists specs the target knowingly fails: their failures do
+	// not fail the run, and their passing does (the list is out of date).
+	ExpectFail []string
+	// StorePrefix, when set, is the prefix under which a target writes in
+	// Redis (a remote target's own); every spec inspects keys under it, and
+	// the suite never writes or deletes there.
+	StorePrefix string
+	// Seed makes randomised specs reproducible; 0 picks one, shown in the report.
+	Seed uint64
+	// Limit and Window are the configuration specs start with (default 5
+	// per minute). With a fake clock the window is long in real terms on
+	// purpose: Redis TTLs run on real time and must not expire mid-spec.
+	Limit  int
+	Window time.Duration
+	// RealTimeWindow is the window of the real-time specs, which grade
+	// expiry on targets without clock control by waiting (default 1s).
+	RealTimeWindow time.Duration
+	// SpecTimeout bounds each spec (default 60s): a hanging target fails
+	// the spec instead of hanging the run.
+	SpecTimeout time.Duration
+	// ReportDir receives artefacts of failures (linearizability
+	// visualisations); default the system's temp directory.
+	ReportDir string
+	// Profile is the algorithm the target is graded against, as
+	// model.ParseSpec reads it: NAME[:key=value,...], e.g.
+	// "fixed-window:align=first-hit,count-denied=true" (default
+	// "sliding-log", the contract's exact log). docs/profiles.md gives
+	// each profile's rules.
+	Profile string
+	// Progress, when set, is called after each spec.
+	Progress func(result.Result)
+}
+
+// Validate reports every problem of c: an unknown level, id, label or
+// expected failure (with the nearest valid name), a selection that matches no
+// spec, a configuration out of range.
+func (c Config) Validate() error { return engine.Config(c).Validate() }
 
 // Target is a limiter to grade: a name, the capabilities it declares, and a
 // factory for fresh instances.
@@ -108,4 +162,18 @@ type Env struct {
 	// MaxRequests and Window are the configuration to start with.
 	MaxRequests int
 	Window      time.Duration
+}
+
+// SpecInfo describes a spec for listings.
+type SpecInfo struct {
+	ID    string
+	Level result.Level
+	Rule  string
+	Needs []string
+	// NotGraded, when set, says why a profile's listing does not grade the
+	// spec (ProfileSpecs); a run reports it skipped with this reason.
+	NotGraded string `json:",omitempty"`
+	// NotGradedInRealTime says why the spec is not graded without clock
+	// control under the profile.
+	NotGradedInRealTime string `json:",omitempty"`
 }

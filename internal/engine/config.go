@@ -1,4 +1,4 @@
-package suite
+package engine
 
 import (
 	"errors"
@@ -18,50 +18,23 @@ import (
 	"github.com/rlconform/rlconform/redisenv"
 )
 
-// Config tunes a run. The zero value runs every spec with the defaults.
+// Config is suite.Config, field for field (the facade converts one to
+// the other): see there for what each field means.
 type Config struct {
-	// Redis is the store given to targets that need one. When nil, the run
-	// obtains one as redisenv.Obtain does, and closes it at the end.
-	Redis *redisenv.Redis
-	// Level is the highest level to run (default All: every spec).
-	Level result.Level
-	// IDs, when not empty, selects specs by id, or by a prefix ending in "/".
-	// An id or prefix that names no spec is an error.
-	IDs []string
-	// Labels, when not empty, selects specs that carry any of these labels
-	// (a level, or needs-<capability>).
-	Labels []string
-	// ExpectFail lists specs the target knowingly fails: their failures do
-	// not fail the run, and their passing does (the list is out of date).
-	ExpectFail []string
-	// StorePrefix, when set, is the prefix under which a target writes in
-	// Redis (a remote target's own); every spec inspects keys under it, and
-	// the suite never writes or deletes there.
-	StorePrefix string
-	// Seed makes randomised specs reproducible; 0 picks one, shown in the report.
-	Seed uint64
-	// Limit and Window are the configuration specs start with (default 5
-	// per minute). With a fake clock the window is long in real terms on
-	// purpose: Redis TTLs run on real time and must not expire mid-spec.
-	Limit  int
-	Window time.Duration
-	// RealTimeWindow is the window of the real-time specs, which grade
-	// expiry on targets without clock control by waiting (default 1s).
+	Redis          *redisenv.Redis
+	Level          result.Level
+	IDs            []string
+	Labels         []string
+	ExpectFail     []string
+	StorePrefix    string
+	Seed           uint64
+	Limit          int
+	Window         time.Duration
 	RealTimeWindow time.Duration
-	// SpecTimeout bounds each spec (default 60s): a hanging target fails
-	// the spec instead of hanging the run.
-	SpecTimeout time.Duration
-	// ReportDir receives artefacts of failures (linearizability
-	// visualisations); default the system's temp directory.
-	ReportDir string
-	// Profile is the algorithm the target is graded against, as
-	// model.ParseSpec reads it: NAME[:key=value,...], e.g.
-	// "fixed-window:align=first-hit,count-denied=true" (default
-	// "sliding-log", the contract's exact log). docs/profiles.md gives
-	// each profile's rules.
-	Profile string
-	// Progress, when set, is called after each spec.
-	Progress func(result.Result)
+	SpecTimeout    time.Duration
+	ReportDir      string
+	Profile        string
+	Progress       func(result.Result)
 }
 
 func (c Config) withDefaults() Config {

@@ -1,5 +1,5 @@
 // A separate module that registers the catalogue at package level, as the
-// README shows: suite's TestRegisterAtPackageLevelReadsTheFlags runs it.
+// README shows: suite/ginkgo.s TestRegisterAtPackageLevelReadsTheFlags runs it.
 module example.com/ginkgouser
 
 go 1.26.0
@@ -30,4 +30,4 @@ require (
 	golang.org/x/tools v0.51.0 // indirect
 )
 
-replace github.com/rlconform/rlconform => ../../..
+replace github.com/rlconform/rlconform => ../../../..

@@ -1,0 +1,220 @@
+package engine
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"testing"
+
+	"github.com/rlconform/rlconform/result"
+)
+
+// Check runs the catalogue on target and returns the report. The error is
+// for a run that could not start (an invalid Config, no Redis); a run that
+// starts always gives a report, whose Verdict says whether the target is
+// conformant. A run that could not go on (the grader's Redis or the target
+// stopped answering) or was stopped by ctx has Report.Aborted set, and its
+// unfinished specs marked Interrupted.
+//
+// Typical usage, outside of go test (the rlconform command does this):
+//
+//	rep, err := suite.Check(ctx, suite.Config{Level: result.Strict}, target)
+//	if err != nil { ... }
+//	fmt.Println(rep.Verdict())
+func Check(ctx context.Context, cfg Config, target Target) (*result.Report, error) {
+	r, err := newRunner(ctx, cfg, target)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	rep := r.newReport(target)
+	defer func() { rep.Notes = append(rep.Notes, r.finish()...) }()
+	for _, s := range r.selected() {
+		if rep.Aborted != "" {
+			rep.Results = append(rep.Results, r.notRun(&s, "not run: "+rep.Aborted, ctx.Err() != nil))
+			continue
+		}
+		r.runInto(ctx, target, &s, rep)
+		if ctx.Err() != nil && rep.Aborted == "" {
+			rep.Aborted = "interrupted: " + context.Cause(ctx).Error()
+		}
+	}
+	return rep, nil
+}
+
+// Run grades target with go test, one subtest per spec id (suite.Run).
+func Run(t *testing.T, cfg Config, target Target) {
+	t.Helper()
+	s, err := Start(context.Background(), cfg, target)
+	if err != nil {
+		t.Fatalf("rlconform: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	t.Logf("rlconform: grading %s at level %s, %s", target.Name, s.r.cfg.Level, s.Reproduce(t.Name()))
+	test := t.Name()
+	for _, sp := range s.r.selected() {
+		t.Run(sp.id, func(t *testing.T) {
+			// A failure points at the caller's call of Run, not at this file.
+			t.Helper()
+			switch act, msg := s.Grade(t.Context(), sp.id); act {
+			case ActSkip:
+				t.Skip(msg)
+			case ActFail:
+				t.Error(msg + "\n" + s.Reproduce(test))
+			case ActLog:
+				t.Log(msg)
+			}
+		})
+	}
+	v := s.Finish(func(line string) { t.Log(line) })
+	if v.Coverage.Graded == 0 {
+		t.Errorf("rlconform: nothing was graded for %s: %s", target.Name, v.Coverage)
+	}
+}
+
+// Tree is the specs a test framework's tree holds for cfg, the -rlconform.*
+// flags applied: before the flags are parsed (a tree built at package
+// level) every spec, so that the flags select when the specs run (Session
+// skips the others, saying so); after, the selected ones. The error is
+// cfg's.
+func Tree(cfg Config) ([]TreeSpec, error) {
+	full, err := flagOverrides(cfg).validated()
+	if err != nil {
+		return nil, err
+	}
+	if !flag.Parsed() {
+		full.Level, full.IDs, full.Labels = result.All, nil, nil
+	}
+	var out []TreeSpec
+	for _, s := range selectSpecs(full) {
+		out = append(out, TreeSpec{ID: s.id, Title: s.title(), Labels: s.labels()})
+	}
+	return out, nil
+}
+
+// TreeSpec is one spec as a test framework's tree shows it.
+type TreeSpec struct {
+	ID, Title string
+	// Labels are its level and needs-<capability> for each thing it needs.
+	Labels []string
+}
+
+// Session grades one target one spec at a time, as a test framework
+// drives it: Start, Grade each spec, Finish, Close.
+type Session struct {
+	r        *runner
+	rep      *result.Report
+	target   Target
+	selected map[string]*spec
+}
+
+// Start begins grading target with cfg, the -rlconform.* flags applied.
+func Start(ctx context.Context, cfg Config, target Target) (*Session, error) {
+	r, err := newRunner(ctx, flagOverrides(cfg), target)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{r: r, rep: r.newReport(target), target: target, selected: map[string]*spec{}}
+	for _, sp := range r.selected() {
+		s.selected[sp.id] = &sp
+	}
+	return s, nil
+}
+
+// Reproduce is the go test command line that reruns the session's
+// choices (test: the test's name, "" for none).
+func (s *Session) Reproduce(test string) string { return s.r.cfg.reproduce(test) }
+
+// Grade runs spec id and says what the test framework does with its
+// result, and with what message.
+func (s *Session) Grade(ctx context.Context, id string) (Action, string) {
+	sp := s.selected[id]
+	switch {
+	case sp == nil:
+		return ActSkip, "not selected: the run grades level " + string(s.r.cfg.Level) + s.r.cfg.selectionNote()
+	case s.rep.Aborted != "":
+		s.rep.Results = append(s.rep.Results, s.r.notRun(sp, s.rep.Aborted, false))
+		return ActSkip, "not run: " + s.rep.Aborted
+	}
+	return judge(s.r.runInto(ctx, s.target, sp, s.rep), s.r.cfg)
+}
+
+// Finish writes the run's notes, its verdict, the reasons and the run's
+// diagnosis, a line each, to log, and returns the verdict.
+func (s *Session) Finish(log func(line string)) result.Verdict {
+	for _, note := range s.r.finish() {
+		log("rlconform: " + note)
+	}
+	v := s.rep.Verdict()
+	log(fmt.Sprintf("rlconform: %s", v))
+	for _, why := range v.Reasons {
+		log("rlconform:   - " + why)
+	}
+	if d := v.Diagnosis(); d != "" {
+		log("rlconform: " + d)
+	}
+	return v
+}
+
+// Close releases what the session holds (the Redis it obtained).
+func (s *Session) Close() error { return s.r.close() }
+
+// runInto runs one spec, judges what failed around it, and adds the
+// result to rep (aborting it when the run cannot go on).
+func (r *runner) runInto(ctx context.Context, target Target, s *spec, rep *result.Report) result.Result {
+	res := r.runSpec(ctx, target, s)
+	if r.stuck != "" {
+		rep.Aborted = r.stuck
+	} else if why := r.afterSpec(ctx, target, &res); why != "" {
+		rep.Aborted = why
+	}
+	rep.Results = append(rep.Results, res)
+	reconcile(rep, r.diags)
+	return rep.Results[len(rep.Results)-1]
+}
+
+// Action is what a go test or Ginkgo entry point does with one result.
+type Action int
+
+// The actions.
+const (
+	ActPass Action = iota
+	ActLog         // pass, with a message (an expected failure)
+	ActSkip
+	ActFail
+)
+
+// judge is the one place that turns a result into pass, skip or fail for
+// the test frameworks, as Report.Verdict does for a whole run.
+func judge(res result.Result, cfg Config) (Action, string) {
+	switch res.Status {
+	case result.Passed:
+		if res.ExpectedFailure {
+			return ActFail, res.ID + " passed, but is listed in Config.ExpectFail: remove it from the list"
+		}
+		return ActPass, ""
+	case result.Failed:
+		if res.ExpectedFailure {
+			return ActLog, "expected failure (Config.ExpectFail):\n" + res.Message
+		}
+		return ActFail, res.Message
+	case result.Skipped:
+		return ActSkip, res.Message
+	case result.Inconclusive:
+		return ActSkip, "INCONCLUSIVE (not a pass): " + res.Message
+	case result.Interrupted, result.NotRun:
+		return ActSkip, string(res.Status) + ": " + res.Message
+	default: // Errored
+		return ActFail, "could not be graded (a fault around the limiter, not a verdict on it): " + res.Message
+	}
+}
+
+// Count returns how many specs a run with cfg selects (0 for an invalid
+// Config).
+func Count(cfg Config) int {
+	full, err := cfg.validated()
+	if err != nil {
+		return 0
+	}
+	return len(selectSpecs(full))
+}

@@ -1,0 +1,78 @@
+package result
+
+import "time"
+
+// Identification is what Identify found: the profiles (with parameters)
+// that explain every answer of its probes, and those ruled out, each by
+// the first answer it would not give.
+type Identification struct {
+	Target string
+	// Limit and Window are the configuration the probes ran with.
+	Limit  int
+	Window time.Duration
+	Mode   Mode
+	// Burst is how many requests a fresh user got at one instant (in real
+	// time: in one quick burst).
+	Burst int
+	// Fits explain every answer, one group for the profiles that decide
+	// alike on every history with one configuration (a raised limit may
+	// tell them apart, and then has); RuledOut are the others.
+	Fits     []Fit
+	RuledOut []RuledOut
+	// Mistakes, when no profile fits, are the classic mistakes of a
+	// sliding log that give every decision (in real time, with instants
+	// taken at the sending, the answer or half-way: a diagnosis, not a
+	// verdict).
+	Mistakes []string `json:",omitempty"`
+	// Configure, when set, says what the limiter's Configure does where it
+	// is not what the fitting profiles say: the fits explain every answer
+	// with it set apart (in steady state), and this is how Configure reads.
+	Configure *ConfigureFinding `json:",omitempty"`
+	// Probes are the specs whose histories were replayed.
+	Probes []string
+	Notes  []string
+}
+
+// ConfigureFinding is what a limiter's Configure does, found apart from
+// the algorithm it runs in steady state.
+type ConfigureFinding struct {
+	// Does says what Configure does, e.g. that it forgets every user's
+	// history.
+	Does string
+	// Evidence is the first answer the fitting profile's own Configure
+	// would not give, and the user's operations up to it.
+	Evidence RuledOut
+}
+
+// Fit is a profile that explains every decision of the probes.
+type Fit struct {
+	Profile     string
+	Description string
+	// SameDecisions are profiles that decide, and answer
+	// GetRemainingRequests, as this one does on every history with one
+	// configuration (a GCRA and a continuously refilled token bucket of
+	// the same burst; a fixed window counting denied requests or not), and
+	// that no answer of the probes told apart: with this one, one
+	// identification.
+	SameDecisions []string `json:",omitempty"`
+	// Decided counts the answers this profile left no doubt about (in
+	// real time, the others fit whatever the instants).
+	Decided int
+	// RemainingDiffers, when set, says how GetRemainingRequests answered
+	// otherwise than the profile does, though every decision fits.
+	RemainingDiffers string `json:",omitempty"`
+}
+
+// RuledOut is a profile that does not explain the probes, with the
+// shortest evidence: the first answer it would not give, and the user's
+// operations up to it.
+type RuledOut struct {
+	Profile     string
+	Description string
+	Probe       string
+	Step        int
+	At          time.Duration
+	Operation   string
+	Got, Want   string
+	Timeline    []string
+}
