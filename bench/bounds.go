@@ -121,7 +121,7 @@ func (j Judge) rules() (rules, error) {
 		return n // "limit"
 	}
 	switch spec.Name {
-	case model.FixedWindowP:
+	case model.ProfileFixedWindow:
 		if spec.Params["align"] == "epoch" {
 			r.epoch = true
 		} else {
@@ -130,7 +130,7 @@ func (j Judge) rules() (rules, error) {
 				linearBound{n, mul128(2*n, w), 0, fmt.Sprintf("at most 2×%d + %d×E/%v allowed within any span E (at most ⌈E/W⌉+1 windows)", n, n, win)})
 		}
 		r.under = logUnder(n, w, false, fmt.Sprintf("a denial needs %d allowed requests in its window: within less than %v before it", n, win))
-	case model.SlidingCounterP:
+	case model.ProfileSlidingCounter:
 		r.epoch = spec.Params["align"] == "epoch"
 		r.linear = append(r.linear, linearBound{n, mul128(n+1, w).sub(i128{lo: 1}), w,
 			fmt.Sprintf("at most %d + ⌈%d×E/%v⌉ allowed within any span E < %v (the weighted counter's own bound)", n, n, win, win)})
@@ -144,10 +144,10 @@ func (j Judge) rules() (rules, error) {
 		}
 		r.under = logUnder(n, 2*w, spec.Params["count-denied"] == "true",
 			fmt.Sprintf("a denial needs %d %s in its window and the one before: within less than 2×%v before it", n, counted, win))
-	case model.GCRAP, model.TokenBucketP:
+	case model.ProfileGCRA, model.ProfileTokenBucket:
 		c := param("burst")
 		what := fmt.Sprintf("a GCRA of burst %d", c)
-		if spec.Name == model.TokenBucketP {
+		if spec.Name == model.ProfileTokenBucket {
 			c = param("capacity")
 			what = fmt.Sprintf("a token bucket of %d", c)
 		}

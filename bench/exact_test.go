@@ -188,7 +188,7 @@ func TestNeverStricterThanTheTruth(t *testing.T) {
 		made := limit - 1 + r.IntN(3)
 		m, err := model.New(made, window)
 		require.NoError(t, err)
-		oracle, err := model.NewOracle(model.MustSpec(model.SlidingLog), limit, window)
+		oracle, err := model.NewOracle(model.MustSpec(model.ProfileSlidingLog), limit, window)
 		require.NoError(t, err)
 		var ds []Decision
 		impossible := false

@@ -416,7 +416,7 @@ func (r *Result) judged() string {
 	if r.Profile != "" {
 		return r.Profile
 	}
-	return model.SlidingLog
+	return model.ProfileSlidingLog
 }
 
 // timeline prints calls (at most 12: the first 6 and the last 6).

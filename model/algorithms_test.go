@@ -30,7 +30,7 @@ func profile(t *testing.T, spec string, n int, w time.Duration) Profile {
 }
 
 func TestFixedWindowEpoch(t *testing.T) {
-	f := NewFixedWindow(2, time.Second, false, false)
+	f := &FixedWindow{align: "epoch", n: 2, w: 1000}
 	// 2 just before the edge at 1000 and 2 just after: all pass.
 	assert.Equal(t, []bool{true, true, false, true, true, false}, answers(f, "u", 998, 999, 999, 1000, 1001, 1999))
 	n, err := f.Remaining(time.UnixMilli(epochMs+1500), "u")
@@ -40,11 +40,11 @@ func TestFixedWindowEpoch(t *testing.T) {
 }
 
 func TestFixedWindowFirstHitCountingDenied(t *testing.T) {
-	f := NewFixedWindow(2, time.Second, true, true)
+	f := &FixedWindow{align: "first-hit", countDenied: true, n: 2, w: 1000}
 	// The window opens at 100; denied requests count; a new one opens at the
 	// first request at or after 1100.
 	assert.Equal(t, []bool{true, true, false, true}, answers(f, "u", 100, 500, 900, 1100))
-	g := NewFixedWindow(2, time.Second, true, false)
+	g := &FixedWindow{align: "first-hit", n: 2, w: 1000}
 	assert.Equal(t, []bool{true, true, false, false, true}, answers(g, "u", 100, 1099, 1099, 1099, 1100))
 }
 
@@ -101,7 +101,7 @@ func TestSlidingCounterAtMost(t *testing.T) {
 }
 
 func TestGCRA(t *testing.T) {
-	g := NewGCRA(4, time.Second) // one every 250ms, burst 4
+	g := &GCRA{n: 4, w: 1000} // one every 250ms, burst 4
 	assert.Equal(t, []bool{true, true, true, true, false}, answers(g, "u", 0, 0, 0, 0, 0))
 	assert.Equal(t, 250*time.Millisecond, g.RetryAfter(time.UnixMilli(epochMs), "u"))
 	assert.Equal(t, []bool{false, true, false, true}, answers(g, "u", 249, 250, 250, 500))
@@ -144,7 +144,7 @@ func TestLogVariants(t *testing.T) {
 		assert.NotEmpty(t, a.Describe())
 		assert.NotEmpty(t, a.Hint)
 		if a.Spec.Name != "" {
-			assert.NotEqual(t, SlidingLog, a.Spec.String(), "the graded profile is not its own alternative")
+			assert.NotEqual(t, ProfileSlidingLog, a.Spec.String(), "the graded profile is not its own alternative")
 		}
 	}
 }

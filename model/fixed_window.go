@@ -35,19 +35,9 @@ type fixedState struct {
 	count  int
 }
 
-// NewFixedWindow returns a fixed-window model aligned to the epoch or
-// (firstHit) opened by the first request.
-func NewFixedWindow(n int, w time.Duration, firstHit, countDenied bool) *FixedWindow {
-	align := "epoch"
-	if firstHit {
-		align = "first-hit"
-	}
-	return &FixedWindow{align: align, countDenied: countDenied, n: n, w: w.Milliseconds()}
-}
-
 // Spec implements [Profile].
 func (f *FixedWindow) Spec() Spec {
-	return Spec{Name: FixedWindowP, Params: map[string]string{"align": f.align, "count-denied": fmt.Sprint(f.countDenied)}}
+	return Spec{Name: ProfileFixedWindow, Params: map[string]string{"align": f.align, "count-denied": fmt.Sprint(f.countDenied)}}
 }
 
 // Describe implements [Profile].

@@ -27,12 +27,9 @@ type GCRA struct {
 	tat   map[string]*big.Rat // ms
 }
 
-// NewGCRA returns a GCRA model: N per W with a burst of N.
-func NewGCRA(n int, w time.Duration) *GCRA { return &GCRA{n: n, w: w.Milliseconds()} }
-
 // Spec implements [Profile].
 func (g *GCRA) Spec() Spec {
-	return Spec{Name: GCRAP, Params: map[string]string{"burst": limitParam(g.burst)}}
+	return Spec{Name: ProfileGCRA, Params: map[string]string{"burst": limitParam(g.burst)}}
 }
 
 func limitParam(n int) string {

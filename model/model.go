@@ -229,7 +229,7 @@ func (s *State) Log(now time.Time, user string) []time.Time {
 }
 
 // Spec implements [Profile]: the sliding log.
-func (s *State) Spec() Spec { return Spec{Name: SlidingLog} }
+func (s *State) Spec() Spec { return Spec{Name: ProfileSlidingLog} }
 
 // Describe implements [Profile].
 func (s *State) Describe() string {

@@ -68,11 +68,11 @@ type Spec struct {
 
 // The profile names.
 const (
-	SlidingLog      = "sliding-log"
-	FixedWindowP    = "fixed-window"
-	SlidingCounterP = "sliding-counter"
-	GCRAP           = "gcra"
-	TokenBucketP    = "token-bucket"
+	ProfileSlidingLog      = "sliding-log"
+	ProfileFixedWindow    = "fixed-window"
+	ProfileSlidingCounter = "sliding-counter"
+	ProfileGCRA           = "gcra"
+	ProfileTokenBucket    = "token-bucket"
 )
 
 // ParamInfo describes one parameter of a profile.
@@ -96,20 +96,20 @@ type ProfileInfo struct {
 func Profiles() []ProfileInfo {
 	bools := []string{"false", "true"}
 	return []ProfileInfo{
-		{SlidingLog, "the exact sliding-window log: at t the allowed requests in (t-W, t] count; allowed while fewer than N count", nil},
-		{FixedWindowP, "a counter per fixed window of W: allowed while the window's count is below N", []ParamInfo{
+		{ProfileSlidingLog, "the exact sliding-window log: at t the allowed requests in (t-W, t] count; allowed while fewer than N count", nil},
+		{ProfileFixedWindow, "a counter per fixed window of W: allowed while the window's count is below N", []ParamInfo{
 			{"align", "epoch", []string{"epoch", "first-grid", "first-hit"}, "epoch: windows [kW, (k+1)W) on the epoch; first-grid: a grid anchored at the user's first request; first-hit: a window opened by the first request after the previous one ended (INCR + EXPIRE)"},
 			{"count-denied", "false", bools, "denied requests are counted too (INCR before the check)"},
 		}},
-		{SlidingCounterP, "the two-window weighted counter: previous window's count × the part of it still inside (t-W, t], plus the current count, below N", []ParamInfo{
+		{ProfileSlidingCounter, "the two-window weighted counter: previous window's count × the part of it still inside (t-W, t], plus the current count, below N", []ParamInfo{
 			{"align", "epoch", []string{"epoch", "first-grid"}, "epoch: windows [kW, (k+1)W) on the epoch; first-grid: a grid anchored at the user's first request, forgotten after a whole window with none (HAProxy's http_req_rate)"},
 			{"count-denied", "false", bools, "denied requests are counted too"},
 			{"admit", "below", []string{"below", "at-most"}, "below: allowed while the estimate is below N; at-most: allowed while the estimate including this request is at most N (estimate + 1 <= N)"},
 		}},
-		{GCRAP, "the generic cell rate algorithm (leaky bucket as a meter): one request every W/N, a burst of B", []ParamInfo{
+		{ProfileGCRA, "the generic cell rate algorithm (leaky bucket as a meter): one request every W/N, a burst of B", []ParamInfo{
 			{"burst", "limit", nil, "the burst B: requests allowed at once from idle (limit: follow N)"},
 		}},
-		{TokenBucketP, "a token bucket of capacity C refilled with N tokens per W", []ParamInfo{
+		{ProfileTokenBucket, "a token bucket of capacity C refilled with N tokens per W", []ParamInfo{
 			{"capacity", "limit", nil, "the capacity C (limit: follow N)"},
 			{"refill", "continuous", []string{"continuous", "interval"}, "continuous: N/W tokens per ms, exactly; interval: N tokens at once every whole W since the bucket was made"},
 		}},
@@ -130,7 +130,7 @@ func profileInfo(name string) (ProfileInfo, bool) {
 func ParseSpec(s string) (Spec, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
-		s = SlidingLog
+		s = ProfileSlidingLog
 	}
 	name, rest, _ := strings.Cut(s, ":")
 	info, ok := profileInfo(name)
@@ -198,7 +198,7 @@ func MustSpec(s string) Spec {
 func (s Spec) String() string {
 	name := s.Name
 	if name == "" {
-		name = SlidingLog
+		name = ProfileSlidingLog
 	}
 	if len(s.Params) == 0 {
 		return name
@@ -222,11 +222,11 @@ func (s Spec) String() string {
 // decision: both are honest, so GCRA and token buckets are graded on users
 // whose history began under the limit in force.
 func (s Spec) LimitChangeGraded() bool {
-	return s.Name != GCRAP && s.Name != TokenBucketP
+	return s.Name != ProfileGCRA && s.Name != ProfileTokenBucket
 }
 
 // IsSlidingLog reports whether s is the contract's own sliding log.
-func (s Spec) IsSlidingLog() bool { return s.Name == "" || s.Name == SlidingLog }
+func (s Spec) IsSlidingLog() bool { return s.Name == "" || s.Name == ProfileSlidingLog }
 
 // New returns the profile's model, empty, with a configuration.
 func (s Spec) New(maxRequests int, window time.Duration) (Profile, error) {
@@ -240,13 +240,13 @@ func (s Spec) New(maxRequests int, window time.Duration) (Profile, error) {
 	p := full.Params
 	n, w := maxRequests, window.Milliseconds()
 	switch full.Name {
-	case FixedWindowP:
+	case ProfileFixedWindow:
 		return &FixedWindow{align: p["align"], countDenied: p["count-denied"] == "true", n: n, w: w}, nil
-	case SlidingCounterP:
+	case ProfileSlidingCounter:
 		return &SlidingCounter{countDenied: p["count-denied"] == "true", firstGrid: p["align"] == "first-grid", atMost: p["admit"] == "at-most", n: n, w: w}, nil
-	case GCRAP:
+	case ProfileGCRA:
 		return &GCRA{burst: fixedParam(p["burst"]), n: n, w: w}, nil
-	case TokenBucketP:
+	case ProfileTokenBucket:
 		return &TokenBucket{capacity: fixedParam(p["capacity"]), interval: p["refill"] == "interval", n: n, w: w}, nil
 	}
 	return New(maxRequests, window)

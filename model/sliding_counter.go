@@ -51,7 +51,7 @@ func (s *SlidingCounter) Spec() Spec {
 	if s.atMost {
 		admit = "at-most"
 	}
-	return Spec{Name: SlidingCounterP, Params: map[string]string{"admit": admit, "align": align, "count-denied": fmt.Sprint(s.countDenied)}}
+	return Spec{Name: ProfileSlidingCounter, Params: map[string]string{"admit": admit, "align": align, "count-denied": fmt.Sprint(s.countDenied)}}
 }
 
 // Describe implements [Profile].

@@ -42,7 +42,7 @@ func (b *TokenBucket) Spec() Spec {
 	if b.interval {
 		refill = "interval"
 	}
-	return Spec{Name: TokenBucketP, Params: map[string]string{"capacity": limitParam(b.capacity), "refill": refill}}
+	return Spec{Name: ProfileTokenBucket, Params: map[string]string{"capacity": limitParam(b.capacity), "refill": refill}}
 }
 
 func (b *TokenBucket) c() int64 {

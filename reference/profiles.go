@@ -90,16 +90,16 @@ func NewProfile(client redis.UniversalClient, spec model.Spec, opts Options) (co
 	}
 	p := &profileLimiter{base: base, spec: full}
 	switch full.Name {
-	case model.FixedWindowP:
+	case model.ProfileFixedWindow:
 		p.script, p.source = fixedWindowScript, fixedWindowSource
 		p.fixedArgs = []any{full.Params["align"], flag(full.Params["count-denied"] == "true")}
-	case model.SlidingCounterP:
+	case model.ProfileSlidingCounter:
 		p.script, p.source = slidingCounterScript, slidingCounterSource
 		p.fixedArgs = []any{flag(full.Params["count-denied"] == "true"), full.Params["align"], full.Params["admit"]}
-	case model.GCRAP:
+	case model.ProfileGCRA:
 		p.script, p.source = gcraScript, gcraSource
 		p.param = paramOf(full.Params["burst"])
-	case model.TokenBucketP:
+	case model.ProfileTokenBucket:
 		p.script, p.source = tokenBucketScript, tokenBucketSource
 		p.param = paramOf(full.Params["capacity"])
 		p.fixedArgs = []any{full.Params["refill"]}
@@ -172,11 +172,11 @@ func (p *profileLimiter) check(n int, w int64) error {
 	}
 	nn := int64(n)
 	switch p.spec.Name {
-	case model.SlidingCounterP:
+	case model.ProfileSlidingCounter:
 		return over("N×W", nn, w)
-	case model.GCRAP:
+	case model.ProfileGCRA:
 		return errors.Join(over("B×W", p.sized(nn), w), over("N", nn, 1))
-	case model.TokenBucketP:
+	case model.ProfileTokenBucket:
 		return errors.Join(over("C×W", p.sized(nn), w), over("N", nn, 1))
 	}
 	return nil
@@ -226,7 +226,7 @@ func (p *profileLimiter) run(ctx context.Context, op, userID string, record bool
 		now = strconv.FormatInt(p.base.clock.Now().UnixMilli(), 10)
 	}
 	args := []any{now, cfg.window, cfg.max, flag(record)}
-	if p.spec.Name == model.GCRAP || p.spec.Name == model.TokenBucketP {
+	if p.spec.Name == model.ProfileGCRA || p.spec.Name == model.ProfileTokenBucket {
 		args = []any{now, cfg.window, cfg.max, p.sized(int64(cfg.max)), flag(record)}
 	}
 	args = append(args, p.fixedArgs...)

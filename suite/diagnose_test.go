@@ -23,7 +23,7 @@ func TestAGCRAIsNamed(t *testing.T) {
 		caps.StoreInspection, caps.SharedStore, caps.Clock = false, false, withClock
 		target := suite.Target{Name: "gcra", Capabilities: caps,
 			New: func(_ context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
-				return model.NewProfileLimiter(env.Clock, model.NewGCRA(env.MaxRequests, env.Window)), nil, nil
+				return model.NewProfileLimiter(env.Clock, gcra(env)), nil, nil
 			}}
 		rep, err := suite.Check(context.Background(), suite.Config{IDs: []string{"core/sliding-expiry", "strict/denied-not-logged"}}, target)
 		require.NoError(t, err)
@@ -60,7 +60,7 @@ func (l takesAnyConfig) Configure(ctx context.Context, n int, w time.Duration) e
 func TestEachSpecGivesItsOwnHintUnderAProfile(t *testing.T) {
 	target := suite.Target{Name: "gcra taking any config", Capabilities: contract.All(),
 		New: func(_ context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
-			return takesAnyConfig{model.NewProfileLimiter(env.Clock, model.NewGCRA(env.MaxRequests, env.Window))}, nil, nil
+			return takesAnyConfig{model.NewProfileLimiter(env.Clock, gcra(env))}, nil, nil
 		}}
 	target.Capabilities.StoreInspection, target.Capabilities.SharedStore = false, false
 	rep, err := suite.Check(context.Background(), suite.Config{Profile: "gcra", IDs: []string{"robust/invalid-config"}}, target)
@@ -78,4 +78,13 @@ func TestEachSpecGivesItsOwnHintUnderAProfile(t *testing.T) {
 	r = rep.Results[0]
 	require.Equal(t, result.Failed, r.Status, r.Message)
 	assert.Contains(t, r.Failure.Hint, "--profile gcra", r.Message)
+}
+
+// gcra is the GCRA model of env's configuration, burst N.
+func gcra(env suite.Env) model.Profile {
+	p, err := model.MustSpec("gcra").New(env.MaxRequests, env.Window)
+	if err != nil {
+		panic(err) // the suite gives only valid configurations
+	}
+	return p
 }

@@ -295,15 +295,15 @@ func sameDecisions(a, b model.Spec, n int) bool {
 			return v
 		}
 		switch {
-		case s.Name == model.GCRAP:
+		case s.Name == model.ProfileGCRA:
 			return "bucket/" + capacity(p["burst"])
-		case s.Name == model.TokenBucketP && p["refill"] == "continuous":
+		case s.Name == model.ProfileTokenBucket && p["refill"] == "continuous":
 			return "bucket/" + capacity(p["capacity"])
-		case s.Name == model.TokenBucketP && capacity(p["capacity"]) == "limit":
+		case s.Name == model.ProfileTokenBucket && capacity(p["capacity"]) == "limit":
 			// Every refill fills it: forgotten, the next request opens a
 			// new window.
 			return "fixed-window/first-hit"
-		case s.Name == model.FixedWindowP:
+		case s.Name == model.ProfileFixedWindow:
 			// A window whose count reached N denies until its end whether
 			// denied requests count or not.
 			return "fixed-window/" + p["align"]
@@ -484,7 +484,7 @@ func replayProbe(c model.Spec, p probe, remaining, fresh bool) (*result.RuledOut
 // at either rate), kept, and capped at the new capacity when read. A
 // GCRA's arrival time is not: read at the new rate it is other tokens.
 func settledChange(c model.Spec, p probe) bool {
-	if c.Name != model.TokenBucketP || p.realTime {
+	if c.Name != model.ProfileTokenBucket || p.realTime {
 		return false
 	}
 	last := map[string]time.Time{}
