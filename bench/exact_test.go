@@ -96,7 +96,7 @@ func TestTheReferenceModelIsNeverFailed(t *testing.T) {
 	for round := 0; round < 200; round++ {
 		limit := 1 + r.IntN(5)
 		window := time.Duration(5+r.IntN(50)) * ms
-		m, err := model.New(limit, window)
+		m, err := model.Spec{}.New(limit, window)
 		require.NoError(t, err)
 		start := time.Unix(1_700_000_000, 0)
 		var ds []Decision
@@ -125,7 +125,7 @@ func TestTheReferenceModelIsNeverFailed(t *testing.T) {
 // TestAnOffByOneIsCaught: the same schedules on a log that admits N+1 are
 // reported, so the property test above can fail.
 func TestAnOffByOneIsCaught(t *testing.T) {
-	m, err := model.New(4, 100*ms) // the limiter admits 4; the contract says 3
+	m, err := model.Spec{}.New(4, 100*ms) // the limiter admits 4; the contract says 3
 	require.NoError(t, err)
 	start := time.Unix(1_700_000_000, 0)
 	var ds []Decision
@@ -186,7 +186,7 @@ func TestNeverStricterThanTheTruth(t *testing.T) {
 		limit := 2 + r.IntN(4)
 		window := time.Duration(10+r.IntN(40)) * ms
 		made := limit - 1 + r.IntN(3)
-		m, err := model.New(made, window)
+		m, err := model.Spec{}.New(made, window)
 		require.NoError(t, err)
 		oracle, err := model.NewOracle(model.MustSpec(model.ProfileSlidingLog), limit, window)
 		require.NoError(t, err)

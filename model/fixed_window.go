@@ -8,7 +8,7 @@ import (
 	"github.com/rlconform/rlconform/contract"
 )
 
-// FixedWindow is the fixed-window profile: a counter per user and window of
+// fixedWindow is the fixed-window profile: a counter per user and window of
 // W, a request allowed while the count of its window is below N. Windows
 // are laid out by align:
 //
@@ -21,7 +21,7 @@ import (
 //     of the previous window (the INCR + PEXPIRE pattern).
 //
 // countDenied counts denied requests too (INCR before the check).
-type FixedWindow struct {
+type fixedWindow struct {
 	align       string // epoch, first-grid, first-hit
 	countDenied bool
 	n           int
@@ -36,12 +36,12 @@ type fixedState struct {
 }
 
 // Spec implements [Profile].
-func (f *FixedWindow) Spec() Spec {
+func (f *fixedWindow) Spec() Spec {
 	return Spec{Name: ProfileFixedWindow, Params: map[string]string{"align": f.align, "count-denied": fmt.Sprint(f.countDenied)}}
 }
 
 // Describe implements [Profile].
-func (f *FixedWindow) Describe() string {
+func (f *fixedWindow) Describe() string {
 	s := fmt.Sprintf("a fixed window of %v aligned to the epoch", ms(f.w))
 	switch f.align {
 	case "first-hit":
@@ -56,14 +56,14 @@ func (f *FixedWindow) Describe() string {
 }
 
 // Limit implements [Profile].
-func (f *FixedWindow) Limit() int { return f.n }
+func (f *fixedWindow) Limit() int { return f.n }
 
 // Window implements [Profile].
-func (f *FixedWindow) Window() time.Duration { return ms(f.w) }
+func (f *fixedWindow) Window() time.Duration { return ms(f.w) }
 
 // current returns the user's state for the window holding t: its start,
 // and the count so far (0 in a window not yet counted in).
-func (f *FixedWindow) current(t int64, user string) fixedState {
+func (f *fixedWindow) current(t int64, user string) fixedState {
 	st, ok := f.users[user]
 	switch f.align {
 	case "epoch":
@@ -88,7 +88,7 @@ func (f *FixedWindow) current(t int64, user string) fixedState {
 }
 
 // Allow implements [Profile].
-func (f *FixedWindow) Allow(now time.Time, user string) (bool, error) {
+func (f *fixedWindow) Allow(now time.Time, user string) (bool, error) {
 	if err := contract.ValidateUserID(user); err != nil {
 		return false, err
 	}
@@ -106,7 +106,7 @@ func (f *FixedWindow) Allow(now time.Time, user string) (bool, error) {
 }
 
 // Remaining implements [Profile].
-func (f *FixedWindow) Remaining(now time.Time, user string) (int, error) {
+func (f *fixedWindow) Remaining(now time.Time, user string) (int, error) {
 	if err := contract.ValidateUserID(user); err != nil {
 		return 0, err
 	}
@@ -114,7 +114,7 @@ func (f *FixedWindow) Remaining(now time.Time, user string) (int, error) {
 }
 
 // RetryAfter implements [Profile]: the end of the current window.
-func (f *FixedWindow) RetryAfter(now time.Time, user string) time.Duration {
+func (f *fixedWindow) RetryAfter(now time.Time, user string) time.Duration {
 	t := now.UnixMilli()
 	st := f.current(t, user)
 	if st.count < f.n {
@@ -124,7 +124,7 @@ func (f *FixedWindow) RetryAfter(now time.Time, user string) time.Duration {
 }
 
 // Lifetime implements [Profile].
-func (f *FixedWindow) Lifetime(now time.Time, user string) time.Duration {
+func (f *fixedWindow) Lifetime(now time.Time, user string) time.Duration {
 	t := now.UnixMilli()
 	st, ok := f.users[user]
 	if !ok {
@@ -138,7 +138,7 @@ func (f *FixedWindow) Lifetime(now time.Time, user string) time.Duration {
 }
 
 // Reset implements [Profile].
-func (f *FixedWindow) Reset(user string) error {
+func (f *fixedWindow) Reset(user string) error {
 	if err := contract.ValidateUserID(user); err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func (f *FixedWindow) Reset(user string) error {
 
 // Configure implements [Profile]: the counts are kept and read against the
 // new limit; windows are laid out with the new W from the next decision.
-func (f *FixedWindow) Configure(n int, w time.Duration) error {
+func (f *fixedWindow) Configure(n int, w time.Duration) error {
 	if err := contract.ValidateConfig(n, w); err != nil {
 		return err
 	}
@@ -157,21 +157,21 @@ func (f *FixedWindow) Configure(n int, w time.Duration) error {
 }
 
 // Explain implements [Profile].
-func (f *FixedWindow) Explain(now, base time.Time, user string) string {
+func (f *fixedWindow) Explain(now, base time.Time, user string) string {
 	st := f.current(now.UnixMilli(), user)
 	return fmt.Sprintf("the window [%s, %s) of %s has counted %d of limit %d",
 		offset(time.UnixMilli(st.start), base), offset(time.UnixMilli(st.start+f.w), base), user, st.count, f.n)
 }
 
 // Clone implements [Profile].
-func (f *FixedWindow) Clone() Profile {
+func (f *fixedWindow) Clone() Profile {
 	c := *f
 	c.users = maps.Clone(f.users)
 	return &c
 }
 
 // StateKey implements [Profile].
-func (f *FixedWindow) StateKey(user string) string {
+func (f *fixedWindow) StateKey(user string) string {
 	st, ok := f.users[user]
 	if !ok {
 		return ""

@@ -8,7 +8,7 @@ import (
 	"github.com/rlconform/rlconform/contract"
 )
 
-// GCRA is the generic cell rate algorithm, a leaky bucket as a meter: a
+// gcraModel is the generic cell rate algorithm, a leaky bucket as a meter: a
 // rate of N per W, so an emission interval T = W/N ms (a fraction, kept
 // exact), and a burst B (default N). Each user has a theoretical arrival
 // time TAT (none when fresh: TAT = t). A request at t is allowed when
@@ -20,7 +20,7 @@ import (
 // floor(((B-1)*T - (max(TAT,t) - t)) / T) + 1, or 0; a denied request may
 // retry at TAT - (B-1)*T, rounded up to the millisecond. Its decisions are
 // those of a token bucket of capacity B refilled continuously at N per W.
-type GCRA struct {
+type gcraModel struct {
 	burst int // 0: follow N
 	n     int
 	w     int64
@@ -28,7 +28,7 @@ type GCRA struct {
 }
 
 // Spec implements [Profile].
-func (g *GCRA) Spec() Spec {
+func (g *gcraModel) Spec() Spec {
 	return Spec{Name: ProfileGCRA, Params: map[string]string{"burst": limitParam(g.burst)}}
 }
 
@@ -40,31 +40,31 @@ func limitParam(n int) string {
 }
 
 // Describe implements [Profile].
-func (g *GCRA) Describe() string {
+func (g *gcraModel) Describe() string {
 	return fmt.Sprintf("GCRA (a token bucket of %d refilled continuously at %d per %v, one every %v)", g.b(), g.n, ms(g.w), g.interval())
 }
 
-func (g *GCRA) b() int {
+func (g *gcraModel) b() int {
 	if g.burst == 0 {
 		return g.n
 	}
 	return g.burst
 }
 
-func (g *GCRA) interval() time.Duration { return ms(g.w) / time.Duration(g.n) }
+func (g *gcraModel) interval() time.Duration { return ms(g.w) / time.Duration(g.n) }
 
 // Limit implements [Profile].
-func (g *GCRA) Limit() int { return g.n }
+func (g *gcraModel) Limit() int { return g.n }
 
 // Window implements [Profile].
-func (g *GCRA) Window() time.Duration { return ms(g.w) }
+func (g *gcraModel) Window() time.Duration { return ms(g.w) }
 
 // t is the emission interval W/N.
-func (g *GCRA) t() *big.Rat { return big.NewRat(g.w, int64(g.n)) }
+func (g *gcraModel) t() *big.Rat { return big.NewRat(g.w, int64(g.n)) }
 
 // slack is (B-1)*T - (max(TAT,t) - t): allowed when not negative. It also
 // returns max(TAT, t).
-func (g *GCRA) slack(t int64, user string) (slack, from *big.Rat) {
+func (g *gcraModel) slack(t int64, user string) (slack, from *big.Rat) {
 	now := new(big.Rat).SetInt64(t)
 	from = now
 	if tat, ok := g.tat[user]; ok && tat.Cmp(now) > 0 {
@@ -76,7 +76,7 @@ func (g *GCRA) slack(t int64, user string) (slack, from *big.Rat) {
 }
 
 // Allow implements [Profile].
-func (g *GCRA) Allow(now time.Time, user string) (bool, error) {
+func (g *gcraModel) Allow(now time.Time, user string) (bool, error) {
 	if err := contract.ValidateUserID(user); err != nil {
 		return false, err
 	}
@@ -92,7 +92,7 @@ func (g *GCRA) Allow(now time.Time, user string) (bool, error) {
 }
 
 // Remaining implements [Profile].
-func (g *GCRA) Remaining(now time.Time, user string) (int, error) {
+func (g *gcraModel) Remaining(now time.Time, user string) (int, error) {
 	if err := contract.ValidateUserID(user); err != nil {
 		return 0, err
 	}
@@ -105,7 +105,7 @@ func (g *GCRA) Remaining(now time.Time, user string) (int, error) {
 }
 
 // RetryAfter implements [Profile].
-func (g *GCRA) RetryAfter(now time.Time, user string) time.Duration {
+func (g *gcraModel) RetryAfter(now time.Time, user string) time.Duration {
 	t := now.UnixMilli()
 	slack, _ := g.slack(t, user)
 	if slack.Sign() >= 0 {
@@ -116,7 +116,7 @@ func (g *GCRA) RetryAfter(now time.Time, user string) time.Duration {
 }
 
 // Lifetime implements [Profile]: until TAT.
-func (g *GCRA) Lifetime(now time.Time, user string) time.Duration {
+func (g *gcraModel) Lifetime(now time.Time, user string) time.Duration {
 	tat, ok := g.tat[user]
 	if !ok {
 		return 0
@@ -134,7 +134,7 @@ func ceilRat(r *big.Rat) int64 {
 }
 
 // Reset implements [Profile].
-func (g *GCRA) Reset(user string) error {
+func (g *gcraModel) Reset(user string) error {
 	if err := contract.ValidateUserID(user); err != nil {
 		return err
 	}
@@ -143,7 +143,7 @@ func (g *GCRA) Reset(user string) error {
 }
 
 // Configure implements [Profile]: TAT is kept; T and B follow N and W.
-func (g *GCRA) Configure(n int, w time.Duration) error {
+func (g *gcraModel) Configure(n int, w time.Duration) error {
 	if err := contract.ValidateConfig(n, w); err != nil {
 		return err
 	}
@@ -152,7 +152,7 @@ func (g *GCRA) Configure(n int, w time.Duration) error {
 }
 
 // Explain implements [Profile].
-func (g *GCRA) Explain(now, base time.Time, user string) string {
+func (g *gcraModel) Explain(now, base time.Time, user string) string {
 	tat, ok := g.tat[user]
 	if !ok {
 		return fmt.Sprintf("%s is fresh: a burst of %d is allowed", user, g.b())
@@ -163,7 +163,7 @@ func (g *GCRA) Explain(now, base time.Time, user string) string {
 }
 
 // Clone implements [Profile].
-func (g *GCRA) Clone() Profile {
+func (g *gcraModel) Clone() Profile {
 	c := *g
 	c.tat = make(map[string]*big.Rat, len(g.tat))
 	for u, r := range g.tat {
@@ -173,7 +173,7 @@ func (g *GCRA) Clone() Profile {
 }
 
 // StateKey implements [Profile].
-func (g *GCRA) StateKey(user string) string {
+func (g *gcraModel) StateKey(user string) string {
 	if tat, ok := g.tat[user]; ok {
 		return tat.RatString()
 	}

@@ -57,7 +57,7 @@ type TimedOp struct {
 	Window time.Duration
 }
 
-// Interval judges histories whose instants are intervals against the
+// intervalOracle judges histories whose instants are intervals against the
 // contract. Operations are fed in the order the limiter decided them (one
 // client's calls, one after the other), and the limiter's instants are
 // taken to be non-decreasing in that order (one clock).
@@ -67,14 +67,14 @@ type TimedOp struct {
 // constraints, solved exactly: see joint), so a correct limiter is never
 // failed, and answers that are each possible alone but not together are
 // caught. An answer is Certain when its opposite is impossible. When every
-// interval is a point, it agrees with [State] answer for answer. Entries
+// interval is a point, it agrees with [slidingLog] answer for answer. Entries
 // logged by a concurrent burst (Log) have no order among them: that user's
 // answers are then judged each on its own, every earlier entry anywhere in
 // its interval (sound, less complete).
 //
 // Raising the window is judged only where the contract promises it (no
 // entry between the old and the new window's edge).
-type Interval struct {
+type intervalOracle struct {
 	max    int
 	window int64 // ms
 	logs   map[string][]span
@@ -88,32 +88,32 @@ type Interval struct {
 // span is an entry whose instant lies in [lo, hi], in ms.
 type span struct{ lo, hi int64 }
 
-// NewInterval returns an empty interval oracle with a configuration, for
+// newInterval returns an empty interval oracle with a configuration, for
 // intervals that bound the limiter's own instants exactly (whole
 // milliseconds of its clock). [NewOracle] returns one for the grader's
 // sent and returned instants, under the real-time rule.
-func NewInterval(maxRequests int, window time.Duration) (*Interval, error) {
+func newInterval(maxRequests int, window time.Duration) (*intervalOracle, error) {
 	if err := contract.ValidateConfig(maxRequests, window); err != nil {
 		return nil, err
 	}
-	return &Interval{max: maxRequests, window: window.Milliseconds(), logs: map[string][]span{}, joints: map[string]*joint{}}, nil
+	return &intervalOracle{max: maxRequests, window: window.Milliseconds(), logs: map[string][]span{}, joints: map[string]*joint{}}, nil
 }
 
 // millis is the span of whole milliseconds an interval stands for.
-func (o *Interval) millis(lo, hi time.Time) (int64, int64) { return spanMillis(lo, hi, o.realTime) }
+func (o *intervalOracle) millis(lo, hi time.Time) (int64, int64) { return spanMillis(lo, hi, o.realTime) }
 
 // Limit is the limit in force; Window the window.
-func (o *Interval) Limit() int { return o.max }
+func (o *intervalOracle) Limit() int { return o.max }
 
 // Window is the window in force.
-func (o *Interval) Window() time.Duration { return time.Duration(o.window) * time.Millisecond }
+func (o *intervalOracle) Window() time.Duration { return time.Duration(o.window) * time.Millisecond }
 
 // Judge takes the next operation of the history and says whether its
 // answer is certain, undecided or impossible, with the reason. An allowed
 // answer is logged whatever the judgement, so that the rest of the history
 // is judged on what the limiter did. An operation other than Configure
 // without an interval is an error ([ErrNoInterval]), and is not taken.
-func (o *Interval) Judge(op TimedOp) (Judgement, string, error) {
+func (o *intervalOracle) Judge(op TimedOp) (Judgement, string, error) {
 	if err := op.validate(); err != nil {
 		return Undecided, "", err
 	}
@@ -166,7 +166,7 @@ func (o *Interval) Judge(op TimedOp) (Judgement, string, error) {
 
 // judgeAlone judges op on its own: every earlier entry anywhere in its
 // interval. It keeps the spans of entries for Count.
-func (o *Interval) judgeAlone(op TimedOp, lo, hi int64) (Judgement, string) {
+func (o *intervalOracle) judgeAlone(op TimedOp, lo, hi int64) (Judgement, string) {
 	switch op.Kind {
 	case OpReset:
 		delete(o.logs, op.User)
@@ -220,7 +220,7 @@ func (o *Interval) judgeAlone(op TimedOp, lo, hi int64) (Judgement, string) {
 // [lo, hi] (each entry anywhere in its own span, no later than t): cMin
 // count at every choice, cMax at some. Entries that can no longer count at
 // any later instant are forgotten.
-func (o *Interval) count(user string, lo, hi int64) (cMin, cMax int) {
+func (o *intervalOracle) count(user string, lo, hi int64) (cMin, cMax int) {
 	log := o.logs[user]
 	kept := log[:0]
 	for _, e := range log {
@@ -244,14 +244,14 @@ func (o *Interval) count(user string, lo, hi int64) (cMin, cMax int) {
 
 // Count bounds how many of user's entries count during [lo, hi]: at least
 // cMin at every instant of it, at most cMax at any.
-func (o *Interval) Count(user string, lo, hi time.Time) (cMin, cMax int) {
+func (o *intervalOracle) Count(user string, lo, hi time.Time) (cMin, cMax int) {
 	l, h := o.millis(lo, hi)
 	return o.count(user, l, h)
 }
 
 // Log adds an entry of user whose instant lies in [lo, hi] (an allowed
 // request of a concurrent burst), without judging it.
-func (o *Interval) Log(user string, lo, hi time.Time) {
+func (o *intervalOracle) Log(user string, lo, hi time.Time) {
 	l, h := o.millis(lo, hi)
 	o.logs[user] = append(o.logs[user], span{l, h})
 	if o.joints[user] == nil {

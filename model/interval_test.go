@@ -18,9 +18,9 @@ func TestIntervalAgreesWithStateOnPoints(t *testing.T) {
 	for seed := range uint64(200) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		n, w := 1+rng.IntN(5), time.Duration(50+rng.IntN(1000))*time.Millisecond
-		s, err := New(n, w)
+		s, err := newSlidingLog(n, w)
 		require.NoError(t, err)
-		o, err := NewInterval(n, w)
+		o, err := newInterval(n, w)
 		require.NoError(t, err)
 		now := time.UnixMilli(1_767_225_600_000)
 		for step := range 300 {
@@ -69,8 +69,8 @@ func TestIntervalAgreesWithStateOnPoints(t *testing.T) {
 	}
 }
 
-func clone(o *Interval) *Interval {
-	c := &Interval{max: o.max, window: o.window, logs: map[string][]span{}, joints: map[string]*joint{}}
+func clone(o *intervalOracle) *intervalOracle {
+	c := &intervalOracle{max: o.max, window: o.window, logs: map[string][]span{}, joints: map[string]*joint{}}
 	for u, l := range o.logs {
 		c.logs[u] = append([]span(nil), l...)
 	}
@@ -86,7 +86,7 @@ func clone(o *Interval) *Interval {
 // TestIntervalJudgesTheWholeHistory: answers each possible alone but not
 // together are impossible.
 func TestIntervalJudgesTheWholeHistory(t *testing.T) {
-	o, err := NewInterval(1, time.Second)
+	o, err := newInterval(1, time.Second)
 	require.NoError(t, err)
 	at := func(ms int64) time.Time { return time.UnixMilli(1_000_000 + ms) }
 	j, _, _ := o.Judge(TimedOp{Kind: OpAllow, User: "u", Allowed: true, Lo: at(0), Hi: at(10)})
@@ -109,7 +109,7 @@ func TestIntervalUnderUncertainty(t *testing.T) {
 	at := func(lo, hi int) (time.Time, time.Time) {
 		return base.Add(time.Duration(lo) * time.Millisecond), base.Add(time.Duration(hi) * time.Millisecond)
 	}
-	o, err := NewInterval(2, time.Second)
+	o, err := newInterval(2, time.Second)
 	require.NoError(t, err)
 	judge := func(kind OpKind, lo, hi int, allowed bool, remaining int) Judgement {
 		op := TimedOp{Kind: kind, User: "u", Allowed: allowed, Remaining: remaining}
@@ -134,7 +134,7 @@ func TestIntervalUnderUncertainty(t *testing.T) {
 	assert.Equal(t, Impossible, clone(o).mustJudge(TimedOp{Kind: OpAllow, User: "u", Allowed: false, Lo: base.Add(1016 * time.Millisecond), Hi: base.Add(1020 * time.Millisecond)}))
 }
 
-func (o *Interval) mustJudge(op TimedOp) Judgement {
+func (o *intervalOracle) mustJudge(op TimedOp) Judgement {
 	j, _, _ := o.Judge(op)
 	return j
 }
@@ -146,8 +146,8 @@ func TestIntervalIsSound(t *testing.T) {
 	for seed := range uint64(300) {
 		rng := rand.New(rand.NewPCG(seed, 11))
 		n, w := 1+rng.IntN(4), time.Duration(100+rng.IntN(400))*time.Millisecond
-		s, _ := New(n, w)
-		o, _ := NewInterval(n, w)
+		s, _ := newSlidingLog(n, w)
+		o, _ := newInterval(n, w)
 		now := time.UnixMilli(1_767_225_600_000)
 		for step := range 120 {
 			now = now.Add(time.Duration(rng.IntN(3)*rng.IntN(90)) * time.Millisecond)

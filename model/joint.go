@@ -146,7 +146,7 @@ func settleAt(limit int) int { return 4*limit + 64 }
 // stays as large as one window's operations, not the whole history.
 //
 // An entry dropped here would count again only if the window were raised
-// past it, which the oracle does not judge (see [Interval]).
+// past it, which the oracle does not judge (see [intervalOracle]).
 func (j *joint) settle(w int64, limit int, realTime bool) {
 	nodes := len(j.lo)
 	if j.off || nodes < settleAt(limit) {

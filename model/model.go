@@ -15,7 +15,7 @@ import (
 	"github.com/rlconform/rlconform/fakeclock"
 )
 
-// State is the whole behaviour of the contract (see
+// slidingLog is the whole behaviour of the contract (see
 // [contract.RateLimiterContract] and docs/contract.md) as a pure value: the time of
 // every operation is an argument, and nothing reads a clock. It is not safe
 // for concurrent use; [Limiter] wraps it for that.
@@ -24,29 +24,29 @@ import (
 // the window in force at that moment, as a Redis ZSET limiter does; this only
 // matters for the unpromised case of raising the window (see
 // [contract.RateLimiterContract]).
-type State struct {
+type slidingLog struct {
 	max       int
 	window    int64 // ms
 	logs      map[string][]int64
 	decisions int
 }
 
-// New returns an empty state with the given configuration.
-func New(maxRequests int, window time.Duration) (*State, error) {
+// newSlidingLog returns an empty state with the given configuration.
+func newSlidingLog(maxRequests int, window time.Duration) (*slidingLog, error) {
 	if err := contract.ValidateConfig(maxRequests, window); err != nil {
 		return nil, err
 	}
-	return &State{max: maxRequests, window: window.Milliseconds(), logs: map[string][]int64{}}, nil
+	return &slidingLog{max: maxRequests, window: window.Milliseconds(), logs: map[string][]int64{}}, nil
 }
 
 // Limit returns the configured maximum number of requests.
-func (s *State) Limit() int { return s.max }
+func (s *slidingLog) Limit() int { return s.max }
 
 // Window returns the configured window.
-func (s *State) Window() time.Duration { return time.Duration(s.window) * time.Millisecond }
+func (s *slidingLog) Window() time.Duration { return time.Duration(s.window) * time.Millisecond }
 
 // Allow decides a request of user at now and logs it if allowed.
-func (s *State) Allow(now time.Time, user string) (bool, error) {
+func (s *slidingLog) Allow(now time.Time, user string) (bool, error) {
 	if err := contract.ValidateUserID(user); err != nil {
 		return false, err
 	}
@@ -69,7 +69,7 @@ const forgetEvery = 1024
 // maybeForget drops, every forgetEvery decisions, the entries of every user
 // that have left the window at t, and the users left with none: an idle
 // user costs nothing after the window, in the model as in Redis.
-func (s *State) maybeForget(t int64) {
+func (s *slidingLog) maybeForget(t int64) {
 	s.decisions++
 	if s.decisions%forgetEvery != 0 {
 		return
@@ -80,10 +80,10 @@ func (s *State) maybeForget(t int64) {
 }
 
 // Users returns how many users have entries in the log.
-func (s *State) Users() int { return len(s.logs) }
+func (s *slidingLog) Users() int { return len(s.logs) }
 
 // Remaining reports max(0, N - active) for user at now.
-func (s *State) Remaining(now time.Time, user string) (int, error) {
+func (s *slidingLog) Remaining(now time.Time, user string) (int, error) {
 	if err := contract.ValidateUserID(user); err != nil {
 		return 0, err
 	}
@@ -92,7 +92,7 @@ func (s *State) Remaining(now time.Time, user string) (int, error) {
 
 // RetryAfter reports how long from now until user may be allowed again: 0
 // when a request would be allowed now.
-func (s *State) RetryAfter(now time.Time, user string) time.Duration {
+func (s *slidingLog) RetryAfter(now time.Time, user string) time.Duration {
 	t := now.UnixMilli()
 	log := s.active(t, user)
 	if len(log) < s.max {
@@ -103,23 +103,23 @@ func (s *State) RetryAfter(now time.Time, user string) time.Duration {
 }
 
 // Active returns how many entries of user count at now.
-func (s *State) Active(now time.Time, user string) int {
+func (s *slidingLog) Active(now time.Time, user string) int {
 	return len(s.active(now.UnixMilli(), user))
 }
 
 // Unexpired returns how many entries of user have not left the window at
 // now, the entries later than now included: what a script that prunes to
-// now-W and counts with ZCARD counts. It differs from [State.Active] only
+// now-W and counts with ZCARD counts. It differs from [slidingLog.Active] only
 // after the clock stepped back; the contract lets a limiter count either
 // way (the literal reading, Active, or this conservative one).
-func (s *State) Unexpired(now time.Time, user string) int {
+func (s *slidingLog) Unexpired(now time.Time, user string) int {
 	t := now.UnixMilli()
 	s.active(t, user) // prunes
 	return len(s.logs[user])
 }
 
 // Reset forgets user's log.
-func (s *State) Reset(user string) error {
+func (s *slidingLog) Reset(user string) error {
 	if err := contract.ValidateUserID(user); err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func (s *State) Reset(user string) error {
 
 // Configure sets the limit and window for every later decision; invalid
 // values leave the old ones in force.
-func (s *State) Configure(maxRequests int, window time.Duration) error {
+func (s *slidingLog) Configure(maxRequests int, window time.Duration) error {
 	if err := contract.ValidateConfig(maxRequests, window); err != nil {
 		return err
 	}
@@ -139,7 +139,7 @@ func (s *State) Configure(maxRequests int, window time.Duration) error {
 
 // active prunes user's log of entries with e <= t-W and returns those with
 // e <= t. Entries after t (the clock was set back) are kept, not counted.
-func (s *State) active(t int64, user string) []int64 {
+func (s *slidingLog) active(t int64, user string) []int64 {
 	log := s.logs[user]
 	cut := sort.Search(len(log), func(i int) bool { return log[i] > t-s.window })
 	log = log[cut:]
@@ -165,7 +165,7 @@ type Limiter struct {
 // NewLimiter returns a model limiter of the sliding log reading time from
 // clock.
 func NewLimiter(clock fakeclock.Clock, maxRequests int, window time.Duration) (*Limiter, error) {
-	s, err := New(maxRequests, window)
+	s, err := newSlidingLog(maxRequests, window)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +219,7 @@ func (l *Limiter) Reset(ctx context.Context, userID string) error {
 }
 
 // Log returns the entries of user that count at now, oldest first.
-func (s *State) Log(now time.Time, user string) []time.Time {
+func (s *slidingLog) Log(now time.Time, user string) []time.Time {
 	log := s.active(now.UnixMilli(), user)
 	out := make([]time.Time, len(log))
 	for i, e := range log {
@@ -229,15 +229,15 @@ func (s *State) Log(now time.Time, user string) []time.Time {
 }
 
 // Spec implements [Profile]: the sliding log.
-func (s *State) Spec() Spec { return Spec{Name: ProfileSlidingLog} }
+func (s *slidingLog) Spec() Spec { return Spec{Name: ProfileSlidingLog} }
 
 // Describe implements [Profile].
-func (s *State) Describe() string {
+func (s *slidingLog) Describe() string {
 	return fmt.Sprintf("the exact sliding log of %d per %v", s.max, s.Window())
 }
 
 // Lifetime implements [Profile]: until the newest entry leaves.
-func (s *State) Lifetime(now time.Time, user string) time.Duration {
+func (s *slidingLog) Lifetime(now time.Time, user string) time.Duration {
 	log := s.logs[user]
 	if len(log) == 0 {
 		return 0
@@ -246,7 +246,7 @@ func (s *State) Lifetime(now time.Time, user string) time.Duration {
 }
 
 // Explain implements [Profile]: the entries that count at now.
-func (s *State) Explain(now, base time.Time, user string) string {
+func (s *slidingLog) Explain(now, base time.Time, user string) string {
 	log := s.Log(now, user)
 	var b strings.Builder
 	fmt.Fprintf(&b, "the model counts %d of limit %d for %s: the entries in (%s, %s]", len(log), s.max, user, offset(now.Add(-s.Window()), base), offset(now, base))
@@ -280,7 +280,7 @@ func (s *State) Explain(now, base time.Time, user string) string {
 }
 
 // Clone implements [Profile].
-func (s *State) Clone() Profile {
+func (s *slidingLog) Clone() Profile {
 	c := *s
 	c.logs = make(map[string][]int64, len(s.logs))
 	for u, log := range s.logs {
@@ -290,4 +290,4 @@ func (s *State) Clone() Profile {
 }
 
 // StateKey implements [Profile].
-func (s *State) StateKey(user string) string { return fmt.Sprint(s.logs[user]) }
+func (s *slidingLog) StateKey(user string) string { return fmt.Sprint(s.logs[user]) }

@@ -87,7 +87,7 @@ func TestStateRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := New(tt.n, time.Duration(tt.w)*time.Millisecond)
+			s, err := newSlidingLog(tt.n, time.Duration(tt.w)*time.Millisecond)
 			require.NoError(t, err)
 			for i, o := range tt.ops {
 				at := time.UnixMilli(o.at)
@@ -111,12 +111,12 @@ func TestStateRules(t *testing.T) {
 }
 
 func TestInvalidInput(t *testing.T) {
-	_, err := New(0, time.Second)
+	_, err := newSlidingLog(0, time.Second)
 	assert.ErrorIs(t, err, contract.ErrInvalidConfig)
-	_, err = New(1, 999*time.Microsecond)
+	_, err = newSlidingLog(1, 999*time.Microsecond)
 	assert.ErrorIs(t, err, contract.ErrInvalidConfig)
 
-	s, err := New(1, time.Second)
+	s, err := newSlidingLog(1, time.Second)
 	require.NoError(t, err)
 	for _, bad := range []struct {
 		n int
@@ -135,7 +135,7 @@ func TestInvalidInput(t *testing.T) {
 }
 
 func TestSubMillisecondPartsAreDropped(t *testing.T) {
-	s, err := New(1, 1500*time.Microsecond)
+	s, err := newSlidingLog(1, 1500*time.Microsecond)
 	require.NoError(t, err)
 	assert.Equal(t, time.Millisecond, s.Window())
 	ok, _ := s.Allow(time.UnixMilli(10).Add(900*time.Microsecond), "u")
@@ -145,7 +145,7 @@ func TestSubMillisecondPartsAreDropped(t *testing.T) {
 }
 
 func TestRetryAfter(t *testing.T) {
-	s, err := New(2, time.Second)
+	s, err := newSlidingLog(2, time.Second)
 	require.NoError(t, err)
 	assert.Zero(t, s.RetryAfter(time.UnixMilli(0), "u"))
 	s.Allow(time.UnixMilli(100), "u")
@@ -182,7 +182,7 @@ func TestLimiterOnFakeClock(t *testing.T) {
 func TestClockSteppingBack(t *testing.T) {
 	// Entries later than now do not count, but stay in the log: allowing at
 	// 400 after 500 must not drop the entry at 500.
-	s, err := New(2, time.Second)
+	s, err := newSlidingLog(2, time.Second)
 	require.NoError(t, err)
 	u := "u"
 	ok, _ := s.Allow(time.UnixMilli(500), u)
@@ -203,7 +203,7 @@ func TestClockSteppingBack(t *testing.T) {
 }
 
 func TestIdleUsersAreForgotten(t *testing.T) {
-	s, err := New(1, time.Second)
+	s, err := newSlidingLog(1, time.Second)
 	require.NoError(t, err)
 	for i := range 3 * forgetEvery {
 		s.Allow(time.UnixMilli(int64(i)*10), fmt.Sprint("user-", i))

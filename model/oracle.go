@@ -30,7 +30,7 @@ type Oracle interface {
 // RetryBounds implements [Oracle]: from the N-th most recent entry's span
 // when the user's entries are in order, and at most until every entry has
 // left.
-func (o *Interval) RetryBounds(user string, lo, hi time.Time) (least, most time.Duration) {
+func (o *intervalOracle) RetryBounds(user string, lo, hi time.Time) (least, most time.Duration) {
 	l, h := o.millis(lo, hi)
 	log := o.logs[user]
 	if len(log) < o.max {
@@ -54,18 +54,18 @@ func (o *Interval) RetryBounds(user string, lo, hi time.Time) (least, most time.
 
 // NewOracle returns the real-time oracle of a profile, for intervals that
 // are the grader's sent and returned instants, judged by the real-time
-// rule ([Admissible]): an [Interval] for the sliding log, a [Search] for
+// rule ([Admissible]): an [intervalOracle] for the sliding log, a [searchOracle] for
 // the others.
 func NewOracle(spec Spec, maxRequests int, window time.Duration) (Oracle, error) {
 	if spec.IsSlidingLog() {
-		o, err := NewInterval(maxRequests, window)
+		o, err := newInterval(maxRequests, window)
 		if err != nil {
 			return nil, err
 		}
 		o.realTime = true
 		return o, nil
 	}
-	s, err := NewSearch(spec, maxRequests, window)
+	s, err := newSearch(spec, maxRequests, window)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +77,7 @@ func NewOracle(spec Spec, maxRequests int, window time.Duration) (Oracle, error)
 // window, none of its own entries left during it, so the user got between
 // N less the entries possibly active and N less those certainly active; a
 // longer burst is undecided. Its allowed entries are logged either way.
-func (o *Interval) JudgeBurst(user string, lo, hi time.Time, sent, allowed int) (Judgement, string) {
+func (o *intervalOracle) JudgeBurst(user string, lo, hi time.Time, sent, allowed int) (Judgement, string) {
 	defer func() {
 		for range allowed {
 			o.Log(user, lo, hi)

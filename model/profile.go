@@ -13,7 +13,7 @@ import (
 
 // Profile is the executable model of one rate-limiting algorithm, with the
 // four operations of [contract.RateLimiterContract] as pure functions of
-// time: the exact sliding log of the contract ([State]) or one of the other
+// time: the exact sliding log of the contract ([slidingLog]) or one of the other
 // honest designs (fixed windows, the two-window weighted counter, GCRA,
 // token buckets). rlconform grades a limiter against the profile it claims,
 // and replays failing histories on the others to name what it sees.
@@ -48,6 +48,14 @@ type Profile interface {
 	// Lifetime is how long from now user's state still matters: from then
 	// on the user answers as a fresh one would, so a store may forget it.
 	Lifetime(now time.Time, user string) time.Duration
+}
+
+// replayable is what rlconform's oracles and diagnosis need of a profile
+// beyond Profile, to fork it over the instants an answer may have had and
+// to explain a failure; every profile that Spec.New returns has it. It is
+// unexported: the methods are the grader's own, not the profile's API.
+type replayable interface {
+	Profile
 	// Explain says what the profile holds of user at now, instants shown as
 	// offsets from base, for a failure message.
 	Explain(now, base time.Time, user string) string
@@ -241,15 +249,15 @@ func (s Spec) New(maxRequests int, window time.Duration) (Profile, error) {
 	n, w := maxRequests, window.Milliseconds()
 	switch full.Name {
 	case ProfileFixedWindow:
-		return &FixedWindow{align: p["align"], countDenied: p["count-denied"] == "true", n: n, w: w}, nil
+		return &fixedWindow{align: p["align"], countDenied: p["count-denied"] == "true", n: n, w: w}, nil
 	case ProfileSlidingCounter:
-		return &SlidingCounter{countDenied: p["count-denied"] == "true", firstGrid: p["align"] == "first-grid", atMost: p["admit"] == "at-most", n: n, w: w}, nil
+		return &slidingCounter{countDenied: p["count-denied"] == "true", firstGrid: p["align"] == "first-grid", atMost: p["admit"] == "at-most", n: n, w: w}, nil
 	case ProfileGCRA:
-		return &GCRA{burst: fixedParam(p["burst"]), n: n, w: w}, nil
+		return &gcraModel{burst: fixedParam(p["burst"]), n: n, w: w}, nil
 	case ProfileTokenBucket:
-		return &TokenBucket{capacity: fixedParam(p["capacity"]), interval: p["refill"] == "interval", n: n, w: w}, nil
+		return &tokenBucket{capacity: fixedParam(p["capacity"]), interval: p["refill"] == "interval", n: n, w: w}, nil
 	}
-	return New(maxRequests, window)
+	return newSlidingLog(maxRequests, window)
 }
 
 // fixedParam is a whole-number parameter, 0 for "limit".
@@ -268,3 +276,12 @@ func offset(t, base time.Time) string {
 }
 
 func ms(d int64) time.Duration { return time.Duration(d) * time.Millisecond }
+
+// floorDiv is a/b rounded toward minus infinity.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}

@@ -172,7 +172,7 @@ func TestSearchExactOnPoints(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 11))
 			n, w := 1+rng.IntN(5), time.Duration(50+rng.IntN(500))*time.Millisecond
 			p := profile(t, spec, n, w)
-			o, err := NewSearch(MustSpec(spec), n, w)
+			o, err := newSearch(MustSpec(spec), n, w)
 			require.NoError(t, err)
 			now := time.UnixMilli(epochMs)
 			for step := range 120 {
@@ -196,7 +196,7 @@ func TestSearchExactOnPoints(t *testing.T) {
 				if op.Kind == OpAllow {
 					bad := op
 					bad.Allowed = !op.Allowed
-					probe, _ := NewSearch(MustSpec(spec), n, w)
+					probe, _ := newSearch(MustSpec(spec), n, w)
 					probe.users = o.cloneUsers()
 					j, _, _ := probe.Judge(bad)
 					require.Equal(t, Impossible, j, "%s seed %d step %d: the opposite of %+v", spec, seed, step, op)
@@ -217,7 +217,7 @@ func TestSearchSoundOnIntervals(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 13))
 			n, w := 1+rng.IntN(5), time.Duration(50+rng.IntN(500))*time.Millisecond
 			p := profile(t, spec, n, w)
-			o, _ := NewSearch(MustSpec(spec), n, w)
+			o, _ := newSearch(MustSpec(spec), n, w)
 			now := time.UnixMilli(epochMs)
 			for step := range 100 {
 				u := fmt.Sprint("u", rng.IntN(2))
@@ -258,12 +258,12 @@ func TestSearchSoundOnIntervals(t *testing.T) {
 	}
 }
 
-func (s *Search) cloneUsers() map[string]*searchUser {
+func (s *searchOracle) cloneUsers() map[string]*searchUser {
 	out := map[string]*searchUser{}
 	for u, su := range s.users {
 		c := &searchUser{off: su.off}
 		for _, x := range su.states {
-			c.states = append(c.states, cand{p: x.p.Clone(), low: x.low, n: x.n})
+			c.states = append(c.states, cand{p: x.p.Clone().(replayable), low: x.low, n: x.n})
 		}
 		out[u] = c
 	}

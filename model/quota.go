@@ -8,7 +8,7 @@ import "time"
 // for an oracle from [NewOracle]): none gives more. The operation is no
 // earlier than any entry (one clock), so the bound is at most W. ok is
 // false when the history no longer tells.
-func (o *Interval) QuotaBack(user string, lo, hi time.Time) (most time.Duration, ok bool) {
+func (o *intervalOracle) QuotaBack(user string, lo, hi time.Time) (most time.Duration, ok bool) {
 	log := o.logs[user]
 	if len(log) == 0 {
 		return 0, true
@@ -33,7 +33,7 @@ func (o *Interval) QuotaBack(user string, lo, hi time.Time) (most time.Duration,
 // would), from the earliest instant the state and the interval admit (a
 // lifetime only shrinks as time passes). ok is false when the search gave
 // the user up.
-func (s *Search) QuotaBack(user string, lo, hi time.Time) (most time.Duration, ok bool) {
+func (s *searchOracle) QuotaBack(user string, lo, hi time.Time) (most time.Duration, ok bool) {
 	su := s.users[user]
 	if su == nil {
 		return 0, true

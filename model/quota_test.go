@@ -14,7 +14,7 @@ func at(n int64) time.Time { return time.UnixMilli(n) }
 // The whole quota of a log is back when its latest entry has left: W
 // after the latest instant it may have been made.
 func TestIntervalQuotaBack(t *testing.T) {
-	o, err := NewInterval(3, time.Second)
+	o, err := newInterval(3, time.Second)
 	require.NoError(t, err)
 	d, ok := o.QuotaBack("u", at(0), at(0))
 	assert.True(t, ok)
@@ -33,14 +33,14 @@ func TestIntervalQuotaBack(t *testing.T) {
 	// and an entry exactly W old may still count.
 	rt, err := NewOracle(Spec{}, 3, time.Second)
 	require.NoError(t, err)
-	rt.(*Interval).Log("u", at(100), at(110))
-	d, _ = rt.(*Interval).QuotaBack("u", at(300), at(310))
+	rt.(*intervalOracle).Log("u", at(100), at(110))
+	d, _ = rt.(*intervalOracle).QuotaBack("u", at(300), at(310))
 	assert.Equal(t, (111+1000+1-298)*time.Millisecond, d)
 }
 
 // The whole quota of a GCRA is back at TAT: its lifetime.
 func TestSearchQuotaBack(t *testing.T) {
-	s, err := NewSearch(MustSpec("gcra"), 4, 4*time.Second)
+	s, err := newSearch(MustSpec("gcra"), 4, 4*time.Second)
 	require.NoError(t, err)
 	j, want := s.JudgeBurst("u", at(1000), at(1000), 4, 4)
 	require.NotEqual(t, Impossible, j, want)

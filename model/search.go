@@ -9,7 +9,7 @@ import (
 	"github.com/rlconform/rlconform/contract"
 )
 
-// Search is the interval oracle of any [Profile]: for each user it keeps
+// searchOracle is the interval oracle of any [Profile]: for each user it keeps
 // every state of the profile that some admissible choice of instants
 // leads to (each operation at a whole millisecond of its interval, no
 // earlier than the user's previous one), and judges an answer impossible
@@ -17,7 +17,7 @@ import (
 // correct limiter is never failed. When a user's states or an interval
 // grow past its bounds, that user's later answers are undecided, never
 // failed.
-type Search struct {
+type searchOracle struct {
 	spec  Spec
 	n     int
 	w     time.Duration
@@ -42,7 +42,7 @@ type searchUser struct {
 
 // cand is one state the user may be in, after instants no earlier than low.
 type cand struct {
-	p   Profile
+	p   replayable
 	low int64
 	n   int // bursts: how many were allowed so far
 }
@@ -51,34 +51,39 @@ type cand struct {
 // profile's model decides at whole milliseconds, so a limiter that
 // decides on finer instants is judged as if each instant were any whole
 // millisecond of its admissible span (see [AdmissibleMillis]).
-func (s *Search) millis(lo, hi time.Time) (int64, int64) { return spanMillis(lo, hi, s.realTime) }
+func (s *searchOracle) millis(lo, hi time.Time) (int64, int64) { return spanMillis(lo, hi, s.realTime) }
 
-// NewSearch returns an empty search oracle for a profile.
-func NewSearch(spec Spec, maxRequests int, window time.Duration) (*Search, error) {
+// newSearch returns an empty search oracle for a profile.
+func newSearch(spec Spec, maxRequests int, window time.Duration) (*searchOracle, error) {
 	if _, err := spec.New(maxRequests, window); err != nil {
 		return nil, err
 	}
-	return &Search{spec: spec, n: maxRequests, w: window, users: map[string]*searchUser{}}, nil
+	return &searchOracle{spec: spec, n: maxRequests, w: window, users: map[string]*searchUser{}}, nil
 }
 
 // Limit implements [Oracle].
-func (s *Search) Limit() int { return s.n }
+func (s *searchOracle) Limit() int { return s.n }
 
 // Window implements [Oracle].
-func (s *Search) Window() time.Duration { return s.w }
+func (s *searchOracle) Window() time.Duration { return s.w }
 
-func (s *Search) user(u string) *searchUser {
+func (s *searchOracle) user(u string) *searchUser {
 	su := s.users[u]
 	if su == nil {
-		p, _ := s.spec.New(s.n, s.w)
-		su = &searchUser{states: []cand{{p: p, low: -1 << 62}}}
+		su = &searchUser{states: []cand{{p: s.fresh(), low: -1 << 62}}}
 		s.users[u] = su
 	}
 	return su
 }
 
+// fresh is the profile's model with no history.
+func (s *searchOracle) fresh() replayable {
+	p, _ := s.spec.New(s.n, s.w) // validated by NewSearch
+	return p.(replayable)
+}
+
 // Judge implements [Oracle].
-func (s *Search) Judge(op TimedOp) (Judgement, string, error) {
+func (s *searchOracle) Judge(op TimedOp) (Judgement, string, error) {
 	if err := op.validate(); err != nil {
 		return Undecided, "", err
 	}
@@ -86,7 +91,7 @@ func (s *Search) Judge(op TimedOp) (Judgement, string, error) {
 	return j, why, nil
 }
 
-func (s *Search) judge(op TimedOp) (Judgement, string) {
+func (s *searchOracle) judge(op TimedOp) (Judgement, string) {
 	if op.Kind == OpConfigure {
 		if err := contract.ValidateConfig(op.Limit, op.Window); err == nil {
 			s.n, s.w = op.Limit, op.Window
@@ -101,7 +106,7 @@ func (s *Search) judge(op TimedOp) (Judgement, string) {
 	su := s.user(op.User)
 	lo, hi := s.millis(op.Lo, op.Hi)
 	if op.Kind == OpReset {
-		p, _ := s.spec.New(s.n, s.w)
+		p := s.fresh()
 		low := int64(-1 << 62)
 		if len(su.states) > 0 {
 			low = max(lo, slices.MinFunc(su.states, func(a, b cand) int { return cmpInt(a.low, b.low) }).low)
@@ -128,7 +133,7 @@ func (s *Search) judge(op TimedOp) (Judgement, string) {
 			return Undecided, ""
 		}
 		for t := from; t <= hi; t++ {
-			q := c.p.Clone()
+			q := c.p.Clone().(replayable)
 			var got string
 			if op.Kind == OpAllow {
 				ok, _ := q.Allow(time.UnixMilli(t), op.User)
@@ -176,7 +181,7 @@ func cmpInt(a, b int64) int {
 
 // impossible says why no instant gives the answer: what the profile would
 // have answered instead.
-func (s *Search) impossible(op TimedOp, answers map[string]bool) string {
+func (s *searchOracle) impossible(op TimedOp, answers map[string]bool) string {
 	var got []string
 	for a := range answers {
 		switch a {
@@ -222,7 +227,7 @@ func joinComma(s []string) string {
 // JudgeBurst implements [Oracle]: the burst's requests are decided one
 // after the other, each at a whole millisecond of [lo, hi] no earlier than
 // the one before, and every way gives a number allowed.
-func (s *Search) JudgeBurst(user string, lo, hi time.Time, sent, allowed int) (Judgement, string) {
+func (s *searchOracle) JudgeBurst(user string, lo, hi time.Time, sent, allowed int) (Judgement, string) {
 	su := s.user(user)
 	if su.off {
 		return Undecided, "any number"
@@ -247,7 +252,7 @@ func (s *Search) JudgeBurst(user string, lo, hi time.Time, sent, allowed int) (J
 				return Undecided, "any number"
 			}
 			for t := from; t <= h; t++ {
-				q := c.p.Clone()
+				q := c.p.Clone().(replayable)
 				n := c.n
 				if ok, _ := q.Allow(time.UnixMilli(t), user); ok {
 					n++
@@ -288,7 +293,7 @@ func (s *Search) JudgeBurst(user string, lo, hi time.Time, sent, allowed int) (J
 
 // Lifetimes bounds how long from now user's state still matters, over
 // every state the user may be in: the shortest and the longest.
-func (s *Search) Lifetimes(now time.Time, user string) (shortest, longest time.Duration) {
+func (s *searchOracle) Lifetimes(now time.Time, user string) (shortest, longest time.Duration) {
 	su := s.users[user]
 	if su == nil || su.off {
 		return 0, s.w
@@ -306,7 +311,7 @@ func (s *Search) Lifetimes(now time.Time, user string) (shortest, longest time.D
 
 // RetryBounds implements [Oracle]: over every state the user may be in
 // and every admissible instant.
-func (s *Search) RetryBounds(user string, lo, hi time.Time) (least, most time.Duration) {
+func (s *searchOracle) RetryBounds(user string, lo, hi time.Time) (least, most time.Duration) {
 	su := s.users[user]
 	if su == nil || su.off {
 		return 0, s.w * 3 // every profile's wait is under a few windows

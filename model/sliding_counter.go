@@ -9,7 +9,7 @@ import (
 	"github.com/rlconform/rlconform/contract"
 )
 
-// SlidingCounter is the two-window weighted counter: a count per user and
+// slidingCounter is the two-window weighted counter: a count per user and
 // window [a+kW, a+(k+1)W), and at t in window k, e = t-a-kW ms into it,
 // the estimate
 //
@@ -26,7 +26,7 @@ import (
 // too. Remaining is the number of requests allowed at t, one after the
 // other: max(0, ceil((N*W - prev*(W-e)) / W) - cur), and with atMost
 // max(0, floor((N*W - prev*(W-e)) / W) - cur).
-type SlidingCounter struct {
+type slidingCounter struct {
 	countDenied bool
 	firstGrid   bool
 	atMost      bool
@@ -42,7 +42,7 @@ type counterState struct {
 }
 
 // Spec implements [Profile].
-func (s *SlidingCounter) Spec() Spec {
+func (s *slidingCounter) Spec() Spec {
 	align := "epoch"
 	if s.firstGrid {
 		align = "first-grid"
@@ -55,7 +55,7 @@ func (s *SlidingCounter) Spec() Spec {
 }
 
 // Describe implements [Profile].
-func (s *SlidingCounter) Describe() string {
+func (s *slidingCounter) Describe() string {
 	d := "not counting"
 	if s.countDenied {
 		d = "counting"
@@ -71,13 +71,13 @@ func (s *SlidingCounter) Describe() string {
 }
 
 // Limit implements [Profile].
-func (s *SlidingCounter) Limit() int { return s.n }
+func (s *slidingCounter) Limit() int { return s.n }
 
 // Window implements [Profile].
-func (s *SlidingCounter) Window() time.Duration { return ms(s.w) }
+func (s *slidingCounter) Window() time.Duration { return ms(s.w) }
 
 // at is the user's counts rolled to the window holding t.
-func (s *SlidingCounter) at(t int64, user string) counterState {
+func (s *slidingCounter) at(t int64, user string) counterState {
 	st, ok := s.users[user]
 	a := int64(0)
 	if s.firstGrid {
@@ -98,7 +98,7 @@ func (s *SlidingCounter) at(t int64, user string) counterState {
 
 // room is N*W - prev*(W-e) - cur*W, less W-1 with atMost: positive when a
 // request is allowed, and ceil(room/W) requests are.
-func (s *SlidingCounter) room(t int64, st counterState) *big.Int {
+func (s *slidingCounter) room(t int64, st counterState) *big.Int {
 	e := t - st.a - st.k*s.w
 	r := new(big.Int).Mul(big.NewInt(int64(s.n)), big.NewInt(s.w))
 	r.Sub(r, new(big.Int).Mul(big.NewInt(st.prev), big.NewInt(s.w-e)))
@@ -108,7 +108,7 @@ func (s *SlidingCounter) room(t int64, st counterState) *big.Int {
 
 // slack is what the room gives up so that "positive" means allowed: with
 // atMost, prev*(W-e) + (cur+1)*W <= N*W is N*W - prev*(W-e) - cur*W - (W-1) > 0.
-func (s *SlidingCounter) slack() int64 {
+func (s *slidingCounter) slack() int64 {
 	if s.atMost {
 		return s.w - 1
 	}
@@ -116,7 +116,7 @@ func (s *SlidingCounter) slack() int64 {
 }
 
 // Allow implements [Profile].
-func (s *SlidingCounter) Allow(now time.Time, user string) (bool, error) {
+func (s *slidingCounter) Allow(now time.Time, user string) (bool, error) {
 	if err := contract.ValidateUserID(user); err != nil {
 		return false, err
 	}
@@ -134,7 +134,7 @@ func (s *SlidingCounter) Allow(now time.Time, user string) (bool, error) {
 }
 
 // Remaining implements [Profile].
-func (s *SlidingCounter) Remaining(now time.Time, user string) (int, error) {
+func (s *slidingCounter) Remaining(now time.Time, user string) (int, error) {
 	if err := contract.ValidateUserID(user); err != nil {
 		return 0, err
 	}
@@ -151,7 +151,7 @@ func (s *SlidingCounter) Remaining(now time.Time, user string) (int, error) {
 
 // RetryAfter implements [Profile]: the first instant the estimate falls
 // below N, in this window or the next.
-func (s *SlidingCounter) RetryAfter(now time.Time, user string) time.Duration {
+func (s *slidingCounter) RetryAfter(now time.Time, user string) time.Duration {
 	t := now.UnixMilli()
 	st := s.at(t, user)
 	if s.room(t, st).Sign() > 0 {
@@ -168,7 +168,7 @@ func (s *SlidingCounter) RetryAfter(now time.Time, user string) time.Duration {
 
 // firstRoom is the first e in [0, W) at which prev*(W-e) < (N-cur)*W -
 // slack (the room is positive), when there is one.
-func (s *SlidingCounter) firstRoom(prev, cur int64) (int64, bool) {
+func (s *slidingCounter) firstRoom(prev, cur int64) (int64, bool) {
 	num := new(big.Int).Mul(big.NewInt(int64(s.n)-cur), big.NewInt(s.w))
 	num.Sub(num, big.NewInt(s.slack()))
 	if num.Sign() <= 0 {
@@ -191,7 +191,7 @@ func (s *SlidingCounter) firstRoom(prev, cur int64) (int64, bool) {
 
 // Lifetime implements [Profile]: a count matters until the end of the
 // window after its own.
-func (s *SlidingCounter) Lifetime(now time.Time, user string) time.Duration {
+func (s *slidingCounter) Lifetime(now time.Time, user string) time.Duration {
 	st, ok := s.users[user]
 	if !ok {
 		return 0
@@ -200,7 +200,7 @@ func (s *SlidingCounter) Lifetime(now time.Time, user string) time.Duration {
 }
 
 // Reset implements [Profile].
-func (s *SlidingCounter) Reset(user string) error {
+func (s *slidingCounter) Reset(user string) error {
 	if err := contract.ValidateUserID(user); err != nil {
 		return err
 	}
@@ -209,7 +209,7 @@ func (s *SlidingCounter) Reset(user string) error {
 }
 
 // Configure implements [Profile]: counts are kept, windows laid out anew.
-func (s *SlidingCounter) Configure(n int, w time.Duration) error {
+func (s *slidingCounter) Configure(n int, w time.Duration) error {
 	if err := contract.ValidateConfig(n, w); err != nil {
 		return err
 	}
@@ -218,7 +218,7 @@ func (s *SlidingCounter) Configure(n int, w time.Duration) error {
 }
 
 // Explain implements [Profile].
-func (s *SlidingCounter) Explain(now, base time.Time, user string) string {
+func (s *slidingCounter) Explain(now, base time.Time, user string) string {
 	t := now.UnixMilli()
 	st := s.at(t, user)
 	start := st.a + st.k*s.w
@@ -232,14 +232,14 @@ func (s *SlidingCounter) Explain(now, base time.Time, user string) string {
 }
 
 // Clone implements [Profile].
-func (s *SlidingCounter) Clone() Profile {
+func (s *slidingCounter) Clone() Profile {
 	c := *s
 	c.users = maps.Clone(s.users)
 	return &c
 }
 
 // StateKey implements [Profile].
-func (s *SlidingCounter) StateKey(user string) string {
+func (s *slidingCounter) StateKey(user string) string {
 	st, ok := s.users[user]
 	if !ok {
 		return ""

@@ -72,7 +72,7 @@ func TestRealTimeRuleOnAMicrosecondClock(t *testing.T) {
 		lim := &microLimiter{offset: time.Duration(r.IntN(1900)-950) * time.Microsecond, n: 1 + r.IntN(3), w: w}
 		interval, err := NewOracle(MustSpec(ProfileSlidingLog), lim.n, w)
 		require.NoError(t, err)
-		search, err := NewSearch(MustSpec(ProfileSlidingLog), lim.n, w)
+		search, err := newSearch(MustSpec(ProfileSlidingLog), lim.n, w)
 		require.NoError(t, err)
 		search.realTime = true
 		began := time.Now()
@@ -137,7 +137,7 @@ func TestNoIntervalIsAnError(t *testing.T) {
 func longHistory(tb testing.TB, k int) {
 	o, err := NewOracle(MustSpec(ProfileSlidingLog), 5, 100*time.Millisecond)
 	require.NoError(tb, err)
-	m, err := New(5, 100*time.Millisecond)
+	m, err := newSlidingLog(5, 100*time.Millisecond)
 	require.NoError(tb, err)
 	base := time.UnixMilli(1_700_000_000_000)
 	for i := range k {
@@ -180,5 +180,5 @@ func TestIntervalSettles(t *testing.T) {
 	j, _, err := o.Judge(TimedOp{Kind: OpAllow, User: "u", Allowed: true, Lo: at, Hi: at.Add(time.Millisecond)})
 	require.NoError(t, err)
 	assert.Equal(t, Impossible, j, "a third allowed within 100 ms after 3,000 answers")
-	assert.Less(t, len(o.(*Interval).joints["u"].lo), settleAt(2)+8, "the joint system holds what can still change an answer")
+	assert.Less(t, len(o.(*intervalOracle).joints["u"].lo), settleAt(2)+8, "the joint system holds what can still change an answer")
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/rlconform/rlconform/contract"
 )
 
-// TokenBucket is a bucket of capacity C (default N) per user, made full at
+// tokenBucket is a bucket of capacity C (default N) per user, made full at
 // the user's first request, holding tokens that requests spend one each; a
 // request is allowed when a whole token is there. Refill adds N tokens per
 // W, never above C:
@@ -23,7 +23,7 @@ import (
 //     opened by the first request, not counting denied requests.
 //
 // Remaining is the whole tokens in the bucket at t.
-type TokenBucket struct {
+type tokenBucket struct {
 	capacity int // 0: follow N
 	interval bool
 	n        int
@@ -37,7 +37,7 @@ type bucket struct {
 }
 
 // Spec implements [Profile].
-func (b *TokenBucket) Spec() Spec {
+func (b *tokenBucket) Spec() Spec {
 	refill := "continuous"
 	if b.interval {
 		refill = "interval"
@@ -45,7 +45,7 @@ func (b *TokenBucket) Spec() Spec {
 	return Spec{Name: ProfileTokenBucket, Params: map[string]string{"capacity": limitParam(b.capacity), "refill": refill}}
 }
 
-func (b *TokenBucket) c() int64 {
+func (b *tokenBucket) c() int64 {
 	if b.capacity == 0 {
 		return int64(b.n)
 	}
@@ -53,7 +53,7 @@ func (b *TokenBucket) c() int64 {
 }
 
 // Describe implements [Profile].
-func (b *TokenBucket) Describe() string {
+func (b *tokenBucket) Describe() string {
 	if b.interval {
 		return fmt.Sprintf("a token bucket of %d refilled with %d tokens at once every %v", b.c(), b.n, ms(b.w))
 	}
@@ -61,13 +61,13 @@ func (b *TokenBucket) Describe() string {
 }
 
 // Limit implements [Profile].
-func (b *TokenBucket) Limit() int { return b.n }
+func (b *tokenBucket) Limit() int { return b.n }
 
 // Window implements [Profile].
-func (b *TokenBucket) Window() time.Duration { return ms(b.w) }
+func (b *tokenBucket) Window() time.Duration { return ms(b.w) }
 
 // at is the user's bucket refilled up to t (ok false: no bucket, full).
-func (b *TokenBucket) at(t int64, user string) (bucket, bool) {
+func (b *tokenBucket) at(t int64, user string) (bucket, bool) {
 	st, ok := b.users[user]
 	if !ok {
 		return bucket{tokens: big.NewRat(b.c(), 1), last: t}, false
@@ -101,7 +101,7 @@ func (b *TokenBucket) at(t int64, user string) (bucket, bool) {
 var one = big.NewRat(1, 1)
 
 // Allow implements [Profile].
-func (b *TokenBucket) Allow(now time.Time, user string) (bool, error) {
+func (b *tokenBucket) Allow(now time.Time, user string) (bool, error) {
 	if err := contract.ValidateUserID(user); err != nil {
 		return false, err
 	}
@@ -118,7 +118,7 @@ func (b *TokenBucket) Allow(now time.Time, user string) (bool, error) {
 }
 
 // Remaining implements [Profile].
-func (b *TokenBucket) Remaining(now time.Time, user string) (int, error) {
+func (b *tokenBucket) Remaining(now time.Time, user string) (int, error) {
 	if err := contract.ValidateUserID(user); err != nil {
 		return 0, err
 	}
@@ -127,7 +127,7 @@ func (b *TokenBucket) Remaining(now time.Time, user string) (int, error) {
 }
 
 // RetryAfter implements [Profile].
-func (b *TokenBucket) RetryAfter(now time.Time, user string) time.Duration {
+func (b *tokenBucket) RetryAfter(now time.Time, user string) time.Duration {
 	t := now.UnixMilli()
 	st, _ := b.at(t, user)
 	if st.tokens.Cmp(one) >= 0 {
@@ -142,7 +142,7 @@ func (b *TokenBucket) RetryAfter(now time.Time, user string) time.Duration {
 }
 
 // Lifetime implements [Profile]: until the bucket is full again.
-func (b *TokenBucket) Lifetime(now time.Time, user string) time.Duration {
+func (b *tokenBucket) Lifetime(now time.Time, user string) time.Duration {
 	t := now.UnixMilli()
 	st, ok := b.users[user]
 	if !ok {
@@ -157,7 +157,7 @@ func (b *TokenBucket) Lifetime(now time.Time, user string) time.Duration {
 }
 
 // Reset implements [Profile].
-func (b *TokenBucket) Reset(user string) error {
+func (b *tokenBucket) Reset(user string) error {
 	if err := contract.ValidateUserID(user); err != nil {
 		return err
 	}
@@ -167,7 +167,7 @@ func (b *TokenBucket) Reset(user string) error {
 
 // Configure implements [Profile]: tokens are kept; later refills use the
 // new rate and capacity.
-func (b *TokenBucket) Configure(n int, w time.Duration) error {
+func (b *tokenBucket) Configure(n int, w time.Duration) error {
 	if err := contract.ValidateConfig(n, w); err != nil {
 		return err
 	}
@@ -176,7 +176,7 @@ func (b *TokenBucket) Configure(n int, w time.Duration) error {
 }
 
 // Explain implements [Profile].
-func (b *TokenBucket) Explain(now, base time.Time, user string) string {
+func (b *tokenBucket) Explain(now, base time.Time, user string) string {
 	st, ok := b.at(now.UnixMilli(), user)
 	if !ok {
 		return fmt.Sprintf("%s has a full bucket of %d", user, b.c())
@@ -185,7 +185,7 @@ func (b *TokenBucket) Explain(now, base time.Time, user string) string {
 }
 
 // Clone implements [Profile].
-func (b *TokenBucket) Clone() Profile {
+func (b *tokenBucket) Clone() Profile {
 	c := *b
 	c.users = make(map[string]bucket, len(b.users))
 	for u, st := range b.users {
@@ -195,7 +195,7 @@ func (b *TokenBucket) Clone() Profile {
 }
 
 // StateKey implements [Profile].
-func (b *TokenBucket) StateKey(user string) string {
+func (b *tokenBucket) StateKey(user string) string {
 	st, ok := b.users[user]
 	if !ok {
 		return ""

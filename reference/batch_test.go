@@ -32,7 +32,7 @@ func checkBatchIsSequential(t *testing.T, client redis.UniversalClient, prefixOf
 	require.NoError(t, err)
 	single, err := New(client, Options{MaxRequests: 2, Window: time.Minute, Prefix: prefixOf("single"), Clock: clk})
 	require.NoError(t, err)
-	m, _ := model.New(2, time.Minute)
+	m, _ := model.Spec{}.New(2, time.Minute)
 	for round := range 2 {
 		allowed, err := batch.AllowRequests(ctx, batchIDs)
 		require.Len(t, allowed, len(batchIDs))

@@ -139,7 +139,7 @@ func TestServerTimeIsTheClockWhenNoneIsGiven(t *testing.T) {
 func TestDecisionMatchesTheModel(t *testing.T) {
 	ctx := context.Background()
 	l, clk := newFake(t, 3, 10*time.Second)
-	m, _ := model.New(3, 10*time.Second)
+	m, _ := model.Spec{}.New(3, 10*time.Second)
 	check := func(step string) {
 		now := clk.Now()
 		wantOK, _ := m.Allow(now, "u")
@@ -152,7 +152,10 @@ func TestDecisionMatchesTheModel(t *testing.T) {
 		assert.Equal(t, m.Limit(), d.Limit, step)
 		assert.Equal(t, m.Window(), d.Window, step)
 		wantReset := time.Duration(0)
-		if log := m.Log(now, "u"); len(log) > 0 {
+		// The sliding log's model lists its entries (a method of its own).
+		if log := m.(interface {
+			Log(time.Time, string) []time.Time
+		}).Log(now, "u"); len(log) > 0 {
 			wantReset = log[0].Add(m.Window()).Sub(now)
 		}
 		assert.Equal(t, wantReset, d.Reset, step+": until the oldest entry that counts leaves")

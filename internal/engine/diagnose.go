@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rlconform/rlconform/model"
+	"github.com/rlconform/rlconform/internal/alternatives"
 	"github.com/rlconform/rlconform/result"
 )
 
@@ -96,7 +96,7 @@ func (h *harness) evidence() (clues []clue, graded bool) {
 		return false, ""
 	}
 	n, w := h.env.MaxRequests, h.env.Window
-	fresh := func() model.Algorithm { p, _ := h.run.profile.New(n, w); return p }
+	fresh := func() alternatives.Algorithm { p, _ := h.run.profile.New(n, w); return p }
 	graded, _ = explains(func(ops []traceOp) (bool, string) { return replayAll(fresh(), false, ops), "" })
 	for _, t := range traces {
 		markWrong(fresh(), t)
@@ -118,7 +118,7 @@ func (h *harness) evidence() (clues []clue, graded bool) {
 		}, false,
 	}}
 	// Each replay on fresh algorithms: a replay changes the one it runs on.
-	alternatives := func() []model.Alternative { return model.Alternatives(h.run.profile, n, w) }
+	alternatives := func() []alternatives.Alternative { return alternatives.For(h.run.profile, n, w) }
 	for i, a := range alternatives() {
 		cands = append(cands, candidate{a.Key, a.Describe(), a.Hint, func(ops []traceOp) (bool, string) {
 			fresh := alternatives()[i]
@@ -162,9 +162,9 @@ func timed(ops []traceOp, at int) []traceOp {
 
 // replayAll replays ops on a and reports whether it gives every answer
 // (of remaining too, unless its remaining varies between implementations).
-func replayAll(a model.Algorithm, varies bool, ops []traceOp) bool {
+func replayAll(a alternatives.Algorithm, varies bool, ops []traceOp) bool {
 	for _, op := range ops {
-		if !step(op, func(int) model.Algorithm { return a }, varies) {
+		if !step(op, func(int) alternatives.Algorithm { return a }, varies) {
 			return false
 		}
 	}
@@ -173,7 +173,7 @@ func replayAll(a model.Algorithm, varies bool, ops []traceOp) bool {
 
 // markWrong marks the remaining answers of ops that the exact log a gives
 // otherwise.
-func markWrong(a model.Algorithm, ops []traceOp) {
+func markWrong(a alternatives.Algorithm, ops []traceOp) {
 	for i := range ops {
 		op := &ops[i]
 		if op.kind == 'G' {
@@ -181,7 +181,7 @@ func markWrong(a model.Algorithm, ops []traceOp) {
 			op.wrong = strconv.Itoa(n) != op.got
 			continue
 		}
-		step(*op, func(int) model.Algorithm { return a }, false)
+		step(*op, func(int) alternatives.Algorithm { return a }, false)
 	}
 }
 
@@ -200,10 +200,10 @@ func hintOf(found []clue) string {
 // replayPerInstance replays ops on one model of the graded profile per
 // instance, and reports whether it gives every answer and whether more
 // than one instance answered (with one, it is the graded profile).
-func replayPerInstance(fresh func() model.Algorithm, ops []traceOp) (ok, multi bool) {
-	logs := map[int]model.Algorithm{}
+func replayPerInstance(fresh func() alternatives.Algorithm, ops []traceOp) (ok, multi bool) {
+	logs := map[int]alternatives.Algorithm{}
 	var configured []traceOp // instances made later start with these
-	of := func(i int) model.Algorithm {
+	of := func(i int) alternatives.Algorithm {
 		if i > 0 {
 			multi = true
 		}
@@ -238,7 +238,7 @@ func replayPerInstance(fresh func() model.Algorithm, ops []traceOp) (ok, multi b
 // the answer matches. An algorithm whose remaining varies matches every
 // remaining answer but a wrong one (op.wrong): a diagnosis must explain
 // what went wrong.
-func step(op traceOp, of func(int) model.Algorithm, varies bool) bool {
+func step(op traceOp, of func(int) alternatives.Algorithm, varies bool) bool {
 	switch op.kind {
 	case 'A':
 		ok, _ := of(op.inst).Allow(op.at, op.user)

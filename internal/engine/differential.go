@@ -135,7 +135,7 @@ func newSim(h *harness) *sim {
 // user's state is forgotten.
 func (s *sim) edges(u int) []time.Time {
 	user := "u" + strconv.Itoa(u)
-	if log, ok := s.m.(*model.State); ok {
+	if log, ok := s.m.(slidingLogModel); ok {
 		var out []time.Time
 		for _, e := range log.Log(s.now, user) {
 			out = append(out, e.Add(log.Window()))

@@ -32,7 +32,7 @@ type harness struct {
 	fake   *fakeclock.Fake // nil in real time
 	start  time.Time
 	// model is the profile graded against, on the fake clock.
-	model model.Profile
+	model replayable
 	// oracle judges answers in real time, where instants are intervals;
 	// decided and undecided count its judgements.
 	oracle             model.Oracle

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/internal/alternatives"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/result"
 )
@@ -227,7 +228,7 @@ func configureApart(id *result.Identification, cands []model.Spec, probes []prob
 // decision of the probes.
 func mistakes(n int, w time.Duration, probes []probe) []string {
 	var out []string
-	for i, m := range model.Mistakes(n, w) {
+	for i, m := range alternatives.Mistakes(n, w) {
 		explains := true
 		for _, p := range probes {
 			traces := [][]traceOp{p.trace}
@@ -235,7 +236,7 @@ func mistakes(n int, w time.Duration, probes []probe) []string {
 				traces = [][]traceOp{timed(p.trace, 0), timed(p.trace, 1), timed(p.trace, 2)}
 			}
 			explains = slices.ContainsFunc(traces, func(t []traceOp) bool {
-				return replayAll(model.Mistakes(p.n, p.w)[i].Algorithm, true, t)
+				return replayAll(alternatives.Mistakes(p.n, p.w)[i].Algorithm, true, t)
 			})
 			if !explains {
 				break

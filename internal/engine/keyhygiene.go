@@ -8,7 +8,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/redisenv"
 )
 
@@ -232,7 +231,10 @@ func (h *harness) lifetimes(users []string) (shortest, longest time.Duration) {
 	shortest = -1
 	for _, u := range users {
 		lo, hi := h.model.Lifetime(h.Now(), u), h.model.Lifetime(h.Now(), u)
-		if s, ok := h.oracle.(*model.Search); ok && h.fake == nil {
+		// The search oracle (every profile's but the log's) bounds them.
+		if s, ok := h.oracle.(interface {
+			Lifetimes(now time.Time, user string) (shortest, longest time.Duration)
+		}); ok && h.fake == nil {
 			lo, hi = s.Lifetimes(time.Now(), u)
 		}
 		if shortest < 0 || lo < shortest {

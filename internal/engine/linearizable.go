@@ -132,7 +132,7 @@ func linModel(n int, w int64, short func(string) string) porcupine.Model {
 // effect at some instant of [lo, hi], no earlier than the operation before
 // it in the serial order (one clock). The state is the user's entries, each
 // an interval of instants, and the earliest instant the next operation may
-// take; answers are judged as the interval oracle does (model.Interval), so
+// take; answers are judged as the interval oracle does (model.NewOracle of the sliding log), so
 // the check is sound: a correct limiter is never failed.
 func linModelRealTime(n int, w int64, short func(string) string) porcupine.Model {
 	type span struct{ lo, hi int64 }

@@ -26,7 +26,7 @@ const linMaxStates = 512
 // profState is one state a user may be in: the profile's model holding
 // that user alone, after instants no earlier than low.
 type profState struct {
-	p   model.Profile
+	p   replayable
 	low int64
 	key string // the model's state and low: states with one key are one
 }
@@ -49,8 +49,8 @@ type profStates struct {
 // not proven.
 func linProfileModel(spec model.Spec, n int, w int64, short func(string) string, realTime bool, overflow *atomic.Bool) porcupine.Model {
 	base := linModel(n, w, short)
-	fresh := func() model.Profile {
-		p, _ := spec.New(n, ms(w))
+	fresh := func() replayable {
+		p, _ := newModel(spec, n, ms(w))
 		return p
 	}
 	set := func(m map[string]profState) profStates {
@@ -76,7 +76,7 @@ func linProfileModel(spec model.Spec, n int, w int64, short func(string) string,
 				return true, s
 			}
 			next := map[string]profState{}
-			keep := func(p model.Profile, t int64) {
+			keep := func(p replayable, t int64) {
 				k := p.StateKey(i.user)
 				if realTime {
 					k += fmt.Sprintf("@%d", t)
@@ -97,7 +97,7 @@ func linProfileModel(spec model.Spec, n int, w int64, short func(string) string,
 					}
 					switch i.op {
 					case 'a':
-						q := c.p.Clone()
+						q := c.p.Clone().(replayable)
 						ok, _ := q.Allow(now, i.user)
 						if o.unknown || ok == o.allowed {
 							keep(q, t)

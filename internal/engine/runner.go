@@ -426,7 +426,7 @@ func (r *runner) newH(ctx context.Context, t Target, s *spec) *harness {
 		env.KeyPrefix = r.cfg.StorePrefix
 	}
 	h.env = env
-	h.model, _ = r.profile.New(env.MaxRequests, env.Window)
+	h.model, _ = newModel(r.profile, env.MaxRequests, env.Window)
 	sum := fnv.New64a()
 	sum.Write([]byte(s.id))
 	h.seed = r.cfg.Seed

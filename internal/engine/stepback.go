@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/rlconform/rlconform/model"
 )
 
 // clockStepBack steps the clock back and forth. Entries later than now
@@ -17,7 +15,7 @@ import (
 // answer fails only when neither gives it: an admission past the literal
 // reading, a refusal past the conservative one.
 func clockStepBack(h *harness) {
-	log, ok := h.model.(*model.State)
+	log, ok := h.model.(slidingLogModel)
 	if !ok {
 		panic(fmt.Sprintf("suite: %s grades the sliding log only, not %s", h.spec.id, h.model.Describe()))
 	}
@@ -46,7 +44,7 @@ func clockStepBack(h *harness) {
 }
 
 // readings says what both readings count for user at now, for a failure.
-func (h *harness) readings(log *model.State, now time.Time, user string) string {
+func (h *harness) readings(log slidingLogModel, now time.Time, user string) string {
 	lit := strings.ReplaceAll(log.Explain(now, h.start, user), user, h.short(user))
 	later := log.Unexpired(now, user) - log.Active(now, user)
 	return fmt.Sprintf("%s; %d entr%s later than now, which the conservative reading (ZCARD) counts too",
@@ -56,7 +54,7 @@ func (h *harness) readings(log *model.State, now time.Time, user string) string 
 // allowEitherReading sends AllowRequest(user) to instance 0 at the
 // current instant and fails the spec unless one reading of the entries
 // later than now gives its answer. An allowed request is logged at now.
-func (h *harness) allowEitherReading(log *model.State, user string) {
+func (h *harness) allowEitherReading(log slidingLogModel, user string) {
 	lim := h.Instance(0)
 	now := h.Now()
 	op := "AllowRequest(" + h.short(user) + ")"
@@ -84,7 +82,7 @@ func (h *harness) allowEitherReading(log *model.State, user string) {
 
 // remainingEitherReading sends GetRemainingRequests(user) to instance 0
 // and fails the spec unless one reading gives its answer.
-func (h *harness) remainingEitherReading(log *model.State, user string) {
+func (h *harness) remainingEitherReading(log slidingLogModel, user string) {
 	lim := h.Instance(0)
 	now := h.Now()
 	op := "GetRemainingRequests(" + h.short(user) + ")"

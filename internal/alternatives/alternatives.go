@@ -1,13 +1,19 @@
-package model
+// Package alternatives lists what a limiter graded against one profile
+// may really be: the other profiles, and the classic mistakes of a sliding
+// log, each with what to change. The grader's diagnosis and identify
+// replay a failing history on each of them.
+package alternatives
 
 import (
 	"fmt"
 	"time"
+
+	"github.com/rlconform/rlconform/model"
 )
 
 // Algorithm is what a limiter may really be, as far as naming it goes:
-// a [Profile], or a sliding log with a classic mistake. Time is an
-// argument, as in [State].
+// a profile (model.Profile), or a sliding log with a classic mistake.
+// Time is an argument, as in model.Profile.
 type Algorithm interface {
 	// Describe says what the algorithm is, with its parameters.
 	Describe() string
@@ -28,19 +34,19 @@ type Alternative struct {
 	// the same alternative's.
 	Key string
 	// Spec is the profile it is; zero for a sliding log with a mistake.
-	Spec Spec
+	Spec model.Spec
 	// RemainingVaries: honest implementations of it report remaining
 	// differently (an estimate rounded either way), so a diagnosis does not
 	// compare those answers.
 	RemainingVaries bool
 }
 
-// Alternatives returns the algorithms a limiter graded against the profile
+// For returns the algorithms a limiter graded against the profile
 // graded, configured with n and w, may really be, each fresh: the other
 // profiles, and, for a limiter graded as a sliding log, the usual ways a
 // sliding log goes wrong. The well-known
 // algorithms come first: the first that explains a history gives its hint.
-func Alternatives(graded Spec, n int, w time.Duration) []Alternative {
+func For(graded model.Spec, n int, w time.Duration) []Alternative {
 	const (
 		window  = "a counter per window lets N requests just before a window edge and N just after through: keep a log of the instants of allowed requests (a ZSET pruned to now-W) instead"
 		counter = "a weighted estimate of the previous window lets more than N through when its requests came late in it: keep a log of the instants of allowed requests instead"
@@ -49,7 +55,7 @@ func Alternatives(graded Spec, n int, w time.Duration) []Alternative {
 	)
 	var out []Alternative
 	add := func(spec, hint string, varies bool) {
-		sp := MustSpec(spec)
+		sp := model.MustSpec(spec)
 		if sp.String() == graded.String() {
 			return
 		}
@@ -201,7 +207,7 @@ func (l *logVariant) Remaining(now time.Time, user string) (int, error) {
 	if l.kind == "truncated-start" {
 		// The entries from the start's whole second on, as
 		// ZCOUNT key int(now - W) now does.
-		start := floorDiv(t-l.window(), 1000) * 1000
+		start := time.UnixMilli(t - l.window()).Truncate(time.Second).UnixMilli() // floored, before 1970 too
 		c := 0
 		for _, s := range l.logs[user] {
 			if s >= start && s <= t {
@@ -216,11 +222,3 @@ func (l *logVariant) Remaining(now time.Time, user string) (int, error) {
 func (l *logVariant) Reset(user string) error { delete(l.logs, user); return nil }
 
 func (l *logVariant) Configure(n int, w time.Duration) error { l.n, l.w = n, w; return nil }
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if (a%b != 0) && ((a < 0) != (b < 0)) {
-		q--
-	}
-	return q
-}
