@@ -7,6 +7,7 @@ import (
 
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/internal/luaprelude"
+	"github.com/rlconform/rlconform/internal/scripthook"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/reference"
 )
@@ -55,8 +56,8 @@ func mutated(s Store, profile string, rewrite func(string) (string, error)) (con
 	if err != nil {
 		return nil, err
 	}
-	return reference.NewProfile(s.Redis, spec, reference.Options{
-		MaxRequests: s.MaxRequests, Window: s.Window, Prefix: s.Prefix, Clock: s.Clock, Rewrite: rewrite,
+	return reference.NewProfile(scripthook.Client{UniversalClient: s.Redis, Rewrite: rewrite}, spec, reference.Options{
+		MaxRequests: s.MaxRequests, Window: s.Window, Prefix: s.Prefix, Clock: s.Clock,
 	})
 }
 

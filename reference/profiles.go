@@ -12,6 +12,7 @@ import (
 
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/internal/luaprelude"
+	"github.com/rlconform/rlconform/internal/scripthook"
 	"github.com/rlconform/rlconform/model"
 )
 
@@ -77,6 +78,11 @@ const ExactBound = 1 << 52
 // every call by its context and opts.Timeout, and reads "now" from
 // opts.Clock, or the Redis server's TIME when it is nil.
 func NewProfile(client redis.UniversalClient, spec model.Spec, opts Options) (contract.RateLimiterContract, error) {
+	// rlconform's mutants plant their faults in the script this way.
+	var rewrite func(string) (string, error)
+	if h, ok := client.(scripthook.Client); ok {
+		client, rewrite = h.UniversalClient, h.Rewrite
+	}
 	if spec.IsSlidingLog() {
 		return New(client, opts)
 	}
@@ -106,8 +112,8 @@ func NewProfile(client redis.UniversalClient, spec model.Spec, opts Options) (co
 	default:
 		return nil, fmt.Errorf("reference: profile %q has no Redis implementation", full.Name)
 	}
-	if opts.Rewrite != nil {
-		src, err := opts.Rewrite(p.source)
+	if rewrite != nil {
+		src, err := rewrite(p.source)
 		if err != nil {
 			return nil, fmt.Errorf("reference: rewriting the %s script: %w", full.Name, err)
 		}

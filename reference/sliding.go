@@ -70,10 +70,6 @@ type Options struct {
 	// context cancelled without a deadline ends a call in flight only at
 	// the Timeout (or the client's read timeout when Timeout is negative).
 	Timeout time.Duration
-	// Rewrite, when set, rewrites the Lua source of a profile's script
-	// ([NewProfile]) before it is used: rlconform's mutants plant their
-	// faults in the reference this way. Leave it nil.
-	Rewrite func(script string) (string, error)
 }
 
 // Limiter is an exact sliding-window log limiter on Redis. It implements
