@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,194 +15,9 @@ import (
 
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/model"
+	"github.com/rlconform/rlconform/model/lincheck"
 	"github.com/rlconform/rlconform/result"
 )
-
-// linInput is one operation of a linearizability history.
-type linInput struct {
-	op   byte // 'a' allow, 'r' remaining, 'x' reset
-	user string
-	at   int64 // the fake clock's reading, ms: it stands still during a phase
-	// In real time the instant lies in [lo, hi], unix ms: from the call to
-	// its answer (for an unknown outcome, any time later).
-	lo, hi int64
-}
-
-// linOutput is what the target answered; unknown when the call failed or
-// timed out, in which case it may or may not have taken effect.
-type linOutput struct {
-	allowed   bool
-	remaining int
-	unknown   bool
-}
-
-// linModel is the model as porcupine wants it: per user (the partition), a
-// pure step over an immutable log of instants. An unknown outcome may have
-// happened or not, so the model is nondeterministic.
-func linModel(n int, w int64, short func(string) string) porcupine.Model {
-	type state = []int64 // one user's log, oldest first
-	prune := func(s state, t int64) state {
-		i := 0
-		for i < len(s) && s[i] <= t-w {
-			i++
-		}
-		return s[i:]
-	}
-	count := func(s state, t int64) int {
-		c := 0
-		for _, e := range s {
-			if e <= t {
-				c++
-			}
-		}
-		return c
-	}
-	nm := porcupine.NondeterministicModel{
-		Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
-			byUser := map[string][]porcupine.Operation{}
-			var users []string
-			for _, o := range history {
-				u := o.Input.(linInput).user
-				if _, ok := byUser[u]; !ok {
-					users = append(users, u)
-				}
-				byUser[u] = append(byUser[u], o)
-			}
-			out := make([][]porcupine.Operation, 0, len(users))
-			for _, u := range users {
-				out = append(out, byUser[u])
-			}
-			return out
-		},
-		Init: func() []any { return []any{state(nil)} },
-		Step: func(st, in, out any) []any {
-			s, i, o := prune(st.(state), in.(linInput).at), in.(linInput), out.(linOutput)
-			active := count(s, i.at)
-			switch i.op {
-			case 'a':
-				room := active < n
-				grown := append(slices.Clip(s), i.at)
-				switch {
-				case o.unknown && room:
-					return []any{s, grown}
-				case o.unknown:
-					return []any{s}
-				case o.allowed && room:
-					return []any{grown}
-				case !o.allowed && !room:
-					return []any{s}
-				}
-				return nil
-			case 'r':
-				if o.unknown || o.remaining == max(0, n-active) {
-					return []any{s}
-				}
-				return nil
-			default: // reset
-				if o.unknown {
-					return []any{s, state(nil)}
-				}
-				return []any{state(nil)}
-			}
-		},
-		Equal: func(a, b any) bool { return slices.Equal(a.(state), b.(state)) },
-		DescribeOperation: func(in, out any) string {
-			i, o := in.(linInput), out.(linOutput)
-			var got string
-			switch {
-			case o.unknown:
-				got = "unknown (failed)"
-			case i.op == 'a':
-				got = allowedWord(o.allowed)
-			case i.op == 'r':
-				got = fmt.Sprint(o.remaining)
-			default:
-				got = "ok"
-			}
-			name := map[byte]string{'a': "AllowRequest", 'r': "GetRemainingRequests", 'x': "Reset"}[i.op]
-			return fmt.Sprintf("@%dms %s(%s) = %s", i.at, name, short(i.user), got)
-		},
-		DescribeState: func(st any) string { return fmt.Sprintf("%d entries %v", len(st.(state)), st) },
-	}
-	return nm.ToModel()
-}
-
-// linModelRealTime is linModel without clock control: an operation took
-// effect at some instant of [lo, hi], no earlier than the operation before
-// it in the serial order (one clock). The state is the user's entries, each
-// an interval of instants, and the earliest instant the next operation may
-// take; answers are judged as the interval oracle does (model.NewOracle of the sliding log), so
-// the check is sound: a correct limiter is never failed.
-func linModelRealTime(n int, w int64, short func(string) string) porcupine.Model {
-	type span struct{ lo, hi int64 }
-	type state struct {
-		entries []span
-		low     int64
-	}
-	base := linModel(n, w, short)
-	nm := porcupine.NondeterministicModel{
-		Partition: base.Partition,
-		Init:      func() []any { return []any{state{}} },
-		Step: func(st, in, out any) []any {
-			s, i, o := st.(state), in.(linInput), out.(linOutput)
-			lo := max(i.lo, s.low)
-			if lo > i.hi {
-				return nil // it answered before the operation it follows
-			}
-			var kept []span
-			cMin, cMax := 0, 0
-			for _, e := range s.entries {
-				if !model.MayCount(lo-min(e.hi, i.hi), w, true) {
-					continue // gone at every instant from lo on
-				}
-				kept = append(kept, e)
-				cMax++
-				if model.MustCount(i.hi-e.lo, w) {
-					cMin++
-				}
-			}
-			same := state{entries: kept, low: lo}
-			switch i.op {
-			case 'a':
-				grown := state{entries: append(slices.Clip(kept), span{lo, i.hi}), low: lo}
-				switch {
-				case o.unknown && cMin < n && cMax >= n:
-					return []any{same, grown}
-				case o.unknown && cMin < n:
-					return []any{grown}
-				case o.unknown:
-					return []any{same}
-				case o.allowed && cMin < n:
-					return []any{grown}
-				case !o.allowed && cMax >= n:
-					return []any{same}
-				}
-				return nil
-			case 'r':
-				if o.unknown || (o.remaining >= max(0, n-cMax) && o.remaining <= max(0, n-cMin)) {
-					return []any{same}
-				}
-				return nil
-			default: // reset
-				if o.unknown {
-					return []any{same, state{low: lo}}
-				}
-				return []any{state{low: lo}}
-			}
-		},
-		Equal: func(a, b any) bool {
-			x, y := a.(state), b.(state)
-			return x.low == y.low && slices.Equal(x.entries, y.entries)
-		},
-		DescribeOperation: func(in, out any) string {
-			i := in.(linInput)
-			d := base.DescribeOperation(in, out)
-			return fmt.Sprintf("[%d..%d] %s", i.lo%100000, i.hi%100000, d[strings.IndexByte(d, ' ')+1:])
-		},
-		DescribeState: func(st any) string { return fmt.Sprintf("%d entries %v", len(st.(state).entries), st.(state).entries) },
-	}
-	return nm.ToModel()
-}
 
 // linCheckTimeout bounds porcupine; a check that runs out is inconclusive.
 const linCheckTimeout = 20 * time.Second
@@ -217,8 +31,8 @@ type recorder struct {
 	errs   []error
 }
 
-func (r *recorder) do(client int, in linInput, call func() (linOutput, error)) {
-	r.doSent(client, in, func() (linOutput, time.Time, error) {
+func (r *recorder) do(client int, in lincheck.Input, call func() (lincheck.Output, error)) {
+	r.doSent(client, in, func() (lincheck.Output, time.Time, error) {
 		out, err := call()
 		return out, time.Time{}, err
 	})
@@ -226,7 +40,7 @@ func (r *recorder) do(client int, in linInput, call func() (linOutput, error)) {
 
 // doSent is do for a call that says when its request really left (zero:
 // when it was called).
-func (r *recorder) doSent(client int, in linInput, call func() (linOutput, time.Time, error)) {
+func (r *recorder) doSent(client int, in lincheck.Input, call func() (lincheck.Output, time.Time, error)) {
 	begin := time.Since(r.origin).Nanoseconds()
 	out, sent, err := call()
 	end := time.Since(r.origin).Nanoseconds()
@@ -236,7 +50,7 @@ func (r *recorder) doSent(client int, in linInput, call func() (linOutput, time.
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err != nil {
-		out = linOutput{unknown: true}
+		out = lincheck.Output{Unknown: true}
 		end = -1 // fixed below: an unknown outcome may take effect any time later
 		r.errs = append(r.errs, err)
 	}
@@ -311,29 +125,29 @@ func linearizable(h *harness) {
 		panic(inconclusive{h.report(fmt.Sprintf("%d of the %d operations failed (first: %s): a history of unknown outcomes is linearizable whatever the limiter does, so the check proves nothing",
 			len(rec.errs), len(history), first))})
 	}
-	m := linModel(h.N(), h.W().Milliseconds(), h.short)
+	m := lincheck.SlidingLog(h.N(), h.W().Milliseconds(), h.short)
 	if h.fake == nil {
 		// Each operation took effect at an instant of its call's interval
 		// by the real-time rule (model.AdmissibleMillis); an unknown
 		// outcome any time after its call.
 		for k := range history {
-			in := history[k].Input.(linInput)
-			in.lo, in.hi = model.AdmissibleMillis(rec.origin.Add(time.Duration(history[k].Call)), rec.origin.Add(time.Duration(history[k].Return)))
-			if history[k].Output.(linOutput).unknown {
-				in.hi = math.MaxInt64 / 2
+			in := history[k].Input.(lincheck.Input)
+			in.Lo, in.Hi = model.AdmissibleMillis(rec.origin.Add(time.Duration(history[k].Call)), rec.origin.Add(time.Duration(history[k].Return)))
+			if history[k].Output.(lincheck.Output).Unknown {
+				in.Hi = math.MaxInt64 / 2
 			}
 			history[k].Input = in
 		}
-		m = linModelRealTime(h.N(), h.W().Milliseconds(), h.short)
+		m = lincheck.SlidingLogRealTime(h.N(), h.W().Milliseconds(), h.short)
 		if !h.run.profile.IsSlidingLog() {
-			if why := tooWide(history); why != "" {
+			if why := lincheck.TooWide(history); why != "" {
 				panic(inconclusive{h.report("the linearizability check did not run: " + why)})
 			}
 		}
 	}
 	var overflow atomic.Bool
 	if !h.run.profile.IsSlidingLog() {
-		m = linProfileModel(h.run.profile, h.N(), h.W().Milliseconds(), h.short, h.fake == nil, &overflow)
+		m = lincheck.Profile(h.run.profile, h.N(), h.W().Milliseconds(), h.short, h.fake == nil, &overflow)
 	}
 	// The check ends well within the spec's time, so that a slow check is
 	// the grader's inconclusive, never a slow target.
@@ -344,7 +158,7 @@ func linearizable(h *harness) {
 	res, info := porcupine.CheckOperationsVerbose(m, history, timeout)
 	switch {
 	case res == porcupine.Ok && overflow.Load():
-		panic(inconclusive{h.report(fmt.Sprintf("the linearizability check of %d operations followed more than %d possible states of one user: nothing is proven either way", len(history), linMaxStates))})
+		panic(inconclusive{h.report(fmt.Sprintf("the linearizability check of %d operations followed more than %d possible states of one user: nothing is proven either way", len(history), lincheck.MaxStates))})
 	case res == porcupine.Ok:
 		return
 	case res == porcupine.Unknown:
@@ -365,16 +179,16 @@ func linClient(h *harness, rec *recorder, client int, seed uint64, at int64, use
 		k := rng.IntN(20)
 		switch {
 		case k < 2 && caps.Reset:
-			rec.do(client, linInput{op: 'x', user: u, at: at}, func() (linOutput, error) { return linOutput{}, lim.Reset(h.ctx, u) })
+			rec.do(client, lincheck.Input{Op: 'x', User: u, At: at}, func() (lincheck.Output, error) { return lincheck.Output{}, lim.Reset(h.ctx, u) })
 		case k < 6 && caps.Remaining:
-			rec.do(client, linInput{op: 'r', user: u, at: at}, func() (linOutput, error) {
+			rec.do(client, lincheck.Input{Op: 'r', User: u, At: at}, func() (lincheck.Output, error) {
 				n, err := lim.GetRemainingRequests(h.ctx, u)
-				return linOutput{remaining: n}, err
+				return lincheck.Output{Remaining: n}, err
 			})
 		default:
-			rec.doSent(client, linInput{op: 'a', user: u, at: at}, func() (linOutput, time.Time, error) {
+			rec.doSent(client, lincheck.Input{Op: 'a', User: u, At: at}, func() (lincheck.Output, time.Time, error) {
 				ok, sent, err := allowSent(h.ctx, lim, u)
-				return linOutput{allowed: ok}, sent, err
+				return lincheck.Output{Allowed: ok}, sent, err
 			})
 		}
 	}
@@ -539,9 +353,9 @@ func (h *harness) busiest(history []porcupine.Operation) string {
 	allowed := map[slot]int{}
 	var top slot
 	for _, o := range history {
-		in, out := o.Input.(linInput), o.Output.(linOutput)
-		if in.op == 'a' && out.allowed && !out.unknown {
-			k := slot{in.user, in.at}
+		in, out := o.Input.(lincheck.Input), o.Output.(lincheck.Output)
+		if in.Op == 'a' && out.Allowed && !out.Unknown {
+			k := slot{in.User, in.At}
 			allowed[k]++
 			if allowed[k] > allowed[top] {
 				top = k

@@ -1,0 +1,48 @@
+package lincheck_test
+
+import (
+	"sync/atomic"
+	"testing"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/stretchr/testify/assert"
+
+	"github.com/rlconform/rlconform/model"
+	"github.com/rlconform/rlconform/model/lincheck"
+)
+
+func same(s string) string { return s }
+
+// op is one call of client c over [call, ret] (porcupine's clock) at the
+// fake clock's instant at, ms.
+func op(c int, call, ret int64, in lincheck.Input, out lincheck.Output) porcupine.Operation {
+	return porcupine.Operation{ClientId: c, Call: call, Return: ret, Input: in, Output: out}
+}
+
+// Two concurrent allows of a limit of 1 at one instant: one allowed and
+// one denied is linearizable, both allowed is not, and one allowed with
+// the other's outcome unknown is.
+func TestSlidingLog(t *testing.T) {
+	allow := lincheck.Input{Op: 'a', User: "u", At: 1000}
+	m := lincheck.SlidingLog(1, 1000, same)
+	check := func(a, b lincheck.Output) bool {
+		return porcupine.CheckOperations(m, []porcupine.Operation{op(0, 0, 10, allow, a), op(1, 1, 9, allow, b)})
+	}
+	assert.True(t, check(lincheck.Output{Allowed: true}, lincheck.Output{}))
+	assert.False(t, check(lincheck.Output{Allowed: true}, lincheck.Output{Allowed: true}))
+	assert.True(t, check(lincheck.Output{Allowed: true}, lincheck.Output{Unknown: true}))
+}
+
+// The same history graded as a fixed window and in real time: an allow
+// whose interval spans the window's edge may have been decided after it.
+func TestProfileRealTime(t *testing.T) {
+	var overflow atomic.Bool
+	m := lincheck.Profile(model.MustSpec("fixed-window:align=epoch"), 1, 1000, same, true, &overflow)
+	first := op(0, 0, 1, lincheck.Input{Op: 'a', User: "u", Lo: 1_767_225_600_990, Hi: 1_767_225_600_995}, lincheck.Output{Allowed: true})
+	across := op(0, 2, 3, lincheck.Input{Op: 'a', User: "u", Lo: 1_767_225_600_996, Hi: 1_767_225_601_005}, lincheck.Output{Allowed: true})
+	within := op(0, 2, 3, lincheck.Input{Op: 'a', User: "u", Lo: 1_767_225_600_996, Hi: 1_767_225_600_999}, lincheck.Output{Allowed: true})
+	assert.True(t, porcupine.CheckOperations(m, []porcupine.Operation{first, across}))
+	assert.False(t, porcupine.CheckOperations(m, []porcupine.Operation{first, within}))
+	assert.False(t, overflow.Load())
+	assert.Empty(t, lincheck.TooWide([]porcupine.Operation{first, across}))
+}
