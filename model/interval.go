@@ -100,7 +100,9 @@ func newInterval(maxRequests int, window time.Duration) (*intervalOracle, error)
 }
 
 // millis is the span of whole milliseconds an interval stands for.
-func (o *intervalOracle) millis(lo, hi time.Time) (int64, int64) { return spanMillis(lo, hi, o.realTime) }
+func (o *intervalOracle) millis(lo, hi time.Time) (int64, int64) {
+	return spanMillis(lo, hi, o.realTime)
+}
 
 // Limit is the limit in force; Window the window.
 func (o *intervalOracle) Limit() int { return o.max }

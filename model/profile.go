@@ -76,7 +76,7 @@ type Spec struct {
 
 // The profile names.
 const (
-	ProfileSlidingLog      = "sliding-log"
+	ProfileSlidingLog     = "sliding-log"
 	ProfileFixedWindow    = "fixed-window"
 	ProfileSlidingCounter = "sliding-counter"
 	ProfileGCRA           = "gcra"
