@@ -45,3 +45,33 @@ func TestInvalidConfigFailsAWindowTakenButIgnored(t *testing.T) {
 		assert.Contains(t, r.Message, "the window taken is not in force", "clock %v", clock)
 	}
 }
+
+func TestConfigValidate(t *testing.T) {
+	require.NoError(t, suite.Config{}.Validate())
+	require.NoError(t, suite.Config{IDs: []string{"core/", "strict/linearizable"}, ExpectFail: []string{"core/reset"}}.Validate())
+	tests := []struct {
+		cfg  suite.Config
+		want string
+	}{
+		{suite.Config{IDs: []string{"core/reset", "core/rset"}}, `unknown spec id "core/rset" (did you mean "core/reset"?)`},
+		{suite.Config{IDs: []string{"zzz/"}}, `unknown spec id "zzz/"`},
+		{suite.Config{ExpectFail: []string{"core/"}}, `unknown expected failure: spec id "core/"`},
+		{suite.Config{Labels: []string{"stric"}}, `did you mean "strict"`},
+		{suite.Config{Level: "extreme"}, "unknown level"},
+		{suite.Config{Limit: -1}, "Config.Limit -1"},
+		{suite.Config{Window: -1}, "Config.Window -1ns"},
+		{suite.Config{Level: result.Core, IDs: []string{"strict/linearizable"}}, "no spec matches"},
+		{suite.Config{RealTimeWindow: 1}, "RealTimeWindow"},
+		{suite.Config{IDs: []string{"cor/"}}, `did you mean "core/"`},
+		{suite.Config{IDs: []string{"reset"}}, `did you mean "core/reset"`},
+		{suite.Config{IDs: []string{"strict/boundary"}}, `ids starting with it are strict/boundary-burst-epoch, strict/boundary-burst-first`},
+		{suite.Config{IDs: []string{"core/sliding-expiry-realtime"}}, "was retired: it is now core/sliding-expiry"},
+	}
+	for _, tt := range tests {
+		err := tt.cfg.Validate()
+		if assert.Error(t, err, "%+v", tt.cfg) {
+			assert.Contains(t, err.Error(), tt.want)
+		}
+		assert.Zero(t, suite.Count(tt.cfg))
+	}
+}

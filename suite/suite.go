@@ -6,6 +6,7 @@ import (
 
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/internal/engine"
+	"github.com/rlconform/rlconform/internal/specs"
 	"github.com/rlconform/rlconform/result"
 )
 
@@ -22,7 +23,7 @@ import (
 //	if err != nil { ... }
 //	fmt.Println(rep.Verdict())
 func Check(ctx context.Context, cfg Config, target Target) (*result.Report, error) {
-	return engine.Check(ctx, engine.Config(cfg), target.Engine())
+	return specs.All().Check(ctx, engine.Config(cfg), target.Engine())
 }
 
 // Run grades target with go test: every spec is a subtest named by its id,
@@ -45,7 +46,7 @@ func Check(ctx context.Context, cfg Config, target Target) (*result.Report, erro
 //	}
 func Run(t *testing.T, cfg Config, target Target) {
 	t.Helper()
-	engine.Run(t, engine.Config(cfg), target.Engine())
+	specs.All().Run(t, engine.Config(cfg), target.Engine())
 }
 
 // Identify probes target (with its clock when it has one, in real time
@@ -62,12 +63,12 @@ func Run(t *testing.T, cfg Config, target Target) {
 // notes it; when it refuses those too, the error names the configuration
 // refused and the target's answer.
 func Identify(ctx context.Context, cfg Config, target Target) (*result.Identification, error) {
-	return engine.Identify(ctx, engine.Config(cfg), target.Engine())
+	return specs.All().Identify(ctx, engine.Config(cfg), target.Engine())
 }
 
 // Count returns how many specs a run with cfg selects (0 for an invalid
 // Config).
-func Count(cfg Config) int { return engine.Count(engine.Config(cfg)) }
+func Count(cfg Config) int { return specs.All().Count(engine.Config(cfg)) }
 
 // Specs lists the catalogue, with the rules of the sliding log.
 func Specs() []SpecInfo {
@@ -79,7 +80,7 @@ func Specs() []SpecInfo {
 // (model.ParseSpec: NAME[:key=value,...]; "" is the sliding log): each
 // rule as the profile states it, and why a spec does not grade it.
 func ProfileSpecs(profile string) ([]SpecInfo, error) {
-	infos, err := engine.ProfileSpecs(profile)
+	infos, err := specs.All().ProfileSpecs(profile)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/fakeclock"
 	"github.com/rlconform/rlconform/internal/engine"
+	"github.com/rlconform/rlconform/internal/specs"
 	"github.com/rlconform/rlconform/redisenv"
 	"github.com/rlconform/rlconform/result"
 )
@@ -62,7 +63,7 @@ type Config struct {
 // Validate reports every problem of c: an unknown level, id, label or
 // expected failure (with the nearest valid name), a selection that matches no
 // spec, a configuration out of range.
-func (c Config) Validate() error { return engine.Config(c).Validate() }
+func (c Config) Validate() error { return specs.All().Validate(engine.Config(c)) }
 
 // Target is a limiter to grade: a name, the capabilities it declares, and a
 // factory for fresh instances.

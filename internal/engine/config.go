@@ -62,13 +62,13 @@ func (c Config) withDefaults() Config {
 // Validate reports every problem of c: an unknown level, id, label or
 // expected failure (with the nearest valid name), a selection that matches no
 // spec, a configuration out of range.
-func (c Config) Validate() error {
-	_, err := c.validated()
+func (cat Catalogue) Validate(c Config) error {
+	_, err := c.validated(cat)
 	return err
 }
 
 // validated is c with its defaults, or the reasons c is invalid.
-func (c Config) validated() (Config, error) {
+func (c Config) validated(cat Catalogue) (Config, error) {
 	c = c.withDefaults()
 	var errs []error
 	if _, err := result.ParseLevel(string(c.Level)); err != nil {
@@ -90,8 +90,8 @@ func (c Config) validated() (Config, error) {
 		errs = append(errs, fmt.Errorf("SpecTimeout %v: want a positive bound", c.SpecTimeout))
 	}
 	var ids, labels []string
-	for _, s := range catalogue() {
-		ids = append(ids, s.id)
+	for _, s := range cat {
+		ids = append(ids, s.ID)
 		for _, l := range s.labels() {
 			if !slices.Contains(labels, l) {
 				labels = append(labels, l)
@@ -121,7 +121,7 @@ func (c Config) validated() (Config, error) {
 			errs = append(errs, unknown("label", l, labels))
 		}
 	}
-	if len(errs) == 0 && len(selectSpecs(c)) == 0 {
+	if len(errs) == 0 && len(selectSpecs(c, cat)) == 0 {
 		errs = append(errs, fmt.Errorf("no spec matches level %s, ids %v and labels %v", c.Level, c.IDs, c.Labels))
 	}
 	if len(errs) > 0 {

@@ -13,15 +13,15 @@ import (
 
 // traceOp is one checked operation of a spec: at its instant on the fake
 // clock, or in real time sent at at and answered at until.
-type traceOp struct {
-	at    time.Time
+type TraceOp struct {
+	At    time.Time
 	until time.Time // real time: when the answer came; zero on the fake clock
 	inst  int       // the instance; for a burst, the user's index in it
-	kind  byte      // 'A' allow, 'G' remaining, 'R' reset, 'C' configure, 'B' burst
-	user  string
-	got   string        // allowed, denied, or the remaining count
-	n     int           // configure: the limit; burst: requests per user
-	w     time.Duration // configure: the window
+	Kind  byte      // 'A' allow, 'G' remaining, 'R' reset, 'C' configure, 'B' burst
+	User  string
+	Got   string        // allowed, denied, or the remaining count
+	N     int           // configure: the limit; burst: requests per user
+	W     time.Duration // configure: the window
 	// burst: how many were allowed, over how many instances
 	allowed, instances int
 	// wrong: the exact log answers otherwise (set by diagnose)
@@ -36,7 +36,7 @@ type candidate struct {
 	key, name, hint string
 	// replay replays ops on a fresh algorithm and reports whether it gives
 	// every answer, and its name with the configuration in force at the end.
-	replay func(ops []traceOp) (bool, string)
+	replay func(ops []TraceOp) (bool, string)
 	// varies: honest implementations of it report remaining differently,
 	// so its remaining answers name it but never rule it out.
 	varies bool
@@ -67,27 +67,27 @@ type clue struct {
 // receiving: an algorithm explains the history when it gives every answer
 // with all instants taken at the sending, at the answer, or half-way. That
 // is a diagnosis, not a verdict: the verdict is the interval oracle's.
-func (h *harness) evidence() (clues []clue, graded bool) {
-	if len(h.trace) == 0 {
+func (h *Harness) evidence() (clues []clue, graded bool) {
+	if len(h.Trace) == 0 {
 		return nil, false
 	}
 	requested := false
-	for i, op := range h.trace {
+	for i, op := range h.Trace {
 		switch {
-		case op.kind == 'C' && requested:
+		case op.Kind == 'C' && requested:
 			return nil, false
-		case op.kind != 'C':
+		case op.Kind != 'C':
 			requested = true
 		}
-		if i > 0 && op.at.Before(h.trace[i-1].at) {
+		if i > 0 && op.At.Before(h.Trace[i-1].At) {
 			return nil, false // the clock stepped back: the alternatives do not say what happens then
 		}
 	}
-	traces := [][]traceOp{slices.Clone(h.trace)}
-	if h.fake == nil {
-		traces = [][]traceOp{timed(h.trace, 0), timed(h.trace, 1), timed(h.trace, 2)}
+	traces := [][]TraceOp{slices.Clone(h.Trace)}
+	if h.Fake == nil {
+		traces = [][]TraceOp{timed(h.Trace, 0), timed(h.Trace, 1), timed(h.Trace, 2)}
 	}
-	explains := func(replay func([]traceOp) (bool, string)) (bool, string) {
+	explains := func(replay func([]TraceOp) (bool, string)) (bool, string) {
 		for _, t := range traces {
 			if ok, name := replay(t); ok {
 				return true, name
@@ -95,9 +95,9 @@ func (h *harness) evidence() (clues []clue, graded bool) {
 		}
 		return false, ""
 	}
-	n, w := h.env.MaxRequests, h.env.Window
-	fresh := func() alternatives.Algorithm { p, _ := h.run.profile.New(n, w); return p }
-	graded, _ = explains(func(ops []traceOp) (bool, string) { return replayAll(fresh(), false, ops), "" })
+	N, W := h.Env.MaxRequests, h.Env.Window
+	fresh := func() alternatives.Algorithm { p, _ := h.run.profile.New(N, W); return p }
+	graded, _ = explains(func(ops []TraceOp) (bool, string) { return replayAll(fresh(), false, ops), "" })
 	for _, t := range traces {
 		markWrong(fresh(), t)
 	}
@@ -109,7 +109,7 @@ func (h *harness) evidence() (clues []clue, graded bool) {
 	cands := []candidate{{
 		"per-instance", perInstance,
 		"keep the " + what + " in the shared store, not in the instance's memory",
-		func(ops []traceOp) (bool, string) {
+		func(ops []TraceOp) (bool, string) {
 			ok, multi := replayPerInstance(fresh, ops)
 			if !multi {
 				return ok, "" // one instance: the graded profile itself, which names nothing
@@ -118,9 +118,9 @@ func (h *harness) evidence() (clues []clue, graded bool) {
 		}, false,
 	}}
 	// Each replay on fresh algorithms: a replay changes the one it runs on.
-	alternatives := func() []alternatives.Alternative { return alternatives.For(h.run.profile, n, w) }
+	alternatives := func() []alternatives.Alternative { return alternatives.For(h.run.profile, N, W) }
 	for i, a := range alternatives() {
-		cands = append(cands, candidate{a.Key, a.Describe(), a.Hint, func(ops []traceOp) (bool, string) {
+		cands = append(cands, candidate{a.Key, a.Describe(), a.Hint, func(ops []TraceOp) (bool, string) {
 			fresh := alternatives()[i]
 			return replayAll(fresh.Algorithm, fresh.RemainingVaries, ops), fresh.Describe()
 		}, a.RemainingVaries})
@@ -133,8 +133,8 @@ func (h *harness) evidence() (clues []clue, graded bool) {
 		}
 		fits := ok
 		if !ok && c.varies {
-			fits, _ = explains(func(ops []traceOp) (bool, string) {
-				return c.replay(slices.DeleteFunc(slices.Clone(ops), func(op traceOp) bool { return op.kind == 'G' }))
+			fits, _ = explains(func(ops []TraceOp) (bool, string) {
+				return c.replay(slices.DeleteFunc(slices.Clone(ops), func(op TraceOp) bool { return op.Kind == 'G' }))
 			})
 		}
 		clues = append(clues, clue{key: c.key, name: name, hint: c.hint, explains: ok, fits: fits, silent: silent})
@@ -144,15 +144,15 @@ func (h *harness) evidence() (clues []clue, graded bool) {
 
 // timed is the real-time trace with every instant taken at the sending
 // (0), the answer (1) or half-way (2).
-func timed(ops []traceOp, at int) []traceOp {
-	out := make([]traceOp, len(ops))
+func timed(ops []TraceOp, At int) []TraceOp {
+	out := make([]TraceOp, len(ops))
 	for i, op := range ops {
 		if !op.until.IsZero() {
-			switch at {
+			switch At {
 			case 1:
-				op.at = op.until
+				op.At = op.until
 			case 2:
-				op.at = op.at.Add(op.until.Sub(op.at) / 2)
+				op.At = op.At.Add(op.until.Sub(op.At) / 2)
 			}
 		}
 		out[i] = op
@@ -162,7 +162,7 @@ func timed(ops []traceOp, at int) []traceOp {
 
 // replayAll replays ops on a and reports whether it gives every answer
 // (of remaining too, unless its remaining varies between implementations).
-func replayAll(a alternatives.Algorithm, varies bool, ops []traceOp) bool {
+func replayAll(a alternatives.Algorithm, varies bool, ops []TraceOp) bool {
 	for _, op := range ops {
 		if !step(op, func(int) alternatives.Algorithm { return a }, varies) {
 			return false
@@ -173,12 +173,12 @@ func replayAll(a alternatives.Algorithm, varies bool, ops []traceOp) bool {
 
 // markWrong marks the remaining answers of ops that the exact log a gives
 // otherwise.
-func markWrong(a alternatives.Algorithm, ops []traceOp) {
+func markWrong(a alternatives.Algorithm, ops []TraceOp) {
 	for i := range ops {
 		op := &ops[i]
-		if op.kind == 'G' {
-			n, _ := a.Remaining(op.at, op.user)
-			op.wrong = strconv.Itoa(n) != op.got
+		if op.Kind == 'G' {
+			N, _ := a.Remaining(op.At, op.User)
+			op.wrong = strconv.Itoa(N) != op.Got
 			continue
 		}
 		step(*op, func(int) alternatives.Algorithm { return a }, false)
@@ -200,9 +200,9 @@ func hintOf(found []clue) string {
 // replayPerInstance replays ops on one model of the graded profile per
 // instance, and reports whether it gives every answer and whether more
 // than one instance answered (with one, it is the graded profile).
-func replayPerInstance(fresh func() alternatives.Algorithm, ops []traceOp) (ok, multi bool) {
+func replayPerInstance(fresh func() alternatives.Algorithm, ops []TraceOp) (ok, multi bool) {
 	logs := map[int]alternatives.Algorithm{}
-	var configured []traceOp // instances made later start with these
+	var configured []TraceOp // instances made later start with these
 	of := func(i int) alternatives.Algorithm {
 		if i > 0 {
 			multi = true
@@ -210,24 +210,24 @@ func replayPerInstance(fresh func() alternatives.Algorithm, ops []traceOp) (ok, 
 		if logs[i] == nil {
 			logs[i] = fresh()
 			for _, c := range configured {
-				logs[i].Configure(c.n, c.w)
+				logs[i].Configure(c.N, c.W)
 			}
 		}
 		return logs[i]
 	}
 	for _, op := range ops {
 		switch {
-		case op.kind == 'C':
+		case op.Kind == 'C':
 			configured = append(configured, op)
 			for _, a := range logs {
-				a.Configure(op.n, op.w)
+				a.Configure(op.N, op.W)
 			}
-		case op.kind == 'R': // Reset reached instance 0: the others keep their logs
-			of(0).Reset(op.user)
+		case op.Kind == 'R': // Reset reached instance 0: the others keep their logs
+			of(0).Reset(op.User)
 		case !step(op, of, false):
 			return false, multi
 		}
-		if op.kind == 'B' && op.instances > 1 {
+		if op.Kind == 'B' && op.instances > 1 {
 			multi = true
 		}
 	}
@@ -238,28 +238,28 @@ func replayPerInstance(fresh func() alternatives.Algorithm, ops []traceOp) (ok, 
 // the answer matches. An algorithm whose remaining varies matches every
 // remaining answer but a wrong one (op.wrong): a diagnosis must explain
 // what went wrong.
-func step(op traceOp, of func(int) alternatives.Algorithm, varies bool) bool {
-	switch op.kind {
+func step(op TraceOp, of func(int) alternatives.Algorithm, varies bool) bool {
+	switch op.Kind {
 	case 'A':
-		ok, _ := of(op.inst).Allow(op.at, op.user)
-		return allowedWord(ok) == op.got
+		ok, _ := of(op.inst).Allow(op.At, op.User)
+		return AllowedWord(ok) == op.Got
 	case 'G':
 		if varies {
 			return !op.wrong
 		}
-		n, _ := of(op.inst).Remaining(op.at, op.user)
-		return strconv.Itoa(n) == op.got
+		N, _ := of(op.inst).Remaining(op.At, op.User)
+		return strconv.Itoa(N) == op.Got
 	case 'R':
-		of(0).Reset(op.user)
+		of(0).Reset(op.User)
 		return true
 	case 'C':
-		of(0).Configure(op.n, op.w)
+		of(0).Configure(op.N, op.W)
 		return true
 	case 'B':
 		allowed := 0
 		k := max(1, op.instances)
-		for i := range op.n {
-			if ok, _ := of((i+op.inst)%k).Allow(op.at, op.user); ok {
+		for i := range op.N {
+			if ok, _ := of((i+op.inst)%k).Allow(op.At, op.User); ok {
 				allowed++
 			}
 		}

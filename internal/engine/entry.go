@@ -21,8 +21,8 @@ import (
 //	rep, err := suite.Check(ctx, suite.Config{Level: result.Strict}, target)
 //	if err != nil { ... }
 //	fmt.Println(rep.Verdict())
-func Check(ctx context.Context, cfg Config, target Target) (*result.Report, error) {
-	r, err := newRunner(ctx, cfg, target)
+func (cat Catalogue) Check(ctx context.Context, cfg Config, target Target) (*result.Report, error) {
+	r, err := newRunner(ctx, cfg, cat, target)
 	if err != nil {
 		return nil, err
 	}
@@ -43,9 +43,9 @@ func Check(ctx context.Context, cfg Config, target Target) (*result.Report, erro
 }
 
 // Run grades target with go test, one subtest per spec id (suite.Run).
-func Run(t *testing.T, cfg Config, target Target) {
+func (cat Catalogue) Run(t *testing.T, cfg Config, target Target) {
 	t.Helper()
-	s, err := Start(context.Background(), cfg, target)
+	s, err := cat.Start(context.Background(), cfg, target)
 	if err != nil {
 		t.Fatalf("rlconform: %v", err)
 	}
@@ -53,10 +53,10 @@ func Run(t *testing.T, cfg Config, target Target) {
 	t.Logf("rlconform: grading %s at level %s, %s", target.Name, s.r.cfg.Level, s.Reproduce(t.Name()))
 	test := t.Name()
 	for _, sp := range s.r.selected() {
-		t.Run(sp.id, func(t *testing.T) {
+		t.Run(sp.ID, func(t *testing.T) {
 			// A failure points at the caller's call of Run, not at this file.
 			t.Helper()
-			switch act, msg := s.Grade(t.Context(), sp.id); act {
+			switch act, msg := s.Grade(t.Context(), sp.ID); act {
 			case ActSkip:
 				t.Skip(msg)
 			case ActFail:
@@ -77,8 +77,8 @@ func Run(t *testing.T, cfg Config, target Target) {
 // level) every spec, so that the flags select when the specs run (Session
 // skips the others, saying so); after, the selected ones. The error is
 // cfg's.
-func Tree(cfg Config) ([]TreeSpec, error) {
-	full, err := flagOverrides(cfg).validated()
+func (cat Catalogue) Tree(cfg Config) ([]TreeSpec, error) {
+	full, err := flagOverrides(cfg).validated(cat)
 	if err != nil {
 		return nil, err
 	}
@@ -86,8 +86,8 @@ func Tree(cfg Config) ([]TreeSpec, error) {
 		full.Level, full.IDs, full.Labels = result.All, nil, nil
 	}
 	var out []TreeSpec
-	for _, s := range selectSpecs(full) {
-		out = append(out, TreeSpec{ID: s.id, Title: s.title(), Labels: s.labels()})
+	for _, s := range selectSpecs(full, cat) {
+		out = append(out, TreeSpec{ID: s.ID, Title: s.title(), Labels: s.labels()})
 	}
 	return out, nil
 }
@@ -105,18 +105,18 @@ type Session struct {
 	r        *runner
 	rep      *result.Report
 	target   Target
-	selected map[string]*spec
+	selected map[string]*Spec
 }
 
 // Start begins grading target with cfg, the -rlconform.* flags applied.
-func Start(ctx context.Context, cfg Config, target Target) (*Session, error) {
-	r, err := newRunner(ctx, flagOverrides(cfg), target)
+func (cat Catalogue) Start(ctx context.Context, cfg Config, target Target) (*Session, error) {
+	r, err := newRunner(ctx, flagOverrides(cfg), cat, target)
 	if err != nil {
 		return nil, err
 	}
-	s := &Session{r: r, rep: r.newReport(target), target: target, selected: map[string]*spec{}}
+	s := &Session{r: r, rep: r.newReport(target), target: target, selected: map[string]*Spec{}}
 	for _, sp := range r.selected() {
-		s.selected[sp.id] = &sp
+		s.selected[sp.ID] = &sp
 	}
 	return s, nil
 }
@@ -161,7 +161,7 @@ func (s *Session) Close() error { return s.r.close() }
 
 // runInto runs one spec, judges what failed around it, and adds the
 // result to rep (aborting it when the run cannot go on).
-func (r *runner) runInto(ctx context.Context, target Target, s *spec, rep *result.Report) result.Result {
+func (r *runner) runInto(ctx context.Context, target Target, s *Spec, rep *result.Report) result.Result {
 	res := r.runSpec(ctx, target, s)
 	if r.stuck != "" {
 		rep.Aborted = r.stuck
@@ -211,10 +211,10 @@ func judge(res result.Result, cfg Config) (Action, string) {
 
 // Count returns how many specs a run with cfg selects (0 for an invalid
 // Config).
-func Count(cfg Config) int {
-	full, err := cfg.validated()
+func (cat Catalogue) Count(cfg Config) int {
+	full, err := cfg.validated(cat)
 	if err != nil {
 		return 0
 	}
-	return len(selectSpecs(full))
+	return len(selectSpecs(full, cat))
 }

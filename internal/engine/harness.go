@@ -14,6 +14,7 @@ import (
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/fakeclock"
 	"github.com/rlconform/rlconform/model"
+	"github.com/rlconform/rlconform/redisenv"
 	"github.com/rlconform/rlconform/result"
 )
 
@@ -21,42 +22,42 @@ import (
 // model they are checked against. Its checking methods must be called from
 // the spec's own goroutine; concurrent phases use the raw methods and assert
 // once they are back.
-type harness struct {
-	ctx context.Context
+type Harness struct {
+	Ctx context.Context
 	// diag is what the answers say of the algorithms the limiter may be,
 	// set when the body has run (execute).
 	diag   *diagnosed
-	spec   *spec
-	target Target
-	env    Env
-	fake   *fakeclock.Fake // nil in real time
-	start  time.Time
+	Spec   *Spec
+	Target Target
+	Env    Env
+	Fake   *fakeclock.Fake // nil in real time
+	Start  time.Time
 	// model is the profile graded against, on the fake clock.
-	model replayable
+	Model replayable
 	// oracle judges answers in real time, where instants are intervals;
 	// decided and undecided count its judgements.
-	oracle             model.Oracle
-	decided, undecided int
+	Oracle             model.Oracle
+	Decided, Undecided int
 	// trace is every checked operation on the fake clock, with its answer,
 	// for naming the algorithm a failing history shows.
-	trace []traceOp
+	Trace []TraceOp
 	// pending is the first wrong answer, reported when the spec ends.
-	pending *failure
+	Pending *failure
 	// failedUnder describes the model when the spec first went wrong (its
 	// configuration then), for the hint.
 	failedUnder string
 	// lastDivergence is the differential's last divergence, as evidence.
-	lastDivergence result.Failure
+	LastDivergence result.Failure
 	// passNote is what a passing spec has to say (the result's message).
-	passNote string
+	PassNote string
 	// sentAt is when the call being checked really left, when its instance
 	// says (see sentReporter).
-	sentAt time.Time
-	tl     timeline
-	rng    *rand.Rand
-	seed   uint64
-	run    *runner
-	tag    string // prefix of every user id of this spec
+	sentAt   time.Time
+	Timeline Timeline
+	Rng      *rand.Rand
+	Seed     uint64
+	run      *runner
+	Tag      string // prefix of every user id of this spec
 
 	calls     inFlight // every call to the target's instances
 	mu        sync.Mutex
@@ -74,51 +75,51 @@ type skipped struct{ reason string }
 
 // Failf ends the spec as failed with a message, the configuration and the
 // timeline: a rule broken outside one answer.
-func (h *harness) Failf(format string, args ...any) {
-	h.fail(result.Failure{Kind: result.KindViolation}, fmt.Sprintf(format, args...))
+func (h *Harness) Failf(format string, args ...any) {
+	h.FailWith(result.Failure{Kind: result.KindViolation}, fmt.Sprintf(format, args...))
 }
 
 // fail ends the spec as failed with the structured evidence f and the
 // message summary (its first line becomes f.Summary). After a divergence
 // (see diverge), the first divergence is what the spec reports.
-func (h *harness) fail(f result.Failure, summary string) {
-	if h.pending != nil {
-		panic(*h.pending)
+func (h *Harness) FailWith(f result.Failure, summary string) {
+	if h.Pending != nil {
+		panic(*h.Pending)
 	}
 	if h.failedUnder == "" {
-		h.failedUnder = h.model.Describe()
+		h.failedUnder = h.Model.Describe()
 	}
 	f.Summary = firstLine(summary)
-	panic(failure{msg: h.report(summary), f: f})
+	panic(failure{msg: h.Report(summary), f: f})
 }
 
 // diverge records a wrong answer. The spec goes on, recording the
 // target's answers without judging them, so that the whole history can
 // name the algorithm the target really is; the first divergence is
 // reported when the spec ends.
-func (h *harness) diverge(f result.Failure, summary string) {
-	if h.pending != nil {
+func (h *Harness) diverge(f result.Failure, summary string) {
+	if h.Pending != nil {
 		return
 	}
-	h.failedUnder = h.model.Describe()
+	h.failedUnder = h.Model.Describe()
 	f.Summary = firstLine(summary)
-	h.pending = &failure{msg: h.report(summary), f: f}
+	h.Pending = &failure{msg: h.Report(summary), f: f}
 }
 
 // failStep ends the spec at one operation that answered wrong (got is
 // "error: ..." when it failed).
-func (h *harness) failStep(inst int, now time.Time, op, got, want, explanation string, err error) {
-	step, at := len(h.tl.events), fmtOffset(now.Sub(h.start))
-	f := result.Failure{Kind: result.KindWrongAnswer, Step: step, At: now.Sub(h.start), Instance: inst, Operation: op, Got: got, Want: want, Explanation: explanation}
+func (h *Harness) FailStep(inst int, now time.Time, op, got, want, explanation string, err error) {
+	step, at := len(h.Timeline.events), FmtOffset(now.Sub(h.Start))
+	f := result.Failure{Kind: result.KindWrongAnswer, Step: step, At: now.Sub(h.Start), Instance: inst, Operation: op, Got: got, Want: want, Explanation: explanation}
 	if errors.Is(err, contract.ErrNoAnswer) {
-		h.noAnswer(fmt.Sprintf("step %d at %s: %s", step, at, op), err)
+		h.NoAnswer(fmt.Sprintf("step %d at %s: %s", step, at, op), err)
 	}
 	if err != nil {
 		f.Kind, f.Got = result.KindTargetError, "error: "+err.Error()
-		if _, ok := errors.AsType[*targetPanic](err); ok {
+		if _, ok := errors.AsType[*TargetPanic](err); ok {
 			f.Kind = result.KindPanic
 		}
-		h.fail(f, fmt.Sprintf("step %d at %s: %s returned an error: %v", step, at, op, err))
+		h.FailWith(f, fmt.Sprintf("step %d at %s: %s returned an error: %v", step, at, op, err))
 	}
 	msg := fmt.Sprintf("step %d at %s: %s = %s, want %s", step, at, op, got, want)
 	if explanation != "" {
@@ -132,16 +133,16 @@ func (h *harness) failStep(inst int, now time.Time, op, got, want, explanation s
 // unknown, so what follows cannot be judged: a wrong answer found before
 // it still fails the spec; otherwise the spec decided what it could up to
 // there, and is inconclusive, never failed and never passed.
-func (h *harness) noAnswer(what string, err error) {
-	if h.pending != nil {
-		panic(*h.pending)
+func (h *Harness) NoAnswer(what string, err error) {
+	if h.Pending != nil {
+		panic(*h.Pending)
 	}
-	panic(inconclusive{h.report(fmt.Sprintf("%s got no answer (%v): its outcome is unknown, so the rest of the spec cannot be judged; this is a fault on the way to the target, not a verdict", what, err))})
+	panic(Inconclusive{h.Report(fmt.Sprintf("%s got no answer (%v): its outcome is unknown, so the rest of the spec cannot be judged; this is a fault on the way to the target, not a verdict", what, err))})
 }
 
 // noAnswers returns the first error of errs that is a call without an
 // answer (contract.ErrNoAnswer), and how many there are.
-func noAnswers(errs []error) (first error, n int) {
+func NoAnswers(errs []error) (first error, n int) {
 	for _, err := range errs {
 		if errors.Is(err, contract.ErrNoAnswer) {
 			if first == nil {
@@ -154,42 +155,42 @@ func noAnswers(errs []error) (first error, n int) {
 }
 
 // Skipf ends the spec as skipped with a reason.
-func (h *harness) Skipf(format string, args ...any) {
+func (h *Harness) Skipf(format string, args ...any) {
 	panic(skipped{fmt.Sprintf(format, args...)})
 }
 
 // fault ends the spec as errored: the grader's own store or wait failed,
 // which says nothing about the limiter.
-func (h *harness) fault(format string, args ...any) {
-	h.fail(result.Failure{Kind: result.KindFault}, fmt.Sprintf(format, args...))
+func (h *Harness) Fault(format string, args ...any) {
+	h.FailWith(result.Failure{Kind: result.KindFault}, fmt.Sprintf(format, args...))
 }
 
 // divergef is diverge for a rule broken outside one answer.
-func (h *harness) divergef(format string, args ...any) {
+func (h *Harness) divergef(format string, args ...any) {
 	h.diverge(result.Failure{Kind: result.KindViolation}, fmt.Sprintf(format, args...))
 }
 
-func (h *harness) report(msg string) string {
+func (h *Harness) Report(msg string) string {
 	var b strings.Builder
 	b.WriteString(strings.TrimRight(msg, "\n"))
-	fmt.Fprintf(&b, "\n  limit %d, window %v; user ids carry the spec's tag %q", h.model.Limit(), h.model.Window(), h.tag)
-	if h.fake != nil {
+	fmt.Fprintf(&b, "\n  limit %d, window %v; user ids carry the spec's tag %q", h.Model.Limit(), h.Model.Window(), h.Tag)
+	if h.Fake != nil {
 		b.WriteString("\n  timeline (fake clock, ms since the spec's start):\n")
 	} else {
 		b.WriteString("\n  timeline (real clock, ms since the spec's start):\n")
 	}
-	b.WriteString(h.tl.String(h.instanceCount()))
+	b.WriteString(h.Timeline.String(h.InstanceCount()))
 	return b.String()
 }
 
 // N is the limit in force; W the window.
-func (h *harness) N() int           { return h.model.Limit() }
-func (h *harness) W() time.Duration { return h.model.Window() }
+func (h *Harness) N() int           { return h.Model.Limit() }
+func (h *Harness) W() time.Duration { return h.Model.Window() }
 
 // User returns the id this spec uses for name: name behind the spec's tag,
 // so that specs sharing one limiter never share a user.
-func (h *harness) User(name string) string {
-	u := h.tag + name
+func (h *Harness) User(name string) string {
+	u := h.Tag + name
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.users == nil {
@@ -200,7 +201,7 @@ func (h *harness) User(name string) string {
 }
 
 // usersSeen lists every user id the spec made, for cleanup by key name.
-func (h *harness) usersSeen() []string {
+func (h *Harness) UsersSeen() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	out := make([]string, 0, len(h.users))
@@ -211,8 +212,8 @@ func (h *harness) usersSeen() []string {
 }
 
 // short is the id as the timeline shows it.
-func (h *harness) short(user string) string {
-	u := strings.TrimPrefix(user, h.tag)
+func (h *Harness) Short(user string) string {
+	u := strings.TrimPrefix(user, h.Tag)
 	if len(u) > 40 { // long ids: the head, the length and the tail
 		return fmt.Sprintf("%s…(%d bytes)…%s", strconv.Quote(u[:12]), len(user), strconv.Quote(u[len(u)-4:]))
 	}
@@ -220,34 +221,34 @@ func (h *harness) short(user string) string {
 }
 
 // Now is the instant the limiter sees.
-func (h *harness) Now() time.Time { return h.env.Clock.Now() }
+func (h *Harness) Now() time.Time { return h.Env.Clock.Now() }
 
 // Elapsed is the time since the spec's start.
-func (h *harness) Elapsed() time.Duration { return h.Now().Sub(h.start) }
+func (h *Harness) Elapsed() time.Duration { return h.Now().Sub(h.Start) }
 
 // Advance moves the fake clock by d.
-func (h *harness) Advance(d time.Duration) { h.fakeClock().Advance(d) }
+func (h *Harness) Advance(d time.Duration) { h.FakeClock().Advance(d) }
 
 // At moves the fake clock to the spec's start plus offset; in real time it
 // waits until that instant (at once when it has passed).
-func (h *harness) At(offset time.Duration) {
-	if h.fake != nil {
-		h.fake.Set(h.start.Add(offset))
+func (h *Harness) At(offset time.Duration) {
+	if h.Fake != nil {
+		h.Fake.Set(h.Start.Add(offset))
 		return
 	}
-	h.waitUntil(h.start.Add(offset))
+	h.WaitUntil(h.Start.Add(offset))
 }
 
 // Before goes to just before the edge at offset, where an entry made at the
 // spec's start still counts: 1ms before on the fake clock; in real time, a
 // margin before, which the measured round trip makes safe.
-func (h *harness) Before(offset time.Duration) { h.At(offset - h.Edge()) }
+func (h *Harness) Before(offset time.Duration) { h.At(offset - h.Edge()) }
 
 // After goes to the edge at offset, where an entry made at the spec's start
 // has just stopped counting: exactly there on the fake clock; in real time,
 // a margin after.
-func (h *harness) After(offset time.Duration) {
-	if h.fake != nil {
+func (h *Harness) After(offset time.Duration) {
+	if h.Fake != nil {
 		h.At(offset)
 		return
 	}
@@ -257,8 +258,8 @@ func (h *harness) After(offset time.Duration) {
 // Edge is how far from a window edge a spec aims to be sure which side of
 // it an operation falls on: 1ms on the fake clock, the run's real-time
 // margin otherwise.
-func (h *harness) Edge() time.Duration {
-	if h.fake != nil {
+func (h *Harness) Edge() time.Duration {
+	if h.Fake != nil {
 		return time.Millisecond
 	}
 	return h.run.margin
@@ -267,8 +268,8 @@ func (h *harness) Edge() time.Duration {
 // phase starts a phase of a spec and returns its offset: fakeOffset on the
 // fake clock (the clock moves there); in real time, now becomes the
 // spec's start and the phase begins at 0.
-func (h *harness) phase(fakeOffset time.Duration) time.Duration {
-	if h.fake != nil {
+func (h *Harness) Phase(fakeOffset time.Duration) time.Duration {
+	if h.Fake != nil {
 		h.At(fakeOffset)
 		return fakeOffset
 	}
@@ -278,14 +279,14 @@ func (h *harness) phase(fakeOffset time.Duration) time.Duration {
 
 // Origin makes now the spec's start: in real time, specs measure their
 // edges from their first entries, not from when the spec began.
-func (h *harness) Origin() {
-	if h.fake == nil {
-		h.start = time.Now()
+func (h *Harness) Origin() {
+	if h.Fake == nil {
+		h.Start = time.Now()
 	}
 }
 
 // waitUntil blocks until t in real time, or until the spec ends.
-func (h *harness) waitUntil(t time.Time) {
+func (h *Harness) WaitUntil(t time.Time) {
 	d := time.Until(t)
 	if d <= 0 {
 		return
@@ -294,21 +295,21 @@ func (h *harness) waitUntil(t time.Time) {
 	defer timer.Stop()
 	select {
 	case <-timer.C:
-	case <-h.ctx.Done():
-		h.fault("the spec ran out of time waiting for an instant")
+	case <-h.Ctx.Done():
+		h.Fault("the spec ran out of time waiting for an instant")
 	}
 }
 
-func (h *harness) fakeClock() *fakeclock.Fake {
-	if h.fake == nil {
-		panic(fmt.Sprintf("suite: spec %s moves the clock but does not declare the clock capability", h.spec.id))
+func (h *Harness) FakeClock() *fakeclock.Fake {
+	if h.Fake == nil {
+		panic(fmt.Sprintf("suite: spec %s moves the clock but does not declare the clock capability", h.Spec.ID))
 	}
-	return h.fake
+	return h.Fake
 }
 
 // Instance returns instance i of the target (0 is made when the spec starts),
 // making instances up to i on the same store when needed.
-func (h *harness) Instance(i int) contract.RateLimiterContract {
+func (h *Harness) Instance(i int) contract.RateLimiterContract {
 	lim, err := h.instance(i)
 	if err != nil {
 		h.Failf("%v", err)
@@ -316,25 +317,25 @@ func (h *harness) Instance(i int) contract.RateLimiterContract {
 	return lim
 }
 
-func (h *harness) instance(i int) (contract.RateLimiterContract, error) {
+func (h *Harness) instance(i int) (contract.RateLimiterContract, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for len(h.instances) <= i {
 		n := len(h.instances) + 1
-		env := h.env
-		env.Instance = n - 1
-		lim, closer, err := h.target.New(h.ctx, env)
+		Env := h.Env
+		Env.Instance = n - 1
+		lim, closer, err := h.Target.New(h.Ctx, Env)
 		if err != nil {
-			return nil, fmt.Errorf("making instance %d of %s: %w", n, h.target.Name, err)
+			return nil, fmt.Errorf("making instance %d of %s: %w", n, h.Target.Name, err)
 		}
 		if closer != nil {
 			h.closers = append(h.closers, closer)
 		}
 		lim = guarded{lim, &h.calls}
-		if h.target.Capabilities.Configure {
-			if err := lim.Configure(h.ctx, h.model.Limit(), h.model.Window()); err != nil {
-				h.run.noteRefusal(h.model.Limit(), h.model.Window(), err)
-				return nil, fmt.Errorf("Configure(%d, %v) on new instance %d: %w", h.model.Limit(), h.model.Window(), n, err)
+		if h.Target.Capabilities.Configure {
+			if err := lim.Configure(h.Ctx, h.Model.Limit(), h.Model.Window()); err != nil {
+				h.run.noteRefusal(h.Model.Limit(), h.Model.Window(), err)
+				return nil, fmt.Errorf("Configure(%d, %v) on new instance %d: %w", h.Model.Limit(), h.Model.Window(), n, err)
 			}
 		}
 		h.instances = append(h.instances, lim)
@@ -342,21 +343,21 @@ func (h *harness) instance(i int) (contract.RateLimiterContract, error) {
 	return h.instances[i], nil
 }
 
-func (h *harness) instanceCount() int {
+func (h *Harness) InstanceCount() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.instances)
 }
 
 // Instances makes sure k instances exist and returns them.
-func (h *harness) Instances(k int) []contract.RateLimiterContract {
+func (h *Harness) Instances(k int) []contract.RateLimiterContract {
 	h.Instance(k - 1)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]contract.RateLimiterContract(nil), h.instances[:k]...)
 }
 
-func (h *harness) close() error {
+func (h *Harness) close() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var errs []error
@@ -366,11 +367,11 @@ func (h *harness) close() error {
 	return errors.Join(errs...)
 }
 
-func (h *harness) record(inst int, at time.Time, op, got string) {
-	h.tl.add(event{at: at.Sub(h.start), inst: inst, op: op, got: got})
+func (h *Harness) Record(inst int, at time.Time, op, got string) {
+	h.Timeline.Add(Event{At: at.Sub(h.Start), inst: inst, Op: op, Got: got})
 }
 
-func allowedWord(ok bool) string {
+func AllowedWord(ok bool) string {
 	if ok {
 		return "allowed"
 	}
@@ -378,48 +379,48 @@ func allowedWord(ok bool) string {
 }
 
 // Allow sends AllowRequest(user) to instance 0 and checks it with the model.
-func (h *harness) Allow(user string) bool { return h.AllowOn(0, user) }
+func (h *Harness) Allow(user string) bool { return h.AllowOn(0, user) }
 
 // AllowOn sends AllowRequest(user) to instance i and checks the answer with
 // the model: the spec fails at the first answer the model would not give.
-func (h *harness) AllowOn(i int, user string) bool {
+func (h *Harness) AllowOn(i int, user string) bool {
 	got := h.checked(i, "AllowRequest", user,
-		func(now time.Time) string { ok, _ := h.model.Allow(now, user); return allowedWord(ok) },
+		func(now time.Time) string { ok, _ := h.Model.Allow(now, user); return AllowedWord(ok) },
 		func(lim contract.RateLimiterContract) (string, error) {
-			ok, sent, err := allowSent(h.ctx, lim, user)
+			ok, sent, err := AllowSent(h.Ctx, lim, user)
 			h.sentAt = sent
-			return allowedWord(ok), err
+			return AllowedWord(ok), err
 		})
-	return got == allowedWord(true)
+	return got == AllowedWord(true)
 }
 
 // sentReporter is an instance that knows when a request really left: an
 // endpoint first waits for the grader's own pacing (--max-rps), which says
 // nothing of the service and must not widen the call's interval.
 type sentReporter interface {
-	AllowRequestSent(ctx context.Context, user string) (ok bool, sent time.Time, err error)
+	AllowRequestSent(Ctx context.Context, user string) (ok bool, sent time.Time, err error)
 }
 
 // allowSent is AllowRequest, with the instant the request left when the
 // instance knows it (zero otherwise). Through the harness's wrapper
 // (guarded), the call is tracked and its panics recovered either way.
-func allowSent(ctx context.Context, lim contract.RateLimiterContract, user string) (bool, time.Time, error) {
+func AllowSent(Ctx context.Context, lim contract.RateLimiterContract, user string) (bool, time.Time, error) {
 	if r, ok := lim.(sentReporter); ok {
-		return r.AllowRequestSent(ctx, user)
+		return r.AllowRequestSent(Ctx, user)
 	}
-	ok, err := lim.AllowRequest(ctx, user)
+	ok, err := lim.AllowRequest(Ctx, user)
 	return ok, time.Time{}, err
 }
 
 // Remaining sends GetRemainingRequests(user) to instance 0 and checks it.
-func (h *harness) Remaining(user string) int { return h.RemainingOn(0, user) }
+func (h *Harness) Remaining(user string) int { return h.RemainingOn(0, user) }
 
 // RemainingOn sends GetRemainingRequests(user) to instance i and checks it.
-func (h *harness) RemainingOn(i int, user string) int {
+func (h *Harness) RemainingOn(i int, user string) int {
 	got := h.checked(i, "GetRemainingRequests", user,
-		func(now time.Time) string { n, _ := h.model.Remaining(now, user); return strconv.Itoa(n) },
+		func(now time.Time) string { n, _ := h.Model.Remaining(now, user); return strconv.Itoa(n) },
 		func(lim contract.RateLimiterContract) (string, error) {
-			n, err := lim.GetRemainingRequests(h.ctx, user)
+			n, err := lim.GetRemainingRequests(h.Ctx, user)
 			return strconv.Itoa(n), err
 		})
 	n, _ := strconv.Atoi(got)
@@ -430,26 +431,26 @@ func (h *harness) RemainingOn(i int, user string) int {
 // model answers first (want), then the target (call). The spec fails at an
 // error, or at an answer the model would not give, explaining what the model
 // counted.
-func (h *harness) checked(i int, name, user string, want func(time.Time) string, call func(contract.RateLimiterContract) (string, error)) string {
-	if h.fake == nil {
+func (h *Harness) checked(i int, name, user string, want func(time.Time) string, call func(contract.RateLimiterContract) (string, error)) string {
+	if h.Fake == nil {
 		return h.checkedRealTime(i, name, user, call)
 	}
 	lim := h.Instance(i)
 	now := h.Now()
-	before := h.model.Explain(now, h.start, user)
+	before := h.Model.Explain(now, h.Start, user)
 	w := want(now)
 	got, err := call(lim)
-	op := name + "(" + h.short(user) + ")"
+	op := name + "(" + h.Short(user) + ")"
 	if err != nil {
-		h.record(i, now, op, "error")
-		h.failStep(i, now, op, "", w, "", err)
+		h.Record(i, now, op, "error")
+		h.FailStep(i, now, op, "", w, "", err)
 	}
-	h.record(i, now, op, got)
-	h.trace = append(h.trace, traceOp{at: now, inst: i, kind: name[0], user: user, got: got})
+	h.Record(i, now, op, got)
+	h.Trace = append(h.Trace, TraceOp{At: now, inst: i, Kind: name[0], User: user, Got: got})
 	if got != w {
-		h.failStep(i, now, op, got, w, strings.ReplaceAll(before, user, h.short(user)), nil)
+		h.FailStep(i, now, op, got, w, strings.ReplaceAll(before, user, h.Short(user)), nil)
 	}
-	h.decided++
+	h.Decided++
 	return got
 }
 
@@ -457,7 +458,7 @@ func (h *harness) checked(i int, name, user string, want func(time.Time) string,
 // limiter decided at some instant between sending and receiving, and the
 // interval oracle judges the answer for every such instant. Only an
 // impossible answer fails; an undecided one is counted, not failed.
-func (h *harness) checkedRealTime(i int, name, user string, call func(contract.RateLimiterContract) (string, error)) string {
+func (h *Harness) checkedRealTime(i int, name, user string, call func(contract.RateLimiterContract) (string, error)) string {
 	lim := h.Instance(i)
 	sent := time.Now()
 	h.sentAt = time.Time{}
@@ -466,31 +467,31 @@ func (h *harness) checkedRealTime(i int, name, user string, call func(contract.R
 	if h.sentAt.After(sent) { // the request left later than it was called
 		sent = h.sentAt
 	}
-	return h.judgeRealTime(i, name, user, sent, returned, got, err)
+	return h.JudgeRealTime(i, name, user, sent, returned, got, err)
 }
 
 // judgeRealTime judges an operation on instance i sent at sent and
 // answered (got, or err) at returned, as checkedRealTime does; the
 // http/ specs judge this way the calls their concurrent phases made.
-func (h *harness) judgeRealTime(i int, name, user string, sent, returned time.Time, got string, err error) string {
-	op := name + "(" + h.short(user) + ")"
+func (h *Harness) JudgeRealTime(i int, name, user string, sent, returned time.Time, got string, err error) string {
+	op := name + "(" + h.Short(user) + ")"
 	if err != nil {
-		h.record(i, sent, op, "error")
-		h.failStep(i, sent, op, "", "an answer", "", err)
+		h.Record(i, sent, op, "error")
+		h.FailStep(i, sent, op, "", "an answer", "", err)
 	}
-	h.tl.add(event{at: sent.Sub(h.start), until: returned.Sub(h.start), inst: i, op: op, got: got})
-	h.trace = append(h.trace, traceOp{at: sent, until: returned, inst: i, kind: name[0], user: user, got: got})
+	h.Timeline.Add(Event{At: sent.Sub(h.Start), Until: returned.Sub(h.Start), inst: i, Op: op, Got: got})
+	h.Trace = append(h.Trace, TraceOp{At: sent, until: returned, inst: i, Kind: name[0], User: user, Got: got})
 	t := model.TimedOp{User: user, Lo: sent, Hi: returned}
 	switch name {
 	case "AllowRequest":
-		t.Kind, t.Allowed = model.OpAllow, got == allowedWord(true)
+		t.Kind, t.Allowed = model.OpAllow, got == AllowedWord(true)
 	default:
 		t.Kind = model.OpRemaining
 		t.Remaining, _ = strconv.Atoi(got)
 	}
-	j, why, err := h.oracle.Judge(t)
+	j, why, err := h.Oracle.Judge(t)
 	if err != nil {
-		h.fault("rlconform's real-time oracle refused the operation (a bug of the grader, please report it): %v", err)
+		h.Fault("rlconform's real-time oracle refused the operation (a bug of the grader, please report it): %v", err)
 	}
 	switch j {
 	case model.Impossible:
@@ -501,59 +502,59 @@ func (h *harness) judgeRealTime(i int, name, user string, sent, returned time.Ti
 		case !t.Allowed:
 			want = "allowed"
 		}
-		h.failStep(i, sent, op, got, want, fmt.Sprintf("the call took from %s to %s: %s", fmtOffset(sent.Sub(h.start)), fmtOffset(returned.Sub(h.start)), why), nil)
+		h.FailStep(i, sent, op, got, want, fmt.Sprintf("the call took from %s to %s: %s", FmtOffset(sent.Sub(h.Start)), FmtOffset(returned.Sub(h.Start)), why), nil)
 	case model.Undecided:
-		h.undecided++
+		h.Undecided++
 	default:
-		h.decided++
+		h.Decided++
 	}
 	return got
 }
 
 // Reset sends Reset(user) to instance 0 and applies it to the model.
-func (h *harness) Reset(user string) {
+func (h *Harness) Reset(user string) {
 	lim := h.Instance(0)
 	now := h.Now()
-	op := "Reset(" + h.short(user) + ")"
-	if err := lim.Reset(h.ctx, user); err != nil {
-		h.record(0, now, op, "error")
-		h.failStep(0, now, op, "", "ok", "", err)
+	op := "Reset(" + h.Short(user) + ")"
+	if err := lim.Reset(h.Ctx, user); err != nil {
+		h.Record(0, now, op, "error")
+		h.FailStep(0, now, op, "", "ok", "", err)
 	}
-	if h.fake == nil { // it took effect between sending and the answer
-		if _, _, err := h.oracle.Judge(model.TimedOp{Kind: model.OpReset, User: user, Lo: now, Hi: time.Now()}); err != nil {
-			h.fault("rlconform's real-time oracle refused the reset (a bug of the grader, please report it): %v", err)
+	if h.Fake == nil { // it took effect between sending and the answer
+		if _, _, err := h.Oracle.Judge(model.TimedOp{Kind: model.OpReset, User: user, Lo: now, Hi: time.Now()}); err != nil {
+			h.Fault("rlconform's real-time oracle refused the reset (a bug of the grader, please report it): %v", err)
 		}
 	}
-	h.record(0, now, op, "ok")
-	h.model.Reset(user)
-	h.trace = append(h.trace, traceOp{at: now, kind: 'R', user: user})
+	h.Record(0, now, op, "ok")
+	h.Model.Reset(user)
+	h.Trace = append(h.Trace, TraceOp{At: now, Kind: 'R', User: user})
 }
 
 // Configure sends Configure(n, w) to every instance and to the model.
-func (h *harness) Configure(n int, w time.Duration) {
+func (h *Harness) Configure(n int, w time.Duration) {
 	h.Instance(0)
 	now := h.Now()
 	op := fmt.Sprintf("Configure(%d, %v)", n, w)
-	for i, lim := range h.Instances(h.instanceCount()) {
-		if err := lim.Configure(h.ctx, n, w); err != nil {
+	for i, lim := range h.Instances(h.InstanceCount()) {
+		if err := lim.Configure(h.Ctx, n, w); err != nil {
 			h.run.noteRefusal(n, w, err)
-			h.record(i, now, op, "error")
-			h.failStep(i, now, op, "", "ok", "", err)
+			h.Record(i, now, op, "error")
+			h.FailStep(i, now, op, "", "ok", "", err)
 		}
 	}
-	h.record(0, now, op, "ok")
-	if err := h.model.Configure(n, w); err != nil {
-		panic(fmt.Sprintf("suite: spec %s configures invalid values: %v", h.spec.id, err))
+	h.Record(0, now, op, "ok")
+	if err := h.Model.Configure(n, w); err != nil {
+		panic(fmt.Sprintf("suite: spec %s configures invalid values: %v", h.Spec.ID, err))
 	}
-	if h.oracle != nil {
-		h.oracle.Judge(model.TimedOp{Kind: model.OpConfigure, Limit: n, Window: w})
+	if h.Oracle != nil {
+		h.Oracle.Judge(model.TimedOp{Kind: model.OpConfigure, Limit: n, Window: w})
 	}
-	h.trace = append(h.trace, traceOp{at: now, kind: 'C', n: n, w: w})
+	h.Trace = append(h.Trace, TraceOp{At: now, Kind: 'C', N: n, W: w})
 }
 
 // Note adds a line to the timeline for what a spec did outside the
 // checked operations (a concurrent phase, say).
-func (h *harness) Note(op, outcome string) { h.record(0, h.Now(), op, outcome) }
+func (h *Harness) Note(op, outcome string) { h.Record(0, h.Now(), op, outcome) }
 
 // burstOutcome counts the answers of a concurrent phase.
 type burstOutcome struct {
@@ -574,7 +575,7 @@ func (o burstOutcome) String() string {
 // spread over every instance (request i of user u goes to instance
 // (i+u) mod k), so instances that keep their own state are seen. It does not
 // consult the model or move the clock.
-func (h *harness) Burst(users []string, perUser, goroutines int, instances []contract.RateLimiterContract) map[string]*burstOutcome {
+func (h *Harness) Burst(users []string, perUser, goroutines int, instances []contract.RateLimiterContract) map[string]*burstOutcome {
 	type req struct{ user, inst int }
 	next := make(chan req, len(users)*perUser)
 	for i := range perUser {
@@ -591,14 +592,14 @@ func (h *harness) Burst(users []string, perUser, goroutines int, instances []con
 	for _, u := range users {
 		out[u] = &burstOutcome{}
 	}
-	start := make(chan struct{})
+	Start := make(chan struct{})
 	for range goroutines {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			<-start
+			<-Start
 			for r := range next {
-				ok, err := instances[r.inst].AllowRequest(h.ctx, users[r.user])
+				ok, err := instances[r.inst].AllowRequest(h.Ctx, users[r.user])
 				mu.Lock()
 				o := out[users[r.user]]
 				switch {
@@ -613,7 +614,7 @@ func (h *harness) Burst(users []string, perUser, goroutines int, instances []con
 			}
 		}()
 	}
-	close(start)
+	close(Start)
 	wg.Wait()
 	return out
 }
@@ -621,8 +622,8 @@ func (h *harness) Burst(users []string, perUser, goroutines int, instances []con
 // CheckBurst runs Burst with the clock standing still and checks that each
 // user got exactly as many requests allowed as the model allows, then
 // brings the model up to date.
-func (h *harness) CheckBurst(users []string, perUser, goroutines int, instances []contract.RateLimiterContract) {
-	if h.fake == nil {
+func (h *Harness) CheckBurst(users []string, perUser, goroutines int, instances []contract.RateLimiterContract) {
+	if h.Fake == nil {
 		h.checkBurstRealTime(users, perUser, goroutines, instances)
 		return
 	}
@@ -630,47 +631,47 @@ func (h *harness) CheckBurst(users []string, perUser, goroutines int, instances 
 	want := map[string]int{}
 	for _, u := range users {
 		for range perUser { // at one instant, the model's answers in any order
-			if ok, _ := h.model.Allow(now, u); ok {
+			if ok, _ := h.Model.Allow(now, u); ok {
 				want[u]++
 			}
 		}
 	}
 	out := h.Burst(users, perUser, goroutines, instances)
 	for ui, u := range users {
-		op := fmt.Sprintf("%d goroutines on %d instance(s): AllowRequest(%s) ×%d", goroutines, len(instances), h.short(u), perUser)
-		h.record(0, now, op, out[u].String())
-		h.trace = append(h.trace, traceOp{at: now, kind: 'B', user: u, n: perUser, allowed: out[u].Allowed, inst: ui, instances: len(instances)})
+		op := fmt.Sprintf("%d goroutines on %d instance(s): AllowRequest(%s) ×%d", goroutines, len(instances), h.Short(u), perUser)
+		h.Record(0, now, op, out[u].String())
+		h.Trace = append(h.Trace, TraceOp{At: now, Kind: 'B', User: u, N: perUser, allowed: out[u].Allowed, inst: ui, instances: len(instances)})
 	}
 	for _, u := range users {
 		o := out[u]
-		if first, n := noAnswers(o.Errors); n > 0 {
+		if first, n := NoAnswers(o.Errors); n > 0 {
 			// Each unanswered call may have been allowed or not: more
 			// allowed than the model allows is proven anyway.
 			if o.Allowed > want[u] {
 				h.divergef("at %s: %d goroutines sent %d AllowRequest(%s) with the clock standing still: %d allowed (and %d without an answer), want at most %d (what %s allows at this instant): two requests passed the same check",
-					fmtOffset(now.Sub(h.start)), goroutines, perUser, h.short(u), o.Allowed, n, want[u], h.profileName())
-				panic(*h.pending)
+					FmtOffset(now.Sub(h.Start)), goroutines, perUser, h.Short(u), o.Allowed, n, want[u], h.ProfileName())
+				panic(*h.Pending)
 			}
-			h.noAnswer(fmt.Sprintf("at %s: %d of %d concurrent AllowRequest(%s)", fmtOffset(now.Sub(h.start)), n, perUser, h.short(u)), first)
+			h.NoAnswer(fmt.Sprintf("at %s: %d of %d concurrent AllowRequest(%s)", FmtOffset(now.Sub(h.Start)), n, perUser, h.Short(u)), first)
 		}
 		if len(o.Errors) > 0 {
 			h.Failf("at %s: %d of %d concurrent AllowRequest(%s) failed, first: %v",
-				fmtOffset(now.Sub(h.start)), len(o.Errors), perUser, h.short(u), o.Errors[0])
+				FmtOffset(now.Sub(h.Start)), len(o.Errors), perUser, h.Short(u), o.Errors[0])
 		}
-		h.decided++
-		if o.Allowed != want[u] && h.pending == nil {
+		h.Decided++
+		if o.Allowed != want[u] && h.Pending == nil {
 			h.divergef("at %s: %d goroutines on %d instance(s) sent %d AllowRequest(%s) with the clock standing still: "+
 				"%d allowed, want exactly %d (what %s allows at this instant); "+
 				"more means two requests passed the same check (a race, or instances not sharing one limit), "+
 				"fewer means allowed requests were lost",
-				fmtOffset(now.Sub(h.start)), goroutines, len(instances), perUser, h.short(u),
-				o.Allowed, want[u], h.profileName())
+				FmtOffset(now.Sub(h.Start)), goroutines, len(instances), perUser, h.Short(u),
+				o.Allowed, want[u], h.ProfileName())
 		}
 	}
 }
 
 // profileName names the model answers are graded against.
-func (h *harness) profileName() string {
+func (h *Harness) ProfileName() string {
 	if h.run.profile.IsSlidingLog() {
 		return "the model"
 	}
@@ -680,32 +681,32 @@ func (h *harness) profileName() string {
 // hint is what to change after a failure: the spec's usual cause for the
 // sliding log, or for every profile when it holds for all; otherwise the
 // rules of the profile graded.
-func (h *harness) hint() string {
-	hint := h.spec.hint
-	if h.fake == nil && h.spec.realTimeHint != "" {
-		hint = h.spec.realTimeHint
+func (h *Harness) hint() string {
+	hint := h.Spec.Hint
+	if h.Fake == nil && h.Spec.RealTimeHint != "" {
+		hint = h.Spec.RealTimeHint
 	}
-	if h.run.profile.IsSlidingLog() || h.spec.hintAllProfiles {
+	if h.run.profile.IsSlidingLog() || h.Spec.HintAllProfiles {
 		return hint
 	}
 	under := h.failedUnder
 	if under == "" {
-		under = h.model.Describe()
+		under = h.Model.Describe()
 	}
 	return fmt.Sprintf("the limiter answered otherwise than %s (docs/profiles.md, profile %s): replay the timeline above against its rules", under, h.run.profile.Name)
 }
 
 // newRand returns a generator for a goroutine of a spec, seeded from the
 // spec's own generator so that a seed reproduces the run's choices.
-func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)) }
+func NewRand(Seed uint64) *rand.Rand { return rand.New(rand.NewPCG(Seed, Seed^0x9e3779b97f4a7c15)) }
 
 // targetPanic is a panic of the target's code, recovered by guarded.
-type targetPanic struct {
+type TargetPanic struct {
 	value any
 	stack []byte
 }
 
-func (p *targetPanic) Error() string {
+func (p *TargetPanic) Error() string {
 	return fmt.Sprintf("the target panicked: %v\n%s", p.value, p.stack)
 }
 
@@ -768,83 +769,83 @@ func (g guarded) track() func() {
 
 func recovered(err *error) {
 	if v := recover(); v != nil {
-		*err = &targetPanic{value: v, stack: debug.Stack()}
+		*err = &TargetPanic{value: v, stack: debug.Stack()}
 	}
 }
 
-func (g guarded) AllowRequest(ctx context.Context, user string) (ok bool, err error) {
+func (g guarded) AllowRequest(Ctx context.Context, user string) (ok bool, err error) {
 	defer g.track()()
 	defer recovered(&err)
-	return g.lim.AllowRequest(ctx, user)
+	return g.lim.AllowRequest(Ctx, user)
 }
 
 // AllowRequestSent is AllowRequest with the instant the request left, when
 // the target's instance knows it (see sentReporter); zero otherwise.
-func (g guarded) AllowRequestSent(ctx context.Context, user string) (ok bool, sent time.Time, err error) {
+func (g guarded) AllowRequestSent(Ctx context.Context, user string) (ok bool, sent time.Time, err error) {
 	defer g.track()()
 	defer recovered(&err)
 	if r, is := g.lim.(sentReporter); is {
-		return r.AllowRequestSent(ctx, user)
+		return r.AllowRequestSent(Ctx, user)
 	}
-	ok, err = g.lim.AllowRequest(ctx, user)
+	ok, err = g.lim.AllowRequest(Ctx, user)
 	return ok, time.Time{}, err
 }
 
-func (g guarded) GetRemainingRequests(ctx context.Context, user string) (n int, err error) {
+func (g guarded) GetRemainingRequests(Ctx context.Context, user string) (n int, err error) {
 	defer g.track()()
 	defer recovered(&err)
-	return g.lim.GetRemainingRequests(ctx, user)
+	return g.lim.GetRemainingRequests(Ctx, user)
 }
 
-func (g guarded) Reset(ctx context.Context, user string) (err error) {
+func (g guarded) Reset(Ctx context.Context, user string) (err error) {
 	defer g.track()()
 	defer recovered(&err)
-	return g.lim.Reset(ctx, user)
+	return g.lim.Reset(Ctx, user)
 }
 
-func (g guarded) Configure(ctx context.Context, n int, w time.Duration) (err error) {
+func (g guarded) Configure(Ctx context.Context, n int, w time.Duration) (err error) {
 	defer g.track()()
 	defer recovered(&err)
-	return g.lim.Configure(ctx, n, w)
+	return g.lim.Configure(Ctx, n, w)
 }
 
 // checkBurstRealTime is CheckBurst without clock control: when the whole
 // burst took less than the window, none of its own entries left during it,
 // so each user got between N less the entries possibly active and N less
 // those certainly active; a longer burst is undecided.
-func (h *harness) checkBurstRealTime(users []string, perUser, goroutines int, instances []contract.RateLimiterContract) {
+func (h *Harness) checkBurstRealTime(users []string, perUser, goroutines int, instances []contract.RateLimiterContract) {
 	began := time.Now()
 	out := h.Burst(users, perUser, goroutines, instances)
 	ended := time.Now()
 	for _, u := range users {
-		op := fmt.Sprintf("%d goroutines on %d instance(s): AllowRequest(%s) ×%d", goroutines, len(instances), h.short(u), perUser)
-		h.tl.add(event{at: began.Sub(h.start), until: ended.Sub(h.start), op: op, got: out[u].String()})
+		op := fmt.Sprintf("%d goroutines on %d instance(s): AllowRequest(%s) ×%d", goroutines, len(instances), h.Short(u), perUser)
+		h.Timeline.Add(Event{At: began.Sub(h.Start), Until: ended.Sub(h.Start), Op: op, Got: out[u].String()})
 	}
 	for ui, u := range users {
 		o := out[u]
-		if first, n := noAnswers(o.Errors); n > 0 {
-			h.noAnswer(fmt.Sprintf("%d of %d concurrent AllowRequest(%s)", n, perUser, h.short(u)), first)
+		if first, n := NoAnswers(o.Errors); n > 0 {
+			h.NoAnswer(fmt.Sprintf("%d of %d concurrent AllowRequest(%s)", n, perUser, h.Short(u)), first)
 		}
 		if len(o.Errors) > 0 {
-			h.Failf("%d of %d concurrent AllowRequest(%s) failed, first: %v", len(o.Errors), perUser, h.short(u), o.Errors[0])
+			h.Failf("%d of %d concurrent AllowRequest(%s) failed, first: %v", len(o.Errors), perUser, h.Short(u), o.Errors[0])
 		}
-		h.trace = append(h.trace, traceOp{at: began, until: ended, kind: 'B', user: u, n: perUser, allowed: o.Allowed, inst: ui, instances: len(instances)})
-		switch j, want := h.oracle.JudgeBurst(u, began, ended, perUser, o.Allowed); j {
+		h.Trace = append(h.Trace, TraceOp{At: began, until: ended, Kind: 'B', User: u, N: perUser, allowed: o.Allowed, inst: ui, instances: len(instances)})
+		switch j, want := h.Oracle.JudgeBurst(u, began, ended, perUser, o.Allowed); j {
 		case model.Undecided:
-			h.undecided++
+			h.Undecided++
 		case model.Impossible:
 			h.divergef("%d goroutines on %d instance(s) sent %d AllowRequest(%s) within %v (window %v): %d allowed, want %s "+
 				"(what %s allows at any instants of the burst); more means two requests passed the same check (a race, or instances not sharing one limit), "+
 				"fewer means allowed requests were lost",
-				goroutines, len(instances), perUser, h.short(u), ended.Sub(began).Round(time.Millisecond), h.W(), o.Allowed, want, h.profileName())
+				goroutines, len(instances), perUser, h.Short(u), ended.Sub(began).Round(time.Millisecond), h.W(), o.Allowed, want, h.ProfileName())
 		default:
-			h.decided++
+			h.Decided++
 		}
 	}
 }
 
 // unguarded is the target's own instance behind the harness's wrapper.
-func unguarded(lim contract.RateLimiterContract) contract.RateLimiterContract {
+func Unguarded(lim contract.RateLimiterContract) contract.RateLimiterContract {
 	if g, ok := lim.(guarded); ok {
 		return g.lim
 	}
@@ -859,3 +860,12 @@ func firstLine(s string) string {
 	}
 	return s
 }
+
+// Config is the run's configuration, its defaults applied.
+func (h *Harness) Config() Config { return h.run.cfg }
+
+// Profile is the profile the run grades against.
+func (h *Harness) Profile() model.Spec { return h.run.profile }
+
+// Redis is the store the run provisioned (nil when no target needs one).
+func (h *Harness) Redis() *redisenv.Redis { return h.run.redis }

@@ -22,9 +22,9 @@ var identifyProbes = []string{
 }
 
 // burstProbe measures how many requests a fresh user gets at once.
-func burstProbe() spec {
-	return spec{id: "identify/burst", level: result.Core, rule: "a fresh user's requests at one instant: how many are allowed",
-		run: func(h *harness) {
+func burstProbe() Spec {
+	return Spec{ID: "identify/burst", Level: result.Core, Rule: "a fresh user's requests at one instant: how many are allowed",
+		Run: func(h *Harness) {
 			h.CheckBurst([]string{h.User("burst")}, 4*h.N()+4, 1, []contract.RateLimiterContract{h.Instance(0)})
 		}}
 }
@@ -34,13 +34,13 @@ func burstProbe() spec {
 // edge, a full window half a window after the anchor's, then requests just
 // after the next epoch edge, at the grid's edge and at the opened
 // window's end.
-func gridProbe() spec {
-	return spec{id: "identify/grid", level: result.Core, rule: "where a fixed window's edges are: the epoch, a grid anchored at the first request, or a window opened by a request",
-		run: func(h *harness) {
+func gridProbe() Spec {
+	return Spec{ID: "identify/grid", Level: result.Core, Rule: "where a fixed window's edges are: the epoch, a grid anchored at the first request, or a window opened by a request",
+		Run: func(h *Harness) {
 			u := h.User("grid")
 			w := h.W()
 			a := 12_345 * time.Millisecond
-			if h.fake == nil {
+			if h.Fake == nil {
 				h.Origin()
 				a = 0
 			}
@@ -50,7 +50,7 @@ func gridProbe() spec {
 			for range h.N() + 1 {
 				h.Allow(u)
 			}
-			if h.fake != nil {
+			if h.Fake != nil {
 				h.At(2*w + time.Millisecond) // just after an epoch edge
 				h.Allow(u)
 			}
@@ -71,7 +71,7 @@ type probe struct {
 	realTime bool
 	start    time.Time
 	tag      string
-	trace    []traceOp
+	trace    []TraceOp
 }
 
 // Identify probes target (with its clock when it has one, in real time
@@ -87,8 +87,8 @@ type probe struct {
 // probed again with windows of whole seconds, and the identification
 // notes it; when it refuses those too, the error names the configuration
 // refused and the target's answer.
-func Identify(ctx context.Context, cfg Config, target Target) (*result.Identification, error) {
-	id, refused, err := identifyOnce(ctx, cfg, target, false)
+func (cat Catalogue) Identify(ctx context.Context, cfg Config, target Target) (*result.Identification, error) {
+	id, refused, err := identifyOnce(ctx, cat, cfg, target, false)
 	if err == nil || refused == nil || ctx.Err() != nil {
 		return id, err
 	}
@@ -97,7 +97,7 @@ func Identify(ctx context.Context, cfg Config, target Target) (*result.Identific
 	if refused.w%time.Second == 0 {
 		return nil, refused.error("")
 	}
-	id, again, err := identifyOnce(ctx, whole, target, true)
+	id, again, err := identifyOnce(ctx, cat, whole, target, true)
 	switch {
 	case err != nil && again != nil:
 		return nil, again.error(fmt.Sprintf(" (after Configure(%d, %v) was refused too, and windows of whole seconds were tried)", refused.n, refused.w))
@@ -123,10 +123,10 @@ func ceilSecond(d time.Duration) time.Duration {
 // window a whole number of seconds with wholeSeconds). When a probe could
 // not run it also returns the configuration the target refused, if one
 // was.
-func identifyOnce(ctx context.Context, cfg Config, target Target, wholeSeconds bool) (*result.Identification, *refusal, error) {
+func identifyOnce(ctx context.Context, cat Catalogue, cfg Config, target Target, wholeSeconds bool) (*result.Identification, *refusal, error) {
 	cfg.Profile = ""
 	cfg.IDs = identifyProbes
-	r, err := newRunner(ctx, cfg, target)
+	r, err := newRunner(ctx, cfg, cat, target)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -134,15 +134,15 @@ func identifyOnce(ctx context.Context, cfg Config, target Target, wholeSeconds b
 	defer r.close()
 	defer r.finish()
 	var probes []probe
-	r.probed = func(s *spec, h *harness) {
-		probes = append(probes, probe{id: s.id, n: h.env.MaxRequests, w: h.env.Window, realTime: h.fake == nil, start: h.start, tag: h.tag, trace: slices.Clone(h.trace)})
+	r.probed = func(s *Spec, h *Harness) {
+		probes = append(probes, probe{id: s.ID, n: h.Env.MaxRequests, w: h.Env.Window, realTime: h.Fake == nil, start: h.Start, tag: h.Tag, trace: slices.Clone(h.Trace)})
 	}
 	id := &result.Identification{Target: target.Name, Mode: result.FakeClock}
 	if !target.Capabilities.Clock {
 		id.Mode = result.RealTime
 	}
 	// The burst first: a paced endpoint has its whole budget then.
-	specs := append([]spec{burstProbe()}, append(r.selected(), gridProbe())...)
+	specs := append([]Spec{burstProbe()}, append(r.selected(), gridProbe())...)
 	for i := range specs {
 		s := &specs[i]
 		rep := &result.Report{}
@@ -151,9 +151,9 @@ func identifyOnce(ctx context.Context, cfg Config, target Target, wholeSeconds b
 		case rep.Aborted != "":
 			return nil, nil, fmt.Errorf("identify: %s", rep.Aborted)
 		case res.Status == result.Skipped:
-			id.Notes = append(id.Notes, fmt.Sprintf("probe %s not run: %s", s.id, res.Message))
+			id.Notes = append(id.Notes, fmt.Sprintf("probe %s not run: %s", s.ID, res.Message))
 		case res.Status == result.Errored || res.Status == result.Inconclusive || res.Status == result.Interrupted || res.Failure != nil && (res.Failure.Kind == result.KindTargetError || res.Failure.Kind == result.KindPanic || res.Failure.Kind == result.KindHang):
-			return nil, r.refused.Load(), fmt.Errorf("identify: probe %s could not run: %s", s.id, cause(res))
+			return nil, r.refused.Load(), fmt.Errorf("identify: probe %s could not run: %s", s.ID, cause(res))
 		}
 	}
 	if len(probes) == 0 {
@@ -163,7 +163,7 @@ func identifyOnce(ctx context.Context, cfg Config, target Target, wholeSeconds b
 	for _, p := range probes {
 		id.Probes = append(id.Probes, p.id)
 		for _, op := range p.trace {
-			if p.id == "identify/burst" && op.kind == 'B' {
+			if p.id == "identify/burst" && op.Kind == 'B' {
 				id.Burst = op.allowed
 			}
 		}
@@ -195,7 +195,7 @@ func cause(res result.Result) string {
 // history.
 func changesConfig(probes []probe) bool {
 	return slices.ContainsFunc(probes, func(p probe) bool {
-		return len(p.trace) > 1 && slices.ContainsFunc(p.trace[1:], func(o traceOp) bool { return o.kind == 'C' })
+		return len(p.trace) > 1 && slices.ContainsFunc(p.trace[1:], func(o TraceOp) bool { return o.Kind == 'C' })
 	})
 }
 
@@ -231,11 +231,11 @@ func mistakes(n int, w time.Duration, probes []probe) []string {
 	for i, m := range alternatives.Mistakes(n, w) {
 		explains := true
 		for _, p := range probes {
-			traces := [][]traceOp{p.trace}
+			traces := [][]TraceOp{p.trace}
 			if p.realTime {
-				traces = [][]traceOp{timed(p.trace, 0), timed(p.trace, 1), timed(p.trace, 2)}
+				traces = [][]TraceOp{timed(p.trace, 0), timed(p.trace, 1), timed(p.trace, 2)}
 			}
-			explains = slices.ContainsFunc(traces, func(t []traceOp) bool {
+			explains = slices.ContainsFunc(traces, func(t []TraceOp) bool {
 				return replayAll(alternatives.Mistakes(p.n, p.w)[i].Algorithm, true, t)
 			})
 			if !explains {
@@ -342,7 +342,7 @@ func judgeFits(id *result.Identification, cands []model.Spec, probes []probe, fr
 		}
 		for _, p := range probes {
 			if bad, _ := replayProbe(c, p, true, fresh); bad != nil {
-				fit.RemainingDiffers = fmt.Sprintf("%s step %d at %s: %s = %s, the profile says %s", bad.Probe, bad.Step, fmtOffset(bad.At), bad.Operation, bad.Got, bad.Want)
+				fit.RemainingDiffers = fmt.Sprintf("%s step %d at %s: %s = %s, the profile says %s", bad.Probe, bad.Step, FmtOffset(bad.At), bad.Operation, bad.Got, bad.Want)
 				break
 			}
 		}
@@ -385,7 +385,7 @@ func boolInt(b bool) int {
 // every user's history forgotten.
 func replayProbe(c model.Spec, p probe, remaining, fresh bool) (*result.RuledOut, int) {
 	decided := 0
-	if !fresh && !c.LimitChangeGraded() && slices.ContainsFunc(p.trace[1:], func(o traceOp) bool { return o.kind == 'C' }) && !settledChange(c, p) {
+	if !fresh && !c.LimitChangeGraded() && slices.ContainsFunc(p.trace[1:], func(o TraceOp) bool { return o.Kind == 'C' }) && !settledChange(c, p) {
 		return nil, 0 // a limit changed under a history: not evidence for this profile
 	}
 	var exact model.Profile
@@ -398,24 +398,24 @@ func replayProbe(c model.Spec, p probe, remaining, fresh bool) (*result.RuledOut
 	for i, op := range p.trace {
 		var want string
 		bad := false
-		switch op.kind {
+		switch op.Kind {
 		case 'C':
 			switch {
 			case fresh && exact != nil:
-				exact, _ = c.New(op.n, op.w)
+				exact, _ = c.New(op.N, op.W)
 			case fresh:
-				oracle, _ = model.NewOracle(c, op.n, op.w)
+				oracle, _ = model.NewOracle(c, op.N, op.W)
 			case exact != nil:
-				exact.Configure(op.n, op.w)
+				exact.Configure(op.N, op.W)
 			default:
-				oracle.Judge(model.TimedOp{Kind: model.OpConfigure, Limit: op.n, Window: op.w})
+				oracle.Judge(model.TimedOp{Kind: model.OpConfigure, Limit: op.N, Window: op.W})
 			}
 			continue
 		case 'R':
 			if exact != nil {
-				exact.Reset(op.user)
+				exact.Reset(op.User)
 			} else {
-				oracle.Judge(model.TimedOp{Kind: model.OpReset, User: op.user, Lo: op.at, Hi: op.at})
+				oracle.Judge(model.TimedOp{Kind: model.OpReset, User: op.User, Lo: op.At, Hi: op.At})
 			}
 			continue
 		case 'G':
@@ -424,43 +424,43 @@ func replayProbe(c model.Spec, p probe, remaining, fresh bool) (*result.RuledOut
 			}
 		}
 		if exact != nil {
-			switch op.kind {
+			switch op.Kind {
 			case 'A':
-				ok, _ := exact.Allow(op.at, op.user)
-				want = allowedWord(ok)
+				ok, _ := exact.Allow(op.At, op.User)
+				want = AllowedWord(ok)
 			case 'G':
-				n, _ := exact.Remaining(op.at, op.user)
+				n, _ := exact.Remaining(op.At, op.User)
 				want = strconv.Itoa(n)
 			case 'B':
 				allowed := 0
-				for range op.n {
-					if ok, _ := exact.Allow(op.at, op.user); ok {
+				for range op.N {
+					if ok, _ := exact.Allow(op.At, op.User); ok {
 						allowed++
 					}
 				}
 				want = fmt.Sprintf("%d allowed", allowed)
 				bad = allowed != op.allowed
 			}
-			if op.kind != 'B' {
-				bad = want != op.got
+			if op.Kind != 'B' {
+				bad = want != op.Got
 			}
 			decided++
 		} else {
 			var j model.Judgement
 			var why string
-			switch op.kind {
+			switch op.Kind {
 			case 'A':
-				j, why, _ = oracle.Judge(model.TimedOp{Kind: model.OpAllow, User: op.user, Lo: op.at, Hi: op.until, Allowed: op.got == allowedWord(true)})
-				want = map[bool]string{true: "denied", false: "allowed"}[op.got == allowedWord(true)]
+				j, why, _ = oracle.Judge(model.TimedOp{Kind: model.OpAllow, User: op.User, Lo: op.At, Hi: op.until, Allowed: op.Got == AllowedWord(true)})
+				want = map[bool]string{true: "denied", false: "allowed"}[op.Got == AllowedWord(true)]
 			case 'G':
-				n, _ := strconv.Atoi(op.got)
-				j, why, _ = oracle.Judge(model.TimedOp{Kind: model.OpRemaining, User: op.user, Lo: op.at, Hi: op.until, Remaining: n})
+				n, _ := strconv.Atoi(op.Got)
+				j, why, _ = oracle.Judge(model.TimedOp{Kind: model.OpRemaining, User: op.User, Lo: op.At, Hi: op.until, Remaining: n})
 				want = "another count"
 			case 'B':
-				j, why = oracle.JudgeBurst(op.user, op.at, op.until, op.n, op.allowed)
+				j, why = oracle.JudgeBurst(op.User, op.At, op.until, op.N, op.allowed)
 				want = why + " allowed"
 			}
-			if why != "" && op.kind != 'B' {
+			if why != "" && op.Kind != 'B' {
 				want += " (" + why + ")"
 			}
 			bad = j == model.Impossible
@@ -491,21 +491,21 @@ func settledChange(c model.Spec, p probe) bool {
 	last := map[string]time.Time{}
 	w := p.w
 	for i, op := range p.trace {
-		switch op.kind {
+		switch op.Kind {
 		case 'C':
-			if i > 0 && op.w != w {
+			if i > 0 && op.W != w {
 				return false
 			}
-			w = op.w
+			w = op.W
 			for _, at := range last {
-				if !at.Equal(op.at) {
+				if !at.Equal(op.At) {
 					return false
 				}
 			}
 		case 'R':
-			delete(last, op.user)
+			delete(last, op.User)
 		default:
-			last[op.user] = op.at
+			last[op.User] = op.At
 		}
 	}
 	return true
@@ -516,29 +516,29 @@ func settledChange(c model.Spec, p probe) bool {
 func (p probe) ruledOut(i int, want string) *result.RuledOut {
 	op := p.trace[i]
 	short := func(u string) string { return strconv.Quote(strings.TrimPrefix(u, p.tag)) }
-	describe := func(o traceOp) (string, string) {
-		switch o.kind {
+	describe := func(o TraceOp) (string, string) {
+		switch o.Kind {
 		case 'A':
-			return "AllowRequest(" + short(o.user) + ")", o.got
+			return "AllowRequest(" + short(o.User) + ")", o.Got
 		case 'G':
-			return "GetRemainingRequests(" + short(o.user) + ")", o.got
+			return "GetRemainingRequests(" + short(o.User) + ")", o.Got
 		case 'R':
-			return "Reset(" + short(o.user) + ")", "ok"
+			return "Reset(" + short(o.User) + ")", "ok"
 		case 'B':
-			return fmt.Sprintf("AllowRequest(%s) ×%d at once", short(o.user), o.n), fmt.Sprintf("%d allowed", o.allowed)
+			return fmt.Sprintf("AllowRequest(%s) ×%d at once", short(o.User), o.N), fmt.Sprintf("%d allowed", o.allowed)
 		}
-		return fmt.Sprintf("Configure(%d, %v)", o.n, o.w), "ok"
+		return fmt.Sprintf("Configure(%d, %v)", o.N, o.W), "ok"
 	}
 	name, got := describe(op)
-	out := &result.RuledOut{Probe: p.id, Step: i + 1, At: op.at.Sub(p.start), Operation: name, Got: got, Want: want}
+	out := &result.RuledOut{Probe: p.id, Step: i + 1, At: op.At.Sub(p.start), Operation: name, Got: got, Want: want}
 	for _, o := range p.trace[:i+1] {
-		if o.user != op.user && o.kind != 'C' {
+		if o.User != op.User && o.Kind != 'C' {
 			continue
 		}
 		n, g := describe(o)
-		at := fmtOffset(o.at.Sub(p.start))
+		at := FmtOffset(o.At.Sub(p.start))
 		if !o.until.IsZero() {
-			at += "…" + fmtOffset(o.until.Sub(p.start))
+			at += "…" + FmtOffset(o.until.Sub(p.start))
 		}
 		out.Timeline = append(out.Timeline, fmt.Sprintf("%s  %s = %s", at, n, g))
 	}

@@ -33,7 +33,7 @@ func newModel(spec model.Spec, n int, w time.Duration) (replayable, error) {
 
 // slidingLogModel is the sliding log's model, whose entries the specs of
 // entries later than now and the differential read.
-type slidingLogModel interface {
+type SlidingLogModel interface {
 	replayable
 	// Log is the entries of user that count at now, oldest first.
 	Log(now time.Time, user string) []time.Time

@@ -25,11 +25,12 @@ import (
 // start is the fake clock's reading when a spec starts: 2026-01-01T00:00Z,
 // a multiple of every window a spec uses, so epoch-aligned windows are easy
 // to reason about.
-var start = time.UnixMilli(1_767_225_600_000)
+var FakeStart = time.UnixMilli(1_767_225_600_000)
 
 // runner runs specs of one run; it owns the Redis it obtained.
 type runner struct {
 	cfg      Config
+	cat      Catalogue // the specs it selects from
 	redis    *redisenv.Redis
 	ownRedis bool
 	runID    string
@@ -40,7 +41,7 @@ type runner struct {
 	profile model.Spec
 	// probed, when set, gets every spec's harness once it has run (identify
 	// reads their traces).
-	probed func(s *spec, h *harness)
+	probed func(s *Spec, h *Harness)
 	// quietSince is when the last spec ended: with a limit shared by every
 	// request, the next one waits until its state has left.
 	quietSince, marginAt time.Time
@@ -78,8 +79,8 @@ func (r *runner) noteRefusal(n int, w time.Duration, err error) {
 	}
 }
 
-func newRunner(ctx context.Context, cfg Config, targets ...Target) (*runner, error) {
-	cfg, err := cfg.validated()
+func newRunner(ctx context.Context, cfg Config, cat Catalogue, targets ...Target) (*runner, error) {
+	cfg, err := cfg.validated(cat)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +88,7 @@ func newRunner(ctx context.Context, cfg Config, targets ...Target) (*runner, err
 	if _, err := rand.Read(id); err != nil {
 		return nil, fmt.Errorf("suite: run id: %w", err)
 	}
-	r := &runner{cfg: cfg, redis: cfg.Redis, runID: hex.EncodeToString(id), profile: model.MustSpec(cfg.Profile), diags: map[string]*diagnosed{}}
+	r := &runner{cfg: cfg, cat: cat, redis: cfg.Redis, runID: hex.EncodeToString(id), profile: model.MustSpec(cfg.Profile), diags: map[string]*diagnosed{}}
 	needsRedis := false
 	for _, t := range targets {
 		needsRedis = needsRedis || t.NeedsRedis || t.Capabilities.StoreInspection
@@ -110,13 +111,13 @@ func (r *runner) close() error {
 }
 
 // selected lists the specs of the run's level and ids.
-func (r *runner) selected() []spec { return selectSpecs(r.cfg) }
+func (r *runner) selected() []Spec { return selectSpecs(r.cfg, r.cat) }
 
 // selectSpecs lists the specs cfg selects, in catalogue order.
-func selectSpecs(cfg Config) []spec {
-	var out []spec
-	for _, s := range catalogue() {
-		if cfg.Level.Includes(s.level) && s.matches(cfg.IDs) && s.hasLabel(cfg.Labels) {
+func selectSpecs(cfg Config, cat Catalogue) []Spec {
+	var out []Spec
+	for _, s := range cat {
+		if cfg.Level.Includes(s.Level) && s.matches(cfg.IDs) && s.hasLabel(cfg.Labels) {
 			out = append(out, s)
 		}
 	}
@@ -131,13 +132,13 @@ func (r *runner) newReport(t Target) *result.Report {
 
 // notRun is the result of a spec the run never reached: interrupted when
 // the run was stopped, not run when it could not go on.
-func (r *runner) notRun(s *spec, why string, stopped bool) result.Result {
+func (r *runner) notRun(s *Spec, why string, stopped bool) result.Result {
 	st := result.NotRun
 	if stopped {
 		st = result.Interrupted
 	}
-	res := result.Result{ID: s.id, Level: s.level, Rule: s.ruleFor(r.profile), Status: st, Message: why,
-		ExpectedFailure: slices.Contains(r.cfg.ExpectFail, s.id)}
+	res := result.Result{ID: s.ID, Level: s.Level, Rule: s.ruleFor(r.profile), Status: st, Message: why,
+		ExpectedFailure: slices.Contains(r.cfg.ExpectFail, s.ID)}
 	if r.cfg.Progress != nil {
 		r.cfg.Progress(res)
 	}
@@ -148,57 +149,57 @@ func (r *runner) notRun(s *spec, why string, stopped bool) result.Result {
 // when no target of its kind can (an HTTP target cannot take a cancelled
 // context in flight, only an endpoint has rate-limit fields), rather than
 // a capability it could declare or an option the run could be given.
-func (r *runner) missing(t Target, s *spec) (why string, structural bool) {
+func (r *runner) missing(t Target, s *Spec) (why string, structural bool) {
 	c := t.Capabilities
-	for _, n := range s.needs {
+	for _, n := range s.Needs {
 		var why string
 		switch n {
-		case needClockBack:
+		case NeedClockBack:
 			if !c.Clock {
 				why = "steps the clock back, which only clock control can do"
 			}
-		case needConfigure:
+		case NeedConfigure:
 			if !c.Configure {
 				why = "needs Configure, which the target does not declare"
 			}
-		case needRemaining:
+		case NeedRemaining:
 			if !c.Remaining {
 				why = "needs GetRemainingRequests, which the target does not declare"
 			}
-		case needReset:
+		case NeedReset:
 			if !c.Reset {
 				why = "needs Reset, which the target does not declare"
 			}
-		case needShared:
+		case NeedShared:
 			if !c.SharedStore {
 				why = "needs several instances on one store (declare Capabilities.SharedStore; on the command line, give --target or --endpoint more than once)"
 			}
-		case needInspect:
+		case NeedInspect:
 			if !c.StoreInspection {
 				why = "needs to read the target's keys (declare Capabilities.StoreInspection; on the command line, give --store-url and --store-prefix)"
 			}
-		case needInProcess:
+		case NeedInProcess:
 			if len(t.Addresses) > 0 {
 				structural = true
 				why = "needs an in-process target: over HTTP a call cancelled before it is sent never reaches the target, and one cancelled in flight has an unknown outcome"
 			}
 
-		case needOpaqueIDs:
+		case NeedOpaqueIDs:
 			if t.Request != nil {
 				structural = true
 				why = "grades how the limiter keys user ids it is given; an endpoint is sent identities the grader generates"
 			}
-		case needUsers:
+		case NeedUsers:
 			if t.SharedLimit {
 				structural = true
 				why = "needs several users with limits of their own; every request of this service shares one limit (--identity none)"
 			}
-		case needEndpoint:
+		case NeedEndpoint:
 			if t.Request == nil {
 				structural = true
 				why = "grades the rate-limit fields of HTTP answers: only an endpoint (rlconform run --endpoint) has them"
 			}
-		case needOwnRedis:
+		case NeedOwnRedis:
 			switch {
 			case !t.NeedsRedis:
 				structural = len(t.Addresses) > 0 // over HTTP: only --exec makes it possible
@@ -231,10 +232,10 @@ func (r *runner) stillAlive(ctx context.Context, t Target, res result.Result) er
 }
 
 // runSpec runs one spec on a fresh instance of target and never panics.
-func (r *runner) runSpec(ctx context.Context, t Target, s *spec) (res result.Result) {
+func (r *runner) runSpec(ctx context.Context, t Target, s *Spec) (res result.Result) {
 	r.count++
 	began := time.Now()
-	res = result.Result{ID: s.id, Level: s.level, Rule: s.ruleFor(r.profile), ExpectedFailure: slices.Contains(r.cfg.ExpectFail, s.id)}
+	res = result.Result{ID: s.ID, Level: s.Level, Rule: s.ruleFor(r.profile), ExpectedFailure: slices.Contains(r.cfg.ExpectFail, s.ID)}
 	defer func() {
 		res.Duration = time.Since(began)
 		if r.cfg.Progress != nil {
@@ -266,7 +267,7 @@ func (r *runner) runSpec(ctx context.Context, t Target, s *spec) (res result.Res
 	select {
 	case out := <-done:
 		res.Status, res.Message, res.Failure = out.Status, out.Message, out.Failure
-		r.diags[s.id] = h.diag
+		r.diags[s.ID] = h.diag
 		if r.probed != nil {
 			r.probed(s, h)
 		}
@@ -298,7 +299,7 @@ func (r *runner) runSpec(ctx context.Context, t Target, s *spec) (res result.Res
 // the spec's goroutine, which its cancelled context should end; one that
 // does not return leaves r.stuck set, and the run stops there, never going
 // on beside it.
-func (r *runner) timedOut(ctx context.Context, t Target, s *spec, h *harness, done <-chan result.Result, res *result.Result) {
+func (r *runner) timedOut(ctx context.Context, t Target, s *Spec, h *Harness, done <-chan result.Result, res *result.Result) {
 	// A call still in flight for a good part of the spec's time hung;
 	// with none, every call returned and the target was only slow.
 	oldest, mean, returned := h.calls.stats()
@@ -310,7 +311,7 @@ func (r *runner) timedOut(ctx context.Context, t Target, s *spec, h *harness, do
 	case oldest >= hangBound(r.cfg.SpecTimeout):
 		summary = fmt.Sprintf("did not finish within %v: a call has not returned for %v (every call must honour its context)",
 			r.cfg.SpecTimeout, oldest.Round(time.Millisecond))
-		res.Status, res.Failure = result.Failed, &result.Failure{Kind: result.KindHang, Summary: summary, Hint: s.hint}
+		res.Status, res.Failure = result.Failed, &result.Failure{Kind: result.KindHang, Summary: summary, Hint: s.Hint}
 	default:
 		summary = fmt.Sprintf("did not finish within %v: the target answered all %d calls, but slowly (%v a call on average): too slow to grade, not wrong",
 			r.cfg.SpecTimeout, returned, mean.Round(time.Microsecond))
@@ -321,13 +322,13 @@ func (r *runner) timedOut(ctx context.Context, t Target, s *spec, h *harness, do
 	select {
 	case <-done:
 		if summary != "" { // the spec is over: its model and timeline are still
-			res.Message = h.report(s.titleFor(r.profile) + ": " + summary)
+			res.Message = h.Report(s.titleFor(r.profile) + ": " + summary)
 		}
 	case <-wait.C:
 		r.stuck = fmt.Sprintf("%s did not return within %v of its end (a call into %s ignores its cancelled context): the run stops here, its keys and instances left as they are",
-			s.id, hangBound(r.cfg.SpecTimeout), t.Name)
+			s.ID, hangBound(r.cfg.SpecTimeout), t.Name)
 		if summary != "" {
-			res.Message = s.titleFor(r.profile) + ": " + summary + "\n  " + r.stuck + "\n  timeline so far:\n" + h.tl.String(0)
+			res.Message = s.titleFor(r.profile) + ": " + summary + "\n  " + r.stuck + "\n  timeline so far:\n" + h.Timeline.String(0)
 		}
 	}
 }
@@ -337,8 +338,8 @@ func (r *runner) timedOut(ctx context.Context, t Target, s *spec, h *harness, do
 // follows asks a question the target is known to answer: a target that
 // errs only under a configuration the spec set is alive, and its error is
 // that spec's failure, not the end of the run.
-func (h *harness) restoreConfig(ctx context.Context) {
-	if !h.target.Capabilities.Configure {
+func (h *Harness) restoreConfig(ctx context.Context) {
+	if !h.Target.Capabilities.Configure {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -347,7 +348,7 @@ func (h *harness) restoreConfig(ctx context.Context) {
 	instances := slices.Clone(h.instances)
 	h.mu.Unlock()
 	for _, lim := range instances {
-		lim.Configure(ctx, h.env.MaxRequests, h.env.Window) //nolint:errcheck // the probe that follows tells
+		lim.Configure(ctx, h.Env.MaxRequests, h.Env.Window) //nolint:errcheck // the probe that follows tells
 	}
 }
 
@@ -402,7 +403,7 @@ func (r *runner) afterSpec(ctx context.Context, t Target, res *result.Result) st
 	return why
 }
 
-func (r *runner) newH(ctx context.Context, t Target, s *spec) *harness {
+func (r *runner) newH(ctx context.Context, t Target, s *Spec) *Harness {
 	tag := fmt.Sprintf("%s-%02d:", r.runID, r.count)
 	env := Env{
 		Clock:       fakeclock.Real{},
@@ -410,14 +411,14 @@ func (r *runner) newH(ctx context.Context, t Target, s *spec) *harness {
 		MaxRequests: r.cfg.Limit,
 		Window:      r.cfg.Window,
 	}
-	h := &harness{ctx: ctx, spec: s, target: t, run: r, tag: tag, start: time.Now()}
+	h := &Harness{Ctx: ctx, Spec: s, Target: t, run: r, Tag: tag, Start: time.Now()}
 	if t.Capabilities.Clock {
-		h.fake = fakeclock.New(start)
-		env.Clock, h.start = h.fake, start
+		h.Fake = fakeclock.New(FakeStart)
+		env.Clock, h.Start = h.Fake, FakeStart
 	} else {
 		// In real time, specs wait out their windows: short ones.
 		env.Window = r.cfg.RealTimeWindow
-		h.oracle, _ = model.NewOracle(r.profile, env.MaxRequests, env.Window)
+		h.Oracle, _ = model.NewOracle(r.profile, env.MaxRequests, env.Window)
 	}
 	if (t.NeedsRedis || t.Capabilities.StoreInspection) && r.redis != nil {
 		env.Redis, env.RedisURL = r.redis.Client, r.redis.URL
@@ -425,22 +426,22 @@ func (r *runner) newH(ctx context.Context, t Target, s *spec) *harness {
 	if r.cfg.StorePrefix != "" {
 		env.KeyPrefix = r.cfg.StorePrefix
 	}
-	h.env = env
-	h.model, _ = newModel(r.profile, env.MaxRequests, env.Window)
+	h.Env = env
+	h.Model, _ = newModel(r.profile, env.MaxRequests, env.Window)
 	sum := fnv.New64a()
-	sum.Write([]byte(s.id))
-	h.seed = r.cfg.Seed
-	h.rng = mrand.New(mrand.NewPCG(r.cfg.Seed, sum.Sum64()))
+	sum.Write([]byte(s.ID))
+	h.Seed = r.cfg.Seed
+	h.Rng = mrand.New(mrand.NewPCG(r.cfg.Seed, sum.Sum64()))
 	return h
 }
 
 // execute runs the body, turning the panics of Failf, Skipf, and of the
 // target itself, into a result.
-func (h *harness) execute() (res result.Result) {
+func (h *Harness) execute() (res result.Result) {
 	defer func() {
 		switch v := recover().(type) {
 		case nil:
-			res.Status, res.Message = result.Passed, h.passNote
+			res.Status, res.Message = result.Passed, h.PassNote
 			// What the answers say of the other algorithms a limiter may
 			// be: only a trace the graded profile gives in full says it.
 			if clues, graded := h.evidence(); graded {
@@ -453,7 +454,7 @@ func (h *harness) execute() (res result.Result) {
 			if f.Kind == result.KindFault { // the store or the grader, not the limiter
 				res.Status, f.Hint = result.Errored, ""
 			}
-			res.Message = h.spec.titleFor(h.run.profile) + "\n  " + v.msg
+			res.Message = h.Spec.titleFor(h.run.profile) + "\n  " + v.msg
 			if f.Kind == result.KindWrongAnswer || f.Kind == result.KindViolation {
 				// Name the algorithm the answers show, and give its hint
 				// rather than the spec's usual cause (render).
@@ -469,15 +470,15 @@ func (h *harness) execute() (res result.Result) {
 			}
 		case skipped:
 			res.Status, res.Message = result.Skipped, v.reason
-		case inconclusive:
-			res.Status, res.Message = result.Inconclusive, h.spec.titleFor(h.run.profile)+"\n  "+v.msg
-			res.Failure = &result.Failure{Kind: result.KindInconclusive, Summary: firstLine(v.msg)}
+		case Inconclusive:
+			res.Status, res.Message = result.Inconclusive, h.Spec.titleFor(h.run.profile)+"\n  "+v.Msg
+			res.Failure = &result.Failure{Kind: result.KindInconclusive, Summary: firstLine(v.Msg)}
 		default:
 			// A panic in the grader's own code is a fault of ours, not a
 			// verdict; one in the target's code fails the spec.
 			where, ours := panicSite()
 			summary := fmt.Sprintf("panic in %s: %v", where, v)
-			res.Message = h.report(fmt.Sprintf("%s\n  %s\n%s", h.spec.titleFor(h.run.profile), summary, debug.Stack()))
+			res.Message = h.Report(fmt.Sprintf("%s\n  %s\n%s", h.Spec.titleFor(h.run.profile), summary, debug.Stack()))
 			if ours {
 				res.Status, res.Failure = result.Errored, &result.Failure{Kind: result.KindFault, Summary: "rlconform's own " + summary + " (a bug of the grader, please report it)"}
 			} else {
@@ -486,29 +487,29 @@ func (h *harness) execute() (res result.Result) {
 		}
 	}()
 	if _, err := h.instance(0); err != nil {
-		h.fail(result.Failure{Kind: result.KindTargetError}, err.Error())
+		h.FailWith(result.Failure{Kind: result.KindTargetError}, err.Error())
 	}
-	if h.fake == nil && h.run.margin == 0 {
+	if h.Fake == nil && h.run.margin == 0 {
 		h.run.margin = h.measureMargin()
 		h.run.marginAt = time.Now()
-		if w := h.run.cfg.RealTimeWindow; w != h.W() && h.target.Capabilities.Configure {
+		if w := h.run.cfg.RealTimeWindow; w != h.W() && h.Target.Capabilities.Configure {
 			h.Configure(h.N(), w) // the window was raised for this run
 		}
 	}
-	if h.target.SharedLimit {
+	if h.Target.SharedLimit {
 		h.quiet()
 	}
-	h.spec.run(h)
-	if h.pending != nil {
-		panic(*h.pending)
+	h.Spec.Run(h)
+	if h.Pending != nil {
+		panic(*h.Pending)
 	}
-	if h.decided < h.spec.minDecided {
-		panic(inconclusive{h.report(fmt.Sprintf("the spec decided %d of the answers it judged (%d undecided), and needs at least %d: nothing it proved is enough to pass",
-			h.decided, h.undecided, h.spec.minDecided))})
+	if h.Decided < h.Spec.MinDecided {
+		panic(Inconclusive{h.Report(fmt.Sprintf("the spec decided %d of the answers it judged (%d undecided), and needs at least %d: nothing it proved is enough to pass",
+			h.Decided, h.Undecided, h.Spec.MinDecided))})
 	}
-	if h.fake == nil && h.decided == 0 && h.undecided > 0 {
-		panic(inconclusive{h.report(fmt.Sprintf("in real time every one of the %d judged answers was undecided: the round trips (margin %v) were too slow for the window %v to tell; raise the real-time window",
-			h.undecided, h.run.margin, h.W()))})
+	if h.Fake == nil && h.Decided == 0 && h.Undecided > 0 {
+		panic(Inconclusive{h.Report(fmt.Sprintf("in real time every one of the %d judged answers was undecided: the round trips (margin %v) were too slow for the window %v to tell; raise the real-time window",
+			h.Undecided, h.run.margin, h.W()))})
 	}
 	return res
 }
@@ -517,7 +518,7 @@ func (h *harness) execute() (res result.Result) {
 // what earlier specs (and the round-trip probe) left of it has expired: a
 // window after the last of them for a log, two for the other profiles
 // (their state may outlive a window), and the margin.
-func (h *harness) quiet() {
+func (h *Harness) quiet() {
 	w := h.W()
 	if !h.run.profile.IsSlidingLog() {
 		w *= 2
@@ -527,7 +528,7 @@ func (h *harness) quiet() {
 		since = h.run.marginAt
 	}
 	if !since.IsZero() {
-		h.waitUntil(since.Add(w + h.Edge()))
+		h.WaitUntil(since.Add(w + h.Edge()))
 	}
 	h.Origin()
 }
@@ -537,21 +538,21 @@ func (h *harness) quiet() {
 // 10ms, at least 20ms. When that is more than a fifth of the real-time
 // window, the window is raised for the rest of the run, and the report
 // says so.
-func (h *harness) measureMargin() time.Duration {
+func (h *Harness) measureMargin() time.Duration {
 	lim, _ := h.instance(0)
 	probe := h.User("rtt-probe")
 	var slowest time.Duration
 	for range 5 {
 		began := time.Now()
-		if h.target.Capabilities.Remaining {
-			lim.GetRemainingRequests(h.ctx, probe)
+		if h.Target.Capabilities.Remaining {
+			lim.GetRemainingRequests(h.Ctx, probe)
 		} else {
-			lim.AllowRequest(h.ctx, probe)
+			lim.AllowRequest(h.Ctx, probe)
 		}
 		slowest = max(slowest, time.Since(began))
 	}
 	margin := max(20*time.Millisecond, 8*slowest+10*time.Millisecond)
-	if w := h.run.cfg.RealTimeWindow; margin > w/5 && !h.target.Capabilities.Configure {
+	if w := h.run.cfg.RealTimeWindow; margin > w/5 && !h.Target.Capabilities.Configure {
 		// The window is the target's own: it cannot be raised.
 		h.run.notes = append(h.run.notes, fmt.Sprintf("the slowest of 5 round trips took %v, slow for the window %v: answers near its edges will be undecided, and specs that decide nothing inconclusive",
 			slowest.Round(time.Millisecond), w))
@@ -587,7 +588,7 @@ func panicSite() (string, bool) {
 		case f.Function == "runtime.gopanic":
 			panicking = true
 		case panicking && !strings.HasPrefix(f.Function, "runtime."):
-			return f.Function, strings.HasPrefix(f.Function, "github.com/rlconform/rlconform/suite.")
+			return f.Function, graders(f.Function)
 		}
 		if !more {
 			return "unknown code", false
@@ -595,8 +596,21 @@ func panicSite() (string, bool) {
 	}
 }
 
-// inconclusive ends a spec that could not decide (a check that timed out).
-type inconclusive struct{ msg string }
+// graders reports whether function is the grader's own code: the facade,
+// the engine, the catalogue and the checks they run (not the model, which
+// a target may be: targets.Model).
+func graders(function string) bool {
+	for _, pkg := range []string{"suite", "internal/engine", "internal/specs", "internal/alternatives", "model/lincheck"} {
+		if strings.HasPrefix(function, "github.com/rlconform/rlconform/"+pkg+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// Inconclusive, as a panic value, ends a spec that could not decide (a
+// check that timed out): Msg says why.
+type Inconclusive struct{ Msg string }
 
 // cleanKeys deletes the spec's keys, never with a FLUSHDB, so that a shared
 // Redis is left as found. With the target's key function the keys of the
@@ -604,15 +618,15 @@ type inconclusive struct{ msg string }
 // scanned for the spec's prefix; on any other Redis (which may hold millions
 // of unrelated keys, and SCAN MATCH walks them all) the spec's keys are left
 // for one sweep of the whole run's prefix at its end.
-func (r *runner) cleanKeys(h *harness) {
+func (r *runner) cleanKeys(h *Harness) {
 	if r.redis == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if keyOf := h.target.KeyOf; keyOf != nil {
-		for _, u := range h.usersSeen() {
-			r.redis.Client.Del(ctx, keyOf(h.env.KeyPrefix, u)) // one by one: keys may live in different cluster slots
+	if keyOf := h.Target.KeyOf; keyOf != nil {
+		for _, u := range h.UsersSeen() {
+			r.redis.Client.Del(ctx, keyOf(h.Env.KeyPrefix, u)) // one by one: keys may live in different cluster slots
 		}
 		if !r.redis.Owned() {
 			return
@@ -622,7 +636,7 @@ func (r *runner) cleanKeys(h *harness) {
 		r.sweep = true
 		return
 	}
-	keys, _ := redisenv.ScanKeys(ctx, r.redis.Client, redisenv.GlobEscape(h.env.KeyPrefix)+"*")
+	keys, _ := redisenv.ScanKeys(ctx, r.redis.Client, redisenv.GlobEscape(h.Env.KeyPrefix)+"*")
 	for _, k := range keys {
 		r.redis.Client.Del(ctx, k)
 	}

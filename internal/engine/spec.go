@@ -10,76 +10,76 @@ import (
 )
 
 // need is a capability, or a condition of the run, that a spec requires.
-type need string
+type Need string
 
 const (
-	needClockBack need = "clock-step-back" // moves the clock back: never in real time
-	needConfigure need = "configure"
-	needRemaining need = "remaining"
-	needReset     need = "reset"
-	needShared    need = "shared-store"
-	needInspect   need = "store-inspection"
-	needOwnRedis  need = "owned-redis" // a Redis this run started, so it may stop it
-	needInProcess need = "in-process"  // the target's methods get the grader's contexts themselves
-	needOpaqueIDs need = "opaque-ids"  // the limiter receives the user ids as given
-	needEndpoint  need = "endpoint"    // answers carry HTTP rate-limit fields
-	needUsers     need = "users"       // several users, each with a limit of its own
+	NeedClockBack Need = "clock-step-back" // moves the clock back: never in real time
+	NeedConfigure Need = "configure"
+	NeedRemaining Need = "remaining"
+	NeedReset     Need = "reset"
+	NeedShared    Need = "shared-store"
+	NeedInspect   Need = "store-inspection"
+	NeedOwnRedis  Need = "owned-redis" // a Redis this run started, so it may stop it
+	NeedInProcess Need = "in-process"  // the target's methods get the grader's contexts themselves
+	NeedOpaqueIDs Need = "opaque-ids"  // the limiter receives the user ids as given
+	NeedEndpoint  Need = "endpoint"    // answers carry HTTP rate-limit fields
+	NeedUsers     Need = "users"       // several users, each with a limit of its own
 )
 
 // spec is one entry of the catalogue: a stable id, the rule it proves, and
 // the body that proves it.
-type spec struct {
-	id    string
-	level result.Level
-	rule  string
-	needs []need
-	run   func(h *harness)
+type Spec struct {
+	ID    string
+	Level result.Level
+	Rule  string
+	Needs []Need
+	Run   func(h *Harness)
 	// hint is the usual cause of a failure of a sliding log, printed with it.
-	hint string
+	Hint string
 	// hintAllProfiles: the hint holds whatever the algorithm (the rule is
 	// not about when requests count), so it is given under every profile,
 	// not the profile's rules.
-	hintAllProfiles bool
+	HintAllProfiles bool
 	// realTimeHint, when set, replaces hint without clock control, where
 	// more causes give the same failure.
-	realTimeHint string
+	RealTimeHint string
 	// general is the rule as every profile states it, when rule is the
 	// sliding log's own wording.
-	general string
+	General string
 	// logOnly, when set, is why the spec grades the sliding log alone;
 	// rtLogOnly why it does without clock control.
-	logOnly, rtLogOnly string
+	LogOnly, RTLogOnly string
 	// limitChange: the spec changes the limit under users with history,
 	// which some profiles leave to the implementation.
-	limitChange bool
+	LimitChange bool
 	// minDecided is how many answers (or rounds) the spec must decide to
 	// pass: with fewer it is inconclusive, never passed. Specs that judge
 	// answers one by one decide each one on the fake clock; those whose
 	// answers can all turn out unknown (calls without an answer) or
 	// undecided (in real time) set it.
-	minDecided int
+	MinDecided int
 }
 
 // ruleFor is the rule the spec checks under a profile.
-func (s *spec) ruleFor(p model.Spec) string {
-	if !p.IsSlidingLog() && s.general != "" {
-		return s.general
+func (s *Spec) ruleFor(p model.Spec) string {
+	if !p.IsSlidingLog() && s.General != "" {
+		return s.General
 	}
-	return s.rule
+	return s.Rule
 }
 
 // outside says why the spec does not grade profile p (with or without a
 // clock), or "" when it does.
-func (s *spec) outside(p model.Spec, clock bool) string {
+func (s *Spec) outside(p model.Spec, clock bool) string {
 	switch {
 	case p.IsSlidingLog():
 		return ""
-	case s.logOnly != "":
-		return fmt.Sprintf("not part of profile %s: %s", p.Name, s.logOnly)
-	case s.limitChange && !p.LimitChangeGraded():
+	case s.LogOnly != "":
+		return fmt.Sprintf("not part of profile %s: %s", p.Name, s.LogOnly)
+	case s.LimitChange && !p.LimitChangeGraded():
 		return fmt.Sprintf("not part of profile %s: it changes the limit under users with history, and whether a bucket or arrival time is settled at the old rate up to the change or refilled at the new one differs between honest implementations", p.Name)
-	case s.rtLogOnly != "" && !clock:
-		return fmt.Sprintf("not part of profile %s without clock control: %s", p.Name, s.rtLogOnly)
+	case s.RTLogOnly != "" && !clock:
+		return fmt.Sprintf("not part of profile %s without clock control: %s", p.Name, s.RTLogOnly)
 	}
 	return ""
 }
@@ -90,11 +90,10 @@ var retired = map[string]string{
 	"core/sliding-expiry-realtime": "core/sliding-expiry, which is graded in real time when the target has no clock control",
 }
 
-// catalogue is every spec, in the order they run. Ids are stable: never
-// rename one; retire it and add a new one.
-func catalogue() []spec {
-	return slices.Concat(coreSpecs(), strictSpecs(), robustSpecs(), httpSpecs())
-}
+// Catalogue is every spec, in the order they run. Ids are stable: never
+// rename one; retire it and add a new one. Package specs holds rlconform's
+// (specs.All); the entry points below grade a target with one.
+type Catalogue []Spec
 
 // SpecInfo is suite.SpecInfo, field for field.
 type SpecInfo struct {
@@ -106,27 +105,21 @@ type SpecInfo struct {
 	NotGradedInRealTime string `json:",omitempty"`
 }
 
-// Specs lists the catalogue, with the rules of the sliding log.
-func Specs() []SpecInfo {
-	out, _ := ProfileSpecs("")
-	return out
-}
-
 // ProfileSpecs lists the catalogue as it grades a profile
 // (model.ParseSpec: NAME[:key=value,...]; "" is the sliding log): each
 // rule as the profile states it, and why a spec does not grade it.
-func ProfileSpecs(profile string) ([]SpecInfo, error) {
+func (cat Catalogue) ProfileSpecs(profile string) ([]SpecInfo, error) {
 	p, err := model.ParseSpec(profile)
 	if err != nil {
 		return nil, err
 	}
 	var out []SpecInfo
-	for _, s := range catalogue() {
-		info := SpecInfo{ID: s.id, Level: s.level, Rule: s.ruleFor(p), NotGraded: s.outside(p, true)}
+	for _, s := range cat {
+		info := SpecInfo{ID: s.ID, Level: s.Level, Rule: s.ruleFor(p), NotGraded: s.outside(p, true)}
 		if info.NotGraded == "" {
 			info.NotGradedInRealTime = s.outside(p, false)
 		}
-		for _, n := range s.needs {
+		for _, n := range s.Needs {
 			info.Needs = append(info.Needs, string(n))
 		}
 		out = append(out, info)
@@ -135,22 +128,22 @@ func ProfileSpecs(profile string) ([]SpecInfo, error) {
 }
 
 // labels are the Ginkgo labels of a spec: its level and what it needs.
-func (s *spec) labels() []string {
-	out := []string{string(s.level)}
-	for _, n := range s.needs {
+func (s *Spec) labels() []string {
+	out := []string{string(s.Level)}
+	for _, n := range s.Needs {
 		out = append(out, "needs-"+string(n))
 	}
 	return out
 }
 
 // title is the spec's text in Ginkgo and in failure headers.
-func (s *spec) title() string { return s.id + ": " + s.rule }
+func (s *Spec) title() string { return s.ID + ": " + s.Rule }
 
 // titleFor is the title under profile p.
-func (s *spec) titleFor(p model.Spec) string { return s.id + ": " + s.ruleFor(p) }
+func (s *Spec) titleFor(p model.Spec) string { return s.ID + ": " + s.ruleFor(p) }
 
 // hasLabel reports whether the spec carries any of labels (empty: all).
-func (s *spec) hasLabel(labels []string) bool {
+func (s *Spec) hasLabel(labels []string) bool {
 	if len(labels) == 0 {
 		return true
 	}
@@ -164,12 +157,12 @@ func (s *spec) hasLabel(labels []string) bool {
 
 // matches reports whether the spec is selected by ids (exact ids or
 // prefixes ending in "/"; empty selects all).
-func (s *spec) matches(ids []string) bool {
+func (s *Spec) matches(ids []string) bool {
 	if len(ids) == 0 {
 		return true
 	}
-	for _, id := range ids {
-		if s.id == id || (strings.HasSuffix(id, "/") && strings.HasPrefix(s.id, id)) {
+	for _, ID := range ids {
+		if s.ID == ID || (strings.HasSuffix(ID, "/") && strings.HasPrefix(s.ID, ID)) {
 			return true
 		}
 	}

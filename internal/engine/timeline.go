@@ -8,22 +8,22 @@ import (
 )
 
 // event is one operation a spec performed, as the failure report shows it.
-type event struct {
-	at    time.Duration // since the spec's start, on the spec's clock
-	until time.Duration // in real time, when the answer came (0: at)
+type Event struct {
+	At    time.Duration // since the spec's start, on the spec's clock
+	Until time.Duration // in real time, when the answer came (0: at)
 	inst  int           // which instance answered (0-based)
-	op    string        // AllowRequest("a")
-	got   string        // allowed, denied, 3, ok, error: ...
+	Op    string        // AllowRequest("a")
+	Got   string        // allowed, denied, 3, ok, error: ...
 }
 
 // timeline is the record of a spec's operations. It is safe for concurrent
 // use, so that concurrent phases can add their summary lines.
-type timeline struct {
+type Timeline struct {
 	mu     sync.Mutex
-	events []event
+	events []Event
 }
 
-func (tl *timeline) add(e event) {
+func (tl *Timeline) Add(e Event) {
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
 	tl.events = append(tl.events, e)
@@ -34,11 +34,11 @@ const maxTimelineLines = 24
 
 // String renders the timeline, one line per run of identical operations
 // (same instant, instance, operation and answer), keeping the last lines.
-func (tl *timeline) String(instances int) string {
+func (tl *Timeline) String(instances int) string {
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
 	type line struct {
-		e event
+		e Event
 		n int
 	}
 	var lines []line
@@ -55,15 +55,15 @@ func (tl *timeline) String(instances int) string {
 		lines = lines[skipped:]
 	}
 	for _, l := range lines {
-		if l.e.until.Milliseconds() > l.e.at.Milliseconds() {
-			fmt.Fprintf(&b, "    %9s…%-9s  ", fmtOffset(l.e.at), strings.TrimPrefix(fmtOffset(l.e.until), "+"))
+		if l.e.Until.Milliseconds() > l.e.At.Milliseconds() {
+			fmt.Fprintf(&b, "    %9s…%-9s  ", FmtOffset(l.e.At), strings.TrimPrefix(FmtOffset(l.e.Until), "+"))
 		} else {
-			fmt.Fprintf(&b, "    %9s  ", fmtOffset(l.e.at))
+			fmt.Fprintf(&b, "    %9s  ", FmtOffset(l.e.At))
 		}
 		if instances > 1 {
 			fmt.Fprintf(&b, "#%d ", l.e.inst+1)
 		}
-		fmt.Fprintf(&b, "%s = %s", l.e.op, l.e.got)
+		fmt.Fprintf(&b, "%s = %s", l.e.Op, l.e.Got)
 		if l.n > 1 {
 			fmt.Fprintf(&b, "  ×%d", l.n)
 		}
@@ -72,7 +72,7 @@ func (tl *timeline) String(instances int) string {
 	return b.String()
 }
 
-func fmtOffset(d time.Duration) string {
+func FmtOffset(d time.Duration) string {
 	if d < 0 {
 		return fmt.Sprintf("%dms", d.Milliseconds())
 	}

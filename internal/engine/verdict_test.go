@@ -5,7 +5,6 @@ import (
 
 	"github.com/rlconform/rlconform/result"
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 func TestJudgeMatchesVerdict(t *testing.T) {
@@ -23,36 +22,6 @@ func TestJudgeMatchesVerdict(t *testing.T) {
 				assert.Equal(t, ActFail, act, "%s expected=%v", st, expected)
 			}
 		}
-	}
-}
-
-func TestConfigValidate(t *testing.T) {
-	require.NoError(t, Config{}.Validate())
-	require.NoError(t, Config{IDs: []string{"core/", "strict/linearizable"}, ExpectFail: []string{"core/reset"}}.Validate())
-	tests := []struct {
-		cfg  Config
-		want string
-	}{
-		{Config{IDs: []string{"core/reset", "core/rset"}}, `unknown spec id "core/rset" (did you mean "core/reset"?)`},
-		{Config{IDs: []string{"zzz/"}}, `unknown spec id "zzz/"`},
-		{Config{ExpectFail: []string{"core/"}}, `unknown expected failure: spec id "core/"`},
-		{Config{Labels: []string{"stric"}}, `did you mean "strict"`},
-		{Config{Level: "extreme"}, "unknown level"},
-		{Config{Limit: -1}, "Config.Limit -1"},
-		{Config{Window: -1}, "Config.Window -1ns"},
-		{Config{Level: result.Core, IDs: []string{"strict/linearizable"}}, "no spec matches"},
-		{Config{RealTimeWindow: 1}, "RealTimeWindow"},
-		{Config{IDs: []string{"cor/"}}, `did you mean "core/"`},
-		{Config{IDs: []string{"reset"}}, `did you mean "core/reset"`},
-		{Config{IDs: []string{"strict/boundary"}}, `ids starting with it are strict/boundary-burst-epoch, strict/boundary-burst-first`},
-		{Config{IDs: []string{"core/sliding-expiry-realtime"}}, "was retired: it is now core/sliding-expiry"},
-	}
-	for _, tt := range tests {
-		err := tt.cfg.Validate()
-		if assert.Error(t, err, "%+v", tt.cfg) {
-			assert.Contains(t, err.Error(), tt.want)
-		}
-		assert.Zero(t, Count(tt.cfg))
 	}
 }
 

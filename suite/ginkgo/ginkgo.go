@@ -9,6 +9,7 @@ import (
 	"github.com/onsi/ginkgo/v2"
 
 	"github.com/rlconform/rlconform/internal/engine"
+	"github.com/rlconform/rlconform/internal/specs"
 	"github.com/rlconform/rlconform/suite"
 )
 
@@ -28,7 +29,7 @@ import (
 //
 //	func TestMine(t *testing.T) { RegisterFailHandler(Fail); RunSpecs(t, "mine") }
 func Register(cfg suite.Config, targets ...suite.Target) bool {
-	tree, verr := engine.Tree(engine.Config(cfg))
+	tree, verr := specs.All().Tree(engine.Config(cfg))
 	for _, target := range targets {
 		ginkgo.Describe("rlconform "+target.Name, ginkgo.Ordered, ginkgo.ContinueOnFailure, func() {
 			var s *engine.Session
@@ -37,7 +38,7 @@ func Register(cfg suite.Config, targets ...suite.Target) bool {
 					ginkgo.Fail("rlconform: " + verr.Error())
 				}
 				var err error
-				if s, err = engine.Start(ctx, engine.Config(cfg), target.Engine()); err != nil {
+				if s, err = specs.All().Start(ctx, engine.Config(cfg), target.Engine()); err != nil {
 					ginkgo.Fail("rlconform: " + err.Error())
 				}
 				ginkgo.GinkgoWriter.Printf("rlconform: grading %s, %s\n", target.Name, s.Reproduce(""))

@@ -1,4 +1,4 @@
-package engine
+package specs
 
 import (
 	"errors"
@@ -14,6 +14,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/internal/engine"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/model/lincheck"
 	"github.com/rlconform/rlconform/result"
@@ -77,10 +78,10 @@ func (r *recorder) history() []porcupine.Operation {
 // over several users, goroutines and two instances, in phases with the fake
 // clock standing still (so each operation's instant is known), and checks
 // the history with porcupine against the model.
-func linearizable(h *harness) {
+func linearizable(h *engine.Harness) {
 	const goroutines, phases, opsPerPhase = 8, 5, 12
 	instances := []contract.RateLimiterContract{h.Instance(0)}
-	if h.target.Capabilities.SharedStore {
+	if h.Target.Capabilities.SharedStore {
 		instances = h.Instances(2)
 	}
 	users := []string{h.User("a"), h.User("b"), h.User("c")}
@@ -90,7 +91,7 @@ func linearizable(h *harness) {
 		var wg sync.WaitGroup
 		for g := range goroutines {
 			wg.Add(1)
-			seed := h.rng.Uint64()
+			seed := h.Rng.Uint64()
 			go func() {
 				defer wg.Done()
 				linClient(h, rec, g, seed, at, users, instances, opsPerPhase)
@@ -98,10 +99,10 @@ func linearizable(h *harness) {
 		}
 		wg.Wait()
 		h.Note(fmt.Sprintf("phase %d: %d goroutines × %d operations on %d users over %d instance(s)", phase+1, goroutines, opsPerPhase, len(users), len(instances)), "recorded")
-		if h.fake != nil {
+		if h.Fake != nil {
 			h.Advance(h.W() / 3)
 		} else {
-			h.waitUntil(time.Now().Add(h.W() / 3))
+			h.WaitUntil(time.Now().Add(h.W() / 3))
 		}
 	}
 	history := rec.history()
@@ -109,24 +110,24 @@ func linearizable(h *harness) {
 		h.Note(fmt.Sprintf("%d operations failed", len(rec.errs)), fmt.Sprintf("first: %v (counted as unknown outcomes)", rec.errs[0]))
 	}
 	for _, err := range rec.errs {
-		if p, ok := errors.AsType[*targetPanic](err); ok {
-			h.fail(result.Failure{Kind: result.KindPanic}, "a concurrent call panicked: "+p.Error())
+		if p, ok := errors.AsType[*engine.TargetPanic](err); ok {
+			h.FailWith(result.Failure{Kind: result.KindPanic}, "a concurrent call panicked: "+p.Error())
 		}
 	}
 	// A failed call is an unknown outcome, which any history absorbs: a
 	// history of mostly unknowns proves nothing, and is no pass.
 	known := len(history) - len(rec.errs)
-	h.decided += known
+	h.Decided += known
 	if known == 0 || len(rec.errs) > known {
 		first := "none"
 		if len(rec.errs) > 0 {
 			first = rec.errs[0].Error()
 		}
-		panic(inconclusive{h.report(fmt.Sprintf("%d of the %d operations failed (first: %s): a history of unknown outcomes is linearizable whatever the limiter does, so the check proves nothing",
+		panic(engine.Inconclusive{Msg: h.Report(fmt.Sprintf("%d of the %d operations failed (first: %s): a history of unknown outcomes is linearizable whatever the limiter does, so the check proves nothing",
 			len(rec.errs), len(history), first))})
 	}
-	m := lincheck.SlidingLog(h.N(), h.W().Milliseconds(), h.short)
-	if h.fake == nil {
+	m := lincheck.SlidingLog(h.N(), h.W().Milliseconds(), h.Short)
+	if h.Fake == nil {
 		// Each operation took effect at an instant of its call's interval
 		// by the real-time rule (model.AdmissibleMillis); an unknown
 		// outcome any time after its call.
@@ -138,56 +139,56 @@ func linearizable(h *harness) {
 			}
 			history[k].Input = in
 		}
-		m = lincheck.SlidingLogRealTime(h.N(), h.W().Milliseconds(), h.short)
-		if !h.run.profile.IsSlidingLog() {
+		m = lincheck.SlidingLogRealTime(h.N(), h.W().Milliseconds(), h.Short)
+		if !h.Profile().IsSlidingLog() {
 			if why := lincheck.TooWide(history); why != "" {
-				panic(inconclusive{h.report("the linearizability check did not run: " + why)})
+				panic(engine.Inconclusive{Msg: h.Report("the linearizability check did not run: " + why)})
 			}
 		}
 	}
 	var overflow atomic.Bool
-	if !h.run.profile.IsSlidingLog() {
-		m = lincheck.Profile(h.run.profile, h.N(), h.W().Milliseconds(), h.short, h.fake == nil, &overflow)
+	if !h.Profile().IsSlidingLog() {
+		m = lincheck.Profile(h.Profile(), h.N(), h.W().Milliseconds(), h.Short, h.Fake == nil, &overflow)
 	}
 	// The check ends well within the spec's time, so that a slow check is
 	// the grader's inconclusive, never a slow target.
 	timeout := linCheckTimeout
-	if deadline, ok := h.ctx.Deadline(); ok {
+	if deadline, ok := h.Ctx.Deadline(); ok {
 		timeout = max(time.Second, min(timeout, time.Until(deadline)/2))
 	}
 	res, info := porcupine.CheckOperationsVerbose(m, history, timeout)
 	switch {
 	case res == porcupine.Ok && overflow.Load():
-		panic(inconclusive{h.report(fmt.Sprintf("the linearizability check of %d operations followed more than %d possible states of one user: nothing is proven either way", len(history), lincheck.MaxStates))})
+		panic(engine.Inconclusive{Msg: h.Report(fmt.Sprintf("the linearizability check of %d operations followed more than %d possible states of one user: nothing is proven either way", len(history), lincheck.MaxStates))})
 	case res == porcupine.Ok:
 		return
 	case res == porcupine.Unknown:
-		panic(inconclusive{h.report(fmt.Sprintf("the linearizability check of %d operations did not finish within %v: nothing is proven either way", len(history), timeout))})
+		panic(engine.Inconclusive{Msg: h.Report(fmt.Sprintf("the linearizability check of %d operations did not finish within %v: nothing is proven either way", len(history), timeout))})
 	}
-	path := h.visualize(m, info)
+	path := visualize(h, m, info)
 	h.Failf("the history of %d concurrent operations is not linearizable: no serial order of them gives these answers "+
 		"(more allowed than N, or a request denied that a serial order would allow).\n  %s\n  porcupine's visualisation: %s",
-		len(history), h.busiest(history), path)
+		len(history), busiest(h, history), path)
 }
 
-func linClient(h *harness, rec *recorder, client int, seed uint64, at int64, users []string, instances []contract.RateLimiterContract, ops int) {
-	rng := newRand(seed)
-	caps := h.target.Capabilities
+func linClient(h *engine.Harness, rec *recorder, client int, seed uint64, at int64, users []string, instances []contract.RateLimiterContract, ops int) {
+	rng := engine.NewRand(seed)
+	caps := h.Target.Capabilities
 	for range ops {
 		u := users[rng.IntN(len(users))]
 		lim := instances[rng.IntN(len(instances))]
 		k := rng.IntN(20)
 		switch {
 		case k < 2 && caps.Reset:
-			rec.do(client, lincheck.Input{Op: 'x', User: u, At: at}, func() (lincheck.Output, error) { return lincheck.Output{}, lim.Reset(h.ctx, u) })
+			rec.do(client, lincheck.Input{Op: 'x', User: u, At: at}, func() (lincheck.Output, error) { return lincheck.Output{}, lim.Reset(h.Ctx, u) })
 		case k < 6 && caps.Remaining:
 			rec.do(client, lincheck.Input{Op: 'r', User: u, At: at}, func() (lincheck.Output, error) {
-				n, err := lim.GetRemainingRequests(h.ctx, u)
+				n, err := lim.GetRemainingRequests(h.Ctx, u)
 				return lincheck.Output{Remaining: n}, err
 			})
 		default:
 			rec.doSent(client, lincheck.Input{Op: 'a', User: u, At: at}, func() (lincheck.Output, time.Time, error) {
-				ok, sent, err := allowSent(h.ctx, lim, u)
+				ok, sent, err := engine.AllowSent(h.Ctx, lim, u)
 				return lincheck.Output{Allowed: ok}, sent, err
 			})
 		}
@@ -195,12 +196,12 @@ func linClient(h *harness, rec *recorder, client int, seed uint64, at int64, use
 }
 
 // visualize writes porcupine's HTML for a failed check and returns its path.
-func (h *harness) visualize(m porcupine.Model, info porcupine.LinearizationInfo) string {
-	dir := h.run.cfg.ReportDir
+func visualize(h *engine.Harness, m porcupine.Model, info porcupine.LinearizationInfo) string {
+	dir := h.Config().ReportDir
 	if dir == "" {
 		dir = os.TempDir()
 	}
-	name := fmt.Sprintf("rlconform-%s-%s-%d.html", safeName(h.target.Name), safeName(h.spec.id), h.seed)
+	name := fmt.Sprintf("rlconform-%s-%s-%d.html", safeName(h.Target.Name), safeName(h.Spec.ID), h.Seed)
 	path := filepath.Join(dir, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Sprintf("(not written: %v)", err)
@@ -234,9 +235,9 @@ func safeName(s string) string {
 // resetRace hammers one user from 8 goroutines while Reset is called in
 // the middle; with the clock standing still, the requests that began after
 // Reset returned share one window, so at most N of them may be allowed.
-func resetRace(h *harness) {
+func resetRace(h *engine.Harness) {
 	instances := []contract.RateLimiterContract{h.Instance(0)}
-	if h.target.Capabilities.SharedStore {
+	if h.Target.Capabilities.SharedStore {
 		instances = h.Instances(2)
 	}
 	for round := range 3 {
@@ -270,7 +271,7 @@ func resetRace(h *harness) {
 						return
 					}
 					began := time.Now()
-					ok, err := instances[(g+i)%len(instances)].AllowRequest(h.ctx, u)
+					ok, err := instances[(g+i)%len(instances)].AllowRequest(h.Ctx, u)
 					mu.Lock()
 					if err != nil {
 						errs = append(errs, err)
@@ -289,48 +290,48 @@ func resetRace(h *harness) {
 			}()
 		}
 		<-started
-		err := instances[0].Reset(h.ctx, u)
+		err := instances[0].Reset(h.Ctx, u)
 		mu.Lock()
 		resetEnd = time.Now()
 		mu.Unlock()
 		wg.Wait()
-		h.Note(fmt.Sprintf("8 goroutines × AllowRequest(%s), Reset(%s) in the middle", h.short(u), h.short(u)),
+		h.Note(fmt.Sprintf("8 goroutines × AllowRequest(%s), Reset(%s) in the middle", h.Short(u), h.Short(u)),
 			fmt.Sprintf("%d allowed in all; %d of the %d that began after Reset returned", allowed, after, sentLate))
 		if errors.Is(err, contract.ErrNoAnswer) {
-			h.noAnswer(fmt.Sprintf("Reset(%s) during requests", h.short(u)), err)
+			h.NoAnswer(fmt.Sprintf("Reset(%s) during requests", h.Short(u)), err)
 		}
 		if err != nil {
-			h.Failf("Reset(%s) during requests: %v", h.short(u), err)
+			h.Failf("Reset(%s) during requests: %v", h.Short(u), err)
 		}
-		if first, n := noAnswers(errs); n > 0 {
+		if first, n := engine.NoAnswers(errs); n > 0 {
 			// Each may have been allowed or not: the round proves nothing.
-			h.undecided++
+			h.Undecided++
 			h.Note(fmt.Sprintf("round %d: %d requests got no answer (first: %v)", round+1, n, first), "undecided")
 			continue
 		}
 		if len(errs) > 0 {
 			h.Failf("%d requests failed during the race, first: %v", len(errs), errs[0])
 		}
-		if h.fake == nil {
+		if h.Fake == nil {
 			// Without a clock the bounds hold only if no entry of the round
 			// left during it.
 			if took := time.Since(roundStart); took >= h.W()-h.Edge() {
-				h.undecided++
+				h.Undecided++
 				h.Note(fmt.Sprintf("round %d took %v, not less than the window %v", round+1, took.Round(time.Millisecond), h.W()), "undecided")
 				continue
 			}
 		}
-		h.decided++
-		burst := h.burst()
+		h.Decided++
+		burst := burst(h)
 		if allowed > 2*burst {
 			h.Failf("%d requests were allowed in all, with the clock standing still and one Reset(%s): want at most %d (%d before the Reset, %d after it, in any serial order)",
-				allowed, h.short(u), 2*burst, burst, burst)
+				allowed, h.Short(u), 2*burst, burst, burst)
 		}
 		if after > burst {
 			h.Failf("%d requests that began after Reset(%s) returned were allowed, with the clock standing still: want at most %d",
-				after, h.short(u), burst)
+				after, h.Short(u), burst)
 		}
-		if h.fake != nil {
+		if h.Fake != nil {
 			h.Advance(h.W())
 		}
 	}
@@ -338,14 +339,14 @@ func resetRace(h *harness) {
 
 // burst is how many requests a fresh user gets at one instant: N for the
 // sliding log, the burst or capacity of a bucket.
-func (h *harness) burst() int {
-	n, _ := h.model.Clone().Remaining(h.Now(), h.User("fresh-burst-probe"))
+func burst(h *engine.Harness) int {
+	n, _ := h.Model.Clone().Remaining(h.Now(), h.User("fresh-burst-probe"))
 	return n
 }
 
 // busiest names the user and instant with the most allowed requests: with
 // more than N there, the symptom needs no visualisation.
-func (h *harness) busiest(history []porcupine.Operation) string {
+func busiest(h *engine.Harness, history []porcupine.Operation) string {
 	type slot struct {
 		user string
 		at   int64
@@ -366,5 +367,5 @@ func (h *harness) busiest(history []porcupine.Operation) string {
 		return "no request was allowed at all"
 	}
 	return fmt.Sprintf("the most allowed for one user at one instant: %d for %s at %s (limit %d; resets in between allow more)",
-		allowed[top], h.short(top.user), fmtOffset(time.UnixMilli(top.at).Sub(h.start)), h.N())
+		allowed[top], h.Short(top.user), engine.FmtOffset(time.UnixMilli(top.at).Sub(h.Start)), h.N())
 }

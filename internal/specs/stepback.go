@@ -1,10 +1,12 @@
-package engine
+package specs
 
 import (
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rlconform/rlconform/internal/engine"
 )
 
 // clockStepBack steps the clock back and forth. Entries later than now
@@ -14,38 +16,38 @@ import (
 // now) and the conservative one (they do: ZCARD after the prune). An
 // answer fails only when neither gives it: an admission past the literal
 // reading, a refusal past the conservative one.
-func clockStepBack(h *harness) {
-	log, ok := h.model.(slidingLogModel)
+func clockStepBack(h *engine.Harness) {
+	log, ok := h.Model.(engine.SlidingLogModel)
 	if !ok {
-		panic(fmt.Sprintf("suite: %s grades the sliding log only, not %s", h.spec.id, h.model.Describe()))
+		panic(fmt.Sprintf("suite: %s grades the sliding log only, not %s", h.Spec.ID, h.Model.Describe()))
 	}
 	u := h.User("u")
 	h.At(10 * time.Second)
-	h.allowEitherReading(log, u) // one entry at +10s
+	allowEitherReading(h, log, u) // one entry at +10s
 	h.At(5 * time.Second)
 	for range h.N() + 1 {
 		// Literally the entry at +10s does not count at +5s: N allowed,
 		// then denied. Conservatively it does: N-1. Either is honest.
-		h.allowEitherReading(log, u)
+		allowEitherReading(h, log, u)
 	}
-	if h.target.Capabilities.Remaining {
-		h.remainingEitherReading(log, u)
+	if h.Target.Capabilities.Remaining {
+		remainingEitherReading(h, log, u)
 	}
 	h.At(10 * time.Second)
-	h.allowEitherReading(log, u) // denied: every entry counts at +10s, in both readings
+	allowEitherReading(h, log, u) // denied: every entry counts at +10s, in both readings
 	h.At(5*time.Second + h.W())
 	for range h.N() {
 		// The entries at +5s left; the one at +10s still counts: N-1
 		// allowed, in both readings. A limiter that lost the entry at
 		// +10s admits N; one that logged the requests at +5s as later
 		// instants refuses them.
-		h.allowEitherReading(log, u)
+		allowEitherReading(h, log, u)
 	}
 }
 
 // readings says what both readings count for user at now, for a failure.
-func (h *harness) readings(log slidingLogModel, now time.Time, user string) string {
-	lit := strings.ReplaceAll(log.Explain(now, h.start, user), user, h.short(user))
+func readings(h *engine.Harness, log engine.SlidingLogModel, now time.Time, user string) string {
+	lit := strings.ReplaceAll(log.Explain(now, h.Start, user), user, h.Short(user))
 	later := log.Unexpired(now, user) - log.Active(now, user)
 	return fmt.Sprintf("%s; %d entr%s later than now, which the conservative reading (ZCARD) counts too",
 		lit, later, map[bool]string{true: "y", false: "ies"}[later == 1])
@@ -54,27 +56,27 @@ func (h *harness) readings(log slidingLogModel, now time.Time, user string) stri
 // allowEitherReading sends AllowRequest(user) to instance 0 at the
 // current instant and fails the spec unless one reading of the entries
 // later than now gives its answer. An allowed request is logged at now.
-func (h *harness) allowEitherReading(log slidingLogModel, user string) {
+func allowEitherReading(h *engine.Harness, log engine.SlidingLogModel, user string) {
 	lim := h.Instance(0)
 	now := h.Now()
-	op := "AllowRequest(" + h.short(user) + ")"
+	op := "AllowRequest(" + h.Short(user) + ")"
 	literal, conservative := log.Active(now, user), log.Unexpired(now, user)
-	explain := h.readings(log, now, user)
-	ok, err := lim.AllowRequest(h.ctx, user)
+	explain := readings(h, log, now, user)
+	ok, err := lim.AllowRequest(h.Ctx, user)
 	if err != nil {
-		h.record(0, now, op, "error")
-		h.failStep(0, now, op, "", "an answer", "", err)
+		h.Record(0, now, op, "error")
+		h.FailStep(0, now, op, "", "an answer", "", err)
 	}
-	got := allowedWord(ok)
-	h.record(0, now, op, got)
-	h.trace = append(h.trace, traceOp{at: now, kind: 'A', user: user, got: got})
+	got := engine.AllowedWord(ok)
+	h.Record(0, now, op, got)
+	h.Trace = append(h.Trace, engine.TraceOp{At: now, Kind: 'A', User: user, Got: got})
 	switch {
 	case ok && literal >= h.N():
-		h.failStep(0, now, op, got, "denied", "both readings deny: "+explain, nil)
+		h.FailStep(0, now, op, got, "denied", "both readings deny: "+explain, nil)
 	case !ok && conservative < h.N():
-		h.failStep(0, now, op, got, "allowed", "both readings allow: "+explain, nil)
+		h.FailStep(0, now, op, got, "allowed", "both readings allow: "+explain, nil)
 	}
-	h.decided++
+	h.Decided++
 	if ok {
 		log.Allow(now, user)
 	}
@@ -82,27 +84,27 @@ func (h *harness) allowEitherReading(log slidingLogModel, user string) {
 
 // remainingEitherReading sends GetRemainingRequests(user) to instance 0
 // and fails the spec unless one reading gives its answer.
-func (h *harness) remainingEitherReading(log slidingLogModel, user string) {
+func remainingEitherReading(h *engine.Harness, log engine.SlidingLogModel, user string) {
 	lim := h.Instance(0)
 	now := h.Now()
-	op := "GetRemainingRequests(" + h.short(user) + ")"
+	op := "GetRemainingRequests(" + h.Short(user) + ")"
 	literal := max(0, h.N()-log.Active(now, user))
 	conservative := max(0, h.N()-log.Unexpired(now, user))
-	explain := h.readings(log, now, user)
-	n, err := lim.GetRemainingRequests(h.ctx, user)
+	explain := readings(h, log, now, user)
+	n, err := lim.GetRemainingRequests(h.Ctx, user)
 	if err != nil {
-		h.record(0, now, op, "error")
-		h.failStep(0, now, op, "", "an answer", "", err)
+		h.Record(0, now, op, "error")
+		h.FailStep(0, now, op, "", "an answer", "", err)
 	}
 	got := strconv.Itoa(n)
-	h.record(0, now, op, got)
-	h.trace = append(h.trace, traceOp{at: now, kind: 'G', user: user, got: got})
+	h.Record(0, now, op, got)
+	h.Trace = append(h.Trace, engine.TraceOp{At: now, Kind: 'G', User: user, Got: got})
 	if n != literal && n != conservative {
 		want := strconv.Itoa(literal)
 		if conservative != literal {
 			want = fmt.Sprintf("%d (literally) or %d (conservatively)", literal, conservative)
 		}
-		h.failStep(0, now, op, got, want, explain, nil)
+		h.FailStep(0, now, op, got, want, explain, nil)
 	}
-	h.decided++
+	h.Decided++
 }

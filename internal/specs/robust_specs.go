@@ -1,4 +1,4 @@
-package engine
+package specs
 
 import (
 	"context"
@@ -8,49 +8,50 @@ import (
 	"time"
 
 	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/internal/engine"
 	"github.com/rlconform/rlconform/result"
 )
 
 // robustSpecs grade what breaks in production: odd input, key hygiene and
 // store faults.
-func robustSpecs() []spec {
-	return []spec{
-		{id: "robust/user-id-zoo", level: result.Robust, needs: []need{needUsers, needOpaqueIDs},
-			rule:            "any non-empty id up to 512 bytes is its own user: no glob, no case folding, no truncation, no prefix matching",
-			run:             userIDZoo,
-			hint:            "key by the exact id: never lower-case it, cut it, or use it in a KEYS/SCAN pattern",
-			hintAllProfiles: true},
-		{id: "robust/empty-user-id", level: result.Robust, needs: []need{needOpaqueIDs},
-			rule:            "the empty user id is an error wrapping ErrInvalidUserID and changes nothing",
-			run:             emptyUserID,
-			hint:            "validate the id before touching the store, and return an error wrapping contract.ErrInvalidUserID for the empty one (over HTTP: status 400)",
-			hintAllProfiles: true},
-		{id: "robust/invalid-config", level: result.Robust, needs: []need{needConfigure},
-			rule:            "Configure with a limit below 1 or a window below 1ms is an error wrapping ErrInvalidConfig and leaves the old configuration in force; above MaxLimit or MaxWindow it is that error or taken and in force",
-			run:             invalidConfig,
-			hint:            "validate both values before storing either, and return an error wrapping contract.ErrInvalidConfig (over HTTP: status 400); a limit above contract.MaxLimit or a window above contract.MaxWindow may be refused the same way (contract.ValidateConfig) or taken, never answered with another error",
-			hintAllProfiles: true},
-		{id: "robust/key-hygiene", level: result.Robust, needs: []need{needUsers, needInspect},
-			rule:            "every key the limiter writes has a TTL covering its newest entry and at most a few windows, and lives under its prefix",
-			general:         "every key the limiter writes has a TTL covering the time its state still matters (the profile's lifetime) and at most a few windows, and lives under its prefix",
-			run:             keyHygiene,
-			hint:            "PEXPIRE the key on every write, in the same script, by at least the time its state still matters (for a log: W; a margin such as W + 1s costs little and survives clocks and rounding) and at most a few windows; build keys as prefix + id",
-			hintAllProfiles: true},
-		{id: "robust/store-outage", level: result.Robust, needs: []need{needUsers, needOwnRedis},
-			rule:            "with Redis down every call returns an error within its deadline, nothing is allowed (unless fail-open), and the limiter recovers without a restart",
-			run:             storeOutage,
-			hint:            "honour the context on every call, fail closed, and let the client reconnect: never cache a dead connection or retry forever",
-			hintAllProfiles: true},
-		{id: "robust/context-cancel", level: result.Robust, needs: []need{needInProcess},
-			rule:            "a cancelled context is honoured: the call returns an error and allows nothing",
-			run:             contextCancel,
-			hint:            "pass the caller's context to every store call",
-			hintAllProfiles: true},
+func robustSpecs() []engine.Spec {
+	return []engine.Spec{
+		{ID: "robust/user-id-zoo", Level: result.Robust, Needs: []engine.Need{engine.NeedUsers, engine.NeedOpaqueIDs},
+			Rule:            "any non-empty id up to 512 bytes is its own user: no glob, no case folding, no truncation, no prefix matching",
+			Run:             userIDZoo,
+			Hint:            "key by the exact id: never lower-case it, cut it, or use it in a KEYS/SCAN pattern",
+			HintAllProfiles: true},
+		{ID: "robust/empty-user-id", Level: result.Robust, Needs: []engine.Need{engine.NeedOpaqueIDs},
+			Rule:            "the empty user id is an error wrapping ErrInvalidUserID and changes nothing",
+			Run:             emptyUserID,
+			Hint:            "validate the id before touching the store, and return an error wrapping contract.ErrInvalidUserID for the empty one (over HTTP: status 400)",
+			HintAllProfiles: true},
+		{ID: "robust/invalid-config", Level: result.Robust, Needs: []engine.Need{engine.NeedConfigure},
+			Rule:            "Configure with a limit below 1 or a window below 1ms is an error wrapping ErrInvalidConfig and leaves the old configuration in force; above MaxLimit or MaxWindow it is that error or taken and in force",
+			Run:             invalidConfig,
+			Hint:            "validate both values before storing either, and return an error wrapping contract.ErrInvalidConfig (over HTTP: status 400); a limit above contract.MaxLimit or a window above contract.MaxWindow may be refused the same way (contract.ValidateConfig) or taken, never answered with another error",
+			HintAllProfiles: true},
+		{ID: "robust/key-hygiene", Level: result.Robust, Needs: []engine.Need{engine.NeedUsers, engine.NeedInspect},
+			Rule:            "every key the limiter writes has a TTL covering its newest entry and at most a few windows, and lives under its prefix",
+			General:         "every key the limiter writes has a TTL covering the time its state still matters (the profile's lifetime) and at most a few windows, and lives under its prefix",
+			Run:             keyHygiene,
+			Hint:            "PEXPIRE the key on every write, in the same script, by at least the time its state still matters (for a log: W; a margin such as W + 1s costs little and survives clocks and rounding) and at most a few windows; build keys as prefix + id",
+			HintAllProfiles: true},
+		{ID: "robust/store-outage", Level: result.Robust, Needs: []engine.Need{engine.NeedUsers, engine.NeedOwnRedis},
+			Rule:            "with Redis down every call returns an error within its deadline, nothing is allowed (unless fail-open), and the limiter recovers without a restart",
+			Run:             storeOutage,
+			Hint:            "honour the context on every call, fail closed, and let the client reconnect: never cache a dead connection or retry forever",
+			HintAllProfiles: true},
+		{ID: "robust/context-cancel", Level: result.Robust, Needs: []engine.Need{engine.NeedInProcess},
+			Rule:            "a cancelled context is honoured: the call returns an error and allows nothing",
+			Run:             contextCancel,
+			Hint:            "pass the caller's context to every store call",
+			HintAllProfiles: true},
 	}
 }
 
 // zoo is the ids robust/user-id-zoo tries; each must be its own user.
-func zoo(h *harness) []string {
+func zoo(h *engine.Harness) []string {
 	ids := []string{"a", "A", "ab", "a:b", "a:", "{a}", "{a", "a}", "a*", "*", "?", "a?", "[a]", "[", "a b", " a", "a ",
 		"é", "e\u0301", "日本", "🙂", "🙂🙂", `a"b`, `a\b`, "a\nb", "a\tb"}
 	for i := range ids {
@@ -58,12 +59,12 @@ func zoo(h *harness) []string {
 	}
 	// Two ids of the full 512 bytes that differ only in their last byte, and
 	// one that is a prefix of them.
-	pad := strings.Repeat("x", contract.MaxUserIDBytes-len(h.tag)-1)
+	pad := strings.Repeat("x", contract.MaxUserIDBytes-len(h.Tag)-1)
 	ids = append(ids, h.User(pad+"1"), h.User(pad+"2"), h.User(pad))
 	return ids
 }
 
-func userIDZoo(h *harness) {
+func userIDZoo(h *engine.Harness) {
 	ids := zoo(h)
 	// Spend each id's quota but the last slot, in turns, so that any two ids
 	// that collide run out early.
@@ -76,7 +77,7 @@ func userIDZoo(h *harness) {
 		h.Allow(u)
 		h.Allow(u)
 	}
-	if h.target.Capabilities.Reset {
+	if h.Target.Capabilities.Reset {
 		for _, u := range []string{h.User("a"), h.User("*"), h.User("[a]"), ids[len(ids)-1]} {
 			h.Reset(u)
 			for _, v := range ids {
@@ -86,31 +87,31 @@ func userIDZoo(h *harness) {
 	}
 }
 
-func emptyUserID(h *harness) {
+func emptyUserID(h *engine.Harness) {
 	u := h.User("u")
 	h.Allow(u)
 	lim := h.Instance(0)
-	ok, err := lim.AllowRequest(h.ctx, "")
-	h.Note(`AllowRequest("")`, errWord(err, allowedWord(ok)))
+	ok, err := lim.AllowRequest(h.Ctx, "")
+	h.Note(`AllowRequest("")`, errWord(err, engine.AllowedWord(ok)))
 	if err == nil || ok {
-		h.Failf(`AllowRequest("") = %s, %v; want denied and an error (the empty id is not a user)`, allowedWord(ok), err)
+		h.Failf(`AllowRequest("") = %s, %v; want denied and an error (the empty id is not a user)`, engine.AllowedWord(ok), err)
 	}
-	h.wantSentinel(`AllowRequest("")`, err, contract.ErrInvalidUserID)
-	if h.target.Capabilities.Remaining {
-		n, err := lim.GetRemainingRequests(h.ctx, "")
+	wantSentinel(h, `AllowRequest("")`, err, contract.ErrInvalidUserID)
+	if h.Target.Capabilities.Remaining {
+		n, err := lim.GetRemainingRequests(h.Ctx, "")
 		h.Note(`GetRemainingRequests("")`, errWord(err, fmt.Sprint(n)))
 		if err == nil {
 			h.Failf(`GetRemainingRequests("") = %d, nil; want an error`, n)
 		}
-		h.wantSentinel(`GetRemainingRequests("")`, err, contract.ErrInvalidUserID)
+		wantSentinel(h, `GetRemainingRequests("")`, err, contract.ErrInvalidUserID)
 	}
-	if h.target.Capabilities.Reset {
-		err := lim.Reset(h.ctx, "")
+	if h.Target.Capabilities.Reset {
+		err := lim.Reset(h.Ctx, "")
 		h.Note(`Reset("")`, errWord(err, "ok"))
 		if err == nil {
 			h.Failf(`Reset("") = nil; want an error`)
 		}
-		h.wantSentinel(`Reset("")`, err, contract.ErrInvalidUserID)
+		wantSentinel(h, `Reset("")`, err, contract.ErrInvalidUserID)
 	}
 	// Nothing changed for the real user.
 	for range h.N() {
@@ -125,7 +126,7 @@ func errWord(err error, ok string) string {
 	return ok
 }
 
-func invalidConfig(h *harness) {
+func invalidConfig(h *engine.Harness) {
 	u := h.User("u")
 	h.Allow(u)
 	lim := h.Instance(0)
@@ -133,36 +134,36 @@ func invalidConfig(h *harness) {
 		n int
 		w time.Duration
 	}{{0, h.W()}, {-1, h.W()}, {h.N(), 0}, {h.N(), -time.Second}, {h.N(), 500 * time.Microsecond}, {0, 0}} {
-		err := lim.Configure(h.ctx, bad.n, bad.w)
+		err := lim.Configure(h.Ctx, bad.n, bad.w)
 		op := fmt.Sprintf("Configure(%d, %v)", bad.n, bad.w)
 		h.Note(op, errWord(err, "ok"))
 		if errors.Is(err, contract.ErrNoAnswer) {
-			h.noAnswer(op, err)
+			h.NoAnswer(op, err)
 		}
 		if err == nil {
 			h.Failf("%s = nil; want an error (the limit must be at least 1 and the window at least 1ms)", op)
 		}
-		h.wantSentinel(op, err, contract.ErrInvalidConfig)
+		wantSentinel(h, op, err, contract.ErrInvalidConfig)
 	}
 	// The old configuration is in force: the model was never reconfigured.
 	for range h.N() {
 		h.Allow(u)
 	}
-	if h.target.Capabilities.Remaining {
+	if h.Target.Capabilities.Remaining {
 		h.Remaining(u)
 	}
 	// Above the range every limiter must honour, a limiter may refuse or
 	// take: 2^53 and 200 years are exact in a Go int and a time.Duration.
-	h.aboveRange(contract.MaxLimit+1, h.W(), h.limitInForce)
-	h.aboveRange(h.N(), contract.MaxWindow+time.Millisecond, h.windowInForce)
-	h.aboveRange(h.N(), 200*365*24*time.Hour, h.windowInForce)
+	aboveRange(h, contract.MaxLimit+1, h.W(), func(n int, w time.Duration) { limitInForce(h, n, w) })
+	aboveRange(h, h.N(), contract.MaxWindow+time.Millisecond, func(n int, w time.Duration) { windowInForce(h, n, w) })
+	aboveRange(h, h.N(), 200*365*24*time.Hour, func(n int, w time.Duration) { windowInForce(h, n, w) })
 	// Refused or taken and set back, the configuration graded is in
 	// force: N of a fresh user are allowed, then one is denied.
 	after := h.User("after")
 	for range h.N() + 1 {
 		h.Allow(after)
 	}
-	if h.target.Capabilities.Remaining {
+	if h.Target.Capabilities.Remaining {
 		h.Remaining(after)
 	}
 }
@@ -171,16 +172,16 @@ func invalidConfig(h *harness) {
 // contract.MaxWindow. A limiter may refuse it, with an error wrapping
 // ErrInvalidConfig (and nothing else), or take it: then inForce checks
 // that it applies, and the configuration graded is set again.
-func (h *harness) aboveRange(n int, w time.Duration, inForce func(n int, w time.Duration)) {
+func aboveRange(h *engine.Harness, n int, w time.Duration, inForce func(n int, w time.Duration)) {
 	lim := h.Instance(0)
 	op := fmt.Sprintf("Configure(%d, %v)", n, w)
-	err := lim.Configure(h.ctx, n, w)
+	err := lim.Configure(h.Ctx, n, w)
 	h.Note(op, errWord(err, "ok"))
 	if errors.Is(err, contract.ErrNoAnswer) {
-		h.noAnswer(op, err)
+		h.NoAnswer(op, err)
 	}
 	if err != nil {
-		h.wantSentinel(op, err, contract.ErrInvalidConfig)
+		wantSentinel(h, op, err, contract.ErrInvalidConfig)
 		return
 	}
 	inForce(n, w)
@@ -189,39 +190,39 @@ func (h *harness) aboveRange(n int, w time.Duration, inForce func(n int, w time.
 
 // rawAllow sends AllowRequest(user) to instance 0 outside the model (a
 // configuration the model cannot hold is in force) and notes the answer.
-func (h *harness) rawAllow(user, taken string) bool {
-	op := "AllowRequest(" + h.short(user) + ")"
-	ok, err := h.Instance(0).AllowRequest(h.ctx, user)
-	h.Note(op, errWord(err, allowedWord(ok)))
+func rawAllow(h *engine.Harness, user, taken string) bool {
+	op := "AllowRequest(" + h.Short(user) + ")"
+	ok, err := h.Instance(0).AllowRequest(h.Ctx, user)
+	h.Note(op, errWord(err, engine.AllowedWord(ok)))
 	if errors.Is(err, contract.ErrNoAnswer) {
-		h.noAnswer(op, err)
+		h.NoAnswer(op, err)
 	}
 	if err != nil {
 		h.Failf("%s; then %s returned an error: %v", taken, op, err)
 	}
-	h.decided++
+	h.Decided++
 	return ok
 }
 
 // limitInForce checks that a limit n taken above contract.MaxLimit
 // applies: a fresh user gets more than the old limit allowed, and has
 // n less them remaining.
-func (h *harness) limitInForce(n int, w time.Duration) {
+func limitInForce(h *engine.Harness, n int, w time.Duration) {
 	taken := fmt.Sprintf("Configure(%d, %v) was taken (a limiter may take or refuse a limit above %d)", n, w, contract.MaxLimit)
 	v := h.User("big-limit")
 	for i := range h.N() + 1 {
-		if !h.rawAllow(v, taken) {
+		if !rawAllow(h, v, taken) {
 			h.Failf("%s, but request %d of a fresh user was denied: the limit taken is not in force", taken, i+1)
 		}
 	}
-	if !h.target.Capabilities.Remaining {
+	if !h.Target.Capabilities.Remaining {
 		return
 	}
-	left, err := h.Instance(0).GetRemainingRequests(h.ctx, v)
-	op := "GetRemainingRequests(" + h.short(v) + ")"
+	left, err := h.Instance(0).GetRemainingRequests(h.Ctx, v)
+	op := "GetRemainingRequests(" + h.Short(v) + ")"
 	h.Note(op, errWord(err, fmt.Sprint(left)))
 	if errors.Is(err, contract.ErrNoAnswer) {
-		h.noAnswer(op, err)
+		h.NoAnswer(op, err)
 	}
 	if err != nil {
 		h.Failf("%s; then GetRemainingRequests returned an error: %v", taken, err)
@@ -234,20 +235,20 @@ func (h *harness) limitInForce(n int, w time.Duration) {
 // windowInForce checks that a window w taken above contract.MaxWindow
 // applies: N requests of a fresh user still count a whole old window
 // after the last of them.
-func (h *harness) windowInForce(n int, w time.Duration) {
+func windowInForce(h *engine.Harness, n int, w time.Duration) {
 	taken := fmt.Sprintf("Configure(%d, %v) was taken (a limiter may take or refuse a window above %v)", n, w, contract.MaxWindow)
 	x := h.User(fmt.Sprintf("big-window-%dms", w.Milliseconds()))
 	for i := range h.N() {
-		if !h.rawAllow(x, taken) {
+		if !rawAllow(h, x, taken) {
 			h.Failf("%s, but request %d of a fresh user was denied", taken, i+1)
 		}
 	}
-	if h.fake != nil {
+	if h.Fake != nil {
 		h.Advance(h.W())
 	} else {
-		h.waitUntil(time.Now().Add(h.W() + h.Edge()))
+		h.WaitUntil(time.Now().Add(h.W() + h.Edge()))
 	}
-	if h.rawAllow(x, taken) {
+	if rawAllow(h, x, taken) {
 		h.Failf("%s, but %v after N requests of a fresh user one more was allowed: they left as the old window %v says, so the window taken is not in force", taken, h.W(), h.W())
 	}
 }
@@ -256,30 +257,30 @@ func (h *harness) windowInForce(n int, w time.Duration) {
 // Redis does not answer.
 const outageBound = 3 * time.Second
 
-func storeOutage(h *harness) {
-	srv := h.run.redis.Server
+func storeOutage(h *engine.Harness) {
+	srv := h.Redis().Server
 	u := h.User("u")
 	h.Allow(u)
 	lim := h.Instance(0)
 
 	// Down: the server is gone, connections are refused.
 	if err := srv.Stop(); err != nil {
-		h.fault("stopping Redis: %v", err)
+		h.Fault("stopping Redis: %v", err)
 	}
 	defer func() { // whatever happens, leave Redis running for the next spec
 		srv.Resume()
 		srv.Start(context.Background())
 	}()
-	h.outageCalls(lim, u, "Redis stopped")
+	outageCalls(h, lim, u, "Redis stopped")
 
 	// Unresponsive: the server is frozen, connections hang.
-	if err := srv.Start(h.ctx); err != nil {
-		h.fault("restarting Redis: %v", err)
+	if err := srv.Start(h.Ctx); err != nil {
+		h.Fault("restarting Redis: %v", err)
 	}
 	if err := srv.Pause(); err == nil {
-		h.outageCalls(lim, u, "Redis frozen (SIGSTOP)")
+		outageCalls(h, lim, u, "Redis frozen (SIGSTOP)")
 		if err := srv.Resume(); err != nil {
-			h.fault("resuming Redis: %v", err)
+			h.Fault("resuming Redis: %v", err)
 		}
 	}
 
@@ -288,9 +289,9 @@ func storeOutage(h *harness) {
 	// server runs when it wakes), so u's state is unknown: a fresh user is
 	// graded instead.
 	probe := func() error {
-		ctx, cancel := context.WithTimeout(h.ctx, time.Second)
+		ctx, cancel := context.WithTimeout(h.Ctx, time.Second)
 		defer cancel()
-		if h.target.Capabilities.Remaining {
+		if h.Target.Capabilities.Remaining {
 			_, err := lim.GetRemainingRequests(ctx, h.User("probe"))
 			return err
 		}
@@ -304,11 +305,11 @@ func storeOutage(h *harness) {
 		if err == nil {
 			break
 		}
-		if !time.Now().Before(deadline) || h.ctx.Err() != nil {
-			h.fail(result.Failure{Kind: result.KindViolation}, fmt.Sprintf("10s after Redis came back the limiter still fails: it must reconnect by itself, without a restart; its last answer: %v", err))
+		if !time.Now().Before(deadline) || h.Ctx.Err() != nil {
+			h.FailWith(result.Failure{Kind: result.KindViolation}, fmt.Sprintf("10s after Redis came back the limiter still fails: it must reconnect by itself, without a restart; its last answer: %v", err))
 		}
 		select {
-		case <-h.ctx.Done():
+		case <-h.Ctx.Done():
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -320,7 +321,7 @@ func storeOutage(h *harness) {
 
 // outageCalls makes each call with a 1s deadline while the store is out and
 // checks it ends with an error, in time, and allows nothing.
-func (h *harness) outageCalls(lim contract.RateLimiterContract, u, state string) {
+func outageCalls(h *engine.Harness, lim contract.RateLimiterContract, u, state string) {
 	type answer struct {
 		ok  bool
 		err error
@@ -331,7 +332,7 @@ func (h *harness) outageCalls(lim contract.RateLimiterContract, u, state string)
 	}{
 		{"AllowRequest", func(ctx context.Context) answer { ok, err := lim.AllowRequest(ctx, u); return answer{ok, err} }},
 	}
-	if h.target.Capabilities.Remaining {
+	if h.Target.Capabilities.Remaining {
 		calls = append(calls, struct {
 			op string
 			do func(ctx context.Context) answer
@@ -341,7 +342,7 @@ func (h *harness) outageCalls(lim contract.RateLimiterContract, u, state string)
 		}})
 	}
 	for _, c := range calls {
-		ctx, cancel := context.WithTimeout(h.ctx, time.Second)
+		ctx, cancel := context.WithTimeout(h.Ctx, time.Second)
 		done := make(chan answer, 1)
 		began := time.Now()
 		go func() {
@@ -357,36 +358,36 @@ func (h *harness) outageCalls(lim contract.RateLimiterContract, u, state string)
 		case a = <-done:
 		case <-time.After(time.Second + outageBound):
 			cancel()
-			h.Note(c.op+"("+h.short(u)+")", "no answer")
-			h.Failf("%s: %s(%s) with a 1s deadline had not returned after %v: it hangs instead of failing", state, c.op, h.short(u), time.Second+outageBound)
+			h.Note(c.op+"("+h.Short(u)+")", "no answer")
+			h.Failf("%s: %s(%s) with a 1s deadline had not returned after %v: it hangs instead of failing", state, c.op, h.Short(u), time.Second+outageBound)
 		}
 		cancel()
 		took := time.Since(began).Round(time.Millisecond)
-		h.Note(c.op+"("+h.short(u)+") ["+state+"]", errWord(a.err, allowedWord(a.ok))+" after "+took.String())
+		h.Note(c.op+"("+h.Short(u)+") ["+state+"]", errWord(a.err, engine.AllowedWord(a.ok))+" after "+took.String())
 		if a.err != nil && strings.HasPrefix(a.err.Error(), "panic: ") {
-			h.Failf("%s: %s(%s) panicked: %v", state, c.op, h.short(u), a.err)
+			h.Failf("%s: %s(%s) panicked: %v", state, c.op, h.Short(u), a.err)
 		}
-		if a.ok && !h.target.Capabilities.FailOpen {
+		if a.ok && !h.Target.Capabilities.FailOpen {
 			h.Failf("%s: AllowRequest(%s) = allowed (error: %v): the target does not declare fail-open, so an outage must deny, not switch the limiter off",
-				state, h.short(u), a.err)
+				state, h.Short(u), a.err)
 		}
 		if a.err == nil {
-			h.Failf("%s: %s(%s) returned no error: a limiter that cannot reach its store must say so", state, c.op, h.short(u))
+			h.Failf("%s: %s(%s) returned no error: a limiter that cannot reach its store must say so", state, c.op, h.Short(u))
 		}
 		if !errors.Is(a.err, contract.ErrStore) && !errors.Is(a.err, context.DeadlineExceeded) && !errors.Is(a.err, context.Canceled) {
 			h.Failf("%s: %s(%s) returned %q, which wraps neither contract.ErrStore nor the context's error: callers cannot tell a store failure from invalid input",
-				state, c.op, h.short(u), a.err)
+				state, c.op, h.Short(u), a.err)
 		}
 	}
 }
 
-func contextCancel(h *harness) {
+func contextCancel(h *engine.Harness) {
 	u := h.User("u")
 	lim := h.Instance(0)
-	ctx, cancel := context.WithCancel(h.ctx)
+	ctx, cancel := context.WithCancel(h.Ctx)
 	cancel()
 	ok, err := lim.AllowRequest(ctx, u)
-	h.Note("AllowRequest("+h.short(u)+") [cancelled context]", errWord(err, allowedWord(ok)))
+	h.Note("AllowRequest("+h.Short(u)+") [cancelled context]", errWord(err, engine.AllowedWord(ok)))
 	if ok {
 		h.Failf("AllowRequest with a cancelled context = allowed; want denied with an error")
 	}
@@ -404,7 +405,7 @@ func contextCancel(h *harness) {
 
 // wantSentinel fails the spec unless err wraps sentinel: callers (and HTTP
 // status codes) must tell invalid input from a store failure.
-func (h *harness) wantSentinel(op string, err error, sentinel error) {
+func wantSentinel(h *engine.Harness, op string, err error, sentinel error) {
 	if !errors.Is(err, sentinel) {
 		h.Failf("%s returned %q, which does not wrap %q (contract.%s): callers cannot tell invalid input from a store failure; over HTTP answer 400",
 			op, err, sentinel, map[error]string{contract.ErrInvalidConfig: "ErrInvalidConfig", contract.ErrInvalidUserID: "ErrInvalidUserID"}[sentinel])

@@ -1,4 +1,4 @@
-package engine
+package specs
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rlconform/rlconform/internal/engine"
 	"github.com/rlconform/rlconform/redisenv"
 )
 
@@ -16,26 +17,26 @@ import (
 // spec changes none): a prefix shared across specs also holds what the
 // earlier ones and the grader's probes left, under other windows, and
 // keys written by hashed ids cannot be told apart otherwise.
-func keyHygiene(h *harness) {
-	before, err := h.specKeys(h.ctx)
+func keyHygiene(h *engine.Harness) {
+	before, err := specKeys(h, h.Ctx)
 	if err != nil {
-		h.fault("listing the keys under %s: %v", h.env.KeyPrefix, err)
+		h.Fault("listing the keys under %s: %v", h.Env.KeyPrefix, err)
 	}
 	users := []string{h.User("a"), h.User("b"), h.User("{c}")}
-	deadline := h.hygieneWrites(users)
+	deadline := hygieneWrites(h, users)
 	longest := h.W() // a log's state lives W after its newest entry
-	if !h.run.profile.IsSlidingLog() {
-		_, longest = h.lifetimes(users[:2])
+	if !h.Profile().IsSlidingLog() {
+		_, longest = lifetimes(h, users[:2])
 	}
-	keys, attributed := h.newKeys(before)
+	keys, attributed := newKeys(h, before)
 	if !attributed {
 		// The target hashes ids into its keys: every key that appeared is
 		// this spec's, but whose is unknown: each must expire, and not too
 		// late; how early is judged on keys that name their user.
 		deadline = nil
 	}
-	h.judgeTTLs(keys, users[:2], deadline, 3*max(h.W(), longest)+time.Second)
-	h.keysOutsidePrefix()
+	judgeTTLs(h, keys, users[:2], deadline, 3*max(h.W(), longest)+time.Second)
+	keysOutsidePrefix(h)
 }
 
 // hygieneWrites makes users write, in rounds spread over a quarter of the
@@ -43,7 +44,7 @@ func keyHygiene(h *harness) {
 // the last user. It returns, per user with state, the earliest real
 // instant its state may stop mattering: a TTL set from the state's
 // lifetime at a write runs out no earlier.
-func (h *harness) hygieneWrites(users []string) map[string]time.Time {
+func hygieneWrites(h *engine.Harness, users []string) map[string]time.Time {
 	step := h.W() / time.Duration(4*(h.N()+1))
 	// ahead is, per user, the least of (real instant - fake instant) over
 	// its requests (a denied one may write too, when the profile counts
@@ -56,7 +57,7 @@ func (h *harness) hygieneWrites(users []string) map[string]time.Time {
 	last := map[string]time.Time{} // each user's last allowed request
 	for i := range h.N() + 1 {
 		if i > 0 {
-			h.stepBy(step)
+			stepBy(h, step)
 		}
 		for _, u := range users {
 			sent := time.Now()
@@ -71,10 +72,10 @@ func (h *harness) hygieneWrites(users []string) map[string]time.Time {
 			}
 		}
 	}
-	if h.target.Capabilities.Remaining {
+	if h.Target.Capabilities.Remaining {
 		h.Remaining(h.User("never-allowed"))
 	}
-	if h.target.Capabilities.Reset {
+	if h.Target.Capabilities.Reset {
 		h.Reset(users[len(users)-1])
 		delete(last, users[len(users)-1])
 	}
@@ -82,13 +83,13 @@ func (h *harness) hygieneWrites(users []string) map[string]time.Time {
 	now := time.Now()
 	for u, sent := range last {
 		switch {
-		case h.fake != nil:
-			deadline[u] = h.Now().Add(h.model.Lifetime(h.Now(), u) + ahead[u])
-		case h.run.profile.IsSlidingLog():
+		case h.Fake != nil:
+			deadline[u] = h.Now().Add(h.Model.Lifetime(h.Now(), u) + ahead[u])
+		case h.Profile().IsSlidingLog():
 			deadline[u] = sent.Add(h.W()) // the newest entry lives W from its write
 		default:
 			// The shortest lifetime any admissible state leaves from now.
-			shortest, _ := h.lifetimes([]string{u})
+			shortest, _ := lifetimes(h, []string{u})
 			deadline[u] = now.Add(shortest)
 		}
 	}
@@ -97,20 +98,20 @@ func (h *harness) hygieneWrites(users []string) map[string]time.Time {
 
 // newKeys lists the keys under the prefix that are not in before: those
 // that name one of the spec's users (attributed), or when none does, all.
-func (h *harness) newKeys(before []string) (keys []string, attributed bool) {
+func newKeys(h *engine.Harness, before []string) (keys []string, attributed bool) {
 	known := make(map[string]bool, len(before))
 	for _, k := range before {
 		known[k] = true
 	}
-	after, err := h.specKeys(h.ctx)
+	after, err := specKeys(h, h.Ctx)
 	if err != nil {
-		h.fault("listing the keys under %s: %v", h.env.KeyPrefix, err)
+		h.Fault("listing the keys under %s: %v", h.Env.KeyPrefix, err)
 	}
 	var others []string
 	for _, k := range after {
 		switch {
 		case known[k]:
-		case strings.Contains(k, h.tag):
+		case strings.Contains(k, h.Tag):
 			keys = append(keys, k)
 		default:
 			others = append(others, k)
@@ -123,7 +124,7 @@ func (h *harness) newKeys(before []string) (keys []string, attributed bool) {
 		return keys, true
 	}
 	if len(others) == 0 {
-		h.Failf("no key appeared under the prefix %q after allowed requests: the target declares store inspection but writes elsewhere", h.env.KeyPrefix)
+		h.Failf("no key appeared under the prefix %q after allowed requests: the target declares store inspection but writes elsewhere", h.Env.KeyPrefix)
 	}
 	return others, false
 }
@@ -132,18 +133,18 @@ func (h *harness) newKeys(before []string) (keys []string, attributed bool) {
 // user in deadline none of whose keys lives until its deadline: the key
 // holding the state is unknown (a fixed window keeps one per window, the
 // earlier ones dead), so the user's longest-lived key must cover it.
-func (h *harness) judgeTTLs(keys, users []string, deadline map[string]time.Time, ceiling time.Duration) {
+func judgeTTLs(h *engine.Harness, keys, users []string, deadline map[string]time.Time, ceiling time.Duration) {
 	type shortKey struct {
 		key       string
 		ttl, need time.Duration
 	}
 	short, covered := map[string]shortKey{}, map[string]bool{}
 	for _, k := range keys {
-		ttl, read, err := pttl(h.ctx, h.env.Redis, k)
+		ttl, read, err := pttl(h.Ctx, h.Env.Redis, k)
 		if err != nil {
-			h.fault("PTTL %s: %v", k, err)
+			h.Fault("PTTL %s: %v", k, err)
 		}
-		h.Note("PTTL "+strings.TrimPrefix(k, h.env.KeyPrefix), ttl.String())
+		h.Note("PTTL "+strings.TrimPrefix(k, h.Env.KeyPrefix), ttl.String())
 		switch {
 		case ttl == -2: // gone since the SCAN
 			continue
@@ -171,7 +172,7 @@ func (h *harness) judgeTTLs(keys, users []string, deadline map[string]time.Time,
 	}
 	for _, u := range users {
 		if sk, ok := short[u]; ok && !covered[u] {
-			h.Failf("key %q has a TTL of %v, less than the %v its state still matters (%s): the key would expire while it still counts", sk.key, sk.ttl, sk.need, h.profileName())
+			h.Failf("key %q has a TTL of %v, less than the %v its state still matters (%s): the key would expire while it still counts", sk.key, sk.ttl, sk.need, h.ProfileName())
 		}
 	}
 }
@@ -180,18 +181,18 @@ func (h *harness) judgeTTLs(keys, users []string, deadline map[string]time.Time,
 // the prefix: written outside it. Only a whole-keyspace scan finds them,
 // which is done only on a Redis this run started: on another, it would
 // walk every key.
-func (h *harness) keysOutsidePrefix() {
-	if !h.run.redis.Owned() {
+func keysOutsidePrefix(h *engine.Harness) {
+	if !h.Redis().Owned() {
 		h.Note("keys outside the prefix", "not looked for: this Redis was not started by the run")
 		return
 	}
-	tagged, err := redisenv.ScanKeys(h.ctx, h.env.Redis, "*"+h.tag+"*")
+	tagged, err := redisenv.ScanKeys(h.Ctx, h.Env.Redis, "*"+h.Tag+"*")
 	if err != nil {
-		h.fault("SCAN *%s*: %v", h.tag, err)
+		h.Fault("SCAN *%s*: %v", h.Tag, err)
 	}
 	for _, k := range tagged {
-		if !strings.HasPrefix(k, h.env.KeyPrefix) {
-			h.Failf("key %q holds one of this spec's users but is outside the prefix %q", k, h.env.KeyPrefix)
+		if !strings.HasPrefix(k, h.Env.KeyPrefix) {
+			h.Failf("key %q holds one of this spec's users but is outside the prefix %q", k, h.Env.KeyPrefix)
 		}
 	}
 }
@@ -208,12 +209,12 @@ func ownerOf(key string, users []string) string {
 }
 
 // stepBy moves the fake clock by d, or in real time waits d.
-func (h *harness) stepBy(d time.Duration) {
-	if h.fake != nil {
+func stepBy(h *engine.Harness, d time.Duration) {
+	if h.Fake != nil {
 		h.Advance(d)
 		return
 	}
-	h.waitUntil(time.Now().Add(d))
+	h.WaitUntil(time.Now().Add(d))
 }
 
 // pttl reads key's TTL, and when the answer was received: Redis read it
@@ -227,14 +228,14 @@ func pttl(ctx context.Context, red redis.UniversalClient, key string) (time.Dura
 // shortest and the longest lifetime of any of them, as the profile's model
 // says on the fake clock, or as the interval oracle's states allow in real
 // time.
-func (h *harness) lifetimes(users []string) (shortest, longest time.Duration) {
+func lifetimes(h *engine.Harness, users []string) (shortest, longest time.Duration) {
 	shortest = -1
 	for _, u := range users {
-		lo, hi := h.model.Lifetime(h.Now(), u), h.model.Lifetime(h.Now(), u)
+		lo, hi := h.Model.Lifetime(h.Now(), u), h.Model.Lifetime(h.Now(), u)
 		// The search oracle (every profile's but the log's) bounds them.
-		if s, ok := h.oracle.(interface {
+		if s, ok := h.Oracle.(interface {
 			Lifetimes(now time.Time, user string) (shortest, longest time.Duration)
-		}); ok && h.fake == nil {
+		}); ok && h.Fake == nil {
 			lo, hi = s.Lifetimes(time.Now(), u)
 		}
 		if shortest < 0 || lo < shortest {
@@ -247,12 +248,12 @@ func (h *harness) lifetimes(users []string) (shortest, longest time.Duration) {
 
 // specKeys lists the keys of the spec under its prefix: by name when the
 // target says how it names keys, else by scanning the prefix.
-func (h *harness) specKeys(ctx context.Context) ([]string, error) {
-	red := h.env.Redis
-	if keyOf := h.target.KeyOf; keyOf != nil && h.run.cfg.StorePrefix == "" {
+func specKeys(h *engine.Harness, ctx context.Context) ([]string, error) {
+	red := h.Env.Redis
+	if keyOf := h.Target.KeyOf; keyOf != nil && h.Config().StorePrefix == "" {
 		var keys []string
-		for _, u := range h.usersSeen() {
-			k := keyOf(h.env.KeyPrefix, u)
+		for _, u := range h.UsersSeen() {
+			k := keyOf(h.Env.KeyPrefix, u)
 			n, err := red.Exists(ctx, k).Result()
 			if err != nil {
 				return nil, err
@@ -263,5 +264,5 @@ func (h *harness) specKeys(ctx context.Context) ([]string, error) {
 		}
 		return keys, nil
 	}
-	return redisenv.ScanKeys(ctx, red, redisenv.GlobEscape(h.env.KeyPrefix)+"*")
+	return redisenv.ScanKeys(ctx, red, redisenv.GlobEscape(h.Env.KeyPrefix)+"*")
 }

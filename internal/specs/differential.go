@@ -1,4 +1,4 @@
-package engine
+package specs
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/internal/engine"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/result"
 )
@@ -46,26 +47,26 @@ const (
 // differential runs seeded random schedules on the target and the model;
 // the first divergence is shrunk to a minimal schedule and reported with the
 // seed that reproduces it.
-func differential(h *harness) {
-	if h.fake == nil {
+func differential(h *engine.Harness) {
+	if h.Fake == nil {
 		differentialRealTime(h)
 		return
 	}
 	for i := range diffSchedules {
 		ops := genSchedule(h, diffOps)
-		if bad, _ := h.replay(ops, fmt.Sprintf("s%d.", i), false); bad < 0 {
+		if bad, _ := replay(h, ops, fmt.Sprintf("s%d.", i), false); bad < 0 {
 			continue
 		}
-		min := h.shrink(ops)
-		h.tl = timeline{}
-		h.lastDivergence = result.Failure{}
-		bad, why := h.replay(min, "min.", true)
+		min := shrink(h, ops)
+		h.Timeline = engine.Timeline{}
+		h.LastDivergence = result.Failure{}
+		bad, why := replay(h, min, "min.", true)
 		if bad < 0 {
-			h.Failf("schedule %d diverged from the model, but its shrunk form did not on replay (a flaky target?); seed %d", i, h.seed)
+			h.Failf("schedule %d diverged from the model, but its shrunk form did not on replay (a flaky target?); seed %d", i, h.Seed)
 		}
-		h.fail(h.lastDivergence, fmt.Sprintf("%s (schedule %d of seed %d, shrunk from %d to %d operations)\n"+
+		h.FailWith(h.LastDivergence, fmt.Sprintf("%s (schedule %d of seed %d, shrunk from %d to %d operations)\n"+
 			"  reproduce with seed %d (Config.Seed, -rlconform.seed under go test, or rlconform run --seed)",
-			why, i, h.seed, len(ops), len(min), h.seed))
+			why, i, h.Seed, len(ops), len(min), h.Seed))
 	}
 }
 
@@ -76,36 +77,36 @@ func differential(h *harness) {
 // raised ones only when no entry ever allowed lies in (t-Wnew, t-Wold],
 // since whether entries that had left the old window come back is not
 // promised.
-func genSchedule(h *harness, n int) []dop {
+func genSchedule(h *engine.Harness, n int) []dop {
 	sim := newSim(h)
 	windows := []time.Duration{h.W(), h.W() / 2, h.W() / 4, 2 * h.W()}
-	if !h.run.profile.IsSlidingLog() {
+	if !h.Profile().IsSlidingLog() {
 		// Other profiles change the limit only: what a new window means for
 		// a user's stored state differs between honest implementations.
 		windows = []time.Duration{h.W()}
 	}
 	var ops []dop
 	for len(ops) < n {
-		u := h.rng.IntN(diffUsers)
+		u := h.Rng.IntN(diffUsers)
 		w := sim.m.Window()
 		var o dop
-		switch r := h.rng.IntN(100); {
+		switch r := h.Rng.IntN(100); {
 		case r < 50:
 			o = dop{kind: 'a', user: u}
 		case r < 62:
 			o = dop{kind: 'r', user: u}
 		case r < 66:
 			o = dop{kind: 'x', user: u}
-		case r < 70 && h.run.profile.LimitChangeGraded():
-			o = dop{kind: 'c', n: 1 + h.rng.IntN(2*h.N()), w: windows[h.rng.IntN(len(windows))]}
+		case r < 70 && h.Profile().LimitChangeGraded():
+			o = dop{kind: 'c', n: 1 + h.Rng.IntN(2*h.N()), w: windows[h.Rng.IntN(len(windows))]}
 			if !sim.safe(o) {
 				o.w = w
 			}
 		default:
-			o = dop{kind: 't', advance: time.Duration(h.rng.Int64N(int64(w/3/time.Millisecond))) * time.Millisecond}
-			if edges := sim.edges(u); len(edges) > 0 && h.rng.IntN(2) == 0 {
-				edge := edges[h.rng.IntN(len(edges))]
-				if h.rng.IntN(3) == 0 {
+			o = dop{kind: 't', advance: time.Duration(h.Rng.Int64N(int64(w/3/time.Millisecond))) * time.Millisecond}
+			if edges := sim.edges(u); len(edges) > 0 && h.Rng.IntN(2) == 0 {
+				edge := edges[h.Rng.IntN(len(edges))]
+				if h.Rng.IntN(3) == 0 {
 					edge = edge.Add(-time.Millisecond)
 				}
 				o.advance = max(0, edge.Sub(sim.now))
@@ -125,9 +126,9 @@ type sim struct {
 	allowed [][]time.Time
 }
 
-func newSim(h *harness) *sim {
-	m, _ := h.run.profile.New(h.run.cfg.Limit, h.W())
-	return &sim{m: m, now: start, allowed: make([][]time.Time, diffUsers)}
+func newSim(h *engine.Harness) *sim {
+	m, _ := h.Profile().New(h.Config().Limit, h.W())
+	return &sim{m: m, now: engine.FakeStart, allowed: make([][]time.Time, diffUsers)}
 }
 
 // edges are instants where user u's answers change: for a log, each
@@ -135,7 +136,7 @@ func newSim(h *harness) *sim {
 // user's state is forgotten.
 func (s *sim) edges(u int) []time.Time {
 	user := "u" + strconv.Itoa(u)
-	if log, ok := s.m.(slidingLogModel); ok {
+	if log, ok := s.m.(engine.SlidingLogModel); ok {
 		var out []time.Time
 		for _, e := range log.Log(s.now, user) {
 			out = append(out, e.Add(log.Window()))
@@ -190,23 +191,23 @@ func safeRaise(allowed [][]time.Time, now time.Time, old, raised time.Duration) 
 // model, from a clock moved well past anything earlier replays wrote. It
 // returns the index of the first divergence (-1 if none) and a description
 // of it; with record it writes the spec's timeline.
-func (h *harness) replay(ops []dop, tag string, record bool) (int, string) {
+func replay(h *engine.Harness, ops []dop, tag string, record bool) (int, string) {
 	lim := h.Instance(0)
 	// Start on an epoch-aligned window edge well past anything earlier
 	// replays wrote, so a replay sees the same window edges every time.
 	w := h.W().Milliseconds()
-	h.fakeClock().Set(time.UnixMilli((h.Now().UnixMilli()/w + 2) * w))
-	if err := h.configureAll(h.run.cfg.Limit, h.W()); err != nil {
+	h.FakeClock().Set(time.UnixMilli((h.Now().UnixMilli()/w + 2) * w))
+	if err := configureAll(h, h.Config().Limit, h.W()); err != nil {
 		// Not a divergence of the schedule: a valid Configure failed.
-		h.fail(result.Failure{Kind: result.KindTargetError, Operation: fmt.Sprintf("Configure(%d, %v)", h.run.cfg.Limit, h.W())},
-			fmt.Sprintf("Configure(%d, %v) before replaying a schedule returned an error: %v", h.run.cfg.Limit, h.W(), err))
+		h.FailWith(result.Failure{Kind: result.KindTargetError, Operation: fmt.Sprintf("Configure(%d, %v)", h.Config().Limit, h.W())},
+			fmt.Sprintf("Configure(%d, %v) before replaying a schedule returned an error: %v", h.Config().Limit, h.W(), err))
 	}
 	base := h.Now()
 	if record {
-		h.start = base // the report counts from the schedule's start
-		h.trace = []traceOp{{at: base, kind: 'C', n: h.run.cfg.Limit, w: h.W()}}
+		h.Start = base // the report counts from the schedule's start
+		h.Trace = []engine.TraceOp{{At: base, Kind: 'C', N: h.Config().Limit, W: h.W()}}
 	}
-	m, _ := h.run.profile.New(h.run.cfg.Limit, h.W())
+	m, _ := h.Profile().New(h.Config().Limit, h.W())
 	users := make([]string, diffUsers)
 	for i := range users {
 		users[i] = h.User(tag + "u" + strconv.Itoa(i))
@@ -217,48 +218,48 @@ func (h *harness) replay(ops []dop, tag string, record bool) (int, string) {
 			step++
 		}
 		now := h.Now()
-		at := fmtOffset(now.Sub(base))
+		at := engine.FmtOffset(now.Sub(base))
 		var got, want string
 		var err error
 		switch o.kind {
 		case 'a':
 			var ok, wok bool
 			wok, _ = m.Allow(now, users[o.user])
-			ok, err = lim.AllowRequest(h.ctx, users[o.user])
-			got, want = allowedWord(ok), allowedWord(wok)
+			ok, err = lim.AllowRequest(h.Ctx, users[o.user])
+			got, want = engine.AllowedWord(ok), engine.AllowedWord(wok)
 		case 'r':
 			var n, wn int
 			wn, _ = m.Remaining(now, users[o.user])
-			n, err = lim.GetRemainingRequests(h.ctx, users[o.user])
+			n, err = lim.GetRemainingRequests(h.Ctx, users[o.user])
 			got, want = strconv.Itoa(n), strconv.Itoa(wn)
 		case 'x':
 			m.Reset(users[o.user])
-			err = lim.Reset(h.ctx, users[o.user])
+			err = lim.Reset(h.Ctx, users[o.user])
 			got, want = "ok", "ok"
 		case 'c':
 			m.Configure(o.n, o.w)
-			err = h.configureAll(o.n, o.w)
+			err = configureAll(h, o.n, o.w)
 			got, want = "ok", "ok"
 		case 't':
 			h.Advance(o.advance)
 			continue
 		}
 		if errors.Is(err, contract.ErrNoAnswer) {
-			h.noAnswer(fmt.Sprintf("step %d at %s: %s", step, at, o), err)
+			h.NoAnswer(fmt.Sprintf("step %d at %s: %s", step, at, o), err)
 		}
 		if err != nil {
 			got = "error: " + err.Error()
 		}
 		if record {
-			h.tl.add(event{at: now.Sub(base), op: o.String(), got: got})
-			t := traceOp{at: now, user: users[o.user], got: got, n: o.n, w: o.w}
-			t.kind = map[byte]byte{'a': 'A', 'r': 'G', 'x': 'R', 'c': 'C'}[o.kind]
-			h.trace = append(h.trace, t)
+			h.Timeline.Add(engine.Event{At: now.Sub(base), Op: o.String(), Got: got})
+			t := engine.TraceOp{At: now, User: users[o.user], Got: got, N: o.n, W: o.w}
+			t.Kind = map[byte]byte{'a': 'A', 'r': 'G', 'x': 'R', 'c': 'C'}[o.kind]
+			h.Trace = append(h.Trace, t)
 		}
 		if got != want {
-			h.lastDivergence = result.Failure{Kind: result.KindWrongAnswer, Step: step, At: now.Sub(base), Operation: o.String(), Got: got, Want: want}
+			h.LastDivergence = result.Failure{Kind: result.KindWrongAnswer, Step: step, At: now.Sub(base), Operation: o.String(), Got: got, Want: want}
 			if err != nil {
-				h.lastDivergence.Kind = result.KindTargetError
+				h.LastDivergence.Kind = result.KindTargetError
 			}
 			return i, fmt.Sprintf("step %d at %s: %s = %s, want %s", step, at, o, got, want)
 		}
@@ -270,24 +271,24 @@ func (h *harness) replay(ops []dop, tag string, record bool) (int, string) {
 // the schedule still diverges, until no single removal does or the budget is
 // spent. Removing a clock step shifts every later operation earlier, which is
 // what lets a long schedule fold into a short one.
-func (h *harness) shrink(ops []dop) []dop {
+func shrink(h *engine.Harness, ops []dop) []dop {
 	budget := shrinkBudget
-	if bad, _ := h.replay(ops, "k0.", false); bad >= 0 {
+	if bad, _ := replay(h, ops, "k0.", false); bad >= 0 {
 		ops = ops[:bad+1] // nothing after the divergence matters
 	}
 	// Shrinking also stops with a quarter of the spec's time left, so that a
 	// slow target still gets its (less shrunk) failure reported.
-	deadline, bounded := h.ctx.Deadline()
-	timeLeft := func() bool { return !bounded || time.Until(deadline) > h.run.cfg.SpecTimeout/4 }
+	deadline, bounded := h.Ctx.Deadline()
+	timeLeft := func() bool { return !bounded || time.Until(deadline) > h.Config().SpecTimeout/4 }
 	for changed := true; changed && budget > 0 && timeLeft(); {
 		changed = false
 		for i := len(ops) - 1; i >= 0 && budget > 0 && timeLeft(); i-- {
 			cand := append(append([]dop(nil), ops[:i]...), ops[i+1:]...)
-			if !h.raisesSafe(cand) {
+			if !raisesSafe(h, cand) {
 				continue // removing a step made a window raise unpromised
 			}
 			budget--
-			if bad, _ := h.replay(cand, "k"+strconv.Itoa(budget)+".", false); bad >= 0 {
+			if bad, _ := replay(h, cand, "k"+strconv.Itoa(budget)+".", false); bad >= 0 {
 				ops, changed = cand[:bad+1], true
 				if i > len(ops) {
 					i = len(ops)
@@ -299,9 +300,9 @@ func (h *harness) shrink(ops []dop) []dop {
 }
 
 // configureAll configures every instance, without the model or timeline.
-func (h *harness) configureAll(n int, w time.Duration) error {
-	for _, l := range h.Instances(h.instanceCount()) {
-		if err := l.Configure(h.ctx, n, w); err != nil {
+func configureAll(h *engine.Harness, n int, w time.Duration) error {
+	for _, l := range h.Instances(h.InstanceCount()) {
+		if err := l.Configure(h.Ctx, n, w); err != nil {
 			return err
 		}
 	}
@@ -310,7 +311,7 @@ func (h *harness) configureAll(n int, w time.Duration) error {
 
 // raisesSafe replays ops on the model alone and reports whether every raise
 // of the window in them is one the contract promises (see safeRaise).
-func (h *harness) raisesSafe(ops []dop) bool {
+func raisesSafe(h *engine.Harness, ops []dop) bool {
 	sim := newSim(h)
 	for _, o := range ops {
 		if !sim.safe(o) {
@@ -330,9 +331,9 @@ const (
 	rtDiffOps   = 30
 )
 
-func differentialRealTime(h *harness) {
+func differentialRealTime(h *engine.Harness) {
 	lim := h.Instance(0)
-	caps := h.target.Capabilities
+	caps := h.Target.Capabilities
 	h.Origin()
 	type verdict struct {
 		user   string
@@ -347,18 +348,18 @@ func differentialRealTime(h *harness) {
 	results := make([]verdict, rtDiffUsers)
 	var wg sync.WaitGroup
 	for k := range rtDiffUsers {
-		seed := h.rng.Uint64()
+		seed := h.Rng.Uint64()
 		u := h.User(fmt.Sprintf("rt%d", k))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rng := newRand(seed)
+			rng := engine.NewRand(seed)
 			v := &results[k]
 			v.user = u
-			oracle, _ := model.NewOracle(h.run.profile, h.N(), h.W())
+			oracle, _ := model.NewOracle(h.Profile(), h.N(), h.W())
 			var entries []time.Time // when each allowed request was sent
 			for range rtDiffOps {
-				if h.ctx.Err() != nil {
+				if h.Ctx.Err() != nil {
 					return
 				}
 				var op model.TimedOp
@@ -369,15 +370,15 @@ func differentialRealTime(h *harness) {
 				case r < 50:
 					name = "AllowRequest"
 					op.Kind = model.OpAllow
-					op.Allowed, err = lim.AllowRequest(h.ctx, u)
+					op.Allowed, err = lim.AllowRequest(h.Ctx, u)
 				case r < 65 && caps.Remaining:
 					name = "GetRemainingRequests"
 					op.Kind = model.OpRemaining
-					op.Remaining, err = lim.GetRemainingRequests(h.ctx, u)
+					op.Remaining, err = lim.GetRemainingRequests(h.Ctx, u)
 				case r < 70 && caps.Reset:
 					name = "Reset"
 					op.Kind = model.OpReset
-					err = lim.Reset(h.ctx, u)
+					err = lim.Reset(h.Ctx, u)
 					entries = nil
 				default:
 					// Wait: often until just before or just after an entry's edge.
@@ -395,7 +396,7 @@ func differentialRealTime(h *harness) {
 						t := time.NewTimer(d)
 						select {
 						case <-t.C:
-						case <-h.ctx.Done():
+						case <-h.Ctx.Done():
 						}
 						t.Stop()
 					}
@@ -406,14 +407,14 @@ func differentialRealTime(h *harness) {
 				got := "ok"
 				switch op.Kind {
 				case model.OpAllow:
-					got = allowedWord(op.Allowed)
+					got = engine.AllowedWord(op.Allowed)
 					if op.Allowed {
 						entries = append(entries, sent)
 					}
 				case model.OpRemaining:
 					got = fmt.Sprint(op.Remaining)
 				}
-				step := fmt.Sprintf("%s…%s  %s(%s) = %s", fmtOffset(sent.Sub(h.start)), fmtOffset(returned.Sub(h.start)), name, h.short(u), got)
+				step := fmt.Sprintf("%s…%s  %s(%s) = %s", engine.FmtOffset(sent.Sub(h.Start)), engine.FmtOffset(returned.Sub(h.Start)), name, h.Short(u), got)
 				if errors.Is(err, contract.ErrNoAnswer) {
 					// Its outcome is unknown: the rest of this user's
 					// schedule cannot be judged.
@@ -423,13 +424,13 @@ func differentialRealTime(h *harness) {
 				}
 				if err != nil {
 					v.steps = append(v.steps, step+" error: "+err.Error())
-					v.failed = fmt.Sprintf("%s(%s) returned an error: %v", name, h.short(u), err)
+					v.failed = fmt.Sprintf("%s(%s) returned an error: %v", name, h.Short(u), err)
 					return
 				}
 				v.steps = append(v.steps, step)
 				switch j, why, _ := oracle.Judge(op); j {
 				case model.Impossible:
-					v.failed = fmt.Sprintf("step %d: %s(%s) = %s: %s", len(v.steps), name, h.short(u), got, why)
+					v.failed = fmt.Sprintf("step %d: %s(%s) = %s: %s", len(v.steps), name, h.Short(u), got, why)
 					return
 				case model.Undecided:
 					v.undecided++
@@ -441,17 +442,17 @@ func differentialRealTime(h *harness) {
 	}
 	wg.Wait()
 	for _, v := range results {
-		h.decided += v.decided
-		h.undecided += v.undecided
+		h.Decided += v.decided
+		h.Undecided += v.undecided
 		if v.unanswered != nil {
-			h.undecided++
+			h.Undecided++
 		}
 	}
 	for _, v := range results {
 		if v.failed != "" {
 			h.Failf("the real-time schedule of %s diverged from the model: %s\n  its schedule (ms since the spec's start, each call from sending to answer):\n    %s\n  seed %d",
-				h.short(v.user), v.failed, strings.Join(v.steps, "\n    "), h.seed)
+				h.Short(v.user), v.failed, strings.Join(v.steps, "\n    "), h.Seed)
 		}
 	}
-	h.Note(fmt.Sprintf("%d users × %d operations in real time", rtDiffUsers, rtDiffOps), fmt.Sprintf("%d answers decided, %d undecided", h.decided, h.undecided))
+	h.Note(fmt.Sprintf("%d users × %d operations in real time", rtDiffUsers, rtDiffOps), fmt.Sprintf("%d answers decided, %d undecided", h.Decided, h.Undecided))
 }

@@ -1,4 +1,4 @@
-package engine
+package specs
 
 import (
 	"context"
@@ -7,33 +7,34 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rlconform/rlconform/internal/engine"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/result"
 )
 
 // httpSpecs grade what an HTTP service tells its clients about the limit:
 // Retry-After and the RateLimit fields (endpoints only).
-func httpSpecs() []spec {
-	return []spec{
-		{id: "http/retry-after", level: result.Strict, needs: []need{needEndpoint},
-			rule:            "a refusal's Retry-After is truthful at every phase of the window (bursts spread over it and just after an epoch-aligned edge): a request sent after it is admitted, and it is no longer than the earliest admission rounded up to whole seconds",
-			run:             retryAfterSpec,
-			hint:            "set Retry-After to the time until the next request is allowed, from the limiter's state at this refusal (for a log: until the oldest entry that counts leaves), rounded up to whole seconds, never down; a constant such as the window is too short after a burst at some phases",
-			hintAllProfiles: true},
-		{id: "http/ratelimit-fields", level: result.Strict, needs: []need{needEndpoint},
-			rule:            "the RateLimit fields tell the truth at every phase of the window (bursts spread over it and just after an epoch-aligned edge): the policy is the one enforced, r is the quota left after the request, t no later than the whole quota's return rounded up (the next unit's or the whole quota's, or between; an epoch instant to the second), and with none left a request sent t later (at that instant) is allowed",
-			run:             rateLimitFieldsSpec,
-			hint:            "send RateLimit-Policy: \"name\";q=N;w=W and RateLimit: \"name\";r=<left after this request>;t=<seconds until more quota, or until the whole quota is back, rounded up> from the limiter's own decision; an epoch X-RateLimit-Reset is that instant rounded up to the second, not the end of a bucket the estimate still counts, nor floored",
-			hintAllProfiles: true},
+func httpSpecs() []engine.Spec {
+	return []engine.Spec{
+		{ID: "http/retry-after", Level: result.Strict, Needs: []engine.Need{engine.NeedEndpoint},
+			Rule:            "a refusal's Retry-After is truthful at every phase of the window (bursts spread over it and just after an epoch-aligned edge): a request sent after it is admitted, and it is no longer than the earliest admission rounded up to whole seconds",
+			Run:             retryAfterSpec,
+			Hint:            "set Retry-After to the time until the next request is allowed, from the limiter's state at this refusal (for a log: until the oldest entry that counts leaves), rounded up to whole seconds, never down; a constant such as the window is too short after a burst at some phases",
+			HintAllProfiles: true},
+		{ID: "http/ratelimit-fields", Level: result.Strict, Needs: []engine.Need{engine.NeedEndpoint},
+			Rule:            "the RateLimit fields tell the truth at every phase of the window (bursts spread over it and just after an epoch-aligned edge): the policy is the one enforced, r is the quota left after the request, t no later than the whole quota's return rounded up (the next unit's or the whole quota's, or between; an epoch instant to the second), and with none left a request sent t later (at that instant) is allowed",
+			Run:             rateLimitFieldsSpec,
+			Hint:            "send RateLimit-Policy: \"name\";q=N;w=W and RateLimit: \"name\";r=<left after this request>;t=<seconds until more quota, or until the whole quota is back, rounded up> from the limiter's own decision; an epoch X-RateLimit-Reset is that instant rounded up to the second, not the end of a bucket the estimate still counts, nor floored",
+			HintAllProfiles: true},
 	}
 }
 
 // request sends one request as user to instance 0, without judging it:
 // the concurrent phases of the http/ specs call it, and the spec's
 // goroutine judges each call afterwards (judged).
-func (h *harness) request(user string) call {
+func request(h *engine.Harness, user string) call {
 	c := call{sent: time.Now()}
-	c.a, c.err = h.target.Request(h.ctx, 0, user)
+	c.a, c.err = h.Target.Request(h.Ctx, 0, user)
 	c.returned = time.Now()
 	if c.a.Sent.After(c.sent) { // it left after the grader's pacing
 		c.sent = c.a.Sent
@@ -42,14 +43,14 @@ func (h *harness) request(user string) call {
 }
 
 // judged judges a call as AllowRequest is judged and returns its answer.
-func (h *harness) judged(user string, c call) HTTPAnswer {
-	h.judgeRealTime(0, "AllowRequest", user, c.sent, c.returned, allowedWord(c.a.Allowed), c.err)
+func judged(h *engine.Harness, user string, c call) engine.HTTPAnswer {
+	h.JudgeRealTime(0, "AllowRequest", user, c.sent, c.returned, engine.AllowedWord(c.a.Allowed), c.err)
 	return c.a
 }
 
 // call is one request of a phase, with when it left and was answered.
 type call struct {
-	a              HTTPAnswer
+	a              engine.HTTPAnswer
 	sent, returned time.Time
 	err            error
 }
@@ -80,13 +81,13 @@ const spreadPhases = 4
 // seconds) as the target's --max-rps fits in any one second with every
 // phase's later request; only the first with one limit shared by every
 // request.
-func (h *harness) phases(burst int) (ps []*phase, note string) {
+func phases(h *engine.Harness, burst int) (ps []*phase, note string) {
 	h.Origin()
-	start, w := h.start, h.W()
+	start, w := h.Start, h.W()
 	edge := time.Unix(0, (start.UnixNano()/int64(w)+1)*int64(w))
 	at := []time.Time{edge.Add(time.Millisecond)}
 	note = "1 phase, just after an epoch-aligned window edge: every request shares one limit, so no two phases can run side by side"
-	if !h.target.SharedLimit {
+	if !h.Target.SharedLimit {
 		for k := spreadPhases; k >= 0; k-- {
 			at = at[:1]
 			for i := range k {
@@ -96,7 +97,7 @@ func (h *harness) phases(burst int) (ps []*phase, note string) {
 				}
 				at = append(at, start.Add(off))
 			}
-			if k == 0 || fitsRPS(at, burst, h.target.MaxRPS) {
+			if k == 0 || fitsRPS(at, burst, h.Target.MaxRPS) {
 				break
 			}
 		}
@@ -105,18 +106,18 @@ func (h *harness) phases(burst int) (ps []*phase, note string) {
 			note = "1 phase, just after an epoch-aligned window edge"
 		}
 		if len(at) <= spreadPhases {
-			note += fmt.Sprintf(" (not %d: --max-rps %d fits no more)", spreadPhases+1, h.target.MaxRPS)
+			note += fmt.Sprintf(" (not %d: --max-rps %d fits no more)", spreadPhases+1, h.Target.MaxRPS)
 		}
 	}
 	for i, t := range at {
-		p := &phase{user: h.User(fmt.Sprintf("phase%d", i)), at: t, name: "the burst at " + fmtOffset(t.Sub(start))}
+		p := &phase{user: h.User(fmt.Sprintf("phase%d", i)), at: t, name: "the burst at " + engine.FmtOffset(t.Sub(start))}
 		if i == 0 {
 			p.name += ", just after an epoch-aligned window edge"
 		}
 		ps = append(ps, p)
 	}
 	slices.SortFunc(ps, func(a, b *phase) int { return a.at.Compare(b.at) })
-	h.record(0, start, "http/ phases", note)
+	h.Record(0, start, "http/ phases", note)
 	return ps, note
 }
 
@@ -146,11 +147,11 @@ func fitsRPS(starts []time.Time, burst, rps int) bool {
 // and says when, if at all, its answers told the client to come back; the
 // phase's next request is sent then, and then, as it comes back, judge
 // judges it too (p.after is set).
-func (h *harness) runPhases(ps []*phase, burst func(*phase), judge func(*phase) (time.Time, bool)) {
+func runPhases(h *engine.Harness, ps []*phase, burst func(*phase), judge func(*phase) (time.Time, bool)) {
 	back := make(chan *phase, 2*len(ps))
 	for _, p := range ps {
 		go func() {
-			if sleepUntil(h.ctx, p.at) {
+			if sleepUntil(h.Ctx, p.at) {
 				burst(p)
 			}
 			back <- p
@@ -158,14 +159,14 @@ func (h *harness) runPhases(ps []*phase, burst func(*phase), judge func(*phase) 
 	}
 	for n := len(ps); n > 0; n-- {
 		p := <-back
-		if h.ctx.Err() != nil {
-			h.fault("the spec ran out of time in its phases")
+		if h.Ctx.Err() != nil {
+			h.Fault("the spec ran out of time in its phases")
 		}
 		if t, ok := judge(p); ok && p.after == nil {
 			n++
 			go func() {
-				if sleepUntil(h.ctx, t) {
-					c := h.request(p.user)
+				if sleepUntil(h.Ctx, t) {
+					c := request(h, p.user)
 					p.after = &c
 				}
 				back <- p
@@ -188,7 +189,7 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 
 // malformed fails the spec on fields the service sent but no client can
 // read.
-func (h *harness) malformed(a HTTPAnswer) {
+func malformed(h *engine.Harness, a engine.HTTPAnswer) {
 	if len(a.Malformed) > 0 {
 		h.Failf("the answer's rate-limit fields are malformed: %s", strings.Join(a.Malformed, "; "))
 	}
@@ -202,8 +203,8 @@ func ceilSeconds(d time.Duration) time.Duration {
 // quotaBack bounds how long from an instant of [lo, hi] until user's
 // whole quota is back, as the real-time oracle knows it; false when it
 // does not.
-func (h *harness) quotaBack(user string, lo, hi time.Time) (time.Duration, bool) {
-	o, ok := h.oracle.(interface {
+func quotaBack(h *engine.Harness, user string, lo, hi time.Time) (time.Duration, bool) {
+	o, ok := h.Oracle.(interface {
 		QuotaBack(user string, lo, hi time.Time) (time.Duration, bool)
 	})
 	if !ok {
@@ -212,13 +213,13 @@ func (h *harness) quotaBack(user string, lo, hi time.Time) (time.Duration, bool)
 	return o.QuotaBack(user, lo, hi)
 }
 
-func retryAfterSpec(h *harness) {
+func retryAfterSpec(h *engine.Harness) {
 	upTo := 4*h.N() + 4 // requests in a burst, until one is refused
-	ps, note := h.phases(h.N() + 1)
+	ps, note := phases(h, h.N()+1)
 	graded := 0
-	h.runPhases(ps, func(p *phase) {
+	runPhases(h, ps, func(p *phase) {
 		for range upTo {
-			c := h.request(p.user)
+			c := request(h, p.user)
 			p.burst = append(p.burst, c)
 			if c.err != nil || !c.a.Allowed {
 				return
@@ -227,18 +228,18 @@ func retryAfterSpec(h *harness) {
 	}, func(p *phase) (time.Time, bool) {
 		refusal := p.burst[len(p.burst)-1].a
 		if p.after != nil {
-			if a := h.judged(p.user, *p.after); !a.Allowed {
-				h.pending = nil // the broken promise is the finding, whatever the model says
+			if a := judged(h, p.user, *p.after); !a.Allowed {
+				h.Pending = nil // the broken promise is the finding, whatever the model says
 				h.Failf("%s: Retry-After said %v, but a request sent %v after the refusal was received was refused: a client that obeys it is refused again",
 					p.name, *refusal.RetryAfter, a.Sent.Sub(refusal.Returned).Round(time.Millisecond))
 			}
 			return time.Time{}, false
 		}
 		for _, c := range p.burst {
-			h.malformed(h.judged(p.user, c))
+			malformed(h, judged(h, p.user, c))
 		}
-		if h.pending != nil {
-			panic(*h.pending) // a wrong decision: reported as such
+		if h.Pending != nil {
+			panic(*h.Pending) // a wrong decision: reported as such
 		}
 		// A service that never refuses, or sends no Retry-After, is seen
 		// at the first phase: the others are not waited for.
@@ -250,22 +251,22 @@ func retryAfterSpec(h *harness) {
 		}
 		graded++
 		d := *refusal.RetryAfter
-		_, most := h.oracle.RetryBounds(p.user, refusal.Sent, refusal.Returned)
-		h.record(0, refusal.Returned, fmt.Sprintf("  Retry-After of the refusal at %s", fmtOffset(refusal.Sent.Sub(h.start))), d.String())
+		_, most := h.Oracle.RetryBounds(p.user, refusal.Sent, refusal.Returned)
+		h.Record(0, refusal.Returned, fmt.Sprintf("  Retry-After of the refusal at %s", engine.FmtOffset(refusal.Sent.Sub(h.Start))), d.String())
 		if d > ceilSeconds(most) {
 			h.Failf("%s: Retry-After: %v, but %s admits a request within %v at most (%v rounded up to whole seconds): clients wait longer than they must",
-				p.name, d.Seconds(), h.profileName(), ceilSeconds(most), most.Round(time.Millisecond))
+				p.name, d.Seconds(), h.ProfileName(), ceilSeconds(most), most.Round(time.Millisecond))
 		}
 		// Retry-After counts from when the answer was made, no later than
 		// it was received.
 		return refusal.Returned.Add(d), true
 	})
-	h.passNote = fmt.Sprintf("%s; Retry-After obeyed after %d refusals", note, graded)
+	h.PassNote = fmt.Sprintf("%s; Retry-After obeyed after %d refusals", note, graded)
 }
 
 // noneLeft tells whether a says no quota is left and when more comes:
 // the instant a client that waits it out sends its next request.
-func noneLeft(a HTTPAnswer) (time.Time, bool) {
+func noneLeft(a engine.HTTPAnswer) (time.Time, bool) {
 	switch {
 	case a.Remaining == nil || *a.Remaining != 0 || a.Reset == nil:
 		return time.Time{}, false
@@ -284,12 +285,12 @@ func ceilUnixSecond(t time.Time) time.Time {
 	return s
 }
 
-func rateLimitFieldsSpec(h *harness) {
-	ps, note := h.phases(h.N() + 2)
+func rateLimitFieldsSpec(h *engine.Harness) {
+	ps, note := phases(h, h.N()+2)
 	kept := 0
-	h.runPhases(ps, func(p *phase) {
+	runPhases(h, ps, func(p *phase) {
 		for range h.N() + 2 {
-			c := h.request(p.user)
+			c := request(h, p.user)
 			p.burst = append(p.burst, c)
 			if c.err != nil {
 				return
@@ -300,8 +301,8 @@ func rateLimitFieldsSpec(h *harness) {
 		if p.after != nil {
 			// t is truthful: when it says no quota is left, a request
 			// sent t later is allowed.
-			if a := h.judged(p.user, *p.after); !a.Allowed {
-				h.pending = nil // the broken promise is the finding, whatever the model says
+			if a := judged(h, p.user, *p.after); !a.Allowed {
+				h.Pending = nil // the broken promise is the finding, whatever the model says
 				when := fmt.Sprintf("more in %v", *last.Reset)
 				if last.ResetAt != nil {
 					when = fmt.Sprintf("more at unix second %d (%v after the answer was received)", last.ResetAt.Unix(), last.ResetAt.Sub(last.Returned).Round(time.Millisecond))
@@ -313,15 +314,15 @@ func rateLimitFieldsSpec(h *harness) {
 		}
 		seen := false
 		for i, c := range p.burst {
-			a := h.judged(p.user, c)
-			h.malformed(a)
+			a := judged(h, p.user, c)
+			malformed(h, a)
 			seen = seen || a.PolicyLimit != nil || a.Remaining != nil || a.Reset != nil
-			h.checkFields(p, i+1, a)
+			checkFields(h, p, i+1, a)
 		}
 		if !seen { // seen at the first phase: the others are not waited for
 			h.Skipf("the service sends no RateLimit fields (RateLimit/RateLimit-Policy, RateLimit-Limit/-Remaining/-Reset or X-RateLimit-*): not graded")
 		}
-		if h.pending != nil {
+		if h.Pending != nil {
 			return time.Time{}, false // a wrong decision: reported as such
 		}
 		t, ok := noneLeft(last)
@@ -330,12 +331,12 @@ func rateLimitFieldsSpec(h *harness) {
 		}
 		return t, ok
 	})
-	h.passNote = fmt.Sprintf("%s; t obeyed after %d answers with no quota left", note, kept)
+	h.PassNote = fmt.Sprintf("%s; t obeyed after %d answers with no quota left", note, kept)
 }
 
 // checkFields checks the fields of answer i of a phase's burst: the
 // policy, the quota left and how long until more.
-func (h *harness) checkFields(p *phase, i int, a HTTPAnswer) {
+func checkFields(h *engine.Harness, p *phase, i int, a engine.HTTPAnswer) {
 	if a.PolicyLimit != nil && *a.PolicyLimit != h.N() {
 		h.Failf("%s, request %d: the policy field says a limit of %d, but the limit enforced is %d", p.name, i, *a.PolicyLimit, h.N())
 	}
@@ -345,15 +346,15 @@ func (h *harness) checkFields(p *phase, i int, a HTTPAnswer) {
 	if a.Remaining != nil {
 		// r is what is left after this request: a remaining query at an
 		// instant no earlier than the request's.
-		j, why, _ := h.oracle.Judge(model.TimedOp{Kind: model.OpRemaining, User: p.user, Lo: a.Sent, Hi: a.Returned, Remaining: *a.Remaining})
-		h.tl.add(event{at: a.Sent.Sub(h.start), until: a.Returned.Sub(h.start), op: fmt.Sprintf("  its %s remaining field", a.Form), got: fmt.Sprint(*a.Remaining)})
+		j, why, _ := h.Oracle.Judge(model.TimedOp{Kind: model.OpRemaining, User: p.user, Lo: a.Sent, Hi: a.Returned, Remaining: *a.Remaining})
+		h.Timeline.Add(engine.Event{At: a.Sent.Sub(h.Start), Until: a.Returned.Sub(h.Start), Op: fmt.Sprintf("  its %s remaining field", a.Form), Got: fmt.Sprint(*a.Remaining)})
 		switch j {
 		case model.Impossible:
 			h.Failf("%s, request %d: the %s fields say %d left, which no instant of the request gives: %s", p.name, i, a.Form, *a.Remaining, why)
 		case model.Undecided:
-			h.undecided++
+			h.Undecided++
 		default:
-			h.decided++
+			h.Decided++
 		}
 	}
 	if a.Reset == nil {
@@ -363,14 +364,14 @@ func (h *harness) checkFields(p *phase, i int, a HTTPAnswer) {
 	// whole quota's, or anything between: no later than the whole
 	// quota's, rounded up (to a whole second of the epoch, for an
 	// instant). Whether it is truthful, with none left, is tried after.
-	whole, ok := h.quotaBack(p.user, a.Sent, a.Returned)
+	whole, ok := quotaBack(h, p.user, a.Sent, a.Returned)
 	switch {
 	case !ok:
 	case a.ResetAt != nil:
 		if by := ceilUnixSecond(a.Sent.Add(whole)); a.ResetAt.After(by) {
-			h.Failf("%s, request %d: the %s fields say more quota at unix second %d, but %s gives the whole quota back by unix second %d", p.name, i, a.Form, a.ResetAt.Unix(), h.profileName(), by.Unix())
+			h.Failf("%s, request %d: the %s fields say more quota at unix second %d, but %s gives the whole quota back by unix second %d", p.name, i, a.Form, a.ResetAt.Unix(), h.ProfileName(), by.Unix())
 		}
 	case *a.Reset > ceilSeconds(whole):
-		h.Failf("%s, request %d: the %s fields say more quota in %v, but %s gives the whole quota back within %v", p.name, i, a.Form, *a.Reset, h.profileName(), ceilSeconds(whole))
+		h.Failf("%s, request %d: the %s fields say more quota in %v, but %s gives the whole quota back within %v", p.name, i, a.Form, *a.Reset, h.ProfileName(), ceilSeconds(whole))
 	}
 }
