@@ -23,7 +23,7 @@ import (
 //	if err != nil { ... }
 //	fmt.Println(rep.Verdict())
 func Check(ctx context.Context, cfg Config, target Target) (*result.Report, error) {
-	return specs.All().Check(ctx, engine.Config(cfg), target.Engine())
+	return specs.All().Check(ctx, engine.Config(cfg), engineTarget(target))
 }
 
 // Run grades target with go test: every spec is a subtest named by its id,
@@ -46,7 +46,7 @@ func Check(ctx context.Context, cfg Config, target Target) (*result.Report, erro
 //	}
 func Run(t *testing.T, cfg Config, target Target) {
 	t.Helper()
-	specs.All().Run(t, engine.Config(cfg), target.Engine())
+	specs.All().Run(t, engine.Config(cfg), engineTarget(target))
 }
 
 // Identify probes target (with its clock when it has one, in real time
@@ -63,7 +63,7 @@ func Run(t *testing.T, cfg Config, target Target) {
 // notes it; when it refuses those too, the error names the configuration
 // refused and the target's answer.
 func Identify(ctx context.Context, cfg Config, target Target) (*result.Identification, error) {
-	return specs.All().Identify(ctx, engine.Config(cfg), target.Engine())
+	return specs.All().Identify(ctx, engine.Config(cfg), engineTarget(target))
 }
 
 // Count returns how many specs a run with cfg selects (0 for an invalid
@@ -91,9 +91,9 @@ func ProfileSpecs(profile string) ([]SpecInfo, error) {
 	return out, nil
 }
 
-// Engine is the target as the grader's engine takes it, for rlconform's
-// own packages (suite/ginkgo); a caller has no use for it.
-func (t Target) Engine() engine.Target {
+// engineTarget is t as the engine takes it. Package suite/ginkgo has the
+// same conversion: change both (TestTargetConversionCarriesEveryField).
+func engineTarget(t Target) engine.Target {
 	e := engine.Target{
 		Name: t.Name, Addresses: t.Addresses, Capabilities: t.Capabilities, NeedsRedis: t.NeedsRedis,
 		KeyOf: t.KeyOf, Alive: t.Alive, MaxRPS: t.MaxRPS, SharedLimit: t.SharedLimit,

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"reflect"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -46,4 +47,18 @@ type Env struct {
 	Instance    int
 	MaxRequests int
 	Window      time.Duration
+}
+
+// ZeroFields lists the fields of the struct v that hold their zero value:
+// the facades' tests convert a target with every field set and expect
+// none (a field added to Target and not to a conversion shows there).
+func ZeroFields(v any) []string {
+	rv := reflect.ValueOf(v)
+	var out []string
+	for i := range rv.NumField() {
+		if rv.Field(i).IsZero() {
+			out = append(out, rv.Type().Field(i).Name)
+		}
+	}
+	return out
 }
