@@ -1,7 +1,7 @@
 # The two jobs the README opens with. Both get a real Redis first.
 GO ?= go
 
-.PHONY: conformance test bench redis node-deps container-rung gateways arch-check
+.PHONY: conformance test bench redis node-deps container-rung gateways arch-check api-check
 
 ## conformance: grade the reference limiter against real Redis and print the table
 conformance: redis
@@ -10,7 +10,7 @@ conformance: redis
 	./bin/rlconform run
 
 ## test: every test, with the race detector
-test: redis gateways node-deps container-rung arch-check
+test: redis gateways node-deps container-rung arch-check api-check
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
@@ -32,6 +32,11 @@ redis:
 arch-check:
 	@GOARCH=386 $(GO) build ./contract 2>&1 | grep -q rlconform_requires_a_64_bit_platform || \
 		{ echo "make test: GOARCH=386 go build ./contract must fail naming rlconform_requires_a_64_bit_platform" >&2; exit 1; }
+
+# The public API against its recorded baseline (docs/api.md): a change is
+# deliberate, recorded with scripts/api-check --record.
+api-check:
+	@GO=$(GO) ./scripts/api-check
 
 # nginx and HAProxy (package gateways) are graded over HTTP by the tests,
 # each started by them on a free loopback port; installed with apt-get
