@@ -180,10 +180,13 @@ func (r *Reader) Read(name string, in io.Reader) error {
 	sc := bufio.NewScanner(br)
 	sc.Buffer(make([]byte, 0, 1<<16), 64<<20)
 	var (
-		open []*pending // oldest first
-		free []*pending
-		p    point
-		line int64
+		open     []*pending // oldest first
+		free     []*pending
+		p        point
+		f        fields
+		line     int64
+		lastTime []byte // the time last parsed, and its instant
+		lastEnd  int64
 	)
 	finish := func(q *pending) error {
 		err := r.request(q)
@@ -195,38 +198,74 @@ func (r *Reader) Read(name string, in io.Reader) error {
 		line++
 		b := sc.Bytes()
 		// Only the points of the four metrics of an interval matter.
-		if !bytes.Contains(b, []byte(`"http_req_`)) || !bytes.Contains(b, []byte(`"Point"`)) {
+		if !interesting(b) {
 			continue
 		}
-		var bit uint8
+		var (
+			end        int64
+			value      float64
+			tags       []byte
+			metric, tp []byte
+		)
+		err := scanPoint(b, &f)
 		switch {
-		case bytes.Contains(b, []byte(`"metric":"http_req_duration"`)):
+		case err == nil:
+			metric, tp, tags = f.metric, f.typ, f.tags
+			if string(tp) != "Point" {
+				continue // a metric's declaration
+			}
+			if len(f.time) == 0 {
+				return fmt.Errorf("line %d: a point without its time: %.200s", line, b)
+			}
+			if !bytes.Equal(f.time, lastTime) {
+				at, err := time.Parse(time.RFC3339Nano, string(f.time))
+				if err != nil {
+					return fmt.Errorf("line %d: time: %w", line, err)
+				}
+				lastTime, lastEnd = append(lastTime[:0], f.time...), at.UnixNano()
+			}
+			end = lastEnd
+			if value, err = strconv.ParseFloat(string(f.value), 64); err != nil {
+				return fmt.Errorf("line %d: value: %w", line, err)
+			}
+		case errors.Is(err, errSlow):
+			// Escapes: encoding/json reads it.
+			raw := p.Data.Tags[:0]
+			p = point{}
+			p.Data.Tags = raw
+			if err := json.Unmarshal(b, &p); err != nil {
+				return fmt.Errorf("line %d: %w", line, err)
+			}
+			if p.Type != "Point" {
+				continue
+			}
+			if p.Data.Time.IsZero() {
+				return fmt.Errorf("line %d: a point without its time: %.200s", line, b)
+			}
+			metric, tp, tags = []byte(p.Metric), []byte(p.Type), p.Data.Tags
+			end, value = p.Data.Time.UnixNano(), p.Data.Value
+		default:
+			return fmt.Errorf("line %d: %w: %.200s", line, err, b)
+		}
+		var bit uint8
+		switch string(metric) {
+		case "http_req_duration":
 			bit = hasDuration
-		case bytes.Contains(b, []byte(`"metric":"http_req_blocked"`)):
+		case "http_req_blocked":
 			bit = hasBlocked
-		case bytes.Contains(b, []byte(`"metric":"http_req_connecting"`)):
+		case "http_req_connecting":
 			bit = hasConnecting
-		case bytes.Contains(b, []byte(`"metric":"http_req_tls_handshaking"`)):
+		case "http_req_tls_handshaking":
 			bit = hasTLS
 		default:
 			continue
 		}
-		tags := p.Data.Tags[:0]
-		p = point{}
-		p.Data.Tags = tags
-		if err := json.Unmarshal(b, &p); err != nil {
-			return fmt.Errorf("line %d: %w", line, err)
-		}
-		if p.Data.Time.IsZero() {
-			return fmt.Errorf("line %d: a point without its time: %.200s", line, b)
-		}
-		if p.Type != "Point" || p.Data.Value < 0 || math.IsNaN(p.Data.Value) || math.IsInf(p.Data.Value, 0) {
+		if value < 0 || math.IsNaN(value) || math.IsInf(value, 0) {
 			return fmt.Errorf("line %d: not a point of a duration in ms: %.200s", line, b)
 		}
-		end := p.Data.Time.UnixNano()
 		var q *pending
 		for i := len(open) - 1; i >= 0; i-- {
-			if open[i].end == end && bytes.Equal(open[i].tags, p.Data.Tags) {
+			if open[i].end == end && bytes.Equal(open[i].tags, tags) {
 				q = open[i]
 				break
 			}
@@ -244,17 +283,17 @@ func (r *Reader) Read(name string, in io.Reader) error {
 			} else {
 				q = &pending{}
 			}
-			q.end, q.tags, q.has, q.duration, q.before = end, append(q.tags, p.Data.Tags...), 0, 0, 0
+			q.end, q.tags, q.has, q.duration, q.before = end, append(q.tags, tags...), 0, 0, 0
 			open = append(open, q)
 		}
 		if q.has&bit != 0 {
-			return fmt.Errorf("line %d: a second %s point of one request (same time and tags)", line, p.Metric)
+			return fmt.Errorf("line %d: a second %s point of one request (same time and tags)", line, metric)
 		}
 		q.has |= bit
 		if bit == hasDuration {
-			q.duration = p.Data.Value
+			q.duration = value
 		} else {
-			q.before += p.Data.Value
+			q.before += value
 		}
 		if q.has == hasAll {
 			for i := len(open) - 1; i >= 0; i-- {
@@ -281,6 +320,24 @@ func (r *Reader) Read(name string, in io.Reader) error {
 	return nil
 }
 
+// interesting reports whether line b may be a point of one of the four
+// metrics of an interval: it names one of them. (The scanner then reads
+// the line's own metric.)
+func interesting(b []byte) bool {
+	for {
+		i := bytes.Index(b, []byte("http_req_"))
+		if i < 0 {
+			return false
+		}
+		b = b[i+len("http_req_"):]
+		for _, m := range [...]string{`duration"`, `blocked"`, `connecting"`, `tls_handshaking"`} {
+			if bytes.HasPrefix(b, []byte(m)) {
+				return true
+			}
+		}
+	}
+}
+
 // request turns a gathered request into a decision (when complete and
 // tagged).
 func (r *Reader) request(q *pending) error {
@@ -288,25 +345,39 @@ func (r *Reader) request(q *pending) error {
 	if q.has != hasAll {
 		return nil // counted as incomplete by the caller
 	}
-	var tags map[string]string
-	if err := json.Unmarshal(q.tags, &tags); err != nil {
-		return fmt.Errorf("tags %.200s: %w", q.tags, err)
+	var t requestTags
+	if err := tagsOf(q.tags, r.opts.UserTag, &t); err != nil {
+		if !errors.Is(err, errSlow) {
+			return fmt.Errorf("tags %.200s: %w", q.tags, err)
+		}
+		// Escapes, or values not strings: encoding/json reads them.
+		var m map[string]any
+		if err := json.Unmarshal(q.tags, &m); err != nil {
+			return fmt.Errorf("tags %.200s: %w", q.tags, err)
+		}
+		t = requestTags{}
+		for k, dst := range map[string]*[]byte{r.opts.UserTag: &t.user, "status": &t.status, "error_code": &t.errorCode, "error": &t.error, "url": &t.url} {
+			if v, ok := m[k]; ok && v != nil {
+				*dst = fmt.Append(nil, v)
+				t.hasUser = t.hasUser || k == r.opts.UserTag
+				t.hasStatus = t.hasStatus || k == "status"
+			}
+		}
 	}
-	user, ok := tags[r.opts.UserTag]
-	if !ok || user == "" {
+	if !t.hasUser || len(t.user) == 0 {
 		r.stats.Untagged++
 		return nil
 	}
-	st, ok := tags["status"]
-	if !ok {
+	if !t.hasStatus {
 		return errors.New("a request without the status tag: k6 was run with --system-tags that leave it out (keep status and error_code)")
 	}
-	status, err := strconv.Atoi(st)
+	status, err := strconv.Atoi(string(t.status))
 	if err != nil {
-		return fmt.Errorf("status tag %q: %w", st, err)
+		return fmt.Errorf("status tag %q: %w", t.status, err)
 	}
-	u, ok := r.users[user]
+	u, ok := r.users[string(t.user)]
 	if !ok {
+		user := string(t.user)
 		u = int32(len(r.rec.UserIDs))
 		r.users[user] = u
 		r.rec.UserIDs = append(r.rec.UserIDs, user)
@@ -320,7 +391,7 @@ func (r *Reader) request(q *pending) error {
 		d.Outcome = bench.Denied
 	default:
 		d.Outcome = bench.Errored
-		kind, example := errorKind(status, tags)
+		kind, example := errorKind(status, &t)
 		r.rec.Errors[kind]++
 		if _, seen := r.rec.ErrorExamples[kind]; !seen {
 			r.rec.ErrorExamples[kind] = example
@@ -340,18 +411,18 @@ func millis(ms float64) time.Duration { return time.Duration(math.Ceil(ms * 1e6)
 // connection, status, other), from k6's status and error_code tags (k6's
 // error codes: 1050 a request timeout, 1100–1199 DNS, 1200–1299 TCP,
 // 1300–1399 TLS).
-func errorKind(status int, tags map[string]string) (string, string) {
+func errorKind(status int, t *requestTags) (string, string) {
 	if status != 0 {
-		return "status", fmt.Sprintf("HTTP %d from %s", status, tags["url"])
+		return "status", fmt.Sprintf("HTTP %d from %s", status, t.url)
 	}
-	msg := tags["error"]
+	msg := string(t.error)
 	if msg == "" {
 		msg = "no answer"
 	}
-	if c := tags["error_code"]; c != "" {
-		msg += " (error_code " + c + ")"
+	if len(t.errorCode) > 0 {
+		msg += " (error_code " + string(t.errorCode) + ")"
 	}
-	code, _ := strconv.Atoi(tags["error_code"])
+	code, _ := strconv.Atoi(string(t.errorCode))
 	switch {
 	case code == 1050:
 		return "timeout", msg

@@ -262,3 +262,30 @@ func TestLiveTwoGenerators(t *testing.T) {
 		}
 	}
 }
+
+// Tags named like the fields, escapes, spaces and non-string tags read as
+// encoding/json reads them.
+func TestTheScannerAgreesWithEncodingJSON(t *testing.T) {
+	const at = `"time":"2025-01-01T00:00:00.5Z"`
+	for name, tags := range map[string]string{
+		"tags named as fields": `{"time":"x","value":"y","metric":"http_req_blocked","type":"Metric","status":"200","user":"u\"1"}`,
+		"an escaped error":     `{"status":"0","user":"u\"1","error":"dial: \"refused\"","error_code":"1212"}`,
+		"spaces":               ` { "status" : "200" , "user" : "u\"1" } `,
+		"a number status":      `{"status":200,"user":"u\"1"}`,
+	} {
+		var lines []string
+		for _, m := range []string{"http_req_duration", "http_req_blocked", "http_req_connecting", "http_req_tls_handshaking"} {
+			lines = append(lines, fmt.Sprintf(`{"type":"Point", "data":{%s,"value":2,"tags":%s},"metric":%q}`, at, tags, m))
+		}
+		r := NewReader(Options{})
+		require.NoError(t, r.Read(name, strings.NewReader(strings.Join(lines, "\n"))), name)
+		rec, err := r.Recording()
+		require.NoError(t, err, name)
+		require.Len(t, rec.Decisions, 1, name)
+		assert.Equal(t, []string{`u"1`}, rec.UserIDs, name)
+		assert.Equal(t, 8*time.Millisecond, rec.Decisions[0].Returned-rec.Decisions[0].Sent, name)
+		if strings.Contains(tags, "1212") {
+			assert.Equal(t, map[string]string{"connection": `dial: "refused" (error_code 1212)`}, rec.ErrorExamples, name)
+		}
+	}
+}
