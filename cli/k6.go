@@ -97,8 +97,8 @@ func fromK6(f *benchFlags, spec model.Spec, baseline *bench.Result, files *bench
 		fmt.Fprintf(stderr, "rlconform bench: --from-k6: %v\n", err)
 		return ExitCannotRun
 	}
-	fmt.Fprintf(stderr, "rlconform: read %d requests of %d generators (%d lines) in %v: %.0f decisions/s\n",
-		st.Requests, st.Generators, st.Lines, took.Round(time.Millisecond), float64(st.Decisions)/max(took, time.Microsecond).Seconds())
+	fmt.Fprintf(stderr, "rlconform: read %d requests of %s (%d lines) in %v: %.0f decisions/s\n",
+		st.Requests, plural(st.Generators, "generator"), st.Lines, took.Round(time.Millisecond), float64(st.Decisions)/max(took, time.Microsecond).Seconds())
 	if st.Untagged > 0 {
 		fmt.Fprintf(stderr, "rlconform: warning: %d requests carry no %q tag and are not judged (the script's other requests?); tag every request to the limited service with the identity it sends\n", st.Untagged, f.userTag)
 	}
@@ -129,4 +129,12 @@ func (l *pathList) Set(v string) error {
 	}
 	*l = append(*l, v)
 	return nil
+}
+
+// plural is "1 thing" or "n things".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }

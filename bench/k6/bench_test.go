@@ -14,9 +14,13 @@ import (
 // syntheticOutput is what k6 writes for n requests of users users (9
 // points each, the shape of testdata's), 1ms apart in turn, decided by a
 // sliding log of 5 per 100ms.
-func syntheticOutput(n, users int) []byte {
+func syntheticOutput(n, users int) []byte { return syntheticOutputAt(n, users, 0) }
+
+// syntheticOutputAt is syntheticOutput's part k, from n·k ms on (its
+// users' logs start empty: use users with windows apart).
+func syntheticOutputAt(n, users, k int) []byte {
 	var buf bytes.Buffer
-	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(n*k) * time.Millisecond)
 	logs := make([][]time.Time, users)
 	for i := range n {
 		u := i % users

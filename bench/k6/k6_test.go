@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -288,4 +289,19 @@ func TestTheScannerAgreesWithEncodingJSON(t *testing.T) {
 			assert.Equal(t, map[string]string{"connection": `dial: "refused" (error_code 1212)`}, rec.ErrorExamples, name)
 		}
 	}
+}
+
+// docs/k6/ratelimit.js is valid JavaScript (k6 itself is not run here:
+// node checks its syntax, as an ES module, as k6 reads it).
+func TestTheScriptOfTheDocsParses(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed")
+	}
+	src, err := os.ReadFile(filepath.Join("..", "..", "docs", "k6", "ratelimit.js"))
+	require.NoError(t, err)
+	mjs := filepath.Join(t.TempDir(), "ratelimit.mjs")
+	require.NoError(t, os.WriteFile(mjs, src, 0o644))
+	out, err := exec.Command(node, "--check", mjs).CombinedOutput()
+	require.NoError(t, err, "%s", out)
 }
