@@ -37,7 +37,11 @@ func (r *Result) WriteSVG(w io.Writer) error {
 	red, orange, blue := color.RGBA{R: 214, G: 39, B: 40, A: 255}, color.RGBA{R: 255, G: 127, B: 14, A: 255}, color.RGBA{R: 31, G: 119, B: 180, A: 255}
 	green, grey := color.RGBA{G: 128, A: 255}, color.RGBA{R: 127, G: 127, B: 127, A: 255}
 
-	lat := newPlot(fmt.Sprintf("latency per %v (%s, %d callers)", bucket, r.Mode, r.Concurrency), "ms, log scale")
+	title := fmt.Sprintf("latency per %v (%s, %d callers)", bucket, r.Mode, r.Concurrency)
+	if r.Mode == "recorded" {
+		title = fmt.Sprintf("latency per %v (%s)", bucket, r.Source)
+	}
+	lat := newPlot(title, "ms, log scale")
 	lat.Y.Scale = plot.LogScale{}
 	lat.Y.Tick.Marker = logTicks{}
 	top := 0.0

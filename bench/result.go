@@ -70,6 +70,10 @@ type Result struct {
 	// per Window; nil when it was not checked, NotChecked says why.
 	Exactness  *Exactness `json:"exactness,omitempty"`
 	NotChecked string     `json:"exactness_not_checked,omitempty"`
+	// Source says what recorded a replayed run ([Replay]; Mode is then
+	// "recorded"), and Skew what it assumed of the generators' clocks.
+	Source string `json:"source,omitempty"`
+	Skew   *Skew  `json:"clock_skew,omitempty"`
 
 	decisions []Decision
 	userIDs   func(int32) string
@@ -320,7 +324,11 @@ func (r *Result) Text(w io.Writer) {
 	if r.Zipf > 1 {
 		users = fmt.Sprintf("%d users, Zipf s=%g (user 0 hottest)", r.Users, r.Zipf)
 	}
-	fmt.Fprintf(w, "load        %s for %v; %s; limit %d per %v\n", mode, r.Duration, users, r.Limit, r.Window)
+	if r.Mode == "recorded" {
+		fmt.Fprintf(w, "load        %s over %v; %s; limit %d per %v\n", r.Source, r.Duration.Round(time.Millisecond), plural(r.Users, "user"), r.Limit, r.Window)
+	} else {
+		fmt.Fprintf(w, "load        %s for %v; %s; limit %d per %v\n", mode, r.Duration, users, r.Limit, r.Window)
+	}
 	fmt.Fprintf(w, "profile     %s: the decisions are judged by its rules\n", r.judged())
 	fmt.Fprintf(w, "throughput  %.0f decisions/s (%d in %v)\n", r.Throughput, r.Decisions, r.Elapsed.Round(time.Millisecond))
 	fmt.Fprintf(w, "latency     p50 %v  p90 %v  p99 %v  p99.9 %v  max %v\n",
@@ -342,6 +350,7 @@ func (r *Result) Text(w io.Writer) {
 		fmt.Fprintf(w, "INTERRUPTED after %v: the figures are of what ran\n", r.Elapsed.Round(time.Millisecond))
 	}
 	r.exactnessText(w)
+	r.skewText(w)
 }
 
 func (r *Result) errorLine() string {
@@ -422,7 +431,11 @@ func (r *Result) judged() string {
 // timeline prints calls (at most 12: the first 6 and the last 6).
 func timeline(w io.Writer, r *Result, calls []Decision) {
 	slices.SortStableFunc(calls, func(a, b Decision) int { return int(a.Sent - b.Sent) })
-	fmt.Fprintf(w, "            timeline (ms since the bench began; sent..answered):\n")
+	began := "the bench began"
+	if r.Mode == "recorded" {
+		began = "the run's first instant"
+	}
+	fmt.Fprintf(w, "            timeline (ms since %s; sent..answered):\n", began)
 	for i, c := range calls {
 		if len(calls) > 12 && i == 6 {
 			fmt.Fprintf(w, "              ... %d more\n", len(calls)-12)

@@ -52,6 +52,7 @@ type benchFlags struct {
 	requireExact  bool
 	endpointFlags
 	execFlags
+	k6Flags
 }
 
 func parseBench(args []string, stderr io.Writer) (*benchFlags, error) {
@@ -77,11 +78,15 @@ func parseBench(args []string, stderr io.Writer) (*benchFlags, error) {
 	fs.BoolVar(&f.requireExact, "require-exactness", false, "exit 2, with the reason, when exactness was not checked (a target stamped with our clock) or not exercised (no user was ever denied): a gate that checked nothing fails")
 	f.endpointFlags.register(fs)
 	f.execFlags.register(fs)
-	if err := fs.Parse(args); err != nil {
+	f.k6Flags.register(fs)
+	if err := f.k6Flags.parse(fs, args); err != nil {
 		return nil, err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if len(f.fromK6) > 0 || set["user-tag"] || set["clock-skew"] {
+		return f, f.k6Flags.check(set)
+	}
 	switch {
 	case fs.NArg() > 0:
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -145,6 +150,9 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if f.json == "-" {
 		text = stderr
 	}
+	if len(f.fromK6) > 0 {
+		return fromK6(f, spec, baseline, files, text, stderr)
+	}
 	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -167,7 +175,15 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		return ExitCannotRun
 	}
 	res.Target, res.Version = name, Version()
-	fmt.Fprintf(text, "target      %s\n", name)
+	return reportBench(f, res, err, baseline, files, text, stderr)
+}
+
+// reportBench prints the table of res, writes its files, says every
+// finding and returns the exit code: interrupted (130) as for run, else
+// the gravest: wrong (1), faulty (2), slower (3). err is why the run
+// ended early, if it did.
+func reportBench(f *benchFlags, res *bench.Result, err error, baseline *bench.Result, files *benchFiles, text, stderr io.Writer) int {
+	fmt.Fprintf(text, "target      %s\n", res.Target)
 	res.Text(text)
 	var regressed []string
 	if baseline != nil {
@@ -185,8 +201,6 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rlconform: %v\n", err)
 		return ExitCannotRun
 	}
-	// Every finding is said; the exit code is interrupted (130) as for
-	// run, else the gravest: wrong (1), faulty (2), slower (3).
 	failed := res.Failed()
 	if failed {
 		fmt.Fprintln(stderr, "rlconform: the limiter is not exact under load")

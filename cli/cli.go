@@ -36,6 +36,8 @@ usage:
                            probe a limiter and name the profiles that explain its answers
   rlconform bench [flags]  drive load at a limiter: throughput, latency percentiles, errors,
                            and every decision checked against the limit (default: the reference)
+  rlconform bench --from-k6 FILE... --policy N/W
+                           judge the load k6 drove, from its JSON output (one file per generator)
   rlconform serve [flags]  serve a built-in limiter over protocol v1
   rlconform list [--json] [--profile P] [LEVEL|ID-PREFIX]...
                            spec ids, their level, what they need, what they prove

@@ -1,0 +1,140 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/rlconform/rlconform/adapters"
+	"github.com/rlconform/rlconform/bench"
+	"github.com/rlconform/rlconform/bench/k6"
+	"github.com/rlconform/rlconform/model"
+)
+
+// k6Flags are bench's flags that judge a run k6 drove (--from-k6).
+type k6Flags struct {
+	fromK6    pathList
+	userTag   string
+	clockSkew time.Duration
+}
+
+func (f *k6Flags) register(fs *flag.FlagSet) {
+	fs.Var(&f.fromK6, "from-k6", "judge the load k6 drove instead of driving any: its JSON output (k6 run --out json=`FILE`, gzipped or not), one file per generator; the files may follow the flag (--from-k6 a.json b.json.gz); needs --policy")
+	fs.StringVar(&f.userTag, "user-tag", "user", "with --from-k6: the tag of each request that names its user (the identity it sent)")
+	fs.DurationVar(&f.clockSkew, "clock-skew", 0, "with --from-k6: how far any generator's clock may be from the limiter's (your NTP's bound): every request's interval is widened by it on each side")
+}
+
+// parse parses args into fs; with --from-k6, the arguments that follow
+// it are more files, and flags may come after them.
+func (f *k6Flags) parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	for len(f.fromK6) > 0 && fs.NArg() > 0 {
+		rest := fs.Args()
+		i := 0
+		for i < len(rest) && !strings.HasPrefix(rest[i], "-") {
+			f.fromK6 = append(f.fromK6, rest[i])
+			i++
+		}
+		if i == len(rest) {
+			break
+		}
+		if err := fs.Parse(rest[i:]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// k6Excludes are the flags of a load bench drives, which a k6 run judged
+// does not take.
+var k6Excludes = []string{"target", "endpoint", "exec", "instances", "exec-ready", "concurrency", "rate", "duration", "users", "zipf",
+	"limit", "window", "timeout", "seed", "identity", "method", "header", "body", "max-rps", "progress"}
+
+// check reports flags that do not go with --from-k6, or that need it.
+func (f *k6Flags) check(set map[string]bool) error {
+	switch {
+	case len(f.fromK6) == 0:
+		return errors.New("--user-tag and --clock-skew go with --from-k6")
+	case !set["policy"]:
+		return errors.New("--from-k6 needs --policy N/W: the limit the service enforces (10/1s, 100/1m)")
+	case f.userTag == "":
+		return errors.New("--user-tag must not be empty")
+	case f.clockSkew < 0:
+		return errors.New("--clock-skew must not be negative")
+	}
+	for _, name := range k6Excludes {
+		if set[name] {
+			return fmt.Errorf("--%s drives load; --from-k6 judges the load k6 drove (its --policy, --profile, --limited-status, --user-tag and --clock-skew say how)", name)
+		}
+	}
+	return nil
+}
+
+// fromK6 judges k6's outputs and reports as bench does.
+func fromK6(f *benchFlags, spec model.Spec, baseline *bench.Result, files *benchFiles, text, stderr io.Writer) int {
+	policy, err := adapters.ParsePolicy(f.policy)
+	if err != nil {
+		fmt.Fprintf(stderr, "rlconform bench: --policy: %v\n", err)
+		return ExitCannotRun
+	}
+	r := k6.NewReader(k6.Options{UserTag: f.userTag, LimitedStatus: f.limitedStatus})
+	began := time.Now()
+	for _, path := range f.fromK6 {
+		if err := r.ReadFile(path); err != nil {
+			fmt.Fprintf(stderr, "rlconform bench: --from-k6: %v\n", err)
+			return ExitCannotRun
+		}
+	}
+	took := time.Since(began)
+	st := r.Stats()
+	rec, err := r.Recording()
+	if err != nil {
+		fmt.Fprintf(stderr, "rlconform bench: --from-k6: %v\n", err)
+		return ExitCannotRun
+	}
+	fmt.Fprintf(stderr, "rlconform: read %d requests of %s (%d lines) in %v: %.0f decisions/s\n",
+		st.Requests, plural(st.Generators, "generator"), st.Lines, took.Round(time.Millisecond), float64(st.Decisions)/max(took, time.Microsecond).Seconds())
+	if st.Untagged > 0 {
+		fmt.Fprintf(stderr, "rlconform: warning: %d requests carry no %q tag and are not judged (the script's other requests?); tag every request to the limited service with the identity it sends\n", st.Untagged, f.userTag)
+	}
+	if st.Incomplete > 0 {
+		fmt.Fprintf(stderr, "rlconform: warning: %d requests lack one of their http_req_duration, _blocked, _connecting or _tls_handshaking points and are not judged\n", st.Incomplete)
+	}
+	res, err := bench.Replay{Judge: bench.Judge{Profile: spec, Limit: policy.Limit, Window: policy.Window}, ClockSkew: f.clockSkew}.Run(rec)
+	if err != nil {
+		fmt.Fprintf(stderr, "rlconform bench: %v\n", err)
+		return ExitCannotRun
+	}
+	res.Target, res.Version = "k6 run ("+strings.Join(f.fromK6, ", ")+")", Version()
+	if res.Failed() && res.Skew != nil && res.Skew.Explained {
+		fmt.Fprintf(stderr, "rlconform: an exact limiter, seen through generators whose clocks were off by up to %v, would look like this; the bound declared is %v (--clock-skew)\n", res.Skew.Smallest, res.Skew.Assumed)
+	}
+	return reportBench(f, res, nil, baseline, files, text, stderr)
+}
+
+// pathList is a repeatable flag of paths (which may hold commas).
+type pathList []string
+
+func (l *pathList) String() string { return strings.Join(*l, " ") }
+
+// Set adds one path.
+func (l *pathList) Set(v string) error {
+	if v == "" {
+		return errors.New("empty path")
+	}
+	*l = append(*l, v)
+	return nil
+}
+
+// plural is "1 thing" or "n things".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
+}
