@@ -23,25 +23,31 @@ local window = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])
 
 -- An entry s counts while s > now-W: it stops at exactly s+W. The log is
--- in order, so the entries that left are a prefix of it: find its length
--- by galloping (1, 2, 4, ... then bisecting), so that one or two entries
--- cost one or two LINDEX near the head, and a large prefix (a lowered
--- window) a few dozen, then drop it with one LTRIM.
+-- in order, so the entries that left are a prefix of it. The first two
+-- entries come in one call: in steady state none or one has left (one
+-- LPOP). A longer prefix (after a pause, a lowered window) is measured by
+-- galloping (2, 4, 8, ... then bisecting) with LINDEX near the head, and
+-- dropped with one LTRIM.
 local cut = now - window
-local function left(i)
-  local s = redis.call("LINDEX", key, i)
-  return s and tonumber(s) <= cut
-end
-if left(0) then
-  local gone, kept = 0, 1 -- entry `gone` left; entry `kept` did not, or is past the end
-  while left(kept) do
-    gone, kept = kept, kept * 2
+local head = redis.call("LRANGE", key, 0, 1)
+if head[1] and tonumber(head[1]) <= cut then
+  if not head[2] or tonumber(head[2]) > cut then
+    redis.call("LPOP", key)
+  else
+    local function left(i)
+      local s = redis.call("LINDEX", key, i)
+      return s and tonumber(s) <= cut
+    end
+    local gone, kept = 1, 2 -- entry `gone` left; entry `kept` did not, or is past the end
+    while left(kept) do
+      gone, kept = kept, kept * 2
+    end
+    while kept - gone > 1 do
+      local mid = math.floor((gone + kept) / 2)
+      if left(mid) then gone = mid else kept = mid end
+    end
+    redis.call("LTRIM", key, kept, -1) -- LTRIM keeps the key's TTL
   end
-  while kept - gone > 1 do
-    local mid = math.floor((gone + kept) / 2)
-    if left(mid) then gone = mid else kept = mid end
-  end
-  redis.call("LTRIM", key, kept, -1) -- LTRIM keeps the key's TTL
 end
 local count = redis.call("LLEN", key)
 
