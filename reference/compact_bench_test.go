@@ -20,15 +20,16 @@ import (
 // the runs of one sub-benchmark (the testing package calls a benchmark
 // function again for each b.N; the logs are filled once).
 type logBench struct {
-	l    *Limiter
-	clk  *fakeclock.Fake
-	user string
-	step time.Duration // W/N: the time between two entries
+	client *redis.Client
+	l      *Limiter
+	clk    *fakeclock.Fake
+	user   string
+	step   time.Duration // W/N: the time between two entries
 }
 
 var (
 	logBenchMu sync.Mutex
-	logBenches = map[string][]logBench{}
+	logBenches map[string][]logBench // BenchmarkCompactVsZSET's, on its own server
 )
 
 // benchLogs returns callers users' limiters for one sub-benchmark, made
@@ -38,19 +39,19 @@ var (
 // moves the user's clock W/n on, so that one entry leaves and one is
 // logged; on the deny path the clock stands still and every decision is
 // refused with n entries to count.
-func benchLogs(b *testing.B, name string, newLimiter func(Options) (*Limiter, error), n, callers int) []logBench {
+func benchLogs(b *testing.B, client *redis.Client, name string, newLimiter func(*redis.Client, Options) (*Limiter, error), n, callers int) []logBench {
 	logBenchMu.Lock()
 	defer logBenchMu.Unlock()
 	if lb, ok := logBenches[name]; ok {
 		return lb
 	}
 	ctx := context.Background()
-	prefix := benchPrefix(b, store.Client)
+	prefix := fmt.Sprintf("rlc-bench:%s:", name)
 	step := benchLogWindow.Milliseconds() / int64(n)
 	lbs := make([]logBench, callers)
 	for i := range lbs {
 		clk := fakeclock.New(time.UnixMilli(1_767_225_600_000))
-		l, err := newLimiter(Options{MaxRequests: n, Window: benchLogWindow, Prefix: prefix, Clock: clk})
+		l, err := newLimiter(client, Options{MaxRequests: n, Window: benchLogWindow, Prefix: prefix, Clock: clk})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -58,7 +59,7 @@ func benchLogs(b *testing.B, name string, newLimiter func(Options) (*Limiter, er
 		// What the scripts write for requests in distinct milliseconds: a
 		// LIST of the instants, or a ZSET of members named by their score.
 		key, first := l.Key(user), clk.Now().UnixMilli()-int64(n-1)*step
-		pipe := store.Client.Pipeline()
+		pipe := client.Pipeline()
 		for done := 0; done < n; done += 1000 {
 			var list []any
 			var members []redis.Z
@@ -77,7 +78,7 @@ func benchLogs(b *testing.B, name string, newLimiter func(Options) (*Limiter, er
 		if _, err := pipe.Exec(ctx); err != nil {
 			b.Fatal(err)
 		}
-		lbs[i] = logBench{l, clk, user, time.Duration(step) * time.Millisecond}
+		lbs[i] = logBench{client, l, clk, user, time.Duration(step) * time.Millisecond}
 	}
 	logBenches[name] = lbs
 	return lbs
@@ -93,24 +94,31 @@ const benchLogWindow = time.Hour
 // one entry leave and logs one) and the deny path (every decision refused,
 // N entries counted). It reports decisions/s and the p99 latency of a
 // decision. make bench runs it in interleaved rounds (scripts/
-// bench-compact) and compares the columns. server-us is the Redis
-// server's own time per decision (INFO commandstats), which the round trip
-// and a busy machine's scheduling blur far less than the latency.
+// bench-compact) and compares the columns. On a Redis of its own, it
+// reports the server's time per decision too (server-us: the time inside
+// EVALSHA, INFO commandstats), which the round trip and a busy machine's
+// scheduling blur far less than they blur the latency.
 func BenchmarkCompactVsZSET(b *testing.B) {
+	// A server of its own, so that its statistics are these decisions'
+	// alone; the logs are filled once per server.
+	client := serverWith(b)
+	logBenchMu.Lock()
+	logBenches = map[string][]logBench{}
+	logBenchMu.Unlock()
 	for _, path := range []string{"allow", "deny"} {
 		b.Run("path="+path, func(b *testing.B) {
 			for _, n := range []int{10, 1000, 10_000} {
 				b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
 					for _, callers := range []int{1, 16} {
 						b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
-							side := func(name string, newLimiter func(Options) (*Limiter, error)) impl {
+							side := func(name string, newLimiter func(*redis.Client, Options) (*Limiter, error)) impl {
 								key := fmt.Sprintf("%s/%s/%d/%d", name, path, n, callers)
 								return impl{name, func(b *testing.B) {
-									runPerCaller(b, benchLogs(b, key, newLimiter, n, callers), path == "allow")
+									runPerCaller(b, benchLogs(b, client, key, newLimiter, n, callers), path == "allow")
 								}}
 							}
-							compact := side("compact", func(o Options) (*Limiter, error) { return NewCompact(store.Client, o) })
-							zset := side("zset", func(o Options) (*Limiter, error) { return New(store.Client, o) })
+							compact := side("compact", func(c *redis.Client, o Options) (*Limiter, error) { return NewCompact(c, o) })
+							zset := side("zset", func(c *redis.Client, o Options) (*Limiter, error) { return New(c, o) })
 							// runSideBySide's first side is the one -basefirst puts second.
 							runSideBySide(b, compact, zset)
 						})
@@ -156,7 +164,7 @@ func runPerCaller(b *testing.B, lbs []logBench, allow bool) {
 			}
 		})
 	}
-	before := evalshaStats(b)
+	before := serverStats(b, lbs[0].client)
 	b.ResetTimer()
 	close(start)
 	wg.Wait()
@@ -164,37 +172,42 @@ func runPerCaller(b *testing.B, lbs []logBench, allow bool) {
 	if err := failed.Load(); err != nil {
 		b.Fatal(*err)
 	}
-	after := evalshaStats(b)
-	if calls := after[0] - before[0]; calls > 0 {
-		b.ReportMetric(float64(after[1]-before[1])/float64(calls), "server-us")
+	after := serverStats(b, lbs[0].client)
+	if calls := after.calls - before.calls; calls > 0 {
+		b.ReportMetric(float64(after.usec-before.usec)/float64(calls), "server-us")
 	}
 	reportRate(b, b.N)
 	slices.Sort(latency)
 	b.ReportMetric(float64(latency[(len(latency)*99)/100])/1e3, "p99-us")
 }
 
-// evalshaStats is the Redis server's count of EVALSHA calls and the
-// microseconds it spent in them (INFO commandstats): their difference
-// over a run is the server's time per decision, which the round trip
+// stats are the Redis server's count of EVALSHA calls and the
+// microseconds it spent in them (INFO commandstats): their differences
+// over a run are the server's time per decision, which the round trip
 // around it does not blur.
-func evalshaStats(b *testing.B) [2]int64 {
-	info, err := store.Client.Info(context.Background(), "commandstats").Result()
+type stats struct {
+	calls, usec int64
+}
+
+func serverStats(b *testing.B, client *redis.Client) stats {
+	info, err := client.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		b.Fatal(err)
 	}
-	var calls, usec int64
+	var st stats
 	for _, line := range strings.Split(info, "\n") {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:"); ok {
+		line = strings.TrimSpace(line)
+		if rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:"); ok {
 			for _, kv := range strings.Split(rest, ",") {
 				k, v, _ := strings.Cut(kv, "=")
 				switch k {
 				case "calls":
-					calls, _ = strconv.ParseInt(v, 10, 64)
+					st.calls, _ = strconv.ParseInt(v, 10, 64)
 				case "usec":
-					usec, _ = strconv.ParseInt(v, 10, 64)
+					st.usec, _ = strconv.ParseInt(v, 10, 64)
 				}
 			}
 		}
 	}
-	return [2]int64{calls, usec}
+	return st
 }
