@@ -119,8 +119,9 @@ type Options struct {
 //	lim, err := reference.New(client, reference.Options{MaxRequests: 100, Window: time.Minute})
 //	ok, err := lim.AllowRequest(ctx, userID)
 //
-// Each allowed request is one ZSET entry under the user's key, with a TTL of
-// W refreshed on every allowed request; the key disappears when idle.
+// Each allowed request is one ZSET entry under the user's key (one LIST
+// entry with [NewCompact]), with a TTL of W refreshed on every allowed
+// request; the key disappears when idle.
 type Limiter struct {
 	client  redis.UniversalClient
 	prefix  string
