@@ -17,12 +17,15 @@ test: redis gateways node-deps container-rung arch-check api-check
 ## bench: the reference side by side with its ceilings, in interleaved runs
 ## (docs/performance.md): AllowRequest against a bare go-redis Script.Run,
 ## AllowRequests against redis-benchmark's pipelined EVALSHA, on one Redis
-## and on a 3-master cluster; benchstat's tables, the ratios, then the
-## memory of one user's log by size. About 3½ minutes on two cores.
+## and on a 3-master cluster; the compact log (a LIST) against the ZSET
+## reference, allow and deny paths, N = 10 to 10,000; benchstat's tables,
+## the ratios, then the memory of one user's log by size, ZSET and LIST.
+## About 5 minutes on two cores.
 bench: redis
 	GO=$(GO) ./scripts/bench-reference
 	GO=$(GO) ./scripts/bench-ceiling
-	$(GO) test -count=1 -run '^TestMemoryPerEntryByLogSize$$' -v ./reference
+	GO=$(GO) ./scripts/bench-compact
+	$(GO) test -count=1 -run '^(TestMemoryPerEntryByLogSize|TestMemoryCompactVsZSET)$$' -v ./reference
 
 redis:
 	@./scripts/ensure-redis

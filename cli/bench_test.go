@@ -171,6 +171,22 @@ func TestServeBuildsEveryImplTheHelpNames(t *testing.T) {
 	}
 }
 
+// serve --impl reference-compact is the compact log: a LIST per user.
+func TestServeBuildsTheCompactLog(t *testing.T) {
+	ctx := context.Background()
+	prefix := fmt.Sprintf("rlc-serve-compact:%d:", time.Now().UnixNano())
+	lim, red, err := build(ctx, "reference-compact", nil, prefix, 5, time.Second)
+	require.NoError(t, err)
+	require.NotNil(t, red)
+	defer red.Close()
+	ok, err := lim.AllowRequest(ctx, "u")
+	require.NoError(t, err)
+	assert.True(t, ok)
+	typ, err := red.Client.Type(ctx, prefix+"{u}").Result()
+	require.NoError(t, err)
+	assert.Equal(t, "list", typ)
+}
+
 // serveReferenceProfile serves the reference implementation of spec on Redis,
 // deciding on Redis's clock (no clock control: rlconform serve
 // --impl reference:SPEC -clock=false); extra, when positive, is added to

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -30,7 +31,15 @@ func serveAPI(t *testing.T, red *redisenv.Redis, prefix string, lie func(http.He
 // serveKeyed is serveAPI with clients keyed by key.
 func serveKeyed(t *testing.T, red *redisenv.Redis, prefix string, key func(*http.Request) (string, error), lie func(http.Header)) string {
 	t.Helper()
-	lim, err := reference.New(red.Client, reference.Options{MaxRequests: 5, Window: time.Second, Prefix: prefix})
+	return serveOver(t, reference.New, red, prefix, key, lie)
+}
+
+// serveOver is serveKeyed over the limiter newLimiter makes
+// (reference.New or reference.NewCompact).
+func serveOver(t *testing.T, newLimiter func(redis.UniversalClient, reference.Options) (*reference.Limiter, error),
+	red *redisenv.Redis, prefix string, key func(*http.Request) (string, error), lie func(http.Header)) string {
+	t.Helper()
+	lim, err := newLimiter(red.Client, reference.Options{MaxRequests: 5, Window: time.Second, Prefix: prefix})
 	require.NoError(t, err)
 	api := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	h := middleware.New(middleware.Reference(lim), middleware.Options{Key: key})(api)
@@ -84,6 +93,22 @@ func TestEndpointModeGradesAServiceBehindTheMiddleware(t *testing.T) {
 		assert.Regexp(t, `pass\s+`+id, out)
 	}
 	assert.Regexp(t, `pass\s+http/retry-after.* 5 phases: 4 spread over the window, 1 just after an epoch-aligned window edge; Retry-After obeyed after 5 refusals`, out)
+}
+
+// The compact log (reference.NewCompact) behind the middleware passes every
+// spec that grades an endpoint too, two replicas sharing one limit.
+func TestEndpointModeGradesTheCompactLogBehindTheMiddleware(t *testing.T) {
+	red, err := redisenv.Obtain(context.Background())
+	require.NoError(t, err)
+	defer red.Close()
+	prefix := fmt.Sprintf("rlc-ep-compact:%d:", time.Now().UnixNano())
+	key := middleware.Header("X-User")
+	a, b := serveOver(t, reference.NewCompact, red, prefix, key, nil), serveOver(t, reference.NewCompact, red, prefix, key, nil)
+	code, out, errOut := endpointRun(t, []string{a, b}, "--level", "strict")
+	require.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
+	for _, id := range []string{"http/retry-after", "http/ratelimit-fields", "strict/shared-store", "strict/boundary-burst-first"} {
+		assert.Regexp(t, `pass\s+`+id, out)
+	}
 }
 
 // Services that lie are failed, with the lie named: a Retry-After too

@@ -26,12 +26,12 @@ import (
 func serve(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("rlconform serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	impl := fs.String("impl", "reference", "what to serve: reference, model, reference:PROFILE, model:PROFILE (e.g. model:gcra:burst=3), or mutant:NAME ("+mutantNames()+")")
+	impl := fs.String("impl", "reference", "what to serve: reference, reference-compact (the sliding log as a LIST of integer ms), model, reference:PROFILE, model:PROFILE (e.g. model:gcra:burst=3), or mutant:NAME ("+mutantNames()+")")
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
 	limit := fs.Int("limit", 5, "initial limit N")
 	window := fs.Duration("window", time.Minute, "initial window W")
 	prefix := fs.String("prefix", "rlc-serve:", "key prefix in Redis")
-	endpointMode := fs.Bool("endpoint-mode", false, "serve a demo API behind rlconform's net/http middleware over the reference limiter (on Redis TIME) instead of protocol v1: 200, or 429 with Retry-After and the RateLimit fields; grade it with rlconform run --endpoint URL --identity header:NAME")
+	endpointMode := fs.Bool("endpoint-mode", false, "serve a demo API behind rlconform's net/http middleware over the reference limiter (on Redis TIME; --impl reference-compact: the compact log) instead of protocol v1: 200, or 429 with Retry-After and the RateLimit fields; grade it with rlconform run --endpoint URL --identity header:NAME")
 	keyHeader := fs.String("key-header", "X-User", "with --endpoint-mode: the header that names the client")
 	withClock := fs.Bool("clock", true, "declare clock control and take now from each request's X-Rlc-Now-Ms; -clock=false serves a limiter on real time (the reference and mutants read Redis TIME), graded without clock control")
 	if err := fs.Parse(args); err != nil {
@@ -41,7 +41,11 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 
 	if *endpointMode {
-		return serveEndpoint(ctx, stdout, stderr, *addr, *keyHeader, *prefix, *limit, *window)
+		if *impl != "reference" && *impl != "reference-compact" {
+			fmt.Fprintf(stderr, "rlconform serve: --endpoint-mode serves --impl reference or reference-compact, not %q\n", *impl)
+			return ExitCannotRun
+		}
+		return serveEndpoint(ctx, stdout, stderr, *impl, *addr, *keyHeader, *prefix, *limit, *window)
 	}
 	clock := fakeclock.New(time.Now())
 	var limClock fakeclock.Clock = clock
@@ -94,6 +98,7 @@ func build(ctx context.Context, impl string, clock fakeclock.Clock, prefix strin
 		return model.NewProfileLimiter(clock, p), nil, nil
 	}
 	var mutant *mutants.Mutant
+	compact := impl == "reference-compact"
 	if sp, ok := strings.CutPrefix(impl, "reference:"); ok {
 		spec, err := model.ParseSpec(sp)
 		if err != nil {
@@ -109,17 +114,20 @@ func build(ctx context.Context, impl string, clock fakeclock.Clock, prefix strin
 		if mutant == nil {
 			return nil, nil, fmt.Errorf("unknown mutant %q; known: %s", name, mutantNames())
 		}
-	} else if impl != "reference" {
-		return nil, nil, fmt.Errorf("unknown --impl %q: want reference, model, reference:PROFILE, model:PROFILE or mutant:NAME", impl)
+	} else if impl != "reference" && !compact {
+		return nil, nil, fmt.Errorf("unknown --impl %q: want reference, reference-compact, model, reference:PROFILE, model:PROFILE or mutant:NAME", impl)
 	}
 	store, err := redisenv.Obtain(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
 	var lim contract.RateLimiterContract
-	if mutant != nil {
+	switch {
+	case mutant != nil:
 		lim, err = mutant.New(mutants.Store{Redis: store.Client, Clock: clock, Prefix: prefix, MaxRequests: n, Window: w})
-	} else {
+	case compact:
+		lim, err = reference.NewCompact(store.Client, reference.Options{MaxRequests: n, Window: w, Prefix: prefix, Clock: clock})
+	default:
 		lim, err = reference.NewProfile(store.Client, profile, reference.Options{MaxRequests: n, Window: w, Prefix: prefix, Clock: clock})
 	}
 	if err != nil {
@@ -138,15 +146,20 @@ func mutantNames() string {
 }
 
 // serveEndpoint serves a demo API behind the middleware, over the
-// reference limiter on the Redis server's clock.
-func serveEndpoint(ctx context.Context, stdout, stderr io.Writer, addr, keyHeader, prefix string, n int, w time.Duration) int {
+// reference limiter (impl "reference") or the compact log
+// ("reference-compact") on the Redis server's clock.
+func serveEndpoint(ctx context.Context, stdout, stderr io.Writer, impl, addr, keyHeader, prefix string, n int, w time.Duration) int {
 	store, err := redisenv.Obtain(ctx)
 	if err != nil {
 		fmt.Fprintf(stderr, "rlconform serve: %v\n", err)
 		return ExitCannotRun
 	}
 	defer store.Close()
-	lim, err := reference.New(store.Client, reference.Options{MaxRequests: n, Window: w, Prefix: prefix})
+	newLimiter := reference.New
+	if impl == "reference-compact" {
+		newLimiter = reference.NewCompact
+	}
+	lim, err := newLimiter(store.Client, reference.Options{MaxRequests: n, Window: w, Prefix: prefix})
 	if err != nil {
 		fmt.Fprintf(stderr, "rlconform serve: %v\n", err)
 		return ExitCannotRun

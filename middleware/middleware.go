@@ -40,7 +40,8 @@ type Decision struct {
 // Decider decides one request of key.
 type Decider func(ctx context.Context, key string) (Decision, error)
 
-// Reference is the reference limiter's decision as a Decider.
+// Reference is the reference limiter's decision as a Decider: the ZSET
+// log's (reference.New) or the compact log's (reference.NewCompact).
 func Reference(l *reference.Limiter) Decider {
 	return func(ctx context.Context, key string) (Decision, error) {
 		d, err := l.Decide(ctx, key)

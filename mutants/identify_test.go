@@ -28,6 +28,7 @@ var identity = map[string]struct{ profile, mistake string }{
 	"off-by-one":            {"", "one more than the limit"},
 	"under-admits":          {"", "one fewer than the limit"},
 	"inclusive-boundary":    {"", "still count at exactly s+W"},
+	"list-pop-inclusive":    {"", "still count at exactly s+W"},
 	"window-unit-mixup":     {"", "seconds taken as milliseconds"},
 	"reconfigure-ignored":   {"", ""},
 	"config-in-key":         {"sliding-log", ""}, // in steady state: Configure is reported apart

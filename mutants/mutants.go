@@ -89,6 +89,11 @@ func All() []Mutant {
 		{Name: "hangs-when-down", Breaks: "retries forever, ignoring the context, while Redis is down", CaughtBy: []string{"robust/store-outage"}, NeedsRedis: true, New: HangsWhenDown},
 		{Name: "allows-when-down", Breaks: "allows every request, silently, while Redis is down", CaughtBy: []string{"robust/store-outage"}, NeedsRedis: true, New: AllowsWhenDown},
 		{Name: "ignores-context", Breaks: "store calls run on a context of their own: a cancelled caller is still decided", CaughtBy: []string{"robust/context-cancel"}, NeedsRedis: true, New: IgnoresContext},
+		{Name: "list-pop-inclusive", Breaks: "the compact log pops only entries older than now-W: an entry still counts at exactly s+W", CaughtBy: []string{"strict/rolling-expiry"}, NeedsRedis: true, New: ListPopInclusive},
+		{Name: "list-push-unordered", Breaks: "the compact log pushes every entry at its tail, even one earlier than the newest (a clock behind another instance's, a step back): the log loses its order, and the prune stops at a later entry with expired ones behind it",
+			CaughtBy: []string{"strict/clock-step-back"}, NeedsRedis: true, New: ListPushUnordered},
+		{Name: "list-trim-no-ttl", Breaks: "the compact log's trim rebuilds the LIST (DEL, RPUSH), dropping its TTL, which only an added entry sets again: a refused request leaves a key that never expires",
+			CaughtBy: []string{"robust/key-hygiene"}, NeedsRedis: true, New: ListTrimNoTTL},
 		{Name: "fw-expire-every-hit", Breaks: "the window's EXPIRE is set on every hit: a user who keeps sending is never let through again",
 			CaughtBy: []string{"strict/denied-not-logged", "strict/boundary-burst-first"}, NeedsRedis: true, New: FixedWindowExpireEveryHit, Profile: fixedHitProfile},
 		{Name: "fw-incr-expire-split", Breaks: "INCR and EXPIRE are separate round trips: a crash between them leaves a key without a TTL",
@@ -111,12 +116,14 @@ func All() []Mutant {
 // every other mutant without clock control too.
 func NotInRealTime() map[string]string {
 	return map[string]string{
-		"inclusive-boundary": "the 1ms between s+W-1 and s+W is far inside any round trip",
-		"clock-ignored":      "without clock control every limiter reads its own clock: there is no given clock to ignore",
-		"clock-clamped":      "the clock never steps back in real time",
-		"drops-future":       "the clock never steps back in real time",
-		"capped-window":      "a window cut to a day shows only once a day has passed",
-		"gcra-float-drift":   "whether the floats round across the edge depends on the instant's bits: on the server's clock the instants are not chosen, so the drift shows only on some runs",
+		"inclusive-boundary":  "the 1ms between s+W-1 and s+W is far inside any round trip",
+		"clock-ignored":       "without clock control every limiter reads its own clock: there is no given clock to ignore",
+		"clock-clamped":       "the clock never steps back in real time",
+		"drops-future":        "the clock never steps back in real time",
+		"list-pop-inclusive":  "the 1ms between s+W-1 and s+W is far inside any round trip",
+		"list-push-unordered": "on the server's TIME entries are pushed in time order: the clock never steps back in real time",
+		"capped-window":       "a window cut to a day shows only once a day has passed",
+		"gcra-float-drift":    "whether the floats round across the edge depends on the instant's bits: on the server's clock the instants are not chosen, so the drift shows only on some runs",
 	}
 }
 
@@ -134,6 +141,11 @@ func Uncatchable() map[string]string {
 var zsetBody string
 
 var zsetScript = luaprelude.Script(zsetBody)
+
+//go:embed list.lua
+var listBody string
+
+var listScript = luaprelude.Script(listBody)
 
 //go:embed fixed.lua
 var fixedBody string
@@ -334,6 +346,31 @@ func (l *scripted) Configure(_ context.Context, n int, w time.Duration) error {
 
 func zset(s Store, faults string) (contract.RateLimiterContract, error) {
 	return newScripted(s, zsetScript, faults)
+}
+
+// ListPopInclusive is the compact log (reference.NewCompact) whose prune
+// pops only the entries older than now-W, so an entry at s still counts at
+// exactly s+W. Caught by strict/rolling-expiry.
+func ListPopInclusive(s Store) (contract.RateLimiterContract, error) {
+	return newScripted(s, listScript, "list-pop-inclusive")
+}
+
+// ListPushUnordered is the compact log that pushes every allowed request
+// at the LIST's tail, even one made earlier than the newest entry (an
+// instance whose clock is behind another's, a clock that stepped back): the
+// log loses its time order, and the prune, which stops at the first entry
+// that still counts, leaves expired entries behind it counting. Caught by
+// strict/clock-step-back.
+func ListPushUnordered(s Store) (contract.RateLimiterContract, error) {
+	return newScripted(s, listScript, "list-push-unordered")
+}
+
+// ListTrimNoTTL is the compact log whose trim rebuilds the LIST from the
+// entries that still count (DEL, then RPUSH), which drops the key's TTL;
+// only an allowed request sets it again, so a refused one leaves a key that
+// never expires. Caught by robust/key-hygiene.
+func ListTrimNoTTL(s Store) (contract.RateLimiterContract, error) {
+	return newScripted(s, listScript, "list-trim-no-ttl")
 }
 
 // FixedWindowEpoch counts requests in fixed windows [kW, (k+1)W) aligned to

@@ -43,7 +43,7 @@ func (l *Limiter) AllowRequests(ctx context.Context, userIDs []string) ([]bool, 
 		}
 		calls[i] = l.scriptArgs(cfg, id, now, true, false)
 	}
-	cmds, err := boundedCall(l, ctx, evalPipelined, calls)
+	cmds, err := boundedCall(l, ctx, evalPipelined, pipelined{calls, l.log})
 	if err != nil {
 		errs = append(errs, fmt.Errorf("reference: AllowRequests(%d ids): %w: %w", len(userIDs), contract.ErrStore, err))
 		return allowed, errors.Join(errs...)
@@ -67,13 +67,21 @@ func (l *Limiter) AllowRequests(ctx context.Context, userIDs []string) ([]bool, 
 	return allowed, errors.Join(errs...)
 }
 
+// pipelined is the EVALSHA commands of one AllowRequests, and the script
+// they run.
+type pipelined struct {
+	calls [][]any
+	log   *logScript
+}
+
 // evalPipelined sends calls (EVALSHA commands; nil ones are skipped) in one
 // pipeline and returns their commands, done. Those refused with NOSCRIPT
 // are sent again in a second pipeline once the script is loaded on every
 // server of client. (Only a SCRIPT FLUSH landing inside the first pipeline
 // could refuse a user's request and run a later one of theirs, which the
 // second pipeline would then follow: both were asked at once.)
-func evalPipelined(ctx context.Context, client redis.UniversalClient, calls [][]any) ([]*redis.Cmd, error) {
+func evalPipelined(ctx context.Context, client redis.UniversalClient, p pipelined) ([]*redis.Cmd, error) {
+	calls := p.calls
 	cmds := make([]*redis.Cmd, len(calls))
 	send := func(which []int) error {
 		pipe := client.Pipeline()
@@ -106,7 +114,7 @@ func evalPipelined(ctx context.Context, client redis.UniversalClient, calls [][]
 	if len(refused) == 0 {
 		return cmds, nil
 	}
-	if err := loadSliding(ctx, client); err != nil {
+	if err := loadScript(ctx, client, p.log.script); err != nil {
 		return nil, fmt.Errorf("loading the script after NOSCRIPT: %w", err)
 	}
 	if err := send(refused); err != nil && ctx.Err() != nil {
@@ -115,13 +123,18 @@ func evalPipelined(ctx context.Context, client redis.UniversalClient, calls [][]
 	return cmds, nil
 }
 
-// loadSliding loads the sliding script on every server of client: a
-// cluster client loads it on each master, a ring is asked shard by shard.
+// loadSliding loads the sliding script on every server of client.
 func loadSliding(ctx context.Context, client redis.UniversalClient) error {
+	return loadScript(ctx, client, sliding)
+}
+
+// loadScript loads script on every server of client: a cluster client
+// loads it on each master, a ring is asked shard by shard.
+func loadScript(ctx context.Context, client redis.UniversalClient, script *redis.Script) error {
 	if ring, ok := client.(*redis.Ring); ok {
 		return ring.ForEachShard(ctx, func(ctx context.Context, shard *redis.Client) error {
-			return sliding.Load(ctx, shard).Err()
+			return script.Load(ctx, shard).Err()
 		})
 	}
-	return sliding.Load(ctx, client).Err()
+	return script.Load(ctx, client).Err()
 }

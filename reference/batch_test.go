@@ -26,11 +26,17 @@ var batchIDs = []string{"a", "b", "a", "a", "", "c", "b", "user 4", "b", "a", "c
 // batch sees the first's entries), and that the key of every user holds
 // what AllowRequest one by one leaves under another prefix.
 func checkBatchIsSequential(t *testing.T, client redis.UniversalClient, prefixOf func(string) string) {
+	checkBatchOf(t, New, client, prefixOf)
+}
+
+// checkBatchOf is checkBatchIsSequential for the limiters newLimiter makes
+// (New or NewCompact).
+func checkBatchOf(t *testing.T, newLimiter func(redis.UniversalClient, Options) (*Limiter, error), client redis.UniversalClient, prefixOf func(string) string) {
 	ctx := context.Background()
 	clk := fakeclock.New(time.UnixMilli(1_767_225_600_000))
-	batch, err := New(client, Options{MaxRequests: 2, Window: time.Minute, Prefix: prefixOf("batch"), Clock: clk})
+	batch, err := newLimiter(client, Options{MaxRequests: 2, Window: time.Minute, Prefix: prefixOf("batch"), Clock: clk})
 	require.NoError(t, err)
-	single, err := New(client, Options{MaxRequests: 2, Window: time.Minute, Prefix: prefixOf("single"), Clock: clk})
+	single, err := newLimiter(client, Options{MaxRequests: 2, Window: time.Minute, Prefix: prefixOf("single"), Clock: clk})
 	require.NoError(t, err)
 	m, _ := model.Spec{}.New(2, time.Minute)
 	for round := range 2 {
@@ -54,17 +60,30 @@ func checkBatchIsSequential(t *testing.T, client redis.UniversalClient, prefixOf
 		clk.Advance(30 * time.Second)
 	}
 	for _, id := range []string{"a", "b", "c", "user 4", "user 5"} {
-		got, err := client.ZRangeWithScores(ctx, batch.Key(id), 0, -1).Result()
-		require.NoError(t, err)
-		want, err := client.ZRangeWithScores(ctx, single.Key(id), 0, -1).Result()
-		require.NoError(t, err)
-		assert.Equal(t, want, got, "the log of %q", id)
+		assert.Equal(t, dumpLog(t, client, single.Key(id)), dumpLog(t, client, batch.Key(id)), "the log of %q", id)
 	}
+}
+
+// dumpLog is the log under key, a ZSET's members and scores or a LIST's
+// entries, as text.
+func dumpLog(t *testing.T, client redis.UniversalClient, key string) string {
+	ctx := context.Background()
+	typ, err := client.Type(ctx, key).Result()
+	require.NoError(t, err)
+	if typ == "list" {
+		entries, err := client.LRange(ctx, key, 0, -1).Result()
+		require.NoError(t, err)
+		return fmt.Sprint("list ", entries)
+	}
+	members, err := client.ZRangeWithScores(ctx, key, 0, -1).Result()
+	require.NoError(t, err)
+	return fmt.Sprint(typ, " ", members)
 }
 
 func TestAllowRequestsIsAllowRequestInOrder(t *testing.T) {
 	p := prefix(t)
 	checkBatchIsSequential(t, store.Client, func(s string) string { return p + s + ":" })
+	checkBatchOf(t, NewCompact, store.Client, func(s string) string { return p + "compact-" + s + ":" })
 }
 
 func TestAllowRequestsOnACluster(t *testing.T) {
@@ -96,6 +115,19 @@ func TestAllowRequestsOnACluster(t *testing.T) {
 		allowed, err := l.AllowRequests(ctx, []string{"a", "b", "c", "user 4", "a"})
 		require.NoError(t, err, "the script is loaded on every master and the refused requests sent again")
 		assert.Equal(t, []bool{true, true, true, true, false}, allowed)
+	})
+
+	t.Run("compact", func(t *testing.T) {
+		checkBatchOf(t, NewCompact, client, func(s string) string { return "compact-" + s + ":" })
+		require.NoError(t, client.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+			return m.ScriptFlush(ctx).Err()
+		}))
+		l, err := NewCompact(client, Options{MaxRequests: 1, Window: time.Minute, Prefix: "compact-noscript:"})
+		require.NoError(t, err)
+		allowed, err := l.AllowRequests(ctx, []string{"a", "b", "c", "user 4", "a"})
+		require.NoError(t, err, "the compact script is loaded on every master and the refused requests sent again")
+		assert.Equal(t, []bool{true, true, true, true, false}, allowed)
+		assert.Equal(t, "list", client.Type(ctx, l.Key("a")).Val())
 	})
 }
 

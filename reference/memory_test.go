@@ -139,3 +139,78 @@ func BenchmarkLongLog(b *testing.B) {
 		}
 	}
 }
+
+// fillLog logs count requests of user on l, one a millisecond from
+// first (unix ms), through l's own script in pipelines of 1,000: the log
+// the limiter itself writes, in a few round trips.
+func fillLog(tb testing.TB, l *Limiter, user string, first int64, count int) {
+	tb.Helper()
+	ctx := context.Background()
+	cfg := l.cfg.Load()
+	for done := 0; done < count; {
+		n := min(1000, count-done)
+		calls := make([][]any, n)
+		for i := range calls {
+			calls[i] = l.scriptArgs(cfg, user, strconv.FormatInt(first+int64(done+i), 10), true, false)
+		}
+		cmds, err := evalPipelined(ctx, l.client, pipelined{calls, l.log})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, cmd := range cmds {
+			if vals, err := cmd.Slice(); err != nil || len(vals) == 0 || vals[0] != int64(1) {
+				tb.Fatalf("filling %s's log: %v %v", user, vals, err)
+			}
+		}
+		done += n
+	}
+}
+
+// TestMemoryCompactVsZSET logs MEMORY USAGE of one user's log of N = 100,
+// 1,000, 10,000 and 100,000 requests (one a millisecond) as the reference's
+// ZSET (Redis's defaults) and as the compact log's LIST (NewCompact), and,
+// for comparison only, a LIST of the same instants as offsets from a base
+// an hour older (what a denser compact log would store; not implemented:
+// docs/performance.md says why). The compact log must take at most 12 B a
+// logged request from N = 1,000 on. make bench prints the table.
+func TestMemoryCompactVsZSET(t *testing.T) {
+	ctx := context.Background()
+	client := serverWith(t)
+	const base = int64(1_767_225_600_000)
+	var table strings.Builder
+	fmt.Fprintf(&table, "%9s %14s %8s %14s %8s %8s %16s %8s\n", "N", "ZSET bytes", "B/req", "LIST bytes", "B/req", "ZSET/LIST", "offsets bytes", "B/req")
+	for _, n := range []int{100, 1000, 10_000, 100_000} {
+		opts := Options{MaxRequests: 200_000, Window: 24 * time.Hour, Prefix: fmt.Sprintf("rlc-mem:%d:", n)}
+		z, err := New(client, opts)
+		require.NoError(t, err)
+		c, err := NewCompact(client, Options{MaxRequests: opts.MaxRequests, Window: opts.Window, Prefix: opts.Prefix + "compact:"})
+		require.NoError(t, err)
+		fillLog(t, z, "u", base, n)
+		fillLog(t, c, "u", base, n)
+		// Offsets an hour or more from the key's base: 24-bit integers in a
+		// listpack, as the offsets of any log up to 4.6 hours old would be.
+		const offset = 3_600_000
+		offsets := opts.Prefix + "offsets:{u}"
+		for done := 0; done < n; done += 1000 {
+			vals := make([]any, 0, 1000)
+			for i := done; i < min(n, done+1000); i++ {
+				vals = append(vals, strconv.Itoa(offset+i))
+			}
+			require.NoError(t, client.RPush(ctx, offsets, vals...).Err())
+		}
+		usage := func(key string) int64 {
+			u, err := client.MemoryUsage(ctx, key, 0).Result()
+			require.NoError(t, err)
+			return u
+		}
+		zb, cb, ob := usage(z.Key("u")), usage(c.Key("u")), usage(offsets)
+		require.EqualValues(t, n, client.ZCard(ctx, z.Key("u")).Val())
+		require.EqualValues(t, n, client.LLen(ctx, c.Key("u")).Val())
+		fmt.Fprintf(&table, "%9d %14d %8.1f %14d %8.1f %8.1f %16d %8.1f\n", n, zb, float64(zb)/float64(n), cb, float64(cb)/float64(n),
+			float64(zb)/float64(cb), ob, float64(ob)/float64(n))
+		if n >= 1000 {
+			assert.LessOrEqual(t, float64(cb)/float64(n), 12.0, "the compact log takes at most 12 B a logged request at N = %d", n)
+		}
+	}
+	t.Log("MEMORY USAGE of one user's log of N requests, one a millisecond (SAMPLES 0; offsets: a LIST of the same instants as ms since a base an hour older, for comparison):\n" + table.String())
+}

@@ -31,6 +31,39 @@ var sliding = redis.NewScript(slidingSource)
 // slidingHash is sliding's SHA1, boxed once for EVALSHA's arguments.
 var slidingHash any = sliding.Hash()
 
+//go:embed compact.lua
+var compactBody string
+
+// compactSource, compact and compactHash are the compact log's script
+// ([NewCompact]), as slidingSource, sliding and slidingHash are the ZSET's.
+var (
+	compactSource     = luaprelude.Source(compactBody)
+	compact           = redis.NewScript(compactSource)
+	compactHash   any = compact.Hash()
+)
+
+// logScript is the script a [Limiter] decides with: the ZSET log's or the
+// compact LIST's. Both take the same arguments and give the same answer.
+type logScript struct {
+	script *redis.Script
+	source string
+	hash   any
+}
+
+var (
+	zsetLog    = &logScript{sliding, slidingSource, slidingHash}
+	compactLog = &logScript{compact, compactSource, compactHash}
+)
+
+// logScriptOf is the log script whose SHA1 is hash (EVALSHA's second
+// argument), for the EVAL that follows a NOSCRIPT.
+func logScriptOf(hash any) *logScript {
+	if hash == compactHash {
+		return compactLog
+	}
+	return zsetLog
+}
+
 // DefaultPrefix is the key prefix used when Options.Prefix is empty.
 const DefaultPrefix = "rl:"
 
@@ -82,8 +115,9 @@ type Options struct {
 //	lim, err := reference.New(client, reference.Options{MaxRequests: 100, Window: time.Minute})
 //	ok, err := lim.AllowRequest(ctx, userID)
 //
-// Each allowed request is one ZSET entry under the user's key, with a TTL of
-// W refreshed on every allowed request; the key disappears when idle.
+// Each allowed request is one ZSET entry under the user's key (one LIST
+// entry with [NewCompact]), with a TTL of W refreshed on every allowed
+// request; the key disappears when idle.
 type Limiter struct {
 	client  redis.UniversalClient
 	prefix  string
@@ -93,6 +127,9 @@ type Limiter struct {
 	// they need no goroutine of their own (see Options.Timeout).
 	direct bool
 	cfg    atomic.Pointer[config]
+	// log is the script of every decision: the ZSET's ([New]) or the
+	// compact LIST's ([NewCompact]).
+	log *logScript
 }
 
 // config is the configuration in force. The profiles store configs of
@@ -133,6 +170,32 @@ type Decision struct {
 // New returns a limiter on client. It validates the options but does not
 // contact Redis.
 func New(client redis.UniversalClient, opts Options) (*Limiter, error) {
+	return newLimiter(client, opts, zsetLog)
+}
+
+// NewCompact returns the compact sliding log: a [Limiter] with the same
+// contract, keys, hash tags, TTL rule, clock and methods as [New]'s (Decide,
+// AllowRequests and the middleware included), whose log is a Redis LIST of
+// integer milliseconds instead of a ZSET. Allowed requests are pushed at
+// the tail and expired ones trimmed from the head, so that the log stays
+// in time order; a request made earlier than the newest entry (a clock
+// that stepped back, an instance whose clock is behind another's) is put
+// in its place. A LIST stores each 13-digit millisecond as a listpack
+// integer: about 10 bytes of Redis per logged request at any length, where
+// the ZSET takes about 24 up to 128 entries and 100 to 130 beyond
+// (docs/performance.md). Entries later than now count at once (the
+// contract's conservative reading), where the ZSET's count them once time
+// reaches them (the literal one); both are exact under the contract. Opts
+// are [New]'s; Rewrite is not used.
+//
+// Choose it for long logs (limits in the hundreds or more per window),
+// where memory is the cost; a user's log of either kind holds its own
+// entries only, so the two must not share a prefix.
+func NewCompact(client redis.UniversalClient, opts Options) (*Limiter, error) {
+	return newLimiter(client, opts, compactLog)
+}
+
+func newLimiter(client redis.UniversalClient, opts Options, log *logScript) (*Limiter, error) {
 	if client == nil {
 		return nil, errors.New("reference: nil Redis client")
 	}
@@ -142,7 +205,7 @@ func New(client redis.UniversalClient, opts Options) (*Limiter, error) {
 	if strings.ContainsAny(opts.Prefix, "{}") {
 		return nil, fmt.Errorf("reference: prefix %q holds a brace: keys of two limiters whose prefixes nest could collide", opts.Prefix)
 	}
-	l := &Limiter{client: client, prefix: opts.Prefix, clock: opts.Clock, timeout: opts.Timeout, direct: boundsByDeadline(client)}
+	l := &Limiter{client: client, prefix: opts.Prefix, clock: opts.Clock, timeout: opts.Timeout, direct: boundsByDeadline(client), log: log}
 	if l.prefix == "" {
 		l.prefix = DefaultPrefix
 	}
@@ -258,7 +321,7 @@ type evalsha struct {
 // clock's now.
 func (l *Limiter) scriptArgs(cfg *config, userID string, now any, record, withReset bool) []any {
 	c := &evalsha{key: l.Key(userID)}
-	c.args = [9]any{"evalsha", slidingHash, "1", &c.key, now, cfg.windowArg, cfg.maxArg, flagArg(record), flagArg(withReset)}
+	c.args = [9]any{"evalsha", l.log.hash, "1", &c.key, now, cfg.windowArg, cfg.maxArg, flagArg(record), flagArg(withReset)}
 	return c.args[:]
 }
 
@@ -270,15 +333,14 @@ func flagArg(b bool) any {
 	return "0"
 }
 
-// evalSliding sends args, an EVALSHA of the sliding script, and sends it
-// again as an EVAL when the server does not have the script, as Script.Run
-// does.
+// evalSliding sends args, an EVALSHA of a log script, and sends it again
+// as an EVAL when the server does not have the script, as Script.Run does.
 func evalSliding(ctx context.Context, client redis.UniversalClient, args []any) ([]any, error) {
 	cmd := redis.NewCmd(ctx, args...)
 	cmd.SetFirstKeyPos(3)
 	_ = client.Process(ctx, cmd)
 	if isNoScript(cmd.Err()) {
-		args[0], args[1] = "eval", slidingSource // the first command is done with args
+		args[0], args[1] = "eval", logScriptOf(args[1]).source // the first command is done with args
 		cmd = redis.NewCmd(ctx, args...)
 		cmd.SetFirstKeyPos(3)
 		_ = client.Process(ctx, cmd)

@@ -40,6 +40,24 @@ func Reference() suite.Target {
 	}
 }
 
+// ReferenceCompact is the compact sliding log (reference.NewCompact) on
+// the suite's fake clock, its keys under the spec's prefix, like
+// Reference: it must pass every spec the reference passes.
+func ReferenceCompact() suite.Target {
+	t := Reference()
+	t.Name = "reference-compact"
+	t.New = func(_ context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
+		if env.Redis == nil {
+			return nil, nil, errors.New("the compact reference limiter needs Redis")
+		}
+		lim, err := reference.NewCompact(env.Redis, reference.Options{
+			MaxRequests: env.MaxRequests, Window: env.Window, Prefix: env.KeyPrefix, Clock: env.Clock,
+		})
+		return lim, nil, err
+	}
+	return t
+}
+
 // ReferenceProfile is the reference Redis implementation of a profile
 // (reference.NewProfile), like Reference: it must pass every spec that
 // grades that profile.
