@@ -13,6 +13,7 @@ import (
 	"github.com/rlconform/rlconform/redisenv"
 	"github.com/rlconform/rlconform/reference"
 	"github.com/rlconform/rlconform/report"
+	"github.com/rlconform/rlconform/result"
 	"github.com/rlconform/rlconform/suite"
 	"github.com/rlconform/rlconform/targets"
 )
@@ -32,16 +33,16 @@ func compactOnServerTime() suite.Target {
 
 // requireConformant fails the test unless rep fails nothing; in real time a
 // spec may be inconclusive on a slow machine, never failed.
-func requireConformant(t *testing.T, rep *suite.Report, realTime bool) {
+func requireConformant(t *testing.T, rep *result.Report, realTime bool) {
 	t.Helper()
 	if !realTime {
 		require.NoError(t, rep.Err(), report.String(rep))
 	}
-	assert.Zero(t, rep.Count(suite.Failed), report.String(rep))
-	assert.NotEqual(t, suite.NotConformant, rep.Verdict().Outcome, report.String(rep))
+	assert.Zero(t, rep.Count(result.Failed), report.String(rep))
+	assert.NotEqual(t, result.NotConformant, rep.Verdict().Outcome, report.String(rep))
 	if realTime {
 		for _, r := range rep.Results {
-			if r.Status == suite.Inconclusive {
+			if r.Status == result.Inconclusive {
 				t.Logf("%s is inconclusive in real time on this machine:\n%s", r.ID, r.Message)
 			}
 		}
@@ -53,7 +54,7 @@ func requireConformant(t *testing.T, rep *suite.Report, realTime bool) {
 // on one Redis, on the suite's fake clock: it passes every spec the
 // reference passes.
 func TestCompactConformant(t *testing.T) {
-	rep, err := suite.Check(context.Background(), suite.Config{Level: suite.All, ReportDir: t.TempDir()}, targets.ReferenceCompact())
+	rep, err := suite.Check(context.Background(), suite.Config{Level: result.All, ReportDir: t.TempDir()}, targets.ReferenceCompact())
 	require.NoError(t, err)
 	requireConformant(t, rep, false)
 }
@@ -61,7 +62,7 @@ func TestCompactConformant(t *testing.T) {
 // TestCompactConformantInRealTime grades the compact log on the Redis
 // server's TIME, without clock control, with the whole catalogue.
 func TestCompactConformantInRealTime(t *testing.T) {
-	rep, err := suite.Check(context.Background(), suite.Config{Level: suite.All, ReportDir: t.TempDir()}, compactOnServerTime())
+	rep, err := suite.Check(context.Background(), suite.Config{Level: result.All, ReportDir: t.TempDir()}, compactOnServerTime())
 	require.NoError(t, err)
 	requireConformant(t, rep, true)
 }
@@ -85,7 +86,7 @@ func TestCompactConformantOnACluster(t *testing.T) {
 		realTime bool
 	}{{"clock", targets.ReferenceCompact(), false}, {"real-time", compactOnServerTime(), true}} {
 		t.Run(c.name, func(t *testing.T) {
-			rep, err := suite.Check(ctx, suite.Config{Redis: red, Level: suite.Robust, ReportDir: t.TempDir()}, c.target)
+			rep, err := suite.Check(ctx, suite.Config{Redis: red, Level: result.Robust, ReportDir: t.TempDir()}, c.target)
 			require.NoError(t, err)
 			requireConformant(t, rep, c.realTime)
 		})
