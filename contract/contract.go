@@ -80,7 +80,7 @@ const (
 //     every phase of the window: a refusal's Retry-After is one a client
 //     can obey, and the RateLimit fields give the policy enforced, the
 //     quota left and a reset a client can obey (http/retry-after,
-//     http/ratelimit-fields; docs in the README).
+//     http/ratelimit-fields; docs/endpoints.md).
 //
 // Not promised: whether raising W brings back entries that had already left
 // the old, shorter window (a limiter may have pruned them), nor whether an
