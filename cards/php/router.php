@@ -115,6 +115,11 @@ try {
             return answer(200, ['allowed' => $lim->consume(1)->isAccepted()]);
     }
     return answer(404, ['error' => 'no such endpoint']);
-} catch (\RedisException | \Symfony\Component\Cache\Exception\CacheException | \Symfony\Component\Lock\Exception\LockConflictedException | \Symfony\Component\Lock\Exception\LockAcquiringException | \Symfony\Component\Lock\Exception\LockStorageException $e) {
-    return answer(503, ['error' => 'store: '.$e->getMessage()]);
+} catch (\RedisException | \Symfony\Component\Cache\Exception\InvalidArgumentException | \Symfony\Component\Lock\Exception\ExceptionInterface $e) {
+    // Redis unreachable: RedisAdapter::createConnection throws "Redis
+    // connection failed" (Cache/Traits/RedisTrait.php), phpredis a
+    // RedisException, the lock store its own.
+    return answer(503, ['error' => 'store: '.get_class($e).': '.$e->getMessage()]);
+} catch (\Throwable $e) {
+    return answer(500, ['error' => get_class($e).': '.$e->getMessage()]);
 }

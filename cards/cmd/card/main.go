@@ -62,6 +62,7 @@ var shims = map[string]shim{
 	"throttled-memstore": {clock: true, noReset: true, make: newThrottledMem},
 	"sethvargo-memory":   {noReset: true, make: newSethvargo},
 	"x-time-rate":        {clock: true, make: newXTime},
+	"reference":          {clock: true, redis: true, make: newReference},
 }
 
 func main() {

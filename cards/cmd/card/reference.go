@@ -16,3 +16,9 @@ func referenceMiddleware(e *env) (http.Handler, error) {
 	}
 	return middleware.New(middleware.Reference(lim), middleware.Options{Key: middleware.Header("X-User")})(ok), nil
 }
+
+// newReference is the baseline over protocol v1: rlconform's reference
+// sliding log, on the clock protocol v1 sets.
+func newReference(e *env) (contractLimiter, error) {
+	return reference.New(e.rdb, reference.Options{MaxRequests: e.limit, Window: e.window, Prefix: e.prefix, Clock: e.clock})
+}

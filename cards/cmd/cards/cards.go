@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"text/template"
+	"time"
 )
 
 // A card is one limiter graded the library's own way.
@@ -27,11 +28,17 @@ type card struct {
 	// binary, {dir}: cards/), Instances how many.
 	Exec      string
 	Instances int
-	// Endpoint starts an HTTP service limiting X-User to 5 per second.
-	Endpoint func(g *grader, redisURL, prefix string) (url string, stop func(), err error)
+	// Memory names a Go card that keeps its state in its process: it is
+	// started by the cards and graded as one --target (no store: no key
+	// hygiene, no store outage to grade).
+	Memory string
+	// Endpoint starts an HTTP service limiting X-User to 5 per Window
+	// (default 1s).
+	Endpoint func(g *grader, redisURL, prefix string, window time.Duration) (url string, stop func(), err error)
+	Window   time.Duration
 	// Profile is the library's own algorithm, as rlconform names it.
 	Profile string
-	// RunFlags are added to both runs.
+	// RunFlags are added to identify and both runs.
 	RunFlags []string
 }
 
@@ -53,8 +60,8 @@ func (c card) version() string {
 
 // cards are graded in this order; the table of docs/cards.md keeps it.
 var cards = []card{
-	{Name: "reference", Library: "rlconform reference (sliding log)", Served: "in process, with clock control (rlconform run's default target)",
-		Profile: "sliding-log"},
+	{Name: "reference", Library: "rlconform reference (sliding log)", Served: "protocol v1 (adapters.Handler), 2 instances on one Redis, clock control",
+		Exec: "{card} reference", Instances: 2, Profile: "sliding-log"},
 	{Name: "reference-middleware", Library: "rlconform reference + middleware", Served: "endpoint: middleware.New over the reference, X-User",
 		Endpoint: goEndpoint("reference-middleware"), Profile: "sliding-log"},
 	{Name: "redis_rate", Library: "github.com/go-redis/redis_rate/v10", Version: "v10.0.1", Served: "protocol v1 shim, 2 instances on one Redis",
@@ -64,15 +71,15 @@ var cards = []card{
 	{Name: "ulule-stdlib", Library: "github.com/ulule/limiter/v3 (stdlib middleware, Redis store)", Version: "v3.11.2", Served: "endpoint: its stdlib middleware, key X-User",
 		Endpoint: goEndpoint("ulule-stdlib"), Profile: "fixed-window:align=first-hit,count-denied=true"},
 	{Name: "throttled-goredis", Library: "github.com/throttled/throttled/v2 (GCRA, go-redis v9 store)", Version: "v2.15.0", Served: "protocol v1 shim over GCRARateLimiterCtx, 2 instances on one Redis",
-		Exec: "{card} throttled-goredis", Instances: 2, Profile: "gcra"},
+		Exec: "{card} throttled-goredis", Instances: 2, Profile: "gcra", RunFlags: []string{"--realtime-window", "1500ms"}},
 	{Name: "throttled-http", Library: "github.com/throttled/throttled/v2 (HTTPRateLimiterCtx, go-redis v9 store)", Version: "v2.15.0", Served: "endpoint: HTTPRateLimiterCtx, VaryBy X-User",
-		Endpoint: goEndpoint("throttled-http"), Profile: "gcra"},
+		Endpoint: goEndpoint("throttled-http"), Window: 1500 * time.Millisecond, Profile: "gcra"},
 	{Name: "throttled-memstore", Library: "github.com/throttled/throttled/v2 (GCRA, memory store)", Version: "v2.15.0", Served: "protocol v1 shim, clock control through the store's SetTimeNow",
-		Exec: "{card} throttled-memstore", Profile: "gcra"},
+		Memory: "throttled-memstore", Profile: "gcra"},
 	{Name: "sethvargo-memory", Library: "github.com/sethvargo/go-limiter (memory store)", Version: "v0.7.1", Served: "protocol v1 shim, one process",
-		Exec: "{card} sethvargo-memory", Profile: "fixed-window:align=first-grid"},
+		Memory: "sethvargo-memory", Profile: "fixed-window:align=first-grid"},
 	{Name: "x-time-rate", Library: "golang.org/x/time/rate", Version: "v0.16.0", Served: "protocol v1 shim, a Limiter per user, clock control through AllowN(t)",
-		Exec: "{card} x-time-rate", Profile: "token-bucket"},
+		Memory: "x-time-rate", Profile: "token-bucket"},
 	{Name: "symfony-fixed-window", Library: "Symfony RateLimiter fixed_window (CacheStorage, RedisAdapter)", Debian: []string{"php-symfony-rate-limiter", "php-redis"},
 		Served: "protocol v1 router under php -S, 2 instances × 4 workers, no lock factory",
 		Exec:   "CARD_POLICY=fixed_window {dir}/php/serve", Instances: 2, Profile: "fixed-window:align=first-hit"},
@@ -86,7 +93,7 @@ var cards = []card{
 		Served: "protocol v1 router under php -S, 2 instances × 4 workers, no lock factory",
 		Exec:   "CARD_POLICY=token_bucket {dir}/php/serve", Instances: 2, Profile: "token-bucket:refill=interval"},
 	{Name: "rack-attack", Library: "rack-attack throttle (RedisProxy)", Debian: []string{"ruby-rack-attack", "ruby-redis", "puma"},
-		Served: "endpoint: Rack::Attack under puma, 2 workers × 4 threads, discriminator X-User",
+		Served:   "endpoint: Rack::Attack under puma, 2 workers × 4 threads, discriminator X-User",
 		Endpoint: rackAttack, Profile: "fixed-window:align=epoch,count-denied=true"},
 	{Name: "nginx", Library: "nginx limit_req rate=5r/s burst=4 nodelay", Binary: []string{"/usr/sbin/nginx", "-v"}, Served: "endpoint: gateways/nginx.conf.tmpl",
 		Endpoint: nginx, Profile: "gcra"},
@@ -104,14 +111,14 @@ func byName(n string) (card, bool) {
 }
 
 // goEndpoint serves a Go card's endpoint (card -endpoint name).
-func goEndpoint(name string) func(g *grader, redisURL, prefix string) (string, func(), error) {
-	return func(g *grader, redisURL, prefix string) (string, func(), error) {
+func goEndpoint(name string) func(g *grader, redisURL, prefix string, window time.Duration) (string, func(), error) {
+	return func(g *grader, redisURL, prefix string, window time.Duration) (string, func(), error) {
 		port, err := freePort()
 		if err != nil {
 			return "", nil, err
 		}
 		url := fmt.Sprintf("http://127.0.0.1:%d/", port)
-		stop, err := g.process([]string{g.shim, "-endpoint", name}, serviceEnv(port, redisURL, prefix), url)
+		stop, err := g.process([]string{g.shim, "-endpoint", name, "-window", window.String()}, serviceEnv(port, redisURL, prefix), url)
 		return url, stop, err
 	}
 }
@@ -120,7 +127,7 @@ func serviceEnv(port int, redisURL, prefix string) []string {
 	return []string{fmt.Sprintf("PORT=%d", port), "RLCONFORM_REDIS_URL=" + redisURL, "RLCONFORM_KEY_PREFIX=" + prefix}
 }
 
-func rackAttack(g *grader, redisURL, prefix string) (string, func(), error) {
+func rackAttack(g *grader, redisURL, prefix string, _ time.Duration) (string, func(), error) {
 	port, err := freePort()
 	if err != nil {
 		return "", nil, err
@@ -148,7 +155,7 @@ func render(g *grader, name, path string, data any) error {
 }
 
 // nginx runs gateways/nginx.conf.tmpl as package gateways' tests do.
-func nginx(g *grader, _, _ string) (string, func(), error) {
+func nginx(g *grader, _, _ string, _ time.Duration) (string, func(), error) {
 	dir, err := os.MkdirTemp(g.tmp, "nginx-")
 	if err != nil {
 		return "", nil, err
@@ -187,7 +194,7 @@ func nginx(g *grader, _, _ string) (string, func(), error) {
 }
 
 // haproxy runs gateways/haproxy.cfg.tmpl as package gateways' tests do.
-func haproxy(g *grader, _, _ string) (string, func(), error) {
+func haproxy(g *grader, _, _ string, _ time.Duration) (string, func(), error) {
 	dir, err := os.MkdirTemp(g.tmp, "haproxy-")
 	if err != nil {
 		return "", nil, err

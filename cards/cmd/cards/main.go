@@ -41,12 +41,15 @@ func main() {
 	only := flag.String("only", "", "grade only these cards (comma-separated names)")
 	update := flag.Bool("update", false, "write this run's verdicts to the expected file instead of comparing")
 	write := flag.Bool("write", true, "write the report (docs/cards.md)")
-	out := flag.String("out", "../docs/cards.md", "the report to write")
-	expected := flag.String("expected", "expected.txt", "the expected verdicts")
+	root := flag.String("cards", ".", "the cards/ directory")
+	out := flag.String("out", "", "the report to write (default: docs/cards.md beside the cards/ directory)")
+	expected := flag.String("expected", "", "the expected verdicts (default: expected.txt in the cards/ directory)")
+	keep := flag.String("keep", "", "keep each grading's output and JSON report in this directory")
+	from := flag.String("from", "", "grade nothing: read the gradings a run kept (-keep) in this directory, and write and compare as if they had just run")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	code, err := run(ctx, options{only: *only, update: *update, write: *write, out: *out, expected: *expected})
+	code, err := run(ctx, options{root: *root, only: *only, update: *update, write: *write, out: *out, expected: *expected, keep: *keep, from: *from})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "cards:", err)
 	}
@@ -54,11 +57,21 @@ func main() {
 }
 
 type options struct {
-	only, out, expected string
-	update, write       bool
+	root, only, out, expected, keep, from string
+	update, write                         bool
 }
 
 func run(ctx context.Context, o options) (int, error) {
+	dir, err := filepath.Abs(o.root)
+	if err != nil {
+		return 2, err
+	}
+	if o.out == "" {
+		o.out = filepath.Join(dir, "..", "docs", "cards.md")
+	}
+	if o.expected == "" {
+		o.expected = filepath.Join(dir, "expected.txt")
+	}
 	selected := cards
 	if o.only != "" {
 		selected = nil
@@ -77,24 +90,32 @@ func run(ctx context.Context, o options) (int, error) {
 	defer os.RemoveAll(tmp)
 	shim := filepath.Join(tmp, "card")
 	build := exec.CommandContext(ctx, "go", "build", "-o", shim, "./cmd/card")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
+	build.Dir, build.Stdout, build.Stderr = dir, os.Stderr, os.Stderr
+	if err := build.Run(); o.from == "" && err != nil {
 		return 2, fmt.Errorf("building the Go cards: %w", err)
 	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return 2, err
+	g := &grader{ctx: ctx, shim: shim, dir: dir, tmp: tmp, keep: o.keep, from: o.from}
+	if o.keep != "" {
+		if err := os.MkdirAll(o.keep, 0o755); err != nil {
+			return 2, err
+		}
 	}
-	g := &grader{ctx: ctx, shim: shim, dir: dir, tmp: tmp}
 	var graded []*graded
+	var failed []error
 	for _, c := range selected {
 		fmt.Fprintf(os.Stderr, "cards: grading %s\n", c.Name)
 		r, err := g.grade(c)
 		if err != nil {
-			return 2, fmt.Errorf("card %s: %w", c.Name, err)
+			err = fmt.Errorf("card %s: %w", c.Name, err)
+			fmt.Fprintln(os.Stderr, "cards:", err)
+			failed = append(failed, err)
+			continue
 		}
 		fmt.Fprintf(os.Stderr, "cards: %s took %v\n", c.Name, r.took.Round(time.Second))
 		graded = append(graded, r)
+	}
+	if len(failed) > 0 {
+		return 2, fmt.Errorf("%d card(s) could not be graded: %w", len(failed), errors.Join(failed...))
 	}
 	lines := verdictLines(graded)
 	code := 0
@@ -118,7 +139,7 @@ func run(ctx context.Context, o options) (int, error) {
 		}
 	}
 	if o.write && o.only == "" {
-		if err := writeReport(o.out, graded); err != nil {
+		if err := writeReport(dir, o.out, graded); err != nil {
 			return 2, err
 		}
 		fmt.Fprintf(os.Stderr, "cards: wrote %s\n", o.out)
@@ -128,8 +149,12 @@ func run(ctx context.Context, o options) (int, error) {
 
 // grader runs rlconform on one card at a time.
 type grader struct {
-	ctx            context.Context
-	shim, dir, tmp string
+	ctx                  context.Context
+	shim, dir, tmp, keep string
+	from                 string        // read kept gradings instead
+	card                 string        // the card being graded
+	n                    int           // its gradings so far
+	took, total          time.Duration // the last grading's time, the card's
 }
 
 // graded is what the runs of one card said.
@@ -208,13 +233,17 @@ func (r runReport) message(id string) string {
 
 func (g *grader) grade(c card) (*graded, error) {
 	began := time.Now()
+	g.card, g.n, g.total = c.Name, 0, 0
 	r := &graded{card: c, version: c.version()}
-	target, stop, err := g.target(c)
-	if err != nil {
-		return nil, err
+	target, stop := []string{"--from"}, func() {}
+	if g.from == "" {
+		var err error
+		if target, stop, err = g.target(c); err != nil {
+			return nil, err
+		}
 	}
 	defer stop()
-	idArgs := append([]string{"identify"}, target...)
+	idArgs := append(append([]string{"identify"}, target...), c.RunFlags...)
 	if err := g.cli(idArgs, &r.identify, &r.identify.exit, &r.identify.text); err != nil {
 		return nil, err
 	}
@@ -222,30 +251,53 @@ func (g *grader) grade(c card) (*graded, error) {
 		var rep runReport
 		args := append([]string{"run", "--level", "all", "--profile", profile, "--report-dir", g.tmp}, target...)
 		args = append(args, c.RunFlags...)
-		t := time.Now()
 		if err := g.cli(args, &rep, &rep.exit, &rep.text); err != nil {
 			return nil, err
 		}
-		rep.took = time.Since(t)
+		rep.took = g.took
 		r.runs = append(r.runs, rep)
 		if profile == c.Profile && profile == "sliding-log" {
 			break
 		}
 	}
 	r.took = time.Since(began)
+	if g.from != "" {
+		r.took = g.total
+	}
 	return r, nil
 }
 
 // cli runs rlconform's entry point with args and --json, and decodes the
 // report into v.
 func (g *grader) cli(args []string, v any, exit *int, text *string) error {
+	g.n++
+	name := fmt.Sprintf("%s-%d-%s", g.card, g.n, args[0])
+	if g.from != "" {
+		b, err := os.ReadFile(filepath.Join(g.from, name+".json"))
+		if err != nil {
+			return fmt.Errorf("a kept grading: %w", err)
+		}
+		ms, _ := os.ReadFile(filepath.Join(g.from, name+".ms"))
+		n, _ := strconv.Atoi(strings.TrimSpace(string(ms)))
+		g.took = time.Duration(n) * time.Millisecond
+		g.total += g.took
+		return json.Unmarshal(b, v)
+	}
 	path := filepath.Join(g.tmp, "report.json")
 	os.Remove(path)
 	args = append(args, "--json", path)
 	var out, errOut bytes.Buffer
+	began := time.Now()
 	*exit = cli.Main(args, &out, &errOut)
+	g.took = time.Since(began)
 	*text = out.String()
 	b, err := os.ReadFile(path)
+	if g.keep != "" {
+		base := filepath.Join(g.keep, name)
+		os.WriteFile(base+".txt", []byte("rlconform "+strings.Join(args, " ")+"\n"+out.String()+errOut.String()), 0o644)
+		os.WriteFile(base+".json", b, 0o644)
+		os.WriteFile(base+".ms", []byte(strconv.FormatInt(g.took.Milliseconds(), 10)), 0o644)
+	}
 	if err != nil || len(b) == 0 {
 		return fmt.Errorf("rlconform %s: exit %d, no report: %s", strings.Join(args, " "), *exit, errOut.String())
 	}
@@ -266,17 +318,32 @@ func (g *grader) target(c card) ([]string, func(), error) {
 			args = append(args, "--instances", strconv.Itoa(c.Instances))
 		}
 		return args, func() {}, nil
+	case c.Memory != "":
+		port, err := freePort()
+		if err != nil {
+			return nil, nil, err
+		}
+		base := fmt.Sprintf("http://127.0.0.1:%d", port)
+		stop, err := g.process([]string{g.shim, c.Memory}, []string{fmt.Sprintf("PORT=%d", port)}, base+"/rlc/v1/capabilities")
+		if err != nil {
+			return nil, nil, err
+		}
+		return []string{"--target", base}, stop, nil
 	case c.Endpoint != nil:
 		red, err := redisenv.Start(g.ctx)
 		if err != nil {
 			return nil, nil, fmt.Errorf("a Redis for the endpoint: %w", err)
 		}
-		url, stop, err := c.Endpoint(g, red.URL, "rlc-card:")
+		window := c.Window
+		if window == 0 {
+			window = time.Second
+		}
+		url, stop, err := c.Endpoint(g, red.URL, "rlc-card:", window)
 		if err != nil {
 			red.Close()
 			return nil, nil, err
 		}
-		return []string{"--endpoint", url, "--identity", "header:X-User", "--policy", "5/1s"}, func() {
+		return []string{"--endpoint", url, "--identity", "header:X-User", "--policy", fmt.Sprintf("5/%v", window)}, func() {
 			stop()
 			red.Close()
 		}, nil
@@ -330,7 +397,13 @@ func waitReady(url string, exited <-chan struct{}, bound time.Duration) error {
 			return fmt.Errorf("no 200 from %s within %v: %v", url, bound, last)
 		case <-time.After(20 * time.Millisecond):
 		}
-		resp, err := client.Get(url)
+		req, err := http.NewRequest(http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		// The middlewares refuse a request that names no client.
+		req.Header.Set("X-User", "rlconform-cards-ready")
+		resp, err := client.Do(req)
 		if err != nil {
 			last = err
 			continue

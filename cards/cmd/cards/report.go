@@ -10,8 +10,8 @@ import (
 
 // writeReport writes docs/cards.md: notes/_intro.md, one table, and a
 // section per card (notes/NAME.md, then what the runs said).
-func writeReport(path string, gs []*graded) error {
-	intro, err := os.ReadFile(filepath.Join("notes", "_intro.md"))
+func writeReport(dir, path string, gs []*graded) error {
+	intro, err := os.ReadFile(filepath.Join(dir, "notes", "_intro.md"))
 	if err != nil {
 		return fmt.Errorf("the report's introduction: %w", err)
 	}
@@ -28,7 +28,7 @@ func writeReport(path string, gs []*graded) error {
 	}
 	fmt.Fprintf(&b, "\nGrading all %d cards took %v here (two cores, shared).\n", len(gs), total.Round(time.Second))
 	for _, g := range gs {
-		notes, err := os.ReadFile(filepath.Join("notes", g.card.Name+".md"))
+		notes, err := os.ReadFile(filepath.Join(dir, "notes", g.card.Name+".md"))
 		if err != nil {
 			return fmt.Errorf("card %s: its notes: %w", g.card.Name, err)
 		}
