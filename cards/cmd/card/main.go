@@ -8,7 +8,7 @@
 //
 // The environment is what rlconform run --exec gives: PORT,
 // RLCONFORM_REDIS_URL and RLCONFORM_KEY_PREFIX (every key under it).
-// cards/README.md and docs/cards.md say what each card shows.
+// docs/cards.md says what each card shows.
 package main
 
 import (

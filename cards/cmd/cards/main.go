@@ -220,12 +220,15 @@ func (r runReport) with(s string) []string {
 	return ids
 }
 
-// message is the first line of a result's message.
+// message is what went wrong in a result: the line after its rule's.
 func (r runReport) message(id string) string {
 	for _, res := range r.Results {
 		if res.ID == id {
-			m, _, _ := strings.Cut(res.Message, "\n")
-			return m
+			lines := strings.Split(res.Message, "\n")
+			if len(lines) > 1 && strings.HasPrefix(lines[0], id+":") {
+				return strings.TrimSpace(lines[1])
+			}
+			return strings.TrimSpace(lines[0])
 		}
 	}
 	return ""

@@ -23,7 +23,7 @@ func writeReport(dir, path string, gs []*graded) error {
 	for _, g := range gs {
 		own, log := g.runs[0], g.runs[len(g.runs)-1]
 		fmt.Fprintf(&b, "| [%s](#%s) | %s | %s | %s | %s | %s | %ds |\n", g.card.Name, anchor(g.card.Name), g.version, g.card.Served,
-			g.identify.name(), "`"+own.Profile+"`: "+summary(own), summary(log), int(g.took.Seconds()+0.5))
+			g.identify.name(), "`"+own.Profile+"`: "+summary(own), brief(log), int(g.took.Seconds()+0.5))
 		total += g.took
 	}
 	fmt.Fprintf(&b, "\nGrading all %d cards took %v here (two cores, shared).\n", len(gs), total.Round(time.Second))
@@ -36,8 +36,31 @@ func writeReport(dir, path string, gs []*graded) error {
 		b.Write(notes)
 		b.WriteString("\n### What rlconform said\n\n")
 		fmt.Fprintf(&b, "- `rlconform identify`: %s\n", identifyLine(g.identify))
-		for _, r := range g.runs {
+		own := g.runs[0]
+		for i, r := range g.runs {
 			fmt.Fprintf(&b, "- `rlconform run --level all --profile %s` (%ds): %s\n", r.Profile, int(r.took.Seconds()+0.5), r.Verdict)
+			if i > 0 {
+				// The sliding log, for reference: the ids, and which of
+				// them the library's own algorithm does not explain.
+				if fails := r.with("fail"); len(fails) > 0 {
+					byStatus := map[string][]string{}
+					for _, id := range fails {
+						st := own.status(id)
+						byStatus[st] = append(byStatus[st], "`"+id+"`")
+					}
+					fmt.Fprintf(&b, "  - fails `%s`; under its own profile", strings.Join(sorted(fails), "`, `"))
+					sep := " "
+					for _, st := range []string{"pass", "skip", "fail", "inconclusive", "error"} {
+						if ids := byStatus[st]; len(ids) > 0 {
+							fmt.Fprintf(&b, "%s%s: %s", sep, map[string]string{"pass": "these pass", "skip": "not graded", "fail": "fail (above)",
+								"inconclusive": "inconclusive (above)", "error": "could not be graded"}[st], strings.Join(ids, ", "))
+							sep = "; "
+						}
+					}
+					b.WriteString("\n")
+				}
+				continue
+			}
 			for _, id := range r.with("fail") {
 				fmt.Fprintf(&b, "  - `%s`: %s\n", id, escape(r.message(id)))
 			}
@@ -77,7 +100,28 @@ func summary(r runReport) string {
 	return s
 }
 
-func anchor(name string) string { return strings.ToLower(strings.ReplaceAll(name, "_", "_")) }
+// brief is a run's outcome and how many specs failed, for the sliding
+// log's column (the section lists them).
+func brief(r runReport) string {
+	s := strings.ReplaceAll(r.Outcome, "-", " ")
+	if n := len(r.with("fail")); n > 0 {
+		s += fmt.Sprintf(" (%d fail)", n)
+	}
+	return s
+}
+
+// anchor is the GitHub anchor of a card's "## name" heading.
+func anchor(name string) string { return strings.ToLower(name) }
 
 // escape keeps a message on its line of Markdown.
 func escape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+// status is the status of spec id in r.
+func (r runReport) status(id string) string {
+	for _, res := range r.Results {
+		if res.ID == id {
+			return res.Status
+		}
+	}
+	return "skip"
+}

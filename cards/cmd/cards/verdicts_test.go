@@ -74,6 +74,20 @@ func TestCompareIdentifyAndMissing(t *testing.T) {
 	if d := compare(want, []*graded{g}); len(d) != 1 || !strings.Contains(d[0], `"identified token-bucket", expected "identified gcra:burst=limit"`) {
 		t.Errorf("compare = %q, want the identification's difference", d)
 	}
+	// The sliding log's run, for reference, is compared by its outcome.
+	g.runs = append(g.runs, report(t, "sliding-log", "a/x=fail"))
+	want[[2]string{"x-time-rate", "identify"}] = "identified token-bucket"
+	want[[2]string{"x-time-rate", "run sliding-log"}] = "outcome: not-conformant"
+	if d := compare(want, []*graded{g}); len(d) != 0 {
+		t.Errorf("compare = %q, want no difference", d)
+	}
+	want[[2]string{"x-time-rate", "run sliding-log"}] = "outcome: conformant"
+	if d := compare(want, []*graded{g}); len(d) != 1 || !strings.Contains(d[0], "not-conformant, expected conformant") {
+		t.Errorf("compare = %q, want the outcome's difference", d)
+	}
+	g.runs = g.runs[:1]
+	want[[2]string{"x-time-rate", "identify"}] = "identified gcra:burst=limit"
+	delete(want, [2]string{"x-time-rate", "run sliding-log"})
 	delete(want, [2]string{"x-time-rate", "run token-bucket"})
 	if d := compare(want, []*graded{g}); len(d) != 2 || !strings.Contains(d[1], "no expected verdict") {
 		t.Errorf("compare = %q, want a missing verdict reported", d)
