@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -167,5 +168,41 @@ func TestSymfonySlidingWindowTTLTruncated(t *testing.T) {
 	t.Logf("key %s: TTL %v; its count weighs until the end of the next window, about 2s from now", keys[0], pttl)
 	if pttl > 1100*time.Millisecond {
 		t.Errorf("TTL %v: no longer truncated to whole seconds", pttl)
+	}
+}
+
+// Symfony RateLimiter has no read-only query: consume(0), which the card
+// asks for what remains, reserves 0 tokens, and reserve() saves the state
+// it fetched or made (FixedWindowLimiter.php:59-61, :82;
+// TokenBucketLimiter.php:63-66, :93): asked about a user it has never
+// seen, it makes a window (or bucket) anchored at the query's instant,
+// which the next request then fills (symfony-fixed-window and
+// symfony-token-bucket: strict/differential, where a random schedule asks
+// before it requests).
+func TestSymfonyRemainingOpensAWindow(t *testing.T) {
+	red := startRedis(t)
+	ctx := context.Background()
+	for _, policy := range []string{"fixed_window", "token_bucket"} {
+		t.Run(policy, func(t *testing.T) {
+			base := serveSymfony(t, red.URL, "CARD_POLICY="+policy)
+			post(t, base+"/rlc/v1/configure", map[string]int{"max_requests": 5, "window_ms": 60000})
+			user := "never-requested-" + policy
+			out := post(t, base+"/rlc/v1/remaining", map[string]string{"user_id": user})
+			if out["remaining"] != float64(5) {
+				t.Fatalf("remaining of a new user: %v", out)
+			}
+			keys, _ := red.Client.Keys(ctx, "repro:*").Result()
+			found := false
+			for _, k := range keys {
+				v, _ := red.Client.Get(ctx, k).Result()
+				if strings.Contains(v, user) {
+					found = true
+					t.Logf("after one remaining query: %s holds the new user's state", k)
+				}
+			}
+			if !found {
+				t.Errorf("no state saved for %q after consume(0): the remaining query no longer writes (keys %v)", user, keys)
+			}
+		})
 	}
 }
