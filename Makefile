@@ -1,7 +1,7 @@
 # The two jobs the README opens with. Both get a real Redis first.
 GO ?= go
 
-.PHONY: conformance test bench redis node-deps container-rung gateways arch-check api-check
+.PHONY: conformance test bench redis node-deps container-rung gateways arch-check api-check cards cards-update cards-deps
 
 ## conformance: grade the reference limiter against real Redis and print the table
 conformance: redis
@@ -9,10 +9,28 @@ conformance: redis
 	$(GO) build -o bin/rlconform ./cmd/rlconform
 	./bin/rlconform run
 
-## test: every test, with the race detector
-test: redis gateways node-deps container-rung arch-check api-check
+## test: every test, with the race detector; of the report cards (cards/,
+## a module of its own), the two with an injected clock
+test: redis gateways cards-deps node-deps container-rung arch-check api-check
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
+	cd cards && $(GO) vet ./... && $(GO) test -race -count=1 ./...
+
+## cards: grade every report card (docs/cards.md) with rlconform, one at a
+## time, compare the verdicts with cards/expected.txt (a difference fails),
+## and write docs/cards.md. About 15 minutes, mostly in real time.
+cards: redis gateways cards-deps
+	cd cards && $(GO) run ./cmd/cards
+
+## cards-update: the same, taking this run's verdicts as expected (after
+## the card's notes say why)
+cards-update: redis gateways cards-deps
+	cd cards && $(GO) run ./cmd/cards -update
+
+# PHP with Symfony RateLimiter, Ruby with rack-attack and puma, from
+# Debian's packages (scripts/ensure-cards).
+cards-deps:
+	@./scripts/ensure-cards
 
 ## bench: the reference side by side with its ceilings, in interleaved runs
 ## (docs/performance.md): AllowRequest against a bare go-redis Script.Run,

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/sethvargo/go-limiter"
+	"github.com/sethvargo/go-limiter/memorystore"
+	"golang.org/x/time/rate"
+)
+
+// sethvargo is github.com/sethvargo/go-limiter's memory store. Its
+// configuration is the store's (Tokens per Interval, fixed at New), so
+// Configure makes a new store; it has no call that forgets a key (Set
+// makes a new full bucket, anchored at that instant): no Reset.
+type sethvargo struct {
+	mu    sync.Mutex
+	store limiter.Store
+	n     int // the store's Tokens
+}
+
+func newSethvargo(e *env) (contractLimiter, error) {
+	s := &sethvargo{}
+	return s, s.Configure(context.Background(), e.limit, e.window)
+}
+
+func (s *sethvargo) current() limiter.Store {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.store
+}
+
+func (s *sethvargo) AllowRequest(ctx context.Context, u string) (bool, error) {
+	if err := checkUser(u); err != nil {
+		return false, err
+	}
+	_, _, _, ok, err := s.current().Take(ctx, u)
+	if err != nil {
+		return false, storeErr("go-limiter Take", err)
+	}
+	return ok, nil
+}
+
+func (s *sethvargo) GetRemainingRequests(ctx context.Context, u string) (int, error) {
+	if err := checkUser(u); err != nil {
+		return 0, err
+	}
+	limit, remaining, err := s.current().Get(ctx, u)
+	if err != nil {
+		return 0, storeErr("go-limiter Get", err)
+	}
+	if limit == 0 { // no bucket for u: Get answers 0, 0
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.n, nil
+	}
+	return int(remaining), nil
+}
+
+func (s *sethvargo) Reset(context.Context, string) error { return errNoReset }
+
+func (s *sethvargo) Configure(ctx context.Context, n int, w time.Duration) error {
+	st, err := memorystore.New(&memorystore.Config{Tokens: uint64(n), Interval: w})
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	old := s.store
+	s.store, s.n = st, n
+	s.mu.Unlock()
+	if old != nil {
+		old.Close(ctx)
+	}
+	return nil
+}
+
+// xTime is golang.org/x/time/rate: a token bucket per user in this
+// process (a Limiter of N per W, burst N, made at the user's first
+// request), on the clock its *At methods take.
+type xTime struct {
+	e     *env
+	mu    sync.Mutex
+	n     int
+	w     time.Duration
+	users map[string]*rate.Limiter
+}
+
+func newXTime(e *env) (contractLimiter, error) {
+	return &xTime{e: e, n: e.limit, w: e.window, users: map[string]*rate.Limiter{}}, nil
+}
+
+// every is N per W as a rate.Limit (events per second).
+func every(n int, w time.Duration) rate.Limit { return rate.Limit(float64(n) / w.Seconds()) }
+
+func (x *xTime) user(u string) *rate.Limiter {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	l := x.users[u]
+	if l == nil {
+		l = rate.NewLimiter(every(x.n, x.w), x.n)
+		x.users[u] = l
+	}
+	return l
+}
+
+func (x *xTime) AllowRequest(_ context.Context, u string) (bool, error) {
+	if err := checkUser(u); err != nil {
+		return false, err
+	}
+	return x.user(u).AllowN(x.e.now(), 1), nil
+}
+
+// GetRemainingRequests is the whole tokens TokensAt reports.
+func (x *xTime) GetRemainingRequests(_ context.Context, u string) (int, error) {
+	if err := checkUser(u); err != nil {
+		return 0, err
+	}
+	return int(math.Max(0, math.Floor(x.user(u).TokensAt(x.e.now())))), nil
+}
+
+func (x *xTime) Reset(_ context.Context, u string) error {
+	if err := checkUser(u); err != nil {
+		return err
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	delete(x.users, u)
+	return nil
+}
+
+// Configure applies SetLimitAt and SetBurstAt to every user's Limiter
+// (tokens settled at the old rate up to now), and the new values to users
+// made later.
+func (x *xTime) Configure(_ context.Context, n int, w time.Duration) error {
+	now := x.e.now()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.n, x.w = n, w
+	for _, l := range x.users {
+		l.SetLimitAt(now, every(n, w))
+		l.SetBurstAt(now, n)
+	}
+	return nil
+}

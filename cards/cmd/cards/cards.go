@@ -1,0 +1,226 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"text/template"
+	"time"
+)
+
+// A card is one limiter graded the library's own way.
+type card struct {
+	// Name is the card's id: its section in docs/cards.md, its notes
+	// (notes/NAME.md) and its lines in expected.txt.
+	Name string
+	// Library names what is graded, and Version its pinned version (Go);
+	// Debian lists the packages whose installed versions are recorded.
+	Library, Version string
+	Debian           []string
+	// Binary, for a gateway, prints its version.
+	Binary []string
+	// Served says how the card serves it.
+	Served string
+	// Exec is rlconform run --exec's command ({card}: the Go cards'
+	// binary, {dir}: cards/), Instances how many.
+	Exec      string
+	Instances int
+	// Memory names a Go card that keeps its state in its process: it is
+	// started by the cards and graded as one --target (no store: no key
+	// hygiene, no store outage to grade).
+	Memory string
+	// Endpoint starts an HTTP service limiting X-User to 5 per Window
+	// (default 1s).
+	Endpoint func(g *grader, redisURL, prefix string, window time.Duration) (url string, stop func(), err error)
+	Window   time.Duration
+	// Profile is the library's own algorithm, as rlconform names it.
+	Profile string
+	// RunFlags are added to identify and both runs.
+	RunFlags []string
+}
+
+func (c card) version() string {
+	switch {
+	case c.Version != "":
+		return c.Version
+	case len(c.Debian) > 0:
+		var vs []string
+		for _, p := range c.Debian {
+			vs = append(vs, p+" "+debVersion(p))
+		}
+		return "Debian " + strings.Join(vs, ", ")
+	case len(c.Binary) > 0:
+		return binaryVersion(c.Binary...)
+	}
+	return "this commit"
+}
+
+// cards are graded in this order; the table of docs/cards.md keeps it.
+var cards = []card{
+	{Name: "reference", Library: "rlconform reference (sliding log)", Served: "protocol v1 (adapters.Handler), 2 instances on one Redis, clock control",
+		Exec: "{card} reference", Instances: 2, Profile: "sliding-log"},
+	{Name: "reference-middleware", Library: "rlconform reference + middleware", Served: "endpoint: middleware.New over the reference, X-User",
+		Endpoint: goEndpoint("reference-middleware"), Profile: "sliding-log"},
+	{Name: "redis_rate", Library: "github.com/go-redis/redis_rate/v10", Version: "v10.0.1", Served: "protocol v1 shim, 2 instances on one Redis",
+		Exec: "{card} redis_rate", Instances: 2, Profile: "gcra"},
+	{Name: "ulule-redis", Library: "github.com/ulule/limiter/v3 (Redis store)", Version: "v3.11.2", Served: "protocol v1 shim, 2 instances on one Redis",
+		Exec: "{card} ulule-redis", Instances: 2, Profile: "fixed-window:align=first-hit,count-denied=true"},
+	{Name: "ulule-stdlib", Library: "github.com/ulule/limiter/v3 (stdlib middleware, Redis store)", Version: "v3.11.2", Served: "endpoint: its stdlib middleware, key X-User",
+		Endpoint: goEndpoint("ulule-stdlib"), Profile: "fixed-window:align=first-hit,count-denied=true"},
+	{Name: "throttled-goredis", Library: "github.com/throttled/throttled/v2 (GCRA, go-redis v9 store)", Version: "v2.15.0", Served: "protocol v1 shim over GCRARateLimiterCtx, 2 instances on one Redis",
+		Exec: "{card} throttled-goredis", Instances: 2, Profile: "gcra", RunFlags: []string{"--realtime-window", "1500ms"}},
+	{Name: "throttled-http", Library: "github.com/throttled/throttled/v2 (HTTPRateLimiterCtx, go-redis v9 store)", Version: "v2.15.0", Served: "endpoint: HTTPRateLimiterCtx, VaryBy X-User",
+		Endpoint: goEndpoint("throttled-http"), Window: 1500 * time.Millisecond, Profile: "gcra"},
+	{Name: "throttled-memstore", Library: "github.com/throttled/throttled/v2 (GCRA, memory store)", Version: "v2.15.0", Served: "protocol v1 shim, clock control through the store's SetTimeNow",
+		Memory: "throttled-memstore", Profile: "gcra"},
+	{Name: "sethvargo-memory", Library: "github.com/sethvargo/go-limiter (memory store)", Version: "v0.7.1", Served: "protocol v1 shim, one process",
+		Memory: "sethvargo-memory", Profile: "fixed-window:align=first-grid"},
+	{Name: "x-time-rate", Library: "golang.org/x/time/rate", Version: "v0.16.0", Served: "protocol v1 shim, a Limiter per user, clock control through AllowN(t)",
+		Memory: "x-time-rate", Profile: "token-bucket",
+		// The seed whose strict/differential schedule shrinks to the float
+		// drift (notes/x-time-rate.md): graded exactly, every time.
+		RunFlags: []string{"--seed", "17643693416623303077"}},
+	{Name: "symfony-fixed-window", Library: "Symfony RateLimiter fixed_window (CacheStorage, RedisAdapter)", Debian: []string{"php-symfony-rate-limiter", "php-redis"},
+		Served: "protocol v1 router under php -S, 2 instances × 4 workers, no lock factory",
+		Exec:   "CARD_POLICY=fixed_window {dir}/php/serve", Instances: 2, Profile: "fixed-window:align=first-hit"},
+	{Name: "symfony-fixed-window-lock", Library: "Symfony RateLimiter fixed_window (CacheStorage, RedisAdapter, LockFactory on RedisStore)", Debian: []string{"php-symfony-rate-limiter", "php-symfony-lock", "php-redis"},
+		Served: "protocol v1 router under php -S, 2 instances × 4 workers, a Redis lock",
+		Exec:   "CARD_POLICY=fixed_window CARD_LOCK=redis {dir}/php/serve", Instances: 2, Profile: "fixed-window:align=first-hit"},
+	{Name: "symfony-sliding-window", Library: "Symfony RateLimiter sliding_window (CacheStorage, RedisAdapter)", Debian: []string{"php-symfony-rate-limiter", "php-redis"},
+		Served: "protocol v1 router under php -S, 2 instances × 4 workers, no lock factory",
+		Exec:   "CARD_POLICY=sliding_window {dir}/php/serve", Instances: 2, Profile: "sliding-counter:align=first-grid"},
+	{Name: "symfony-token-bucket", Library: "Symfony RateLimiter token_bucket (CacheStorage, RedisAdapter)", Debian: []string{"php-symfony-rate-limiter", "php-redis"},
+		Served: "protocol v1 router under php -S, 2 instances × 4 workers, no lock factory",
+		Exec:   "CARD_POLICY=token_bucket {dir}/php/serve", Instances: 2, Profile: "token-bucket:refill=interval"},
+	{Name: "rack-attack", Library: "rack-attack throttle (RedisProxy)", Debian: []string{"ruby-rack-attack", "ruby-redis", "puma"},
+		Served:   "endpoint: Rack::Attack under puma, 2 workers × 4 threads, discriminator X-User",
+		Endpoint: rackAttack, Profile: "fixed-window:align=epoch,count-denied=true"},
+	{Name: "nginx", Library: "nginx limit_req rate=5r/s burst=4 nodelay", Binary: []string{"/usr/sbin/nginx", "-v"}, Served: "endpoint: gateways/nginx.conf.tmpl",
+		Endpoint: nginx, Profile: "gcra"},
+	{Name: "haproxy", Library: "HAProxy http_req_rate(1s) gt 5", Binary: []string{"/usr/sbin/haproxy", "-v"}, Served: "endpoint: gateways/haproxy.cfg.tmpl",
+		Endpoint: haproxy, Profile: "sliding-counter:align=first-grid,count-denied=true"},
+}
+
+func byName(n string) (card, bool) {
+	for _, c := range cards {
+		if c.Name == n {
+			return c, true
+		}
+	}
+	return card{}, false
+}
+
+// goEndpoint serves a Go card's endpoint (card -endpoint name).
+func goEndpoint(name string) func(g *grader, redisURL, prefix string, window time.Duration) (string, func(), error) {
+	return func(g *grader, redisURL, prefix string, window time.Duration) (string, func(), error) {
+		port, err := freePort()
+		if err != nil {
+			return "", nil, err
+		}
+		url := fmt.Sprintf("http://127.0.0.1:%d/", port)
+		stop, err := g.process([]string{g.shim, "-endpoint", name, "-window", window.String()}, serviceEnv(port, redisURL, prefix), url)
+		return url, stop, err
+	}
+}
+
+func serviceEnv(port int, redisURL, prefix string) []string {
+	return []string{fmt.Sprintf("PORT=%d", port), "RLCONFORM_REDIS_URL=" + redisURL, "RLCONFORM_KEY_PREFIX=" + prefix}
+}
+
+func rackAttack(g *grader, redisURL, prefix string, _ time.Duration) (string, func(), error) {
+	port, err := freePort()
+	if err != nil {
+		return "", nil, err
+	}
+	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
+	stop, err := g.process([]string{filepath.Join(g.dir, "ruby", "serve")}, serviceEnv(port, redisURL, prefix), url)
+	return url, stop, err
+}
+
+// render writes the gateways' template name, executed with data, into dir.
+func render(g *grader, name, path string, data any) error {
+	text, err := os.ReadFile(filepath.Join(g.dir, "..", "gateways", name))
+	if err != nil {
+		return err
+	}
+	t, err := template.New(name).Option("missingkey=error").Parse(string(text))
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, data); err != nil {
+		return err
+	}
+	return os.WriteFile(path, b.Bytes(), 0o644)
+}
+
+// nginx runs gateways/nginx.conf.tmpl as package gateways' tests do.
+func nginx(g *grader, _, _ string, _ time.Duration) (string, func(), error) {
+	dir, err := os.MkdirTemp(g.tmp, "nginx-")
+	if err != nil {
+		return "", nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return "", nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "html"), 0o755); err != nil {
+		return "", nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "html", "ok"), []byte("ok\n"), 0o644); err != nil {
+		return "", nil, err
+	}
+	full, _ := execOutput("/usr/sbin/nginx", "-V")
+	temp := []string{"client_body"}
+	for _, m := range []string{"proxy", "fastcgi", "uwsgi", "scgi"} {
+		if !strings.Contains(full, "--without-http_"+m+"_module") {
+			temp = append(temp, m)
+		}
+	}
+	conf := filepath.Join(dir, "nginx.conf")
+	data := struct {
+		Dir       string
+		Port      int
+		Rate      string
+		Burst     int
+		TempPaths []string
+	}{dir, port, "5r/s", 4, temp}
+	if err := render(g, "nginx.conf.tmpl", conf, data); err != nil {
+		return "", nil, err
+	}
+	url := fmt.Sprintf("http://127.0.0.1:%d/ok", port)
+	stop, err := g.process([]string{"/usr/sbin/nginx", "-p", dir, "-c", conf, "-e", filepath.Join(dir, "error.log"), "-g", "daemon off; master_process off;"}, nil, url)
+	return url, stop, err
+}
+
+// haproxy runs gateways/haproxy.cfg.tmpl as package gateways' tests do.
+func haproxy(g *grader, _, _ string, _ time.Duration) (string, func(), error) {
+	dir, err := os.MkdirTemp(g.tmp, "haproxy-")
+	if err != nil {
+		return "", nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return "", nil, err
+	}
+	conf := filepath.Join(dir, "haproxy.cfg")
+	data := struct {
+		Port   int
+		Period string
+		Limit  int
+	}{port, "1s", 5}
+	if err := render(g, "haproxy.cfg.tmpl", conf, data); err != nil {
+		return "", nil, err
+	}
+	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
+	stop, err := g.process([]string{"/usr/sbin/haproxy", "-db", "-f", conf}, nil, url)
+	return url, stop, err
+}
+
+func execOutput(argv ...string) (string, error) {
+	out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
+	return string(out), err
+}

@@ -1,0 +1,453 @@
+// Command cards grades every report card (cards.go) with rlconform's own
+// command line, as a user would, one card at a time, writes docs/cards.md
+// (one table and a section per card: the notes in cards/notes and what the
+// runs said), and compares the verdicts with cards/expected.txt: a verdict
+// that changed fails with the difference, until the card is updated on
+// purpose (-update).
+//
+//	go run ./cmd/cards                      # from cards/: all, compare, write docs/cards.md
+//	go run ./cmd/cards -only redis_rate,x-time-rate -write=false
+//	go run ./cmd/cards -update              # take the verdicts of this run as expected
+//
+// Most cards are graded in real time (the libraries read their own
+// clock): run one grading at a time on a small machine.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rlconform/rlconform/cli"
+	"github.com/rlconform/rlconform/redisenv"
+)
+
+func main() {
+	only := flag.String("only", "", "grade only these cards (comma-separated names)")
+	update := flag.Bool("update", false, "write this run's verdicts to the expected file instead of comparing")
+	write := flag.Bool("write", true, "write the report (docs/cards.md)")
+	root := flag.String("cards", ".", "the cards/ directory")
+	out := flag.String("out", "", "the report to write (default: docs/cards.md beside the cards/ directory)")
+	expected := flag.String("expected", "", "the expected verdicts (default: expected.txt in the cards/ directory)")
+	keep := flag.String("keep", "", "keep each grading's output and JSON report in this directory")
+	from := flag.String("from", "", "grade nothing: read the gradings a run kept (-keep) in this directory, and write and compare as if they had just run")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	code, err := run(ctx, options{root: *root, only: *only, update: *update, write: *write, out: *out, expected: *expected, keep: *keep, from: *from})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cards:", err)
+	}
+	os.Exit(code)
+}
+
+type options struct {
+	root, only, out, expected, keep, from string
+	update, write                         bool
+}
+
+func run(ctx context.Context, o options) (int, error) {
+	dir, err := filepath.Abs(o.root)
+	if err != nil {
+		return 2, err
+	}
+	if o.out == "" {
+		o.out = filepath.Join(dir, "..", "docs", "cards.md")
+	}
+	if o.expected == "" {
+		o.expected = filepath.Join(dir, "expected.txt")
+	}
+	selected := cards
+	if o.only != "" {
+		selected = nil
+		for _, n := range strings.Split(o.only, ",") {
+			c, ok := byName(n)
+			if !ok {
+				return 2, fmt.Errorf("no card %q", n)
+			}
+			selected = append(selected, c)
+		}
+	}
+	tmp, err := os.MkdirTemp("", "rlconform-cards-")
+	if err != nil {
+		return 2, err
+	}
+	defer os.RemoveAll(tmp)
+	shim := filepath.Join(tmp, "card")
+	build := exec.CommandContext(ctx, "go", "build", "-o", shim, "./cmd/card")
+	build.Dir, build.Stdout, build.Stderr = dir, os.Stderr, os.Stderr
+	if err := build.Run(); o.from == "" && err != nil {
+		return 2, fmt.Errorf("building the Go cards: %w", err)
+	}
+	g := &grader{ctx: ctx, shim: shim, dir: dir, tmp: tmp, keep: o.keep, from: o.from}
+	if o.keep != "" {
+		if err := os.MkdirAll(o.keep, 0o755); err != nil {
+			return 2, err
+		}
+	}
+	var graded []*graded
+	var failed []error
+	for _, c := range selected {
+		fmt.Fprintf(os.Stderr, "cards: grading %s\n", c.Name)
+		r, err := g.grade(c)
+		if err != nil {
+			err = fmt.Errorf("card %s: %w", c.Name, err)
+			fmt.Fprintln(os.Stderr, "cards:", err)
+			failed = append(failed, err)
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "cards: %s took %v\n", c.Name, r.took.Round(time.Second))
+		graded = append(graded, r)
+	}
+	if len(failed) > 0 {
+		return 2, fmt.Errorf("%d card(s) could not be graded: %w", len(failed), errors.Join(failed...))
+	}
+	lines := verdictLines(graded)
+	code := 0
+	if o.update {
+		if err := updateExpected(o.expected, lines, graded); err != nil {
+			return 2, err
+		}
+	} else {
+		want, err := readExpected(o.expected)
+		if err != nil {
+			return 2, err
+		}
+		if diff := compare(want, graded); len(diff) > 0 {
+			fmt.Fprintf(os.Stderr, "cards: verdicts differ from %s (update the card's notes and run with -update if the change is meant):\n", o.expected)
+			for _, d := range diff {
+				fmt.Fprintln(os.Stderr, "  "+d)
+			}
+			code = 1
+		} else {
+			fmt.Fprintf(os.Stderr, "cards: %d card(s) graded, every verdict as in %s\n", len(graded), o.expected)
+		}
+	}
+	if o.write && o.only == "" {
+		if err := writeReport(dir, o.out, graded); err != nil {
+			return 2, err
+		}
+		fmt.Fprintf(os.Stderr, "cards: wrote %s\n", o.out)
+	}
+	return code, nil
+}
+
+// grader runs rlconform on one card at a time.
+type grader struct {
+	ctx                  context.Context
+	shim, dir, tmp, keep string
+	from                 string        // read kept gradings instead
+	card                 string        // the card being graded
+	n                    int           // its gradings so far
+	took, total          time.Duration // the last grading's time, the card's
+}
+
+// graded is what the runs of one card said.
+type graded struct {
+	card     card
+	version  string
+	identify identifyReport
+	runs     []runReport // the card's own profile, then the sliding log
+	took     time.Duration
+}
+
+// identifyReport is as much of identify's JSON as the cards read.
+type identifyReport struct {
+	Outcome string `json:"outcome"`
+	Fits    []struct {
+		Profile       string   `json:"profile"`
+		Description   string   `json:"description"`
+		SameDecisions []string `json:"same_decisions"`
+	} `json:"fits"`
+	Burst int `json:"burst"`
+	exit  int
+	text  string
+}
+
+// name is the identification in a line.
+func (r identifyReport) name() string {
+	var fits []string
+	for _, f := range r.Fits {
+		fits = append(fits, f.Profile)
+	}
+	if len(fits) == 0 {
+		return r.Outcome
+	}
+	return r.Outcome + " " + strings.Join(fits, " | ")
+}
+
+// runReport is as much of run's JSON as the cards read.
+type runReport struct {
+	Profile string `json:"profile"`
+	Outcome string `json:"outcome"`
+	Verdict string `json:"verdict"`
+	Results []struct {
+		ID      string `json:"id"`
+		Status  string `json:"status"`
+		Message string `json:"message"`
+		Failure *struct {
+			ExplainedBy []string `json:"explained_by"`
+		} `json:"failure"`
+	} `json:"results"`
+	exit int
+	text string
+	took time.Duration
+}
+
+// with is the ids of the results of status s.
+func (r runReport) with(s string) []string {
+	var ids []string
+	for _, res := range r.Results {
+		if res.Status == s {
+			ids = append(ids, res.ID)
+		}
+	}
+	return ids
+}
+
+// message is what went wrong in a result: the line after its rule's.
+func (r runReport) message(id string) string {
+	for _, res := range r.Results {
+		if res.ID == id {
+			lines := strings.Split(res.Message, "\n")
+			if len(lines) > 1 && strings.HasPrefix(lines[0], id+":") {
+				return strings.TrimSpace(lines[1])
+			}
+			return strings.TrimSpace(lines[0])
+		}
+	}
+	return ""
+}
+
+func (g *grader) grade(c card) (*graded, error) {
+	began := time.Now()
+	g.card, g.n, g.total = c.Name, 0, 0
+	r := &graded{card: c, version: c.version()}
+	target, stop := []string{"--from"}, func() {}
+	if g.from == "" {
+		var err error
+		if target, stop, err = g.target(c); err != nil {
+			return nil, err
+		}
+	}
+	defer stop()
+	idArgs := append(append([]string{"identify"}, target...), c.RunFlags...)
+	if err := g.cli(idArgs, &r.identify, &r.identify.exit, &r.identify.text); err != nil {
+		return nil, err
+	}
+	for _, profile := range []string{c.Profile, "sliding-log"} {
+		var rep runReport
+		args := append([]string{"run", "--level", "all", "--profile", profile, "--report-dir", g.tmp}, target...)
+		args = append(args, c.RunFlags...)
+		if err := g.cli(args, &rep, &rep.exit, &rep.text); err != nil {
+			return nil, err
+		}
+		rep.took = g.took
+		r.runs = append(r.runs, rep)
+		if profile == c.Profile && profile == "sliding-log" {
+			break
+		}
+	}
+	r.took = time.Since(began)
+	if g.from != "" {
+		r.took = g.total
+	}
+	return r, nil
+}
+
+// cli runs rlconform's entry point with args and --json, and decodes the
+// report into v.
+func (g *grader) cli(args []string, v any, exit *int, text *string) error {
+	g.n++
+	name := fmt.Sprintf("%s-%d-%s", g.card, g.n, args[0])
+	if g.from != "" {
+		b, err := os.ReadFile(filepath.Join(g.from, name+".json"))
+		if err != nil {
+			return fmt.Errorf("a kept grading: %w", err)
+		}
+		ms, _ := os.ReadFile(filepath.Join(g.from, name+".ms"))
+		n, _ := strconv.Atoi(strings.TrimSpace(string(ms)))
+		g.took = time.Duration(n) * time.Millisecond
+		g.total += g.took
+		return json.Unmarshal(b, v)
+	}
+	path := filepath.Join(g.tmp, "report.json")
+	os.Remove(path)
+	args = append(args, "--json", path)
+	var out, errOut bytes.Buffer
+	began := time.Now()
+	*exit = cli.Main(args, &out, &errOut)
+	g.took = time.Since(began)
+	*text = out.String()
+	b, err := os.ReadFile(path)
+	if g.keep != "" {
+		base := filepath.Join(g.keep, name)
+		os.WriteFile(base+".txt", []byte("rlconform "+strings.Join(args, " ")+"\n"+out.String()+errOut.String()), 0o644)
+		os.WriteFile(base+".json", b, 0o644)
+		os.WriteFile(base+".ms", []byte(strconv.FormatInt(g.took.Milliseconds(), 10)), 0o644)
+	}
+	if err != nil || len(b) == 0 {
+		return fmt.Errorf("rlconform %s: exit %d, no report: %s", strings.Join(args, " "), *exit, errOut.String())
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("rlconform %s: the report: %w", strings.Join(args, " "), err)
+	}
+	return nil
+}
+
+// target starts what the card needs and returns the flags that name it
+// to rlconform, and how to stop it.
+func (g *grader) target(c card) ([]string, func(), error) {
+	switch {
+	case c.Exec != "":
+		cmd := strings.NewReplacer("{card}", g.shim, "{dir}", g.dir).Replace(c.Exec)
+		args := []string{"--exec", cmd}
+		if c.Instances > 1 {
+			args = append(args, "--instances", strconv.Itoa(c.Instances))
+		}
+		return args, func() {}, nil
+	case c.Memory != "":
+		port, err := freePort()
+		if err != nil {
+			return nil, nil, err
+		}
+		base := fmt.Sprintf("http://127.0.0.1:%d", port)
+		stop, err := g.process([]string{g.shim, c.Memory}, []string{fmt.Sprintf("PORT=%d", port)}, base+"/rlc/v1/capabilities")
+		if err != nil {
+			return nil, nil, err
+		}
+		return []string{"--target", base}, stop, nil
+	case c.Endpoint != nil:
+		red, err := redisenv.Start(g.ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("a Redis for the endpoint: %w", err)
+		}
+		window := c.Window
+		if window == 0 {
+			window = time.Second
+		}
+		url, stop, err := c.Endpoint(g, red.URL, "rlc-card:", window)
+		if err != nil {
+			red.Close()
+			return nil, nil, err
+		}
+		return []string{"--endpoint", url, "--identity", "header:X-User", "--policy", fmt.Sprintf("5/%v", window)}, func() {
+			stop()
+			red.Close()
+		}, nil
+	}
+	return nil, func() {}, nil // the built-in reference
+}
+
+// process starts argv with env added, waits until url answers, and
+// returns how to stop it (its whole process group).
+func (g *grader) process(argv []string, env []string, url string) (func(), error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", strings.Join(argv, " "), err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
+	stop := func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+	}
+	if err := waitReady(url, exited, 30*time.Second); err != nil {
+		stop()
+		return nil, fmt.Errorf("%s: %w\n%s", strings.Join(argv, " "), err, out.String())
+	}
+	return stop, nil
+}
+
+// waitReady polls url until it answers 200, the process exits, or the
+// bound passes.
+func waitReady(url string, exited <-chan struct{}, bound time.Duration) error {
+	client := &http.Client{Timeout: time.Second}
+	deadline := time.After(bound)
+	last := errors.New("no answer yet")
+	for {
+		select {
+		case <-exited:
+			return errors.New("it exited")
+		case <-deadline:
+			return fmt.Errorf("no 200 from %s within %v: %v", url, bound, last)
+		case <-time.After(20 * time.Millisecond):
+		}
+		req, err := http.NewRequest(http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		// The middlewares refuse a request that names no client.
+		req.Header.Set("X-User", "rlconform-cards-ready")
+		resp, err := client.Do(req)
+		if err != nil {
+			last = err
+			continue
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return nil
+		}
+		last = fmt.Errorf("status %d", resp.StatusCode)
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// debVersion is the installed version of a Debian package.
+func debVersion(pkg string) string {
+	out, err := exec.Command("dpkg-query", "-W", "-f=${Version}", pkg).Output()
+	if err != nil {
+		return "not installed"
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// binaryVersion is the first line a command prints about its version.
+func binaryVersion(argv ...string) string {
+	out, _ := exec.Command(argv[0], argv[1:]...).CombinedOutput()
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return line
+}
+
+// sorted returns s sorted, for stable output.
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}

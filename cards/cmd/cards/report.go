@@ -1,0 +1,127 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// writeReport writes docs/cards.md: notes/_intro.md, one table, and a
+// section per card (notes/NAME.md, then what the runs said).
+func writeReport(dir, path string, gs []*graded) error {
+	intro, err := os.ReadFile(filepath.Join(dir, "notes", "_intro.md"))
+	if err != nil {
+		return fmt.Errorf("the report's introduction: %w", err)
+	}
+	var b strings.Builder
+	b.WriteString("<!-- Written by make cards (cards/cmd/cards) from cards/notes: edit those. -->\n")
+	b.Write(intro)
+	b.WriteString("\n| card | version graded | served | `identify` | its own profile | as a sliding log | time |\n|---|---|---|---|---|---|---|\n")
+	var total time.Duration
+	for _, g := range gs {
+		own, log := g.runs[0], g.runs[len(g.runs)-1]
+		fmt.Fprintf(&b, "| [%s](#%s) | %s | %s | %s | %s | %s | %ds |\n", g.card.Name, anchor(g.card.Name), g.version, g.card.Served,
+			g.identify.name(), "`"+own.Profile+"`: "+summary(own), brief(log), int(g.took.Seconds()+0.5))
+		total += g.took
+	}
+	fmt.Fprintf(&b, "\nGrading all %d cards took %v here (two cores, shared).\n", len(gs), total.Round(time.Second))
+	for _, g := range gs {
+		notes, err := os.ReadFile(filepath.Join(dir, "notes", g.card.Name+".md"))
+		if err != nil {
+			return fmt.Errorf("card %s: its notes: %w", g.card.Name, err)
+		}
+		fmt.Fprintf(&b, "\n## %s\n\n%s: %s. Served: %s.\n\n", g.card.Name, g.card.Library, g.version, g.card.Served)
+		b.Write(notes)
+		b.WriteString("\n### What rlconform said\n\n")
+		fmt.Fprintf(&b, "- `rlconform identify`: %s\n", identifyLine(g.identify))
+		own := g.runs[0]
+		for i, r := range g.runs {
+			fmt.Fprintf(&b, "- `rlconform run --level all --profile %s` (%ds): %s\n", r.Profile, int(r.took.Seconds()+0.5), r.Verdict)
+			if i > 0 {
+				// The sliding log, for reference: the ids, and which of
+				// them the library's own algorithm does not explain.
+				if fails := r.with("fail"); len(fails) > 0 {
+					byStatus := map[string][]string{}
+					for _, id := range fails {
+						st := own.status(id)
+						byStatus[st] = append(byStatus[st], "`"+id+"`")
+					}
+					fmt.Fprintf(&b, "  - fails `%s`; under its own profile", strings.Join(sorted(fails), "`, `"))
+					sep := " "
+					for _, st := range []string{"pass", "skip", "fail", "inconclusive", "error"} {
+						if ids := byStatus[st]; len(ids) > 0 {
+							fmt.Fprintf(&b, "%s%s: %s", sep, map[string]string{"pass": "these pass", "skip": "not graded", "fail": "fail (above)",
+								"inconclusive": "inconclusive (above)", "error": "could not be graded"}[st], strings.Join(ids, ", "))
+							sep = "; "
+						}
+					}
+					b.WriteString("\n")
+				}
+				continue
+			}
+			for _, id := range r.with("fail") {
+				fmt.Fprintf(&b, "  - `%s`: %s\n", id, escape(r.message(id)))
+			}
+			for _, id := range r.with("inconclusive") {
+				fmt.Fprintf(&b, "  - `%s` inconclusive: %s\n", id, escape(r.message(id)))
+			}
+		}
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+func identifyLine(r identifyReport) string {
+	if len(r.Fits) == 0 {
+		return strings.ToUpper(r.Outcome) + ": no profile gives every answer"
+	}
+	var fits []string
+	for _, f := range r.Fits {
+		s := "`" + f.Profile + "` (" + f.Description + ")"
+		if len(f.SameDecisions) > 0 {
+			s += ", deciding as `" + strings.Join(f.SameDecisions, "`, `") + "`"
+		}
+		fits = append(fits, s)
+	}
+	return strings.ToUpper(r.Outcome) + ": " + strings.Join(fits, "; ")
+}
+
+// summary is a run's outcome in a table cell.
+func summary(r runReport) string {
+	fails, inc := r.with("fail"), r.with("inconclusive")
+	s := strings.ReplaceAll(r.Outcome, "-", " ")
+	if len(fails) > 0 {
+		s += ": fails " + strings.Join(sorted(fails), ", ")
+	}
+	if len(inc) > 0 {
+		s += fmt.Sprintf(" (%d inconclusive)", len(inc))
+	}
+	return s
+}
+
+// brief is a run's outcome and how many specs failed, for the sliding
+// log's column (the section lists them).
+func brief(r runReport) string {
+	s := strings.ReplaceAll(r.Outcome, "-", " ")
+	if n := len(r.with("fail")); n > 0 {
+		s += fmt.Sprintf(" (%d fail)", n)
+	}
+	return s
+}
+
+// anchor is the GitHub anchor of a card's "## name" heading.
+func anchor(name string) string { return strings.ToLower(name) }
+
+// escape keeps a message on its line of Markdown.
+func escape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+// status is the status of spec id in r.
+func (r runReport) status(id string) string {
+	for _, res := range r.Results {
+		if res.ID == id {
+			return res.Status
+		}
+	}
+	return "skip"
+}

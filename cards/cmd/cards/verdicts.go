@@ -1,0 +1,238 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+)
+
+// A verdict line of expected.txt: card, what was graded (identify, or a
+// run's profile), and what it said:
+//
+//	redis_rate	identify	identified gcra:burst=limit
+//	redis_rate	run gcra	fails: -
+//
+//	throttled-goredis	run gcra:burst=limit	fails: robust/key-hygiene | flaky: core/concurrent-4
+//
+//	redis_rate	run sliding-log	outcome: not-conformant
+//
+// A run's verdict against the card's own profile is the set of specs that
+// failed; against the sliding log, for reference, its outcome. Graded in real time on
+// a loaded machine, a spec may come out inconclusive (never a pass, never
+// a failure): an expected failure that is inconclusive this time is not a
+// difference; a failure not expected, an expected failure that passed, or
+// an error is. A race the library loses only sometimes is listed after
+// "flaky:": it may fail or pass (the card's notes confirm it apart from
+// rlconform); -update keeps that list.
+type verdictLine struct{ card, what, verdict string }
+
+func verdictLines(gs []*graded) []verdictLine {
+	var ls []verdictLine
+	for _, g := range gs {
+		ls = append(ls, verdictLine{g.card.Name, "identify", g.identify.name()})
+		for i, r := range g.runs {
+			ls = append(ls, verdictLine{g.card.Name, "run " + r.Profile, runVerdict(i, r)})
+		}
+	}
+	return ls
+}
+
+// runVerdict is what expected.txt keeps of a card's i-th run: the specs
+// its own profile fails; of the sliding log's run (for reference: another
+// algorithm's, whose failures in real time vary with the instants), its
+// outcome.
+func runVerdict(i int, r runReport) string {
+	if i > 0 {
+		return "outcome: " + r.Outcome
+	}
+	return failsVerdict(r.with("fail"))
+}
+
+func failsVerdict(ids []string) string {
+	if len(ids) == 0 {
+		return "fails: -"
+	}
+	return "fails: " + strings.Join(sorted(ids), " ")
+}
+
+// parseVerdict splits a run's expected verdict into the specs that must
+// fail and those that may.
+func parseVerdict(v string) (fails, flaky map[string]bool, err error) {
+	must, may, _ := strings.Cut(v, " | ")
+	ids, ok := strings.CutPrefix(must, "fails: ")
+	if !ok {
+		return nil, nil, fmt.Errorf("expected verdict %q is not 'fails: ...[ | flaky: ...]'", v)
+	}
+	fails, flaky = map[string]bool{}, map[string]bool{}
+	if ids != "-" {
+		for _, id := range strings.Fields(ids) {
+			fails[id] = true
+		}
+	}
+	if may != "" {
+		ids, ok := strings.CutPrefix(may, "flaky: ")
+		if !ok {
+			return nil, nil, fmt.Errorf("expected verdict %q: after ' | ' want 'flaky: ...'", v)
+		}
+		for _, id := range strings.Fields(ids) {
+			flaky[id] = true
+		}
+	}
+	return fails, flaky, nil
+}
+
+// withFlaky is a run's verdict keeping the flaky specs of old.
+func withFlaky(r runReport, old string) string {
+	_, flaky, err := parseVerdict(old)
+	if err != nil || len(flaky) == 0 {
+		return failsVerdict(r.with("fail"))
+	}
+	var must []string
+	for _, id := range r.with("fail") {
+		if !flaky[id] {
+			must = append(must, id)
+		}
+	}
+	var may []string
+	for id := range flaky {
+		may = append(may, id)
+	}
+	return failsVerdict(must) + " | flaky: " + strings.Join(sorted(may), " ")
+}
+
+func readExpected(path string) (map[[2]string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("the expected verdicts: %w", err)
+	}
+	defer f.Close()
+	want := map[[2]string]string{}
+	s := bufio.NewScanner(f)
+	for n := 1; s.Scan(); n++ {
+		line := s.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		parts := strings.Split(line, "\t")
+		if len(parts) != 3 {
+			return nil, fmt.Errorf("%s:%d: want card<TAB>what<TAB>verdict, got %q", path, n, line)
+		}
+		want[[2]string{parts[0], parts[1]}] = parts[2]
+	}
+	return want, s.Err()
+}
+
+const expectedHeader = `# The verdicts make cards expects, one line per grading: card, what was
+# graded, what it said. A run's verdict is the set of specs that failed.
+# Written by 'go run ./cmd/cards -update' (make cards-update); edit only
+# with the card's notes (cards/notes/NAME.md), which say why each fails.
+`
+
+func updateExpected(path string, lines []verdictLine, gs []*graded) error {
+	want := map[[2]string]string{}
+	if _, err := os.Stat(path); err == nil {
+		if want, err = readExpected(path); err != nil {
+			return err
+		}
+	}
+	old := maps.Clone(want)
+	for _, l := range lines {
+		want[[2]string{l.card, l.what}] = l.verdict
+	}
+	for _, g := range gs {
+		for _, r := range g.runs {
+			key := [2]string{g.card.Name, "run " + r.Profile}
+			if o, ok := old[key]; ok && strings.HasPrefix(o, "fails: ") {
+				want[key] = withFlaky(r, o)
+			}
+		}
+	}
+	var b strings.Builder
+	b.WriteString(expectedHeader)
+	for _, c := range cards {
+		for _, what := range whats(want, c.Name) {
+			fmt.Fprintf(&b, "%s\t%s\t%s\n", c.Name, what, want[[2]string{c.Name, what}])
+		}
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// whats are the gradings of card in want: identify first, then the runs.
+func whats(want map[[2]string]string, card string) []string {
+	var ws []string
+	for k := range want {
+		if k[0] == card && k[1] != "identify" {
+			ws = append(ws, k[1])
+		}
+	}
+	slices.Sort(ws)
+	if _, ok := want[[2]string{card, "identify"}]; ok {
+		ws = append([]string{"identify"}, ws...)
+	}
+	return ws
+}
+
+// compare returns the differences between the expected verdicts and
+// those of gs, one line each.
+func compare(want map[[2]string]string, gs []*graded) []string {
+	var diff []string
+	for _, g := range gs {
+		name := g.card.Name
+		key := [2]string{name, "identify"}
+		if w, ok := want[key]; !ok {
+			diff = append(diff, fmt.Sprintf("%s identify: no expected verdict; it said %q", name, g.identify.name()))
+		} else if got := g.identify.name(); got != w {
+			diff = append(diff, fmt.Sprintf("%s identify: %q, expected %q", name, got, w))
+		}
+		for i, r := range g.runs {
+			key := [2]string{name, "run " + r.Profile}
+			w, ok := want[key]
+			if !ok {
+				diff = append(diff, fmt.Sprintf("%s run %s: no expected verdict; it said %q", name, r.Profile, runVerdict(i, r)))
+				continue
+			}
+			if outcome, ok := strings.CutPrefix(w, "outcome: "); ok {
+				if r.Outcome != outcome {
+					diff = append(diff, fmt.Sprintf("%s run %s: %s, expected %s (%s)", name, r.Profile, r.Outcome, outcome, r.Verdict))
+				}
+				continue
+			}
+			if d := compareRun(w, r); d != nil {
+				diff = append(diff, fmt.Sprintf("%s run %s: %s", name, r.Profile, strings.ReplaceAll(d.Error(), "\n", "\n    ")))
+			}
+		}
+	}
+	return diff
+}
+
+func compareRun(want string, r runReport) error {
+	expected, flaky, err := parseVerdict(want)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, id := range r.with("fail") {
+		if !expected[id] && !flaky[id] {
+			errs = append(errs, fmt.Errorf("%s failed, expected to pass: %s", id, r.message(id)))
+		}
+	}
+	for _, id := range r.with("error") {
+		errs = append(errs, fmt.Errorf("%s could not be graded: %s", id, r.message(id)))
+	}
+	for id := range expected {
+		st := ""
+		for _, res := range r.Results {
+			if res.ID == id {
+				st = res.Status
+			}
+		}
+		if st != "fail" && st != "inconclusive" {
+			errs = append(errs, fmt.Errorf("%s expected to fail, but its status is %q", id, st))
+		}
+	}
+	return errors.Join(errs...)
+}

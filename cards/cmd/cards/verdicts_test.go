@@ -1,0 +1,131 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// report makes a run's report from id=status pairs.
+func report(t *testing.T, profile string, statuses ...string) runReport {
+	t.Helper()
+	var results []map[string]string
+	for _, s := range statuses {
+		id, st, _ := strings.Cut(s, "=")
+		results = append(results, map[string]string{"id": id, "status": st, "message": id + " said so\nmore"})
+	}
+	b, err := json.Marshal(map[string]any{"profile": profile, "outcome": "not-conformant", "results": results})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r runReport
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestCompareRun(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string
+		statuses   []string
+		differs    string // "" when the verdict is as expected
+	}{
+		{"same failures", "fails: a/x b/y", []string{"a/x=fail", "b/y=fail", "c/z=pass"}, ""},
+		{"nothing fails, as expected", "fails: -", []string{"a/x=pass", "b/y=skip"}, ""},
+		{"an expected failure inconclusive in real time", "fails: a/x b/y", []string{"a/x=inconclusive", "b/y=fail"}, ""},
+		{"a new failure", "fails: a/x", []string{"a/x=fail", "b/y=fail"}, "b/y failed, expected to pass: b/y said so"},
+		{"an expected failure passed", "fails: a/x b/y", []string{"a/x=fail", "b/y=pass"}, `b/y expected to fail, but its status is "pass"`},
+		{"an expected failure not graded", "fails: a/x", []string{"a/x=skip"}, `a/x expected to fail, but its status is "skip"`},
+		{"an error", "fails: -", []string{"a/x=error"}, "a/x could not be graded"},
+		{"a malformed expectation", "passes", nil, "is not 'fails: ..."},
+		{"a flaky spec failed", "fails: a/x | flaky: b/y", []string{"a/x=fail", "b/y=fail"}, ""},
+		{"a flaky spec passed", "fails: a/x | flaky: b/y", []string{"a/x=fail", "b/y=pass"}, ""},
+		{"a flaky spec does not excuse another", "fails: - | flaky: b/y", []string{"c/z=fail"}, "c/z failed, expected to pass"},
+		{"a malformed flaky list", "fails: - | b/y", nil, "want 'flaky: ...'"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := compareRun(tc.want, report(t, "gcra", tc.statuses...))
+			switch {
+			case tc.differs == "" && err != nil:
+				t.Errorf("compareRun(%q) = %v, want no difference", tc.want, err)
+			case tc.differs != "" && (err == nil || !strings.Contains(err.Error(), tc.differs)):
+				t.Errorf("compareRun(%q) = %v, want a difference saying %q", tc.want, err, tc.differs)
+			}
+		})
+	}
+}
+
+func TestCompareIdentifyAndMissing(t *testing.T) {
+	c, _ := byName("x-time-rate")
+	g := &graded{card: c, identify: identifyReport{Outcome: "identified"}, runs: []runReport{report(t, "token-bucket", "a/x=pass")}}
+	g.identify.Fits = append(g.identify.Fits, struct {
+		Profile       string   `json:"profile"`
+		Description   string   `json:"description"`
+		SameDecisions []string `json:"same_decisions"`
+	}{Profile: "token-bucket"})
+	want := map[[2]string]string{{"x-time-rate", "identify"}: "identified token-bucket", {"x-time-rate", "run token-bucket"}: "fails: -"}
+	if d := compare(want, []*graded{g}); len(d) != 0 {
+		t.Errorf("compare = %q, want no difference", d)
+	}
+	want[[2]string{"x-time-rate", "identify"}] = "identified gcra:burst=limit"
+	if d := compare(want, []*graded{g}); len(d) != 1 || !strings.Contains(d[0], `"identified token-bucket", expected "identified gcra:burst=limit"`) {
+		t.Errorf("compare = %q, want the identification's difference", d)
+	}
+	// The sliding log's run, for reference, is compared by its outcome.
+	g.runs = append(g.runs, report(t, "sliding-log", "a/x=fail"))
+	want[[2]string{"x-time-rate", "identify"}] = "identified token-bucket"
+	want[[2]string{"x-time-rate", "run sliding-log"}] = "outcome: not-conformant"
+	if d := compare(want, []*graded{g}); len(d) != 0 {
+		t.Errorf("compare = %q, want no difference", d)
+	}
+	want[[2]string{"x-time-rate", "run sliding-log"}] = "outcome: conformant"
+	if d := compare(want, []*graded{g}); len(d) != 1 || !strings.Contains(d[0], "not-conformant, expected conformant") {
+		t.Errorf("compare = %q, want the outcome's difference", d)
+	}
+	g.runs = g.runs[:1]
+	want[[2]string{"x-time-rate", "identify"}] = "identified gcra:burst=limit"
+	delete(want, [2]string{"x-time-rate", "run sliding-log"})
+	delete(want, [2]string{"x-time-rate", "run token-bucket"})
+	if d := compare(want, []*graded{g}); len(d) != 2 || !strings.Contains(d[1], "no expected verdict") {
+		t.Errorf("compare = %q, want a missing verdict reported", d)
+	}
+}
+
+func TestExpectedRoundTrip(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "expected.txt")
+	c, _ := byName("redis_rate")
+	g := &graded{card: c, identify: identifyReport{Outcome: "none-fits"}, runs: []runReport{report(t, "gcra", "b/y=fail", "a/x=fail")}}
+	if err := updateExpected(path, verdictLines([]*graded{g}), []*graded{g}); err != nil {
+		t.Fatal(err)
+	}
+	want, err := readExpected(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := want[[2]string{"redis_rate", "run gcra"}]; got != "fails: a/x b/y" {
+		t.Errorf("read back %q, want the failures sorted", got)
+	}
+	if d := compare(want, []*graded{g}); len(d) != 0 {
+		t.Errorf("a run compared with its own verdicts differs: %q", d)
+	}
+	// -update keeps the flaky list, and lists a flaky spec there only.
+	old, _ := os.ReadFile(path)
+	if err := os.WriteFile(path, []byte(strings.Replace(string(old), "fails: a/x b/y", "fails: a/x | flaky: b/y", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := updateExpected(path, verdictLines([]*graded{g}), []*graded{g}); err != nil {
+		t.Fatal(err)
+	}
+	if want, _ = readExpected(path); want[[2]string{"redis_rate", "run gcra"}] != "fails: a/x | flaky: b/y" {
+		t.Errorf("after -update: %q, want the flaky list kept", want[[2]string{"redis_rate", "run gcra"}])
+	}
+	if err := os.WriteFile(path, []byte("redis_rate only two fields\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readExpected(path); err == nil {
+		t.Error("readExpected took a malformed line")
+	}
+}

@@ -1,0 +1,125 @@
+<?php
+// Symfony RateLimiter (Debian's php-symfony-rate-limiter) over rlconform's
+// protocol v1, served by `php -S` with several workers
+// (PHP_CLI_SERVER_WORKERS): every decision is the component's, on a
+// CacheStorage over Symfony's RedisAdapter (phpredis), built as the
+// component's README builds a factory: new RateLimiterFactory($config,
+// $storage), no lock factory. CARD_POLICY is fixed_window, sliding_window
+// or token_bucket; CARD_LOCK=redis gives the factory a LockFactory on a
+// Redis lock store, as the framework's default lock_factory does.
+//
+// The environment is rlconform run --exec's: PORT, RLCONFORM_REDIS_URL,
+// RLCONFORM_KEY_PREFIX. The configuration (limit, window) lives in a file
+// per instance, since every request runs in a fresh PHP state.
+
+require_once '/usr/share/php/Symfony/Component/RateLimiter/autoload.php';
+require_once '/usr/share/php/Symfony/Component/Cache/autoload.php';
+
+use Symfony\Component\Cache\Adapter\RedisAdapter;
+use Symfony\Component\Lock\LockFactory;
+use Symfony\Component\Lock\Store\RedisStore;
+use Symfony\Component\RateLimiter\RateLimiterFactory;
+use Symfony\Component\RateLimiter\Storage\CacheStorage;
+
+function answer(int $status, $body = null): void
+{
+    http_response_code($status);
+    if (null !== $body) {
+        header('Content-Type: application/json');
+        echo json_encode($body);
+    }
+}
+
+function configPath(): string
+{
+    return sys_get_temp_dir().'/rlconform-card-symfony-'.getenv('PORT').'.json';
+}
+
+function config(): array
+{
+    $raw = @file_get_contents(configPath());
+    $c = $raw ? json_decode($raw, true) : null;
+    return is_array($c) ? $c : ['limit' => 5, 'window_ms' => 1000];
+}
+
+function redis(): \Redis
+{
+    static $r = null;
+    if (null === $r) {
+        $r = RedisAdapter::createConnection(getenv('RLCONFORM_REDIS_URL'), ['timeout' => 1, 'read_timeout' => 1, 'retry_interval' => 0]);
+    }
+    return $r;
+}
+
+function limiter(string $user)
+{
+    $c = config();
+    $seconds = intdiv($c['window_ms'], 1000);
+    $policy = getenv('CARD_POLICY') ?: 'fixed_window';
+    $config = ['id' => 'card', 'policy' => $policy, 'limit' => $c['limit']];
+    if ('token_bucket' === $policy) {
+        $config['rate'] = ['interval' => $seconds.' seconds', 'amount' => $c['limit']];
+    } else {
+        $config['interval'] = $seconds.' seconds';
+    }
+    // RedisAdapter appends ':' to its namespace, which may not hold one.
+    $namespace = rtrim(getenv('RLCONFORM_KEY_PREFIX'), ':');
+    $storage = new CacheStorage(new RedisAdapter(redis(), $namespace));
+    $locks = 'redis' === getenv('CARD_LOCK') ? new LockFactory(new RedisStore(redis())) : null;
+    return (new RateLimiterFactory($config, $storage, $locks))->create($user);
+}
+
+$method = $_SERVER['REQUEST_METHOD'];
+$path = parse_url($_SERVER['REQUEST_URI'], PHP_URL_PATH);
+if ('GET' === $method && '/rlc/v1/capabilities' === $path) {
+    return answer(200, ['clock' => false, 'configure' => true, 'remaining' => true, 'reset' => true]);
+}
+if ('POST' !== $method) {
+    return answer(404, ['error' => 'no such endpoint']);
+}
+$in = json_decode(file_get_contents('php://input'), true);
+if (!is_array($in)) {
+    return answer(400, ['error' => 'malformed request body']);
+}
+try {
+    switch ($path) {
+        case '/rlc/v1/configure':
+            $n = $in['max_requests'] ?? null;
+            $w = $in['window_ms'] ?? null;
+            if (!is_int($n) || !is_int($w) || $n < 1 || $w < 1) {
+                return answer(400, ['error' => 'invalid configuration: max_requests and window_ms must be integers of at least 1']);
+            }
+            // The component's intervals are whole seconds
+            // (TimeUtil::dateIntervalToSeconds).
+            if (0 !== $w % 1000 || $w > 3153600000000 || $n > 2147483647) {
+                return answer(400, ['error' => "invalid configuration: Symfony RateLimiter takes whole seconds (window_ms $w) and a PHP int limit"]);
+            }
+            file_put_contents(configPath(), json_encode(['limit' => $n, 'window_ms' => $w]), LOCK_EX);
+            return answer(204);
+        case '/rlc/v1/allow':
+        case '/rlc/v1/remaining':
+        case '/rlc/v1/reset':
+            $user = $in['user_id'] ?? null;
+            if (!is_string($user) || '' === $user) {
+                return answer(400, ['error' => 'invalid user id: empty']);
+            }
+            $lim = limiter($user);
+            if ('/rlc/v1/reset' === $path) {
+                $lim->reset();
+                return answer(204);
+            }
+            if ('/rlc/v1/remaining' === $path) {
+                // consume(0) takes nothing and answers what is left.
+                return answer(200, ['remaining' => max(0, $lim->consume(0)->getRemainingTokens())]);
+            }
+            return answer(200, ['allowed' => $lim->consume(1)->isAccepted()]);
+    }
+    return answer(404, ['error' => 'no such endpoint']);
+} catch (\RedisException | \Symfony\Component\Cache\Exception\InvalidArgumentException | \Symfony\Component\Lock\Exception\ExceptionInterface $e) {
+    // Redis unreachable: RedisAdapter::createConnection throws "Redis
+    // connection failed" (Cache/Traits/RedisTrait.php), phpredis a
+    // RedisException, the lock store its own.
+    return answer(503, ['error' => 'store: '.get_class($e).': '.$e->getMessage()]);
+} catch (\Throwable $e) {
+    return answer(500, ['error' => get_class($e).': '.$e->getMessage()]);
+}
