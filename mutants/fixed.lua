@@ -15,12 +15,17 @@ local count, key
 if kind == "first" then
   key = base
   local startedAt = tonumber(redis.call("HGET", key, "start") or "-1")
-  if startedAt < 0 or now >= startedAt + window then
+  if startedAt >= 0 and now < startedAt + window then
+    count = tonumber(redis.call("HGET", key, "count"))
+  elseif record then
+    -- Only a request opens a window; a query of what remains opens none.
     redis.call("DEL", key)
     redis.call("HSET", key, "start", now, "count", 0)
     redis.call("PEXPIRE", key, window)
+    count = 0
+  else
+    count = 0
   end
-  count = tonumber(redis.call("HGET", key, "count"))
 elseif kind == "approx" then
   local k = math.floor(now / window)
   key = base .. ":" .. k

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -251,4 +252,29 @@ func explainedBy(r result.Result, name string) bool {
 		}
 	}
 	return false
+}
+
+// TestFixedWindowFirstOpensOnARequestOnly: the mutant is the profile it
+// names, so a query of what remains opens no window (it did, and
+// strict/differential's answers then ruled the mutant's own algorithm
+// out of the run's diagnosis on about one seed in five).
+func TestFixedWindowFirstOpensOnARequestOnly(t *testing.T) {
+	ctx := context.Background()
+	start := time.UnixMilli(1_767_225_600_000)
+	clock := fakeclock.New(start)
+	lim, err := mutants.FixedWindowFirstRequest(mutants.Store{Redis: store.Client, Clock: clock, Prefix: fmt.Sprintf("rlc-fwf-test:%d:", time.Now().UnixNano()), MaxRequests: 2, Window: time.Minute})
+	require.NoError(t, err)
+	left, err := lim.GetRemainingRequests(ctx, "u")
+	require.NoError(t, err)
+	assert.Equal(t, 2, left)
+	clock.Set(start.Add(20 * time.Second)) // the window opens here, with the first request
+	for range 2 {
+		ok, err := lim.AllowRequest(ctx, "u")
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	clock.Set(start.Add(61 * time.Second)) // past a window from the query, within one from the request
+	ok, err := lim.AllowRequest(ctx, "u")
+	require.NoError(t, err)
+	assert.False(t, ok, "the window opened at the first request, not at the query")
 }
