@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -21,11 +22,39 @@ import (
 	"github.com/rlconform/rlconform/adapters"
 	"github.com/rlconform/rlconform/fakeclock"
 	"github.com/rlconform/rlconform/internal/testaddr"
+	"github.com/rlconform/rlconform/internal/testtier"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/mutants"
 	"github.com/rlconform/rlconform/redisenv"
 	"github.com/rlconform/rlconform/suite"
 )
+
+// asCommand, set to 1 in its environment, makes the test binary the
+// rlconform command (Main on its arguments) instead of the tests: a test
+// runs it as a child process, to interrupt it, without building
+// cmd/rlconform.
+const asCommand = "RLCONFORM_CLI_TEST_AS_COMMAND"
+
+// store is the Redis of the services the tests start (each on a prefix of
+// its own); a run of the reference obtains its own, as the command does.
+var store *redisenv.Redis
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asCommand) == "1" {
+		os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	// The parallel tests grade in real time: they mostly wait.
+	testtier.Parallelism(4)
+	r, err := redisenv.Obtain(context.Background())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cli tests:", err)
+		os.Exit(1)
+	}
+	store = r
+	code := m.Run()
+	r.Close()
+	os.Exit(code)
+}
 
 // rlconform runs the command and returns its exit code and outputs.
 func rlconform(t *testing.T, args ...string) (int, string, string) {
@@ -108,6 +137,8 @@ func TestRunRemoteTargets(t *testing.T) {
 }
 
 func TestRunInRealTimeWithoutClockControl(t *testing.T) {
+	testtier.SkipShort(t, "grades in real time")
+	t.Parallel()
 	url := serveModel(t, false)
 	start := time.Now()
 	code, out, _ := rlconform(t, "run", "--target", url)
@@ -129,11 +160,9 @@ func TestRunInRealTimeWithoutClockControl(t *testing.T) {
 // with clock control: strict/boundary-burst-epoch fails it.
 func serveFixedWindow(t *testing.T) *adapters.Server {
 	t.Helper()
-	red, err := redisenv.Obtain(context.Background())
-	require.NoError(t, err)
-	t.Cleanup(func() { red.Close() })
+	red := store
 	clock := fakeclock.New(time.Now())
-	lim, err := mutants.FixedWindowEpoch(mutants.Store{Redis: red.Client, Clock: clock, Prefix: "rlc-cli-test:", MaxRequests: 5, Window: time.Minute})
+	lim, err := mutants.FixedWindowEpoch(mutants.Store{Redis: red.Client, Clock: clock, Prefix: fmt.Sprintf("rlc-cli-test:%d:", time.Now().UnixNano()), MaxRequests: 5, Window: time.Minute})
 	require.NoError(t, err)
 	srv, err := adapters.NewServer(lim, clock)
 	require.NoError(t, err)

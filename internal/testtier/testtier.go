@@ -19,6 +19,7 @@ package testtier
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"flag"
 	"fmt"
 	"hash/fnv"
 	mrand "math/rand/v2"
@@ -120,4 +121,20 @@ func Sample[T any](t testing.TB, all []T, k int, name func(T) string) []T {
 	t.Logf("sampled %d of %d: %s (%s=%d picks them again; %s=1 runs all)",
 		k, len(all), strings.Join(names, ", "), SeedEnv, s, FullEnv)
 	return out
+}
+
+// Parallelism sets how many parallel tests run at once (-test.parallel)
+// to n, unless the command line gave -parallel: for a package whose
+// parallel tests mostly wait on real time, not on the CPU. Call it from
+// TestMain, before m.Run.
+func Parallelism(n int) {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		// The flag is the testing package's own: it exists once tests run.
+		_ = flag.Set("test.parallel", strconv.Itoa(n))
+	}
 }
