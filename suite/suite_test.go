@@ -134,6 +134,7 @@ func TestLinearizableToleratesUnknownOutcomes(t *testing.T) {
 // started stops mid-run, the reference is not graded NOT CONFORMANT: the
 // spec that saw it is errored, the run aborted and undecided.
 func TestGradersStoreDyingIsAFaultNotAVerdict(t *testing.T) {
+	t.Parallel() // a Redis of its own: it waits on the stopped one
 	ctx := context.Background()
 	red, err := redisenv.Start(ctx)
 	require.NoError(t, err)

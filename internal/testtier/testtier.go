@@ -126,7 +126,8 @@ func Sample[T any](t testing.TB, all []T, k int, name func(T) string) []T {
 // Parallelism sets how many parallel tests run at once (-test.parallel)
 // to n, unless the command line gave -parallel: for a package whose
 // parallel tests mostly wait on real time, not on the CPU. Call it from
-// TestMain, before m.Run.
+// TestMain, before m.Run; not in a package that runs Ginkgo specs (Ginkgo
+// refuses a -parallel other than its default).
 func Parallelism(n int) {
 	if !flag.Parsed() {
 		flag.Parse()
