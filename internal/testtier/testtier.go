@@ -139,3 +139,15 @@ func Parallelism(n int) {
 		_ = flag.Set("test.parallel", strconv.Itoa(n))
 	}
 }
+
+// Seeds returns the seeds 0 to n-1 of a property test: all of them in the
+// full tier, a sample of k otherwise, which rotates with the run's seed
+// (and is logged, so that a failure's seed is known).
+func Seeds(t testing.TB, n, k uint64) []uint64 {
+	t.Helper()
+	all := make([]uint64, n)
+	for i := range all {
+		all[i] = uint64(i)
+	}
+	return Sample(t, all, int(k), func(s uint64) string { return strconv.FormatUint(s, 10) })
+}
