@@ -114,6 +114,7 @@ func TestRunGradesTheReferenceByDefault(t *testing.T) {
 }
 
 func TestRunRemoteTargets(t *testing.T) {
+	t.Parallel() // its own servers: nothing shared
 	urls := serveModelInstances(t, true, 2)
 	dir := t.TempDir()
 	junit, summary := filepath.Join(dir, "j.xml"), filepath.Join(dir, "s.md")
@@ -171,6 +172,7 @@ func serveFixedWindow(t *testing.T) *adapters.Server {
 }
 
 func TestRunFailsABrokenRemoteLimiter(t *testing.T) {
+	t.Parallel() // its own servers: nothing shared
 	srv := serveFixedWindow(t)
 
 	code, out, _ := rlconform(t, "run", "--target", srv.URL, "--level", "strict", "--report-dir", t.TempDir())
@@ -255,6 +257,7 @@ func TestVersionAndListFilters(t *testing.T) {
 }
 
 func TestRunCannotRun(t *testing.T) {
+	t.Parallel() // its own servers: nothing shared
 	garbage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("<html>hello</html>"))
 	}))
@@ -325,6 +328,7 @@ func TestList(t *testing.T) {
 }
 
 func TestRunTellsSlowFromWrong(t *testing.T) {
+	t.Parallel() // its own servers: nothing shared
 	// Answers every call correctly, 150ms late.
 	lim, err := model.NewLimiter(fakeclock.Real{}, 5, time.Minute)
 	require.NoError(t, err)
@@ -353,6 +357,7 @@ func TestRunTellsSlowFromWrong(t *testing.T) {
 }
 
 func TestFailOnSkip(t *testing.T) {
+	t.Parallel() // its own servers: nothing shared
 	url := serveModel(t, false)
 	args := []string{"run", "--target", url, "--id", "core/reset,strict/clock-step-back"}
 	code, out, _ := rlconform(t, args...)

@@ -118,6 +118,7 @@ func TestIdentifySaysWhichWindowTheTargetRefused(t *testing.T) {
 // run --profile grades a served profile model against its profile, and
 // fails it against another; list --profile says what is not graded.
 func TestRunAndListWithAProfile(t *testing.T) {
+	t.Parallel() // its own servers: nothing shared
 	url := serveProfile(t, "gcra", true)
 	code, out, errOut := rlconform(t, "run", "--target", url, "--profile", "gcra", "--level", "strict")
 	assert.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)

@@ -77,10 +77,11 @@ func requireClean(t *testing.T, rep *result.Report, p string, minPassed int) {
 func TestProfileImplementationsPassTheirProfile(t *testing.T) {
 	r := obtainRedis(t)
 	outage := map[string]bool{}
-	for _, p := range testtier.Sample(t, profileSpecs, 2, func(p string) string { return p }) {
+	for _, p := range testtier.Sample(t, profileSpecs, testtier.Quick(2, 0), func(p string) string { return p }) {
 		outage[p] = true
 	}
-	for _, p := range profileSpecs {
+	// go test -short grades a sample of the profiles.
+	for _, p := range testtier.Sample(t, profileSpecs, testtier.Quick(len(profileSpecs), 3), func(p string) string { return p }) {
 		t.Run(p, func(t *testing.T) {
 			cfg := suite.Config{Profile: p, Redis: r, ReportDir: t.TempDir()}
 			if !outage[p] {

@@ -151,3 +151,12 @@ func Seeds(t testing.TB, n, k uint64) []uint64 {
 	}
 	return Sample(t, all, int(k), func(s uint64) string { return strconv.FormatUint(s, 10) })
 }
+
+// Quick is n, or short under go test -short: how many of a matrix the edit
+// loop takes (a sample's k, a loop's count).
+func Quick(n, short int) int {
+	if testing.Short() {
+		return short
+	}
+	return n
+}
