@@ -44,7 +44,7 @@ func TestMain(m *testing.M) {
 		os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	// The parallel tests grade in real time: they mostly wait.
-	testtier.Parallelism(4)
+	testtier.Parallelism(3)
 	r, err := redisenv.Obtain(context.Background())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "cli tests:", err)
