@@ -4,12 +4,12 @@
 //
 //   - go test -short (the edit loop): tests that wait on real time, build
 //     another module, start a gateway, Node.js or Docker skip, saying so
-//     ([SkipShort]).
+//     ([SkipShort]), and some matrices take a smaller sample ([Quick]).
 //   - go test, as make test runs it (the default tier): a matrix of runs on
 //     equivalent targets is sampled ([Sample]) with a seed the test logs,
 //     so that a failure reproduces, and a different part of it runs each
 //     time; a loop that repeats a run to catch a rare failure runs fewer
-//     times ([Runs]).
+//     times ([Runs]), a property test fewer seeds ([Seeds]).
 //   - RLCONFORM_FULL=1 (make test-full, which CI runs after make test):
 //     every sample is the whole matrix and every loop runs its full count.
 //
