@@ -13,7 +13,7 @@ conformance: redis
 ## cores). Where a test grades a matrix of equivalent targets in real time,
 ## or repeats a run to catch a rare failure, it takes a sample (logged with
 ## its RLCONFORM_SEED, which picks it again) or fewer runs: test-full runs
-## them whole. The edit loop: go test -short ./... (under a minute).
+## them whole. The edit loop: go test -short ./... (about a minute).
 test: redis gateways node-deps container-rung arch-check api-check
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
