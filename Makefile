@@ -1,7 +1,7 @@
 # The two jobs the README opens with. Both get a real Redis first.
 GO ?= go
 
-.PHONY: conformance test bench redis node-deps container-rung gateways arch-check api-check cards cards-update cards-deps
+.PHONY: conformance test test-full bench redis node-deps container-rung gateways arch-check api-check cards cards-update cards-deps
 
 ## conformance: grade the reference limiter against real Redis and print the table
 conformance: redis
@@ -9,8 +9,13 @@ conformance: redis
 	$(GO) build -o bin/rlconform ./cmd/rlconform
 	./bin/rlconform run
 
-## test: every test, with the race detector; of the report cards (cards/,
-## a module of its own), the two with an injected clock
+## test: every test, with the race detector (about 3 minutes on two quiet
+## cores); of the report cards (cards/, a module of its own), the two with
+## an injected clock. Where a test grades a matrix of equivalent targets in
+## real time, or repeats a run to catch a rare failure, it takes a sample
+## (logged with its RLCONFORM_SEED, which picks it again) or fewer runs:
+## test-full runs them whole. The edit loop: go test -short ./... (about a
+## minute).
 test: redis gateways cards-deps node-deps container-rung arch-check api-check
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
@@ -31,6 +36,15 @@ cards-update: redis gateways cards-deps
 # Debian's packages (scripts/ensure-cards).
 cards-deps:
 	@./scripts/ensure-cards
+
+## test-full: the full tier (RLCONFORM_FULL=1) of the packages that have
+## one: every mutant, profile and seed, every repeated run, the CI recipes
+## as written. .ci/run runs it after make test. A package whose tests call
+## testtier.Sample, Runs, Seeds, Full or SkipUnlessFull is listed here
+## (internal/testtier's test checks it).
+FULL_TIER := ./bench ./docs/ci ./honest ./model ./mutants ./reference
+test-full: redis node-deps
+	RLCONFORM_FULL=1 $(GO) test -race -count=1 $(FULL_TIER)
 
 ## bench: the reference side by side with its ceilings, in interleaved runs
 ## (docs/performance.md): AllowRequest against a bare go-redis Script.Run,

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rlconform/rlconform/internal/testtier"
 	"github.com/rlconform/rlconform/model"
 )
 
@@ -87,7 +88,8 @@ func profileOf(t *testing.T, spec string, n int, w time.Duration) model.Profile 
 func TestEveryProfileIsNeverFailedByItsOwnRules(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	failedAsLog := map[string]int{}
-	for round := range 3000 {
+	rounds := testtier.Runs(3000, 600) // the full tier judges them all
+	for round := range rounds {
 		spec := specs[round%len(specs)]
 		n := 1 + r.IntN(6)
 		w := time.Duration(2+r.IntN(60)) * ms
@@ -105,7 +107,7 @@ func TestEveryProfileIsNeverFailedByItsOwnRules(t *testing.T) {
 	for _, spec := range []string{"fixed-window:align=epoch", "fixed-window:align=first-hit", "gcra:burst=7", "token-bucket:refill=interval", "sliding-counter:align=epoch"} {
 		assert.Positive(t, failedAsLog[spec], "%s: no history of it is failed as a sliding log", spec)
 	}
-	t.Logf("histories failed as a sliding log, of 3000/%d per profile: %v", len(specs), failedAsLog)
+	t.Logf("histories failed as a sliding log, of %d/%d per profile: %v", rounds, len(specs), failedAsLog)
 }
 
 // TestOverAdmissionIsCaught: a limiter that admits more than its profile
@@ -135,7 +137,7 @@ func TestOverAdmissionIsCaught(t *testing.T) {
 		{"sliding-counter", "sliding-counter", func(n int) int { return n - 1 }, false},
 	} {
 		caught := 0
-		const rounds = 100
+		rounds := testtier.Runs(100, 30) // the full tier judges them all
 		for range rounds {
 			n := 2 + r.IntN(4)
 			w := time.Duration(20+r.IntN(40)) * ms

@@ -76,9 +76,7 @@ func TestBenchRemoteInstances(t *testing.T) {
 // A service behind the middleware is benched by its answers, its limit
 // read from its RateLimit-Policy field.
 func TestBenchAnEndpoint(t *testing.T) {
-	red, err := redisenv.Obtain(context.Background())
-	require.NoError(t, err)
-	defer red.Close()
+	red := store
 	api := serveAPI(t, red, fmt.Sprintf("rlc-bench-ep:%d:", time.Now().UnixNano()), nil)
 	code, out, errOut := rlconform(t, "bench", "--endpoint", api, "--identity", "header:X-User", "--duration", "1500ms",
 		"--users", "3", "--concurrency", "4", "--progress", "never")
@@ -114,9 +112,7 @@ func TestBenchCannotRun(t *testing.T) {
 // A limiter that counts and adds in two round trips, served on its own
 // clock, overshoots under load: exit 1, with the worst window.
 func TestBenchFailsALimiterThatOvershootsUnderLoad(t *testing.T) {
-	red, err := redisenv.Obtain(context.Background())
-	require.NoError(t, err)
-	defer red.Close()
+	red := store
 	code, out, errOut := 0, "", ""
 	for attempt := 0; attempt < 5 && code != ExitNotConformant; attempt++ {
 		lim, err := mutants.NonAtomic(mutants.Store{Redis: red.Client, Prefix: fmt.Sprintf("rlc-bench-na:%d:", time.Now().UnixNano()),
@@ -223,9 +219,7 @@ var paced = []string{"bench", "--duration", "1500ms", "--rate", "200", "--users"
 // (and the gate that requires exactness passes), and overshoots judged as
 // the sliding log it is not; one that admits N+1 in a window is caught.
 func TestBenchJudgesTheProfileATargetClaims(t *testing.T) {
-	red, err := redisenv.Obtain(context.Background())
-	require.NoError(t, err)
-	defer red.Close()
+	red := store
 	url := serveReferenceProfile(t, red, "fixed-window", 0)
 
 	code, out, errOut := rlconform(t, append(paced, "--target", url, "--profile", "fixed-window", "--require-exactness")...)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -21,11 +22,39 @@ import (
 	"github.com/rlconform/rlconform/adapters"
 	"github.com/rlconform/rlconform/fakeclock"
 	"github.com/rlconform/rlconform/internal/testaddr"
+	"github.com/rlconform/rlconform/internal/testtier"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/mutants"
 	"github.com/rlconform/rlconform/redisenv"
 	"github.com/rlconform/rlconform/suite"
 )
+
+// asCommand, set to 1 in its environment, makes the test binary the
+// rlconform command (Main on its arguments) instead of the tests: a test
+// runs it as a child process, to interrupt it, without building
+// cmd/rlconform.
+const asCommand = "RLCONFORM_CLI_TEST_AS_COMMAND"
+
+// store is the Redis of the services the tests start (each on a prefix of
+// its own); a run of the reference obtains its own, as the command does.
+var store *redisenv.Redis
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asCommand) == "1" {
+		os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	// The parallel tests grade in real time: they mostly wait.
+	testtier.Parallelism(3)
+	r, err := redisenv.Obtain(context.Background())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cli tests:", err)
+		os.Exit(1)
+	}
+	store = r
+	code := m.Run()
+	r.Close()
+	os.Exit(code)
+}
 
 // rlconform runs the command and returns its exit code and outputs.
 func rlconform(t *testing.T, args ...string) (int, string, string) {
@@ -85,6 +114,7 @@ func TestRunGradesTheReferenceByDefault(t *testing.T) {
 }
 
 func TestRunRemoteTargets(t *testing.T) {
+	t.Parallel() // its own servers: nothing shared
 	urls := serveModelInstances(t, true, 2)
 	dir := t.TempDir()
 	junit, summary := filepath.Join(dir, "j.xml"), filepath.Join(dir, "s.md")
@@ -108,6 +138,8 @@ func TestRunRemoteTargets(t *testing.T) {
 }
 
 func TestRunInRealTimeWithoutClockControl(t *testing.T) {
+	testtier.SkipShort(t, "grades in real time")
+	t.Parallel()
 	url := serveModel(t, false)
 	start := time.Now()
 	code, out, _ := rlconform(t, "run", "--target", url)
@@ -129,11 +161,9 @@ func TestRunInRealTimeWithoutClockControl(t *testing.T) {
 // with clock control: strict/boundary-burst-epoch fails it.
 func serveFixedWindow(t *testing.T) *adapters.Server {
 	t.Helper()
-	red, err := redisenv.Obtain(context.Background())
-	require.NoError(t, err)
-	t.Cleanup(func() { red.Close() })
+	red := store
 	clock := fakeclock.New(time.Now())
-	lim, err := mutants.FixedWindowEpoch(mutants.Store{Redis: red.Client, Clock: clock, Prefix: "rlc-cli-test:", MaxRequests: 5, Window: time.Minute})
+	lim, err := mutants.FixedWindowEpoch(mutants.Store{Redis: red.Client, Clock: clock, Prefix: fmt.Sprintf("rlc-cli-test:%d:", time.Now().UnixNano()), MaxRequests: 5, Window: time.Minute})
 	require.NoError(t, err)
 	srv, err := adapters.NewServer(lim, clock)
 	require.NoError(t, err)
@@ -142,6 +172,7 @@ func serveFixedWindow(t *testing.T) *adapters.Server {
 }
 
 func TestRunFailsABrokenRemoteLimiter(t *testing.T) {
+	t.Parallel() // its own servers: nothing shared
 	srv := serveFixedWindow(t)
 
 	code, out, _ := rlconform(t, "run", "--target", srv.URL, "--level", "strict", "--report-dir", t.TempDir())
@@ -226,6 +257,7 @@ func TestVersionAndListFilters(t *testing.T) {
 }
 
 func TestRunCannotRun(t *testing.T) {
+	t.Parallel() // its own servers: nothing shared
 	garbage := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("<html>hello</html>"))
 	}))
@@ -296,6 +328,7 @@ func TestList(t *testing.T) {
 }
 
 func TestRunTellsSlowFromWrong(t *testing.T) {
+	t.Parallel() // its own servers: nothing shared
 	// Answers every call correctly, 150ms late.
 	lim, err := model.NewLimiter(fakeclock.Real{}, 5, time.Minute)
 	require.NoError(t, err)
@@ -324,6 +357,7 @@ func TestRunTellsSlowFromWrong(t *testing.T) {
 }
 
 func TestFailOnSkip(t *testing.T) {
+	t.Parallel() // its own servers: nothing shared
 	url := serveModel(t, false)
 	args := []string{"run", "--target", url, "--id", "core/reset,strict/clock-step-back"}
 	code, out, _ := rlconform(t, args...)

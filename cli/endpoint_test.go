@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rlconform/rlconform/internal/testtier"
 	"github.com/rlconform/rlconform/middleware"
 	"github.com/rlconform/rlconform/redisenv"
 	"github.com/rlconform/rlconform/reference"
@@ -81,9 +81,9 @@ func endpointRun(t *testing.T, urls []string, extra ...string) (int, string, str
 // endpoint, its policy read from its own RateLimit-Policy field; two
 // replicas on one store share one limit.
 func TestEndpointModeGradesAServiceBehindTheMiddleware(t *testing.T) {
-	red, err := redisenv.Obtain(context.Background())
-	require.NoError(t, err)
-	defer red.Close()
+	testtier.SkipShort(t, "grades an endpoint in real time")
+	t.Parallel()
+	red := store
 	prefix := fmt.Sprintf("rlc-ep:%d:", time.Now().UnixNano())
 	a, b := serveAPI(t, red, prefix, nil), serveAPI(t, red, prefix, nil)
 	code, out, errOut := endpointRun(t, []string{a, b}, "--level", "strict")
@@ -98,9 +98,9 @@ func TestEndpointModeGradesAServiceBehindTheMiddleware(t *testing.T) {
 // The compact log (reference.NewCompact) behind the middleware passes every
 // spec that grades an endpoint too, two replicas sharing one limit.
 func TestEndpointModeGradesTheCompactLogBehindTheMiddleware(t *testing.T) {
-	red, err := redisenv.Obtain(context.Background())
-	require.NoError(t, err)
-	defer red.Close()
+	testtier.SkipShort(t, "grades an endpoint in real time")
+	t.Parallel()
+	red := store
 	prefix := fmt.Sprintf("rlc-ep-compact:%d:", time.Now().UnixNano())
 	key := middleware.Header("X-User")
 	a, b := serveOver(t, reference.NewCompact, red, prefix, key, nil), serveOver(t, reference.NewCompact, red, prefix, key, nil)
@@ -115,9 +115,9 @@ func TestEndpointModeGradesTheCompactLogBehindTheMiddleware(t *testing.T) {
 // short to obey, a remaining count off by one, a policy other than the one
 // enforced, replicas that keep their own limits.
 func TestEndpointModeFailsLyingServices(t *testing.T) {
-	red, err := redisenv.Obtain(context.Background())
-	require.NoError(t, err)
-	defer red.Close()
+	testtier.SkipShort(t, "grades an endpoint in real time")
+	t.Parallel()
+	red := store
 	for _, c := range []struct {
 		name string
 		lie  func(http.Header)
@@ -186,9 +186,9 @@ func TestEndpointModeCannotRun(t *testing.T) {
 // identify names a service behind the middleware a
 // sliding log.
 func TestEndpointModeKeepsToMaxRPSAndIdentifies(t *testing.T) {
-	red, err := redisenv.Obtain(context.Background())
-	require.NoError(t, err)
-	defer red.Close()
+	testtier.SkipShort(t, "grades an endpoint in real time")
+	t.Parallel()
+	red := store
 	var mu sync.Mutex
 	var arrivals []time.Time
 	url := serveAPI(t, red, fmt.Sprintf("rlc-ep:%d:", time.Now().UnixNano()), func(http.Header) {
@@ -214,9 +214,9 @@ func TestEndpointModeKeepsToMaxRPSAndIdentifies(t *testing.T) {
 // With --identity none every request shares one limit: the specs that need
 // several users are skipped, and the others wait the window out first.
 func TestEndpointModeWithOneSharedLimit(t *testing.T) {
-	red, err := redisenv.Obtain(context.Background())
-	require.NoError(t, err)
-	defer red.Close()
+	testtier.SkipShort(t, "grades an endpoint in real time")
+	t.Parallel()
+	red := store
 	one := func(*http.Request) (string, error) { return "everyone", nil }
 	url := serveKeyed(t, red, fmt.Sprintf("rlc-ep:%d:", time.Now().UnixNano()), one, nil)
 	code, out, errOut := rlconform(t, "run", "--endpoint", url, "--identity", "none", "--policy", "5/1s",

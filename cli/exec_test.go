@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlconform/rlconform/internal/testtier"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -52,6 +53,8 @@ func stopped(t *testing.T, stderr string) {
 // everything the protocol allows, robust/store-outage and the shared-store
 // specs included, and stopped at the end.
 func TestExecGradesAPythonService(t *testing.T) {
+	testtier.SkipShort(t, "starts a Python service and grades it")
+	t.Parallel()
 	code, out, errOut := rlconform(t, "run", "--exec", pythonService(t), "--instances", "2")
 	assert.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
 	for _, id := range []string{"robust/store-outage", "robust/key-hygiene", "strict/shared-store", "strict/shared-store-concurrent"} {
@@ -68,6 +71,8 @@ func TestExecGradesAPythonService(t *testing.T) {
 // the connection when Redis dies, instead of answering 503, was CONFORMANT
 // when robust/store-outage could not be graded over HTTP.
 func TestExecFailsAServiceThatDropsTheConnection(t *testing.T) {
+	testtier.SkipShort(t, "starts a Python service and grades it")
+	t.Parallel()
 	src, err := os.ReadFile(strings.TrimPrefix(pythonService(t), "python3 "))
 	require.NoError(t, err)
 	answer := `            return self.answer(503, {"error": str(e)})`
@@ -110,16 +115,17 @@ func TestExecCannotStart(t *testing.T) {
 	}
 }
 
-// TestExecStopsTheServiceOnCtrlC interrupts a run of the built command
-// while it grades: it exits 130, and the service it started is gone.
+// TestExecStopsTheServiceOnCtrlC interrupts a run of the command (this
+// test binary as rlconform: see asCommand) while it grades: it exits 130,
+// and the service it started is gone.
 func TestExecStopsTheServiceOnCtrlC(t *testing.T) {
+	testtier.SkipShort(t, "starts a Python service and interrupts its grading")
+	t.Parallel()
 	service := pythonService(t)
-	bin := filepath.Join(t.TempDir(), "rlconform")
-	build := exec.Command("go", "build", "-o", bin, "../cmd/rlconform")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin, "run", "--exec", service, "--instances", "2", "--id", "strict/config-range")
+	self, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(self, "run", "--exec", service, "--instances", "2", "--id", "strict/config-range")
+	cmd.Env = append(os.Environ(), asCommand+"=1")
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
@@ -145,6 +151,8 @@ func TestExecStopsTheServiceOnCtrlC(t *testing.T) {
 // run does: benched on its own clock it is exact; identified, it is the
 // sliding log.
 func TestExecBenchesAndIdentifies(t *testing.T) {
+	testtier.SkipShort(t, "starts a Python service and grades it")
+	t.Parallel()
 	service := pythonService(t)
 	code, out, errOut := rlconform(t, "bench", "--exec", "CLOCK=off "+service, "--instances", "2",
 		"--limit", "5", "--users", "3", "--duration", "1s", "--progress", "never")

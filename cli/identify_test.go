@@ -15,6 +15,7 @@ import (
 	"github.com/rlconform/rlconform/adapters"
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/fakeclock"
+	"github.com/rlconform/rlconform/internal/testtier"
 	"github.com/rlconform/rlconform/model"
 )
 
@@ -39,6 +40,7 @@ func serveProfile(t *testing.T, spec string, withClock bool) string {
 // identify names a profile model served over protocol v1, in both clock
 // modes, with its parameters; JSON says the same.
 func TestIdentifyOverTheProtocol(t *testing.T) {
+	t.Parallel() // one case is in real time: it mostly waits
 	for _, c := range []struct {
 		spec      string
 		withClock bool
@@ -48,6 +50,9 @@ func TestIdentifyOverTheProtocol(t *testing.T) {
 		{"fixed-window:align=first-hit", false},
 	} {
 		t.Run(c.spec, func(t *testing.T) {
+			if !c.withClock {
+				testtier.SkipShort(t, "identifies in real time")
+			}
 			path := filepath.Join(t.TempDir(), "id.json")
 			code, out, errOut := rlconform(t, "identify", "--target", serveProfile(t, c.spec, c.withClock), "--json", path)
 			require.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
@@ -113,6 +118,7 @@ func TestIdentifySaysWhichWindowTheTargetRefused(t *testing.T) {
 // run --profile grades a served profile model against its profile, and
 // fails it against another; list --profile says what is not graded.
 func TestRunAndListWithAProfile(t *testing.T) {
+	t.Parallel() // its own servers: nothing shared
 	url := serveProfile(t, "gcra", true)
 	code, out, errOut := rlconform(t, "run", "--target", url, "--profile", "gcra", "--level", "strict")
 	assert.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlconform/rlconform/internal/testtier"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -163,6 +164,8 @@ func (c *fixed) decide(key string, now int64, h http.Header) bool {
 // its own profile, so that its decisions are right and only what it tells
 // clients is wrong.
 func TestEndpointModeFailsPhaseDependentLies(t *testing.T) {
+	testtier.SkipShort(t, "grades endpoints in real time")
+	t.Parallel()
 	const counter, window = "sliding-counter:count-denied=true", "fixed-window:align=first-hit"
 	for _, c := range []struct {
 		name    string

@@ -9,7 +9,8 @@
 //
 // The gateways must be installed (make test does it, with
 // scripts/ensure-gateways): a missing one fails the tests, never skips
-// them.
+// them. go test -short skips them (the edit loop); the two gateways are
+// graded side by side.
 package gateways
 
 import (
@@ -37,6 +38,7 @@ import (
 
 	"github.com/rlconform/rlconform/adapters"
 	"github.com/rlconform/rlconform/cli"
+	"github.com/rlconform/rlconform/internal/testtier"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/report"
 	"github.com/rlconform/rlconform/result"
@@ -68,6 +70,12 @@ var graded = []string{
 // gcraDescription is how rlconform describes nginx's bucket: rate=5r/s
 // burst=4 is GCRA with T = 200ms and a burst of 5.
 const gcraDescription = "GCRA (a token bucket of 5 refilled continuously at 5 per 1s, one every 200ms)"
+
+func TestMain(m *testing.M) {
+	// Each gateway's test waits on real time, on a port of its own.
+	testtier.Parallelism(3)
+	os.Exit(m.Run())
+}
 
 // gatewayBinary finds name on PATH or in the sbin directories (where
 // Debian puts both gateways, not always on a user's PATH); it fails the
@@ -377,9 +385,11 @@ func ruledOut(id *result.Identification) []string {
 // it. That is GCRA with T = 200ms and a burst of 5 (nginx's burst does not
 // count the request the bucket always takes): graded as the sliding log
 // it is not, it is failed with GCRA named; graded as gcra:burst=5 it
-// passes, as gcra:burst=4 it does not; identify names it, and names
-// burst=2 a GCRA with a burst of 3.
+// passes, as gcra:burst=4 it does not; identify names it
+// (TestNginxBurstIsNamed names burst=2 a GCRA with a burst of 3).
 func TestNginxLimitReqIsGCRA(t *testing.T) {
+	testtier.SkipShort(t, "grades nginx in real time")
+	t.Parallel() // beside the other gateway: each waits on real time, on its own port
 	url := startNginx(t, "5r/s", 4)
 
 	t.Run("as a sliding log", func(t *testing.T) {
@@ -435,19 +445,22 @@ func TestNginxLimitReqIsGCRA(t *testing.T) {
 		assert.Subset(t, ruledOut(id), []string{"sliding-log", "sliding-counter:admit=below,align=epoch,count-denied=false", "sliding-counter:admit=below,align=epoch,count-denied=true",
 			"fixed-window:align=epoch,count-denied=false", "fixed-window:align=first-hit,count-denied=false", "token-bucket:capacity=limit,refill=interval"})
 	})
+}
 
-	// A burst other than the limit is named with its number: burst=2 is
-	// three at once.
-	t.Run("identify burst=2", func(t *testing.T) {
-		id := identify(t, startNginx(t, "5r/s", 2))
-		assert.Equal(t, 3, id.Burst, "a fresh user's requests at once")
-		require.Len(t, id.Fits, 1, "one group of profiles explains every answer")
-		fit := id.Fits[0]
-		assert.Equal(t, "gcra:burst=3", fit.Profile)
-		assert.Equal(t, "GCRA (a token bucket of 3 refilled continuously at 5 per 1s, one every 200ms)", fit.Description)
-		assert.Subset(t, []string{"token-bucket:capacity=3,refill=continuous"}, fit.SameDecisions)
-		assert.Contains(t, ruledOut(id), "gcra:burst=limit")
-	})
+// A burst other than the limit is named with its number: nginx's burst=2
+// is GCRA with three at once. (A gateway of its own, graded beside the
+// others.)
+func TestNginxBurstIsNamed(t *testing.T) {
+	testtier.SkipShort(t, "identifies nginx in real time")
+	t.Parallel()
+	id := identify(t, startNginx(t, "5r/s", 2))
+	assert.Equal(t, 3, id.Burst, "a fresh user's requests at once")
+	require.Len(t, id.Fits, 1, "one group of profiles explains every answer")
+	fit := id.Fits[0]
+	assert.Equal(t, "gcra:burst=3", fit.Profile)
+	assert.Equal(t, "GCRA (a token bucket of 3 refilled continuously at 5 per 1s, one every 200ms)", fit.Description)
+	assert.Subset(t, []string{"token-bucket:capacity=3,refill=continuous"}, fit.SameDecisions)
+	assert.Contains(t, ruledOut(id), "gcra:burst=limit")
 }
 
 // haproxyProfile is HAProxy's http_req_rate as rlconform's profile.
@@ -461,6 +474,8 @@ const haproxyProfile = "sliding-counter:align=first-grid,count-denied=true"
 // (haproxyProfile) nothing fails, and identify names it; the last subtest
 // shows that HAProxy's own counter explains every answer.
 func TestHAProxyHTTPReqRateIsAnAnchoredWeightedCounter(t *testing.T) {
+	testtier.SkipShort(t, "grades HAProxy in real time")
+	t.Parallel() // beside the other gateway: each waits on real time, on its own port
 	url := startHAProxy(t, "1s", limit)
 
 	t.Run("as a sliding log", func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/fakeclock"
 	"github.com/rlconform/rlconform/honest"
+	"github.com/rlconform/rlconform/internal/testtier"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/redisenv"
 	"github.com/rlconform/rlconform/report"
@@ -28,6 +30,8 @@ import (
 var store *redisenv.Redis
 
 func TestMain(m *testing.M) {
+	// The parallel tests grade in real time: they mostly wait.
+	testtier.Parallelism(3)
 	r, err := redisenv.Obtain(context.Background())
 	if err != nil {
 		println("honest: " + err.Error())
@@ -66,10 +70,15 @@ func passes(t *testing.T, rep *result.Report) {
 
 // TestEachPassesItsProfile grades every honest limiter with the whole
 // catalogue against its own profile, with clock control: nothing fails.
+// (go test -short leaves out robust/store-outage, which waits for seconds.)
 func TestEachPassesItsProfile(t *testing.T) {
 	for _, l := range honest.All() {
 		t.Run(l.Name, func(t *testing.T) {
-			rep, err := suite.Check(context.Background(), suite.Config{Redis: store, Profile: l.Profile, ReportDir: t.TempDir()}, target(l, true))
+			cfg := suite.Config{Redis: store, Profile: l.Profile, ReportDir: t.TempDir()}
+			if testing.Short() {
+				cfg.IDs = allBut("robust/store-outage")
+			}
+			rep, err := suite.Check(context.Background(), cfg, target(l, true))
 			require.NoError(t, err)
 			passes(t, rep)
 			assert.Equal(t, result.Conformant, rep.Verdict().Outcome, report.String(rep))
@@ -109,20 +118,24 @@ func TestSlidingCounterFailsTheBelowProfile(t *testing.T) {
 // TestEachPassesOnceFailedSpecsEveryTime runs the spec that once failed
 // each limiter many times over, as a flaky failure showed: it passes
 // every time, with clock control, and the real-time specs without it.
+// make test runs each a few times, the full tier as many as it takes.
 func TestEachPassesOnceFailedSpecsEveryTime(t *testing.T) {
 	for _, c := range []struct {
 		name, id string
 		runs     int
 		clock    bool
 	}{
-		{"zcard-log", "strict/clock-step-back", 20, true},
-		{"exact-log", "robust/invalid-config", 20, true},
+		{"zcard-log", "strict/clock-step-back", testtier.Runs(20, testtier.Quick(5, 2)), true},
+		{"exact-log", "robust/invalid-config", testtier.Runs(20, testtier.Quick(5, 2)), true},
 		{"exact-log", "robust/invalid-config", 1, false},
-		{"fixed-window", "robust/key-hygiene", 50, true},
-		{"fixed-window", "robust/key-hygiene", 3, false},
+		{"fixed-window", "robust/key-hygiene", testtier.Runs(50, testtier.Quick(10, 3)), true},
+		{"fixed-window", "robust/key-hygiene", testtier.Runs(3, 1), false},
 	} {
 		l := byName(t, c.name)
 		t.Run(fmt.Sprintf("%s %s clock %v", c.name, c.id, c.clock), func(t *testing.T) {
+			if !c.clock {
+				testtier.SkipShort(t, "grades in real time")
+			}
 			for range c.runs {
 				rep, err := suite.Check(context.Background(), suite.Config{Redis: store, Profile: l.Profile, IDs: []string{c.id}}, target(l, c.clock))
 				require.NoError(t, err)
@@ -138,6 +151,17 @@ func TestEachPassesOnceFailedSpecsEveryTime(t *testing.T) {
 	}
 }
 
+// allBut lists the catalogue's spec ids but those given.
+func allBut(ids ...string) []string {
+	var out []string
+	for _, s := range suite.Specs() {
+		if !slices.Contains(ids, s.ID) {
+			out = append(out, s.ID)
+		}
+	}
+	return out
+}
+
 func byName(t *testing.T, name string) honest.Limiter {
 	for _, l := range honest.All() {
 		if l.Name == name {
@@ -149,15 +173,21 @@ func byName(t *testing.T, name string) honest.Limiter {
 }
 
 // hashed starts two instances of the hashed-id service on a prefix of its
-// own, and returns them as the command line grades a remote limiter with
-// --store-url and --store-prefix: keys are inspected under that prefix,
-// which every spec shares.
+// own in the package's Redis, and returns them as the command line grades
+// a remote limiter with --store-url and --store-prefix: keys are inspected
+// under that prefix, which every spec shares.
 func hashed(t *testing.T, clock bool) (suite.Target, suite.Config) {
+	t.Helper()
+	return hashedOn(t, store, clock)
+}
+
+// hashedOn is hashed on the Redis red.
+func hashedOn(t *testing.T, red *redisenv.Redis, clock bool) (suite.Target, suite.Config) {
 	t.Helper()
 	prefix := fmt.Sprintf("rlc-hashed:%d:", time.Now().UnixNano())
 	var urls []string
 	for range 2 {
-		h, err := honest.NewHashedService(store.Client, prefix, clock)
+		h, err := honest.NewHashedService(red.Client, prefix, clock)
 		require.NoError(t, err)
 		srv := httptest.NewServer(h)
 		t.Cleanup(srv.Close)
@@ -168,16 +198,31 @@ func hashed(t *testing.T, clock bool) (suite.Target, suite.Config) {
 	require.Equal(t, clock, target.Capabilities.Clock)
 	target.Capabilities.StoreInspection = true
 	target.NeedsRedis = true // its Redis is ours: the store-outage spec may stop it
-	return target, suite.Config{Redis: store, StorePrefix: prefix, ReportDir: t.TempDir()}
+	return target, suite.Config{Redis: red, StorePrefix: prefix, ReportDir: t.TempDir()}
 }
 
 // TestHashedServicePasses grades the service that hashes ids into its
 // keys with the whole catalogue, with clock control and in real time:
-// nothing fails.
+// nothing fails. It runs beside the other parallel tests, none of which
+// uses the package's Redis (robust/store-outage stops it); in real time on
+// a Redis of its own.
 func TestHashedServicePasses(t *testing.T) {
+	t.Parallel()
 	for _, clock := range []bool{true, false} {
 		t.Run(fmt.Sprintf("clock %v", clock), func(t *testing.T) {
-			target, cfg := hashed(t, clock)
+			red := store
+			if !clock {
+				testtier.SkipShort(t, "grades in real time")
+				t.Parallel()
+				var err error
+				red, err = redisenv.Obtain(context.Background())
+				require.NoError(t, err)
+				t.Cleanup(func() { red.Close() })
+			}
+			target, cfg := hashedOn(t, red, clock)
+			if testing.Short() {
+				cfg.IDs = allBut("robust/store-outage") // it waits for seconds
+			}
 			rep, err := suite.Check(context.Background(), cfg, target)
 			require.NoError(t, err)
 			passes(t, rep)
@@ -189,19 +234,23 @@ func TestHashedServicePasses(t *testing.T) {
 // TestHashedServiceKeyHygieneEveryTime: robust/key-hygiene alone, and
 // after strict/config-range has left keys with a TTL of 100 years under
 // the shared prefix, passes every time: it judges only the keys that
-// appeared during it.
+// appeared during it. make test runs each a few times, the full tier as
+// many as it takes.
 func TestHashedServiceKeyHygieneEveryTime(t *testing.T) {
 	for _, c := range []struct {
 		ids   []string
 		clock bool
 		runs  int
 	}{
-		{[]string{"robust/key-hygiene"}, true, 10},
-		{[]string{"robust/key-hygiene"}, false, 3},
-		{[]string{"strict/config-range", "robust/key-hygiene"}, true, 3},
+		{[]string{"robust/key-hygiene"}, true, testtier.Runs(10, testtier.Quick(3, 1))},
+		{[]string{"robust/key-hygiene"}, false, testtier.Runs(3, 1)},
+		{[]string{"strict/config-range", "robust/key-hygiene"}, true, testtier.Runs(3, 1)},
 		{[]string{"strict/config-range", "robust/key-hygiene"}, false, 1},
 	} {
 		t.Run(fmt.Sprintf("%v clock %v", c.ids, c.clock), func(t *testing.T) {
+			if !c.clock {
+				testtier.SkipShort(t, "grades in real time")
+			}
 			target, cfg := hashed(t, c.clock)
 			cfg.IDs = c.ids
 			for range c.runs {
@@ -243,8 +292,11 @@ func gcraEndpoint(t *testing.T, n int, w time.Duration) (suite.Target, suite.Con
 // X-RateLimit-Reset says when the whole quota is back, as an endpoint
 // against its profile: at 5 per second every spec that grades an endpoint
 // passes; at 4 per 4 seconds, where the whole quota comes back seconds
-// after the next request may go, http/ratelimit-fields passes every time.
+// after the next request may go, http/ratelimit-fields passes every time
+// (a few times in make test, as many as it takes in the full tier).
 func TestGCRAMiddlewarePasses(t *testing.T) {
+	testtier.SkipShort(t, "grades an endpoint in real time")
+	t.Parallel() // in memory, in real time: it mostly waits
 	target, cfg := gcraEndpoint(t, 5, time.Second)
 	rep, err := suite.Check(context.Background(), cfg, target)
 	require.NoError(t, err)
@@ -256,7 +308,7 @@ func TestGCRAMiddlewarePasses(t *testing.T) {
 
 	target, cfg = gcraEndpoint(t, 4, 4*time.Second)
 	cfg.IDs = []string{"http/ratelimit-fields"}
-	for range 3 {
+	for range testtier.Runs(3, 1) {
 		rep, err := suite.Check(context.Background(), cfg, target)
 		require.NoError(t, err)
 		require.Equal(t, result.Passed, rep.Results[0].Status, rep.Results[0].Message)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlconform/rlconform/internal/testtier"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -60,7 +61,7 @@ func TestParseSpec(t *testing.T) {
 func TestProfileRules(t *testing.T) {
 	for _, spec := range everySpec {
 		t.Run(spec, func(t *testing.T) {
-			for seed := range uint64(40) {
+			for _, seed := range testtier.Seeds(t, 40, 10) {
 				rng := rand.New(rand.NewPCG(seed, 3))
 				n, w := 1+rng.IntN(6), time.Duration(20+rng.IntN(300))*time.Millisecond
 				p := profile(t, spec, n, w)
@@ -113,7 +114,7 @@ func TestProfileRules(t *testing.T) {
 // same decisions.
 func equivalent(t *testing.T, a, b string) {
 	t.Helper()
-	for seed := range uint64(60) {
+	for _, seed := range testtier.Seeds(t, 60, 20) {
 		rng := rand.New(rand.NewPCG(seed, 5))
 		n, w := 1+rng.IntN(6), time.Duration(20+rng.IntN(500))*time.Millisecond
 		p, q := profile(t, a, n, w), profile(t, b, n, w)
@@ -167,8 +168,9 @@ func TestRaisedLimitTellsTheFirstHitGroupApart(t *testing.T) {
 // With every interval a point, the search oracle is exact: each answer of
 // the profile is certain, and its opposite impossible.
 func TestSearchExactOnPoints(t *testing.T) {
+	seeds := testtier.Seeds(t, 15, 5)
 	for _, spec := range everySpec[1:] {
-		for seed := range uint64(15) {
+		for _, seed := range seeds {
 			rng := rand.New(rand.NewPCG(seed, 11))
 			n, w := 1+rng.IntN(5), time.Duration(50+rng.IntN(500))*time.Millisecond
 			p := profile(t, spec, n, w)
@@ -211,9 +213,10 @@ func TestSearchExactOnPoints(t *testing.T) {
 // The search never fails a correct limiter: answers given at true instants
 // inside random intervals are never impossible, bursts included.
 func TestSearchSoundOnIntervals(t *testing.T) {
+	seeds := testtier.Seeds(t, 15, 5)
 	for _, spec := range everySpec[1:] {
 		decided := 0
-		for seed := range uint64(15) {
+		for _, seed := range seeds {
 			rng := rand.New(rand.NewPCG(seed, 13))
 			n, w := 1+rng.IntN(5), time.Duration(50+rng.IntN(500))*time.Millisecond
 			p := profile(t, spec, n, w)
@@ -275,8 +278,9 @@ func (s *searchOracle) cloneUsers() map[string]*searchUser {
 // never impossible. The microsecond limiter is the same profile with every
 // duration a thousand times longer.
 func TestSearchSoundForSubMillisecondLimiters(t *testing.T) {
+	seeds := testtier.Seeds(t, 20, 5)
 	for _, spec := range []string{"gcra", "gcra:burst=2", "token-bucket", "fixed-window:align=epoch", "sliding-counter", "token-bucket:refill=interval"} {
-		for seed := range uint64(20) {
+		for _, seed := range seeds {
 			rng := rand.New(rand.NewPCG(seed, 17))
 			n, w := 1+rng.IntN(5), time.Duration(50+rng.IntN(300))*time.Millisecond
 			micro := profile(t, spec, n, w*1000) // its "ms" are µs

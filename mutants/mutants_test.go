@@ -16,6 +16,7 @@ import (
 
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/fakeclock"
+	"github.com/rlconform/rlconform/internal/testtier"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/mutants"
 	"github.com/rlconform/rlconform/redisenv"
@@ -53,16 +54,37 @@ func target(m mutants.Mutant) suite.Target {
 // TestEveryMutantIsCaught is the grader's self-test: each mutant fails
 // every spec meant to catch it, with a wrong answer or a broken rule (never
 // a panic, nor a fault around it).
+//
+// A mutant whose failure must be named is graded with the whole of core
+// and strict (no other spec's answers may rule out what it is), and so is
+// a sample of the others that rotates with the seed; the rest are graded
+// with the specs meant to catch them, which are all their assertions
+// read. The full tier (RLCONFORM_FULL=1) grades every mutant with the
+// whole of core and strict.
 func TestEveryMutantIsCaught(t *testing.T) {
+	var unnamed []mutants.Mutant
+	for _, m := range mutants.All() {
+		if _, ok := named[m.Name]; !ok {
+			unnamed = append(unnamed, m)
+		}
+	}
+	whole := map[string]bool{}
+	for _, m := range testtier.Sample(t, unnamed, testtier.Quick(4, 0), func(m mutants.Mutant) string { return m.Name }) {
+		whole[m.Name] = true
+	}
 	for _, m := range mutants.All() {
 		t.Run(m.Name, func(t *testing.T) {
-			// Core and strict for every mutant, and the robust specs meant
-			// for it: the store-outage spec takes seconds, and stops the Redis.
+			// Core and strict, and the robust specs meant for the mutant:
+			// the store-outage spec takes seconds, and stops the Redis.
 			cfg := suite.Config{Redis: store, Level: result.Strict, ReportDir: t.TempDir(), Profile: m.Profile}
 			for _, id := range m.CaughtBy {
 				if strings.HasPrefix(id, "robust/") {
 					cfg.Level, cfg.IDs = result.Robust, append([]string{"core/", "strict/"}, robustOnly(m.CaughtBy)...)
 				}
+			}
+			if _, ok := named[m.Name]; (!ok || testing.Short()) && !whole[m.Name] {
+				// go test -short grades every mutant with its specs alone.
+				cfg.Level, cfg.IDs = result.Robust, m.CaughtBy
 			}
 			rep, err := suite.Check(context.Background(), cfg, target(m))
 			require.NoError(t, err)
@@ -88,7 +110,7 @@ func TestEveryMutantIsCaught(t *testing.T) {
 			}
 			v := rep.Verdict()
 			assert.Equal(t, result.NotConformant, v.Outcome, "a mutant must not be conformant")
-			if name, ok := named[m.Name]; ok {
+			if name, ok := named[m.Name]; ok && !testing.Short() {
 				// No other spec's answers may rule out what the mutant is:
 				// the run's diagnosis names it too.
 				assert.True(t, slices.ContainsFunc(v.Explained, func(e string) bool { return strings.Contains(e, name) }),
@@ -197,12 +219,20 @@ func clockless(m mutants.Mutant) suite.Target {
 // TestMutantsAreCaughtWithoutClockControl: every mutant of a class real
 // time can see is failed, without clock control, by the first of its specs
 // that real time grades.
+//
+// Real time waits for windows to pass: make test grades a sample of the
+// mutants, which rotates with the seed; the full tier grades them all.
 func TestMutantsAreCaughtWithoutClockControl(t *testing.T) {
+	testtier.SkipShort(t, "grades mutants in real time")
+	var graded []mutants.Mutant
 	for _, m := range mutants.All() {
 		if why, ok := mutants.NotInRealTime()[m.Name]; ok {
 			t.Logf("%s: not graded without clock control: %s", m.Name, why)
 			continue
 		}
+		graded = append(graded, m)
+	}
+	for _, m := range testtier.Sample(t, graded, 8, func(m mutants.Mutant) string { return m.Name }) {
 		t.Run(m.Name, func(t *testing.T) {
 			id := m.CaughtBy[0]
 			rep, err := suite.Check(context.Background(), suite.Config{Redis: store, IDs: []string{id}, ReportDir: t.TempDir(), Profile: m.Profile}, clockless(m))

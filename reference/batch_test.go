@@ -3,7 +3,6 @@ package reference
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -87,13 +86,8 @@ func TestAllowRequestsIsAllowRequestInOrder(t *testing.T) {
 }
 
 func TestAllowRequestsOnACluster(t *testing.T) {
-	bin, err := exec.LookPath("redis-server")
-	require.NoError(t, err, "redis-server must be on PATH")
 	ctx := context.Background()
-	cluster, err := redisenv.StartCluster(ctx, bin, 3)
-	require.NoError(t, err)
-	defer cluster.Close()
-	client := cluster.Client()
+	client := SharedCluster(t).Client()
 	defer client.Close()
 
 	masters := map[string]bool{}

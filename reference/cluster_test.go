@@ -2,13 +2,13 @@ package reference_test
 
 import (
 	"context"
-	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlconform/rlconform/redisenv"
+	"github.com/rlconform/rlconform/reference"
 	"github.com/rlconform/rlconform/report"
 	"github.com/rlconform/rlconform/result"
 	"github.com/rlconform/rlconform/suite"
@@ -19,12 +19,8 @@ import (
 // Cluster: every key is one user's, hash-tagged, so every script touches
 // one slot.
 func TestConformantOnACluster(t *testing.T) {
-	bin, err := exec.LookPath("redis-server")
-	require.NoError(t, err, "redis-server must be on PATH")
 	ctx := context.Background()
-	cluster, err := redisenv.StartCluster(ctx, bin, 3)
-	require.NoError(t, err)
-	defer cluster.Close()
+	cluster := reference.SharedCluster(t)
 	client := cluster.Client()
 	defer client.Close()
 

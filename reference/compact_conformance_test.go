@@ -2,7 +2,6 @@ package reference_test
 
 import (
 	"context"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/internal/testtier"
 	"github.com/rlconform/rlconform/redisenv"
 	"github.com/rlconform/rlconform/reference"
 	"github.com/rlconform/rlconform/report"
@@ -54,7 +54,7 @@ func requireConformant(t *testing.T, rep *result.Report, realTime bool) {
 // on one Redis, on the suite's fake clock: it passes every spec the
 // reference passes.
 func TestCompactConformant(t *testing.T) {
-	rep, err := suite.Check(context.Background(), suite.Config{Level: result.All, ReportDir: t.TempDir()}, targets.ReferenceCompact())
+	rep, err := suite.Check(context.Background(), suite.Config{Redis: reference.SharedRedis(), Level: result.All, ReportDir: t.TempDir()}, targets.ReferenceCompact())
 	require.NoError(t, err)
 	requireConformant(t, rep, false)
 }
@@ -62,6 +62,8 @@ func TestCompactConformant(t *testing.T) {
 // TestCompactConformantInRealTime grades the compact log on the Redis
 // server's TIME, without clock control, with the whole catalogue.
 func TestCompactConformantInRealTime(t *testing.T) {
+	testtier.SkipShort(t, "grades the compact log in real time")
+	t.Parallel() // real time mostly waits; its own Redis (the engine's)
 	rep, err := suite.Check(context.Background(), suite.Config{Level: result.All, ReportDir: t.TempDir()}, compactOnServerTime())
 	require.NoError(t, err)
 	requireConformant(t, rep, true)
@@ -71,12 +73,10 @@ func TestCompactConformantInRealTime(t *testing.T) {
 // three-master Redis Cluster, with the fake clock and on the servers'
 // TIME, as TestConformantOnACluster grades the reference.
 func TestCompactConformantOnACluster(t *testing.T) {
-	bin, err := exec.LookPath("redis-server")
-	require.NoError(t, err, "redis-server must be on PATH")
+	testtier.SkipShort(t, "grades the compact log in real time")
+	t.Parallel() // real time mostly waits; keys of its own on the shared cluster
 	ctx := context.Background()
-	cluster, err := redisenv.StartCluster(ctx, bin, 3)
-	require.NoError(t, err)
-	defer cluster.Close()
+	cluster := reference.SharedCluster(t)
 	client := cluster.Client()
 	defer client.Close()
 	red := &redisenv.Redis{Client: client, Source: redisenv.SourceURL, Addr: strings.Join(cluster.Addrs(), ",")}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlconform/rlconform/fakeclock"
+	"github.com/rlconform/rlconform/internal/testtier"
 	"github.com/rlconform/rlconform/redisenv"
 )
 
@@ -43,6 +44,7 @@ func serverWith(tb testing.TB, extra ...string) *redis.Client {
 // listpack costs about 23 B an entry, a skiplist about 110. A log that grew
 // past the limit stays a skiplist when it shrinks, until its key expires.
 func TestMemoryPerEntryByLogSize(t *testing.T) {
+	testtier.SkipShort(t, "fills logs of up to 10,000 entries")
 	ctx := context.Background()
 	var table strings.Builder
 	fmt.Fprintf(&table, "%-38s %8s %10s %10s %12s %s\n", "zset-max-listpack-entries", "entries", "encoding", "bytes", "B/entry", "B/entry since the row above")
@@ -174,6 +176,7 @@ func fillLog(tb testing.TB, l *Limiter, user string, first int64, count int) {
 // docs/performance.md says why). The compact log must take at most 12 B a
 // logged request from N = 1,000 on. make bench prints the table.
 func TestMemoryCompactVsZSET(t *testing.T) {
+	testtier.SkipShort(t, "fills logs of up to 100,000 entries")
 	ctx := context.Background()
 	client := serverWith(t)
 	const base = int64(1_767_225_600_000)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,13 +17,26 @@ import (
 
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/fakeclock"
+	"github.com/rlconform/rlconform/internal/testtier"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/redisenv"
 )
 
+// store is the package's one Redis (a cluster aside): every test on it
+// uses keys of its own.
 var store *redisenv.Redis
 
+// cluster is the package's one Redis Cluster, started by the first test
+// that asks for it (SharedCluster).
+var cluster struct {
+	once sync.Once
+	c    *redisenv.Cluster
+	err  error
+}
+
 func TestMain(m *testing.M) {
+	// The parallel tests grade in real time: they mostly wait.
+	testtier.Parallelism(3)
 	r, err := redisenv.Obtain(context.Background())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "reference tests:", err)
@@ -31,7 +45,31 @@ func TestMain(m *testing.M) {
 	store = r
 	code := m.Run()
 	r.Close()
+	if cluster.c != nil {
+		cluster.c.Close()
+	}
 	os.Exit(code)
+}
+
+// SharedRedis is the package's one Redis, for the tests outside the
+// package (reference_test); it lives as long as the test binary.
+func SharedRedis() *redisenv.Redis { return store }
+
+// SharedCluster is the package's one three-master Redis Cluster, started
+// by the first test that asks for it and stopped when the tests end;
+// every test on it uses keys of its own.
+func SharedCluster(t testing.TB) *redisenv.Cluster {
+	t.Helper()
+	cluster.once.Do(func() {
+		bin, err := exec.LookPath("redis-server")
+		if err != nil {
+			cluster.err = fmt.Errorf("redis-server must be on PATH: %w", err)
+			return
+		}
+		cluster.c, cluster.err = redisenv.StartCluster(context.Background(), bin, 3)
+	})
+	require.NoError(t, cluster.err)
+	return cluster.c
 }
 
 // prefix is a key prefix unique to the test, cleaned up after it.

@@ -87,7 +87,12 @@ func (r racyProfile) Configure(_ context.Context, n int, w time.Duration) error 
 // The linearizability check under a profile can fail: a check-then-add
 // GCRA lets more through at once than its burst.
 func TestProfileLinearizabilityCatchesARace(t *testing.T) {
+	t.Parallel() // in memory; in real time it mostly waits
 	for _, clock := range []bool{true, false} {
+		if !clock && testing.Short() {
+			t.Log("-short: not graded in real time (make test grades it)")
+			continue
+		}
 		caps := contract.All()
 		caps.StoreInspection, caps.SharedStore, caps.Clock = false, false, clock
 		tg := suite.Target{Name: "racy gcra", Capabilities: caps,

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/internal/testtier"
 	"github.com/rlconform/rlconform/mutants"
 	"github.com/rlconform/rlconform/reference"
 	"github.com/rlconform/rlconform/report"
@@ -27,7 +28,12 @@ func clockless(name string, make func(suite.Env) (contract.RateLimiterContract, 
 		}}
 }
 
+// TestRealTimeMode grades the reference on Redis TIME with the whole
+// catalogue, in real time, on a Redis of its own (the engine's): it runs
+// beside the other parallel tests.
 func TestRealTimeMode(t *testing.T) {
+	testtier.SkipShort(t, "grades the reference in real time")
+	t.Parallel()
 	ctx := context.Background()
 	ref := clockless("reference on Redis TIME", func(env suite.Env) (contract.RateLimiterContract, error) {
 		return reference.New(env.Redis, reference.Options{MaxRequests: env.MaxRequests, Window: env.Window, Prefix: env.KeyPrefix})

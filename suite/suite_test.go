@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/internal/testtier"
 	"github.com/rlconform/rlconform/mutants"
 	"github.com/rlconform/rlconform/redisenv"
 	"github.com/rlconform/rlconform/report"
@@ -134,6 +135,8 @@ func TestLinearizableToleratesUnknownOutcomes(t *testing.T) {
 // started stops mid-run, the reference is not graded NOT CONFORMANT: the
 // spec that saw it is errored, the run aborted and undecided.
 func TestGradersStoreDyingIsAFaultNotAVerdict(t *testing.T) {
+	testtier.SkipShort(t, "waits out a stopped Redis")
+	t.Parallel() // a Redis of its own: it waits on the stopped one
 	ctx := context.Background()
 	red, err := redisenv.Start(ctx)
 	require.NoError(t, err)

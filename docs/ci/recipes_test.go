@@ -14,13 +14,16 @@
 // and a --max-regression that a shared 2-core machine cannot keep.
 //
 // By default (make test) the recipes run a fast subset: actionlint, and the
-// GitHub job with the grade at --level core and 2-second benches.
-// RLCONFORM_CI_RECIPES=full (set by .ci/run) runs both jobs as written.
+// GitHub job with the grade at --level core and 2-second benches. The full
+// tier (RLCONFORM_FULL=1: make test-full, which .ci/run runs after make
+// test) runs both jobs as written. go test -short lints and parses them
+// only.
 package ci
 
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -31,17 +34,22 @@ import (
 	"time"
 
 	"github.com/rhysd/actionlint"
+	"github.com/rlconform/rlconform/internal/testtier"
 	"go.yaml.in/yaml/v3"
 )
 
-// full reports whether the recipes run as written (RLCONFORM_CI_RECIPES=full)
-// rather than their fast subset.
-var full = os.Getenv("RLCONFORM_CI_RECIPES") == "full"
+// full reports whether the recipes run as written (the full tier) rather
+// than their fast subset.
+var full = testtier.Full()
 
 // binDir holds the rlconform built from this tree, for the recipes' PATH.
 var binDir string
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run()) // no recipe runs: nothing to build
+	}
 	os.Exit(func() int {
 		dir, err := os.MkdirTemp("", "rlconform-ci-bin-")
 		if err != nil {
@@ -183,6 +191,7 @@ func TestGitHubActionsRecipe(t *testing.T) {
 		}
 	}
 
+	testtier.SkipShort(t, "runs the job's steps")
 	work, base := checkout(t, "refs/pull/1/merge")
 	runnerTemp := t.TempDir()
 	summary := filepath.Join(runnerTemp, "step-summary.md")
@@ -266,9 +275,7 @@ func TestGitLabRecipe(t *testing.T) {
 	script := substitute(t, []string{strings.Join(job.Script, "\n")}, installRlconform, lenientRegression,
 		substitution{old: "apt-get update -q && apt-get install -y -q --no-install-recommends redis-server nodejs npm",
 			new: "command -v redis-server\ncommand -v node\ncommand -v npm"})[0]
-	if !full {
-		t.Skip("runs with RLCONFORM_CI_RECIPES=full (.ci/run)")
-	}
+	testtier.SkipUnlessFull(t, "runs the job as written")
 	work, base := checkout(t, "refs/merge-requests/1/head")
 	runStep(t, "script", work, []string{
 		"CI_PROJECT_DIR=" + work,

@@ -14,12 +14,34 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rlconform/rlconform/internal/testtier"
 	"github.com/rlconform/rlconform/redisenv"
 	"github.com/rlconform/rlconform/report"
 	"github.com/rlconform/rlconform/result"
 	"github.com/rlconform/rlconform/suite"
 	"github.com/rlconform/rlconform/targets"
 )
+
+// store is the Redis of the examples graded without robust/store-outage
+// (which stops the Redis it grades: those tests obtain their own).
+var store *redisenv.Redis
+
+func TestMain(m *testing.M) {
+	// The tests grade Node.js services over HTTP, mostly in real time.
+	testtier.Parallelism(4)
+	if testing.Short() {
+		os.Exit(m.Run()) // every test skips: no Redis needed
+	}
+	r, err := redisenv.Obtain(context.Background())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "node tests:", err)
+		os.Exit(1)
+	}
+	store = r
+	code := m.Run()
+	r.Close()
+	os.Exit(code)
+}
 
 // startNode runs script against red and returns its URL; it fails the
 // test, never skips it, when Node.js or the npm packages are missing. env
@@ -63,13 +85,17 @@ func startNode(t *testing.T, red *redisenv.Redis, script, prefix string, env ...
 
 // TestNodeExampleIsConformant grades the sliding-window example, two
 // processes on one store, with clock control and without it (in real
-// time): it passes every spec it is graded on, both ways.
+// time): it passes every spec it is graded on, both ways. Each way has a
+// Redis of its own, which robust/store-outage stops.
 func TestNodeExampleIsConformant(t *testing.T) {
+	testtier.SkipShort(t, "grades the Node.js example")
+	t.Parallel()
 	for _, mode := range []struct {
 		name string
 		env  []string
 	}{{"clock control", nil}, {"real time", []string{"CLOCK=off"}}} {
 		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			red, err := redisenv.Obtain(ctx)
 			require.NoError(t, err)
@@ -102,11 +128,10 @@ func TestNodeExampleIsConformant(t *testing.T) {
 // without clock control: it is failed on a boundary burst, and the failure
 // names a fixed window.
 func TestFixedWindowExampleIsFailedAndNamed(t *testing.T) {
+	testtier.SkipShort(t, "grades the Node.js example in real time")
+	t.Parallel()
 	ctx := context.Background()
-	red, err := redisenv.Obtain(ctx)
-	require.NoError(t, err)
-	defer red.Close()
-	url := startNode(t, red, "fixed-window.js", fmt.Sprintf("rlc-fw:%d:", time.Now().UnixNano()), "CLOCK=off")
+	url := startNode(t, store, "fixed-window.js", fmt.Sprintf("rlc-fw:%d:", time.Now().UnixNano()), "CLOCK=off")
 	target, err := targets.Remote(ctx, []string{url}, 5*time.Second)
 	require.NoError(t, err)
 	rep, err := suite.Check(ctx, suite.Config{IDs: []string{"strict/boundary-burst-first", "strict/boundary-burst-epoch"}}, target)
@@ -135,6 +160,8 @@ func TestFixedWindowExampleIsFailedAndNamed(t *testing.T) {
 // EXPIRE example a fixed window opened by the first request, counting
 // denied requests.
 func TestIdentifyNamesTheNodeExamples(t *testing.T) {
+	testtier.SkipShort(t, "identifies the Node.js examples")
+	t.Parallel()
 	for _, c := range []struct {
 		script string
 		env    []string
@@ -145,11 +172,9 @@ func TestIdentifyNamesTheNodeExamples(t *testing.T) {
 		{"fixed-window.js", []string{"CLOCK=off"}, "fixed-window:align=first-hit,count-denied=true"},
 	} {
 		t.Run(c.script+" "+strings.Join(c.env, " "), func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
-			red, err := redisenv.Obtain(ctx)
-			require.NoError(t, err)
-			defer red.Close()
-			url := startNode(t, red, c.script, fmt.Sprintf("rlc-id:%d:", time.Now().UnixNano()), c.env...)
+			url := startNode(t, store, c.script, fmt.Sprintf("rlc-id:%d:", time.Now().UnixNano()), c.env...)
 			target, err := targets.Remote(ctx, []string{url}, 5*time.Second)
 			require.NoError(t, err)
 			id, err := suite.Identify(ctx, suite.Config{}, target)

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/testcontainers/testcontainers-go"
 
+	"github.com/rlconform/rlconform/internal/testtier"
 	"github.com/rlconform/rlconform/redisenv"
 	"github.com/rlconform/rlconform/redisenv/container"
 	"github.com/rlconform/rlconform/result"
@@ -57,8 +58,10 @@ func hold() int {
 
 // needDocker skips the test when no Docker engine answers, saying so; where
 // the CI started one (RLCONFORM_REQUIRE_DOCKER set), not finding it fails.
+// go test -short skips it anyway.
 func needDocker(t *testing.T) {
 	t.Helper()
+	testtier.SkipShort(t, "starts Redis containers")
 	if err := container.DockerAvailable(t.Context()); err != nil {
 		if os.Getenv("RLCONFORM_REQUIRE_DOCKER") != "" {
 			t.Fatalf("RLCONFORM_REQUIRE_DOCKER is set (a Docker engine was started for these tests), but none answers: %v", err)

@@ -8,6 +8,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
+	"github.com/rlconform/rlconform/internal/testtier"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -79,6 +80,7 @@ func TestOwners(t *testing.T) {
 }
 
 func TestSweepRemovesTheLeftoversOfEndedProcessesOnly(t *testing.T) {
+	testtier.SkipShort(t, "starts containers")
 	if err := DockerAvailable(t.Context()); err != nil {
 		if os.Getenv("RLCONFORM_REQUIRE_DOCKER") != "" {
 			t.Fatalf("RLCONFORM_REQUIRE_DOCKER is set, but no Docker engine answers: %v", err)
