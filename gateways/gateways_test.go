@@ -440,10 +440,10 @@ func TestNginxLimitReqIsGCRA(t *testing.T) {
 		fit := id.Fits[0]
 		assert.Contains(t, []string{"gcra:burst=limit", "gcra:burst=5"}, fit.Profile)
 		assert.Equal(t, gcraDescription, fit.Description)
-		assert.Subset(t, []string{"token-bucket:capacity=limit,refill=continuous"}, fit.SameDecisions)
+		assert.Subset(t, []string{"token-bucket:capacity=limit,expire=full,query=read,refill=continuous"}, fit.SameDecisions)
 		assert.Positive(t, fit.Decided)
 		assert.Subset(t, ruledOut(id), []string{"sliding-log", "sliding-counter:admit=below,align=epoch,count-denied=false", "sliding-counter:admit=below,align=epoch,count-denied=true",
-			"fixed-window:align=epoch,count-denied=false", "fixed-window:align=first-hit,count-denied=false", "token-bucket:capacity=limit,refill=interval"})
+			"fixed-window:align=epoch,count-denied=false", "fixed-window:align=first-hit,count-denied=false", "token-bucket:capacity=limit,expire=full,query=read,refill=interval"})
 	})
 }
 
@@ -459,7 +459,7 @@ func TestNginxBurstIsNamed(t *testing.T) {
 	fit := id.Fits[0]
 	assert.Equal(t, "gcra:burst=3", fit.Profile)
 	assert.Equal(t, "GCRA (a token bucket of 3 refilled continuously at 5 per 1s, one every 200ms)", fit.Description)
-	assert.Subset(t, []string{"token-bucket:capacity=3,refill=continuous"}, fit.SameDecisions)
+	assert.Subset(t, []string{"token-bucket:capacity=3,expire=full,query=read,refill=continuous"}, fit.SameDecisions)
 	assert.Contains(t, ruledOut(id), "gcra:burst=limit")
 }
 

@@ -120,6 +120,8 @@ func Profiles() []ProfileInfo {
 		{ProfileTokenBucket, "a token bucket of capacity C refilled with N tokens per W", []ParamInfo{
 			{"capacity", "limit", nil, "the capacity C (limit: follow N)"},
 			{"refill", "continuous", []string{"continuous", "interval"}, "continuous: N/W tokens per ms, exactly; interval: N tokens at once every whole W since the bucket was made"},
+			{"expire", "full", []string{"full", "idle"}, "full: a bucket is forgotten when refills make it full (a key whose TTL is the time until full); idle: W*ceil(C/N) after its last write, and an interval bucket keeps its grid until then (Symfony's TokenBucket)"},
+			{"query", "read", []string{"read", "write"}, "read: a query of what remains changes nothing; write: it saves the bucket as an allowed request does, without a token (a user with none gets one at the query's instant)"},
 		}},
 	}
 }
@@ -255,7 +257,7 @@ func (s Spec) New(maxRequests int, window time.Duration) (Profile, error) {
 	case ProfileGCRA:
 		return &gcraModel{burst: fixedParam(p["burst"]), n: n, w: w}, nil
 	case ProfileTokenBucket:
-		return &tokenBucket{capacity: fixedParam(p["capacity"]), interval: p["refill"] == "interval", n: n, w: w}, nil
+		return &tokenBucket{capacity: fixedParam(p["capacity"]), interval: p["refill"] == "interval", idle: p["expire"] == "idle", writes: p["query"] == "write", n: n, w: w}, nil
 	}
 	return newSlidingLog(maxRequests, window)
 }
@@ -276,6 +278,9 @@ func offset(t, base time.Time) string {
 }
 
 func ms(d int64) time.Duration { return time.Duration(d) * time.Millisecond }
+
+// ceilDiv is a/b rounded up, for a >= 0 and b > 0.
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
 
 // floorDiv is a/b rounded toward minus infinity.
 func floorDiv(a, b int64) int64 {

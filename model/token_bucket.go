@@ -22,10 +22,28 @@ import (
 //     runs out). With C = N these are the decisions of a fixed window
 //     opened by the first request, not counting denied requests.
 //
+// expire says when a store forgets a bucket:
+//
+//   - full: when refills make it full again, as above (a key whose TTL is
+//     the time until full);
+//   - idle: W*ceil(C/N) after its last write (a key whose TTL is set at
+//     every save to the time a whole bucket takes to refill); an interval
+//     bucket keeps its grid, anchored where it was made, through refills
+//     that fill it, for as long as it is written. A continuous bucket
+//     decides alike either way.
+//
+// query says whether a query of what remains writes: read (it changes
+// nothing) or write (it saves the bucket as a request does without
+// spending a token: a user with none gets one, full, anchored at the
+// query's instant, and with expire=idle the bucket lives on from there).
+// An allowed request writes; a denied one does not.
+//
 // Remaining is the whole tokens in the bucket at t.
 type tokenBucket struct {
 	capacity int // 0: follow N
 	interval bool
+	idle     bool // expire=idle
+	writes   bool // query=write
 	n        int
 	w        int64
 	users    map[string]bucket
@@ -34,6 +52,9 @@ type tokenBucket struct {
 type bucket struct {
 	tokens *big.Rat // continuous: may be a fraction; never changed in place
 	last   int64    // continuous: the last refill; interval: the anchor
+	// expires is when a store forgets the bucket (expire=idle): W*ceil(C/N)
+	// after its last write.
+	expires int64
 }
 
 // Spec implements [Profile].
@@ -42,7 +63,14 @@ func (b *tokenBucket) Spec() Spec {
 	if b.interval {
 		refill = "interval"
 	}
-	return Spec{Name: ProfileTokenBucket, Params: map[string]string{"capacity": limitParam(b.capacity), "refill": refill}}
+	expire, query := "full", "read"
+	if b.idle {
+		expire = "idle"
+	}
+	if b.writes {
+		query = "write"
+	}
+	return Spec{Name: ProfileTokenBucket, Params: map[string]string{"capacity": limitParam(b.capacity), "refill": refill, "expire": expire, "query": query}}
 }
 
 func (b *tokenBucket) c() int64 {
@@ -69,7 +97,7 @@ func (b *tokenBucket) Window() time.Duration { return ms(b.w) }
 // at is the user's bucket refilled up to t (ok false: no bucket, full).
 func (b *tokenBucket) at(t int64, user string) (bucket, bool) {
 	st, ok := b.users[user]
-	if !ok {
+	if !ok || (b.idle && t >= st.expires) {
 		return bucket{tokens: big.NewRat(b.c(), 1), last: t}, false
 	}
 	full := big.NewRat(b.c(), 1)
@@ -82,20 +110,35 @@ func (b *tokenBucket) at(t int64, user string) (bucket, bool) {
 			return st, true
 		}
 		tok := new(big.Rat).Add(st.tokens, new(big.Rat).Mul(big.NewRat(k, 1), big.NewRat(int64(b.n), 1)))
-		if tok.Cmp(full) >= 0 { // full again: forgotten, a new bucket at t
-			return bucket{tokens: full, last: t}, false
+		if tok.Cmp(full) >= 0 {
+			if !b.idle { // full again: forgotten, a new bucket at t
+				return bucket{tokens: full, last: t}, false
+			}
+			tok = full
 		}
-		return bucket{tokens: tok, last: st.last + k*b.w}, true
+		return bucket{tokens: tok, last: st.last + k*b.w, expires: st.expires}, true
 	}
 	if t <= st.last {
 		return st, true
 	}
+	expires := st.expires
 	gained := new(big.Int).Mul(big.NewInt(t-st.last), big.NewInt(int64(b.n)))
 	tok := new(big.Rat).Add(st.tokens, new(big.Rat).SetFrac(gained, big.NewInt(b.w)))
 	if tok.Cmp(full) > 0 {
 		tok = full
 	}
-	return bucket{tokens: tok, last: t}, true
+	return bucket{tokens: tok, last: t, expires: expires}, true
+}
+
+// save keeps st as the user's bucket, written at t.
+func (b *tokenBucket) save(t int64, user string, st bucket) {
+	if b.idle {
+		st.expires = t + b.w*ceilDiv(b.c(), int64(b.n))
+	}
+	if b.users == nil {
+		b.users = map[string]bucket{}
+	}
+	b.users[user] = st
 }
 
 var one = big.NewRat(1, 1)
@@ -110,10 +153,7 @@ func (b *tokenBucket) Allow(now time.Time, user string) (bool, error) {
 		return false, nil
 	}
 	st.tokens = new(big.Rat).Sub(st.tokens, one)
-	if b.users == nil {
-		b.users = map[string]bucket{}
-	}
-	b.users[user] = st
+	b.save(now.UnixMilli(), user, st)
 	return true, nil
 }
 
@@ -123,6 +163,9 @@ func (b *tokenBucket) Remaining(now time.Time, user string) (int, error) {
 		return 0, err
 	}
 	st, _ := b.at(now.UnixMilli(), user)
+	if b.writes {
+		b.save(now.UnixMilli(), user, st)
+	}
 	return int(new(big.Int).Quo(st.tokens.Num(), st.tokens.Denom()).Int64()), nil
 }
 
@@ -141,12 +184,16 @@ func (b *tokenBucket) RetryAfter(now time.Time, user string) time.Duration {
 	return ms(ceilRat(d.Mul(d, big.NewRat(b.w, int64(b.n)))))
 }
 
-// Lifetime implements [Profile]: until the bucket is full again.
+// Lifetime implements [Profile]: until the bucket is full again, or with
+// expire=idle until it is forgotten.
 func (b *tokenBucket) Lifetime(now time.Time, user string) time.Duration {
 	t := now.UnixMilli()
 	st, ok := b.users[user]
 	if !ok {
 		return 0
+	}
+	if b.idle {
+		return ms(max(0, st.expires-t))
 	}
 	missing := new(big.Rat).Sub(big.NewRat(b.c(), 1), st.tokens)
 	if b.interval {
@@ -199,6 +246,9 @@ func (b *tokenBucket) StateKey(user string) string {
 	st, ok := b.users[user]
 	if !ok {
 		return ""
+	}
+	if b.idle {
+		return st.tokens.RatString() + "@" + fmt.Sprint(st.last) + "/" + fmt.Sprint(st.expires)
 	}
 	return st.tokens.RatString() + "@" + fmt.Sprint(st.last)
 }

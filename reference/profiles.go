@@ -64,7 +64,7 @@ const ExactBound = 1 << 52
 // sliding log is [New]; fixed windows (align=epoch, first-grid, first-hit,
 // count-denied), the two-window weighted counter (align, count-denied,
 // admit), GCRA and token buckets
-// (refill=continuous, interval) keep one HASH per user under
+// (refill, expire, query) keep one HASH per user under
 // opts.Prefix + "{" + userID + "}", with a TTL renewed on every write: the
 // time the model says the state still matters (its Lifetime), plus one
 // window of slack (a state read past its lifetime answers as a fresh one,
@@ -108,7 +108,7 @@ func NewProfile(client redis.UniversalClient, spec model.Spec, opts Options) (co
 	case model.ProfileTokenBucket:
 		p.script, p.source = tokenBucketScript, tokenBucketSource
 		p.param = paramOf(full.Params["capacity"])
-		p.fixedArgs = []any{full.Params["refill"]}
+		p.fixedArgs = []any{full.Params["refill"], full.Params["expire"], full.Params["query"]}
 	default:
 		return nil, fmt.Errorf("reference: profile %q has no Redis implementation", full.Name)
 	}

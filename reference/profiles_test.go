@@ -26,6 +26,7 @@ var profileSpecs = []string{
 	"sliding-counter:admit=at-most", "sliding-counter:align=first-grid,admit=at-most,count-denied=true",
 	"gcra", "gcra:burst=2",
 	"token-bucket:capacity=8", "token-bucket:refill=interval,capacity=3",
+	"token-bucket:refill=interval,expire=idle,query=write",
 }
 
 // obtainRedis gives the test the package's one Redis (its TestMain's),
@@ -109,6 +110,8 @@ func TestProfileImplementationsFailOtherProfiles(t *testing.T) {
 		{"gcra:burst=2", "gcra", "core/allow-within-limit"},
 		{"token-bucket:capacity=8", "token-bucket", "core/block-over-limit"},
 		{"token-bucket:refill=interval,capacity=3", "token-bucket:capacity=3", "strict/differential"},
+		{"token-bucket:refill=interval,expire=idle,query=write", "token-bucket:refill=interval", "strict/differential"},
+		{"token-bucket:refill=interval", "token-bucket:refill=interval,expire=idle,query=write", "strict/differential"},
 	} {
 		t.Run(c.impl+" as "+model.MustSpec(c.graded).String(), func(t *testing.T) {
 			rep, err := suite.Check(context.Background(), suite.Config{Profile: c.graded, Redis: r, IDs: []string{c.spec}, ReportDir: t.TempDir()}, profileTarget(t, c.impl))
@@ -210,7 +213,7 @@ func TestIdentifyNamesEachImplementation(t *testing.T) {
 		id, err := suite.Identify(context.Background(), suite.Config{Redis: r}, tg)
 		require.NoError(t, err)
 		require.Len(t, id.Fits, 1, "one group: %+v", id.Fits)
-		assert.ElementsMatch(t, []string{"fixed-window:align=first-hit,count-denied=false", "fixed-window:align=first-hit,count-denied=true", "token-bucket:capacity=limit,refill=interval"},
+		assert.ElementsMatch(t, []string{"fixed-window:align=first-hit,count-denied=false", "fixed-window:align=first-hit,count-denied=true", "token-bucket:capacity=limit,expire=full,query=read,refill=interval"},
 			append([]string{id.Fits[0].Profile}, id.Fits[0].SameDecisions...))
 	})
 }

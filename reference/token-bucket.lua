@@ -1,14 +1,18 @@
 -- rlconform reference: one decision of a token bucket (model.TokenBucket:
 -- the rules are in its doc comment), exact.
 --
--- KEYS[1]  the user's bucket: a HASH of n/d tokens (a reduced fraction) and
---          l (continuous: the last refill; interval: the anchor)
+-- KEYS[1]  the user's bucket: a HASH of n/d tokens (a reduced fraction),
+--          l (continuous: the last refill; interval: the anchor) and, with
+--          expire=idle, x (when it is forgotten)
 -- ARGV[1]  now in unix ms, or "" to read the server's TIME (the prelude sets now)
 -- ARGV[2]  window W in ms (>= 1)
 -- ARGV[3]  refill N tokens per W (>= 1)
 -- ARGV[4]  capacity C (>= 1)
 -- ARGV[5]  "1": decide (and spend a token on) the request; "0": only look
 -- ARGV[6]  refill: continuous | interval
+-- ARGV[7]  expire: full (forgotten when full again) | idle (W*ceil(C/N)
+--          after the last write; an interval bucket keeps its grid)
+-- ARGV[8]  query: read | write (a look saves the bucket as a request does)
 --
 -- Arithmetic: tokens are counted in units of 1/L, L = lcm(d, W), where a
 -- continuous refill of N/W per ms is a whole number N*(L/W) per ms. The
@@ -25,6 +29,8 @@ local rate = tonumber(ARGV[3])
 local cap = tonumber(ARGV[4])
 local record = ARGV[5] == "1"
 local interval = ARGV[6] == "interval"
+local idle = ARGV[7] == "idle"
+local writes = ARGV[8] == "write"
 local BIG = 4503599627370496 -- 2^52
 
 local function gcd(a, b)
@@ -34,7 +40,10 @@ local function gcd(a, b)
   return a
 end
 
-local st = redis.call("HMGET", key, "n", "d", "l")
+local st = redis.call("HMGET", key, "n", "d", "l", "x")
+if idle and st[1] and now >= tonumber(st[4]) then
+  st = {} -- forgotten: its life ran out (the key's TTL has slack)
+end
 local L, tok, last
 if interval then
   L = 1
@@ -48,7 +57,9 @@ if interval then
     local k = math.floor((now - last) / window) -- whole W since the anchor
     if k >= 1 then
       local missing = cap - tok
-      if missing <= 0 or k >= math.ceil(missing / rate) then
+      if idle then
+        tok, last = math.min(cap, tok + k * rate), last + k * window -- its grid kept
+      elseif missing <= 0 or k >= math.ceil(missing / rate) then
         tok, last = cap, now -- full again: forgotten, a new bucket
       else
         tok, last = tok + k * rate, last + k * window
@@ -93,16 +104,24 @@ local allowed, remaining = 0, math.floor(tok / L)
 if tok >= L then
   allowed = 1
 end
-if record and allowed == 1 then
-  tok = tok - L
+if (record and allowed == 1) or (writes and not record) then
+  if record then
+    tok = tok - L
+  end
   local g = gcd(tok, L)
-  redis.call("HSET", key, "n", tok / g, "d", L / g, "l", last)
-  -- The bucket matters until it is full again.
   local life
-  if interval then
-    life = last + math.ceil((cap - tok) / rate) * window - now
+  if idle then
+    -- Forgotten a whole bucket's refill after this write.
+    life = math.ceil(cap / rate) * window
+    redis.call("HSET", key, "n", tok / g, "d", L / g, "l", last, "x", now + life)
   else
-    life = last + math.ceil((cap * L - tok) / (rate * (L / window))) - now
+    redis.call("HSET", key, "n", tok / g, "d", L / g, "l", last)
+    -- The bucket matters until it is full again.
+    if interval then
+      life = last + math.ceil((cap - tok) / rate) * window - now
+    else
+      life = last + math.ceil((cap * L - tok) / (rate * (L / window))) - now
+    end
   end
   -- The TTL is the state's life plus one window: the script reads a state
   -- past its life as a fresh one, so the window is only slack, for a "now"

@@ -63,6 +63,46 @@ func gridProbe() Spec {
 		}}
 }
 
+// bucketProbe tells interval buckets apart by when they are forgotten and
+// whether a query writes (token-bucket's expire and query). User q is asked
+// what remains at 0 and spends its bucket at W/2: a query that writes made
+// the bucket at 0, which refills at W, where one made at W/2 (or a window
+// opened there) still denies. User e writes at 0 and 0.9W and spends at
+// 1.5W: a bucket kept while written refills at 2W on its first grid and
+// has N at 2.1W, where one forgotten when full at W and made again at 1.5W
+// has N-1.
+func bucketProbe() Spec {
+	return Spec{ID: "identify/bucket", Level: result.Core, Rule: "where an interval bucket's refills are after it was full, and whether a query of what remains makes one",
+		Run: func(h *Harness) {
+			q, e := h.User("query-writes"), h.User("kept")
+			w, n := h.W(), h.N()
+			a := 23_456 * time.Millisecond
+			if h.Fake == nil {
+				h.Origin()
+				a = 0
+			}
+			h.At(a)
+			h.Remaining(q)
+			for range n - 1 {
+				h.Allow(e)
+			}
+			h.At(a + w/2)
+			for range n + 1 {
+				h.Allow(q)
+			}
+			h.At(a + w*9/10)
+			h.Allow(e)
+			h.After(a + w) // a bucket made at 0 has refilled
+			h.Allow(q)
+			h.At(a + w*3/2)
+			h.Allow(e)
+			h.At(a + w*21/10)
+			for range n + 1 {
+				h.Allow(e)
+			}
+		}}
+}
+
 // probe is one probe's history.
 type probe struct {
 	id       string
@@ -142,7 +182,7 @@ func identifyOnce(ctx context.Context, cat Catalogue, cfg Config, target Target,
 		id.Mode = result.RealTime
 	}
 	// The burst first: a paced endpoint has its whole budget then.
-	specs := append([]Spec{burstProbe()}, append(r.selected(), gridProbe())...)
+	specs := append([]Spec{burstProbe()}, append(r.selected(), gridProbe(), bucketProbe())...)
 	for i := range specs {
 		s := &specs[i]
 		rep := &result.Report{}
@@ -270,7 +310,8 @@ func candidateSpecs(n, burst int) []model.Spec {
 		bursts = append(bursts, strconv.Itoa(burst))
 	}
 	for _, b := range bursts {
-		list = append(list, "gcra:burst="+b, "token-bucket:capacity="+b+",refill=continuous", "token-bucket:capacity="+b+",refill=interval")
+		list = append(list, "gcra:burst="+b, "token-bucket:capacity="+b+",refill=continuous", "token-bucket:capacity="+b+",refill=interval",
+			"token-bucket:capacity="+b+",refill=interval,expire=idle,query=write")
 	}
 	out := make([]model.Spec, len(list))
 	for i, s := range list {
@@ -299,8 +340,10 @@ func sameDecisions(a, b model.Spec, n int) bool {
 		case s.Name == model.ProfileGCRA:
 			return "bucket/" + capacity(p["burst"])
 		case s.Name == model.ProfileTokenBucket && p["refill"] == "continuous":
+			// A continuous bucket refilled exactly decides alike whenever
+			// it is forgotten or written.
 			return "bucket/" + capacity(p["capacity"])
-		case s.Name == model.ProfileTokenBucket && capacity(p["capacity"]) == "limit":
+		case s.Name == model.ProfileTokenBucket && capacity(p["capacity"]) == "limit" && p["expire"] == "full" && p["query"] == "read":
 			// Every refill fills it: forgotten, the next request opens a
 			// new window.
 			return "fixed-window/first-hit"
@@ -419,9 +462,18 @@ func replayProbe(c model.Spec, p probe, remaining, fresh bool) (*result.RuledOut
 			}
 			continue
 		case 'G':
-			if !remaining {
+			switch {
+			case remaining:
+			case c.Params["query"] != "write":
+				continue
+			case exact != nil:
+				// A query that writes is a decision too: applied, its
+				// answer not judged.
+				exact.Remaining(op.At, op.User)
 				continue
 			}
+			// In real time the oracle follows a writing query by its
+			// answer: judged.
 		}
 		if exact != nil {
 			switch op.Kind {

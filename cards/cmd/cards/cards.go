@@ -94,7 +94,7 @@ var cards = []card{
 		Exec:   "CARD_POLICY=sliding_window {dir}/php/serve", Instances: 2, Profile: "sliding-counter:align=first-grid"},
 	{Name: "symfony-token-bucket", Library: "Symfony RateLimiter token_bucket (CacheStorage, RedisAdapter)", Debian: []string{"php-symfony-rate-limiter", "php-redis"},
 		Served: "protocol v1 router under php -S, 2 instances × 4 workers, no lock factory",
-		Exec:   "CARD_POLICY=token_bucket {dir}/php/serve", Instances: 2, Profile: "token-bucket:refill=interval"},
+		Exec:   "CARD_POLICY=token_bucket {dir}/php/serve", Instances: 2, Profile: "token-bucket:refill=interval,expire=idle,query=write"},
 	{Name: "rack-attack", Library: "rack-attack throttle (RedisProxy)", Debian: []string{"ruby-rack-attack", "ruby-redis", "puma"},
 		Served:   "endpoint: Rack::Attack under puma, 2 workers × 4 threads, discriminator X-User",
 		Endpoint: rackAttack, Profile: "fixed-window:align=epoch,count-denied=true"},
