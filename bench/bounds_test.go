@@ -18,8 +18,8 @@ import (
 // that changes a bound.
 var specs = []string{
 	"sliding-log",
-	"fixed-window:align=epoch", "fixed-window:align=epoch,count-denied=true",
-	"fixed-window:align=first-grid", "fixed-window:align=first-hit", "fixed-window:align=first-hit,count-denied=true",
+	"fixed-window:align=epoch", "fixed-window:align=epoch,count-denied=true,query=read",
+	"fixed-window:align=first-grid", "fixed-window:align=first-hit", "fixed-window:align=first-hit,count-denied=true,query=read",
 	"sliding-counter:align=epoch", "sliding-counter:align=epoch,count-denied=true,admit=at-most",
 	"sliding-counter:align=first-grid", "sliding-counter:align=first-grid,count-denied=true",
 	"gcra", "gcra:burst=2", "gcra:burst=7",

@@ -224,9 +224,9 @@ func TestBenchJudgesTheProfileATargetClaims(t *testing.T) {
 
 	code, out, errOut := rlconform(t, append(paced, "--target", url, "--profile", "fixed-window", "--require-exactness")...)
 	require.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
-	assert.Contains(t, out, "profile     fixed-window:align=epoch,count-denied=false: the decisions are judged by its rules")
+	assert.Contains(t, out, "profile     fixed-window:align=epoch,count-denied=false,query=read: the decisions are judged by its rules")
 	assert.Contains(t, out, "exactness   exact: no overshoot and no under-admission in")
-	assert.Contains(t, out, "judged as fixed-window:align=epoch,count-denied=false")
+	assert.Contains(t, out, "judged as fixed-window:align=epoch,count-denied=false,query=read")
 	assert.NotContains(t, errOut, "--require-exactness")
 
 	code, out, errOut = 0, "", ""

@@ -443,7 +443,7 @@ func TestNginxLimitReqIsGCRA(t *testing.T) {
 		assert.Subset(t, []string{"token-bucket:capacity=limit,expire=full,query=read,refill=continuous"}, fit.SameDecisions)
 		assert.Positive(t, fit.Decided)
 		assert.Subset(t, ruledOut(id), []string{"sliding-log", "sliding-counter:admit=below,align=epoch,count-denied=false", "sliding-counter:admit=below,align=epoch,count-denied=true",
-			"fixed-window:align=epoch,count-denied=false", "fixed-window:align=first-hit,count-denied=false", "token-bucket:capacity=limit,expire=full,query=read,refill=interval"})
+			"fixed-window:align=epoch,count-denied=false,query=read", "fixed-window:align=first-hit,count-denied=false,query=read", "token-bucket:capacity=limit,expire=full,query=read,refill=interval"})
 	})
 }
 
@@ -527,7 +527,7 @@ func TestHAProxyHTTPReqRateIsAnAnchoredWeightedCounter(t *testing.T) {
 		require.NotEmpty(t, id.Fits, "the anchored weighted counter explains every answer")
 		assert.Equal(t, model.MustSpec(haproxyProfile).String(), id.Fits[0].Profile)
 		assert.Subset(t, ruledOut(id), []string{"sliding-log", "sliding-counter:admit=below,align=epoch,count-denied=false", "sliding-counter:admit=below,align=epoch,count-denied=true",
-			"fixed-window:align=first-grid,count-denied=true", "gcra:burst=limit"})
+			"fixed-window:align=first-grid,count-denied=true,query=read", "gcra:burst=limit"})
 	})
 
 	t.Run("HAProxy's own counter explains every answer", func(t *testing.T) {
@@ -641,7 +641,7 @@ func haproxyExplainsItself(t *testing.T, url string) {
 		return answer{allowed: resp.StatusCode == http.StatusOK, sent: sent, returned: time.Now()}
 	}
 	others := []string{"sliding-log", "sliding-counter:count-denied=true", "sliding-counter:count-denied=false",
-		"fixed-window:align=first-grid,count-denied=true", "fixed-window:align=first-hit,count-denied=true", "gcra:burst=limit"}
+		"fixed-window:align=first-grid,count-denied=true,query=read", "fixed-window:align=first-hit,count-denied=true,query=read", "gcra:burst=limit"}
 	var unexplained []string
 	for try := 1; try <= 3; try++ {
 		send(fmt.Sprintf("warm-%d-%d", try, time.Now().UnixNano())) // a connection ready

@@ -21,9 +21,16 @@ import (
 //     of the previous window (the INCR + PEXPIRE pattern).
 //
 // countDenied counts denied requests too (INCR before the check).
+//
+// writes (query=write) makes a query of what remains save the state as a
+// request does, without counting: a user with none gets a window
+// (first-hit) or a grid (first-grid) at the query's instant, and a
+// first-grid user is forgotten a whole window after its last write.
+// Symfony RateLimiter's only query, consume(0), saves this way.
 type fixedWindow struct {
 	align       string // epoch, first-grid, first-hit
 	countDenied bool
+	writes      bool
 	n           int
 	w           int64
 	users       map[string]fixedState
@@ -37,7 +44,11 @@ type fixedState struct {
 
 // Spec implements [Profile].
 func (f *fixedWindow) Spec() Spec {
-	return Spec{Name: ProfileFixedWindow, Params: map[string]string{"align": f.align, "count-denied": fmt.Sprint(f.countDenied)}}
+	query := "read"
+	if f.writes {
+		query = "write"
+	}
+	return Spec{Name: ProfileFixedWindow, Params: map[string]string{"align": f.align, "count-denied": fmt.Sprint(f.countDenied), "query": query}}
 }
 
 // Describe implements [Profile].
@@ -48,6 +59,9 @@ func (f *fixedWindow) Describe() string {
 		s = fmt.Sprintf("a fixed window of %v opened by the first request", ms(f.w))
 	case "first-grid":
 		s = fmt.Sprintf("fixed windows of %v on a grid anchored at the user's first request", ms(f.w))
+	}
+	if f.writes {
+		s += " (or a query)"
 	}
 	if f.countDenied {
 		return fmt.Sprintf("%s, counting denied requests, limit %d", s, f.n)
@@ -97,12 +111,17 @@ func (f *fixedWindow) Allow(now time.Time, user string) (bool, error) {
 	ok := st.count < f.n
 	if ok || f.countDenied {
 		st.count++
-		if f.users == nil {
-			f.users = map[string]fixedState{}
-		}
-		f.users[user] = st
+		f.save(user, st)
 	}
 	return ok, nil
+}
+
+// save keeps st as the user's state.
+func (f *fixedWindow) save(user string, st fixedState) {
+	if f.users == nil {
+		f.users = map[string]fixedState{}
+	}
+	f.users[user] = st
 }
 
 // Remaining implements [Profile].
@@ -110,7 +129,11 @@ func (f *fixedWindow) Remaining(now time.Time, user string) (int, error) {
 	if err := contract.ValidateUserID(user); err != nil {
 		return 0, err
 	}
-	return max(0, f.n-f.current(now.UnixMilli(), user).count), nil
+	st := f.current(now.UnixMilli(), user)
+	if f.writes {
+		f.save(user, st)
+	}
+	return max(0, f.n-st.count), nil
 }
 
 // RetryAfter implements [Profile]: the end of the current window.

@@ -108,6 +108,7 @@ func Profiles() []ProfileInfo {
 		{ProfileFixedWindow, "a counter per fixed window of W: allowed while the window's count is below N", []ParamInfo{
 			{"align", "epoch", []string{"epoch", "first-grid", "first-hit"}, "epoch: windows [kW, (k+1)W) on the epoch; first-grid: a grid anchored at the user's first request; first-hit: a window opened by the first request after the previous one ended (INCR + EXPIRE)"},
 			{"count-denied", "false", bools, "denied requests are counted too (INCR before the check)"},
+			{"query", "read", []string{"read", "write"}, "read: a query of what remains changes nothing; write: it saves the state as a request does, without counting (a user with none gets a window or grid at the query's instant: Symfony's consume(0))"},
 		}},
 		{ProfileSlidingCounter, "the two-window weighted counter: previous window's count × the part of it still inside (t-W, t], plus the current count, below N", []ParamInfo{
 			{"align", "epoch", []string{"epoch", "first-grid"}, "epoch: windows [kW, (k+1)W) on the epoch; first-grid: a grid anchored at the user's first request, forgotten after a whole window with none (HAProxy's http_req_rate)"},
@@ -204,7 +205,7 @@ func MustSpec(s string) Spec {
 }
 
 // String is the spec with every parameter, in a stable order:
-// "fixed-window:align=epoch,count-denied=false".
+// "fixed-window:align=epoch,count-denied=false,query=read".
 func (s Spec) String() string {
 	name := s.Name
 	if name == "" {
@@ -251,7 +252,7 @@ func (s Spec) New(maxRequests int, window time.Duration) (Profile, error) {
 	n, w := maxRequests, window.Milliseconds()
 	switch full.Name {
 	case ProfileFixedWindow:
-		return &fixedWindow{align: p["align"], countDenied: p["count-denied"] == "true", n: n, w: w}, nil
+		return &fixedWindow{align: p["align"], countDenied: p["count-denied"] == "true", writes: p["query"] == "write", n: n, w: w}, nil
 	case ProfileSlidingCounter:
 		return &slidingCounter{countDenied: p["count-denied"] == "true", firstGrid: p["align"] == "first-grid", atMost: p["admit"] == "at-most", n: n, w: w}, nil
 	case ProfileGCRA:

@@ -14,9 +14,9 @@ import (
 // every profile and parameter combination the tests cover.
 var everySpec = []string{
 	"sliding-log",
-	"fixed-window:align=epoch", "fixed-window:align=epoch,count-denied=true",
-	"fixed-window:align=first-grid", "fixed-window:align=first-grid,count-denied=true",
-	"fixed-window:align=first-hit", "fixed-window:align=first-hit,count-denied=true",
+	"fixed-window:align=epoch", "fixed-window:align=epoch,count-denied=true,query=read",
+	"fixed-window:align=first-grid", "fixed-window:align=first-grid,count-denied=true,query=read",
+	"fixed-window:align=first-hit", "fixed-window:align=first-hit,count-denied=true,query=read",
 	"sliding-counter", "sliding-counter:count-denied=true",
 	"sliding-counter:align=first-grid", "sliding-counter:align=first-grid,count-denied=true",
 	"sliding-counter:admit=at-most", "sliding-counter:align=first-grid,admit=at-most,count-denied=true",
@@ -38,7 +38,7 @@ func TestParseSpec(t *testing.T) {
 	def, err := ParseSpec("")
 	require.NoError(t, err)
 	assert.True(t, def.IsSlidingLog())
-	assert.Equal(t, "fixed-window:align=first-hit,count-denied=true", MustSpec("fixed-window:count-denied=true,align=first-hit").String())
+	assert.Equal(t, "fixed-window:align=first-hit,count-denied=true,query=read", MustSpec("fixed-window:count-denied=true,align=first-hit").String())
 	for bad, want := range map[string]string{
 		"fixed":                           `unknown profile "fixed"`,
 		"fixed-window:align=sideways":     "want one of epoch, first-grid, first-hit",
@@ -124,24 +124,32 @@ func equivalent(t *testing.T, a, b string) {
 			if rng.IntN(3) == 0 {
 				now = now.Add(time.Duration(rng.IntN(int(w.Milliseconds())/3+1)) * time.Millisecond)
 			}
-			x, _ := p.Allow(now, u)
-			y, _ := q.Allow(now, u)
-			require.Equal(t, x, y, "%s and %s, seed %d step %d", a, b, seed, step)
-			r, _ := p.Remaining(now, u)
-			s, _ := q.Remaining(now, u)
-			require.Equal(t, r, s, "%s and %s remaining, seed %d step %d", a, b, seed, step)
+			if rng.IntN(4) != 0 { // else only a query: on a fresh user too
+				x, _ := p.Allow(now, u)
+				y, _ := q.Allow(now, u)
+				require.Equal(t, x, y, "%s and %s, seed %d step %d", a, b, seed, step)
+			}
+			if rng.IntN(2) == 0 {
+				r, _ := p.Remaining(now, u)
+				s, _ := q.Remaining(now, u)
+				require.Equal(t, r, s, "%s and %s remaining, seed %d step %d", a, b, seed, step)
+			}
 		}
 	}
 }
 
 // GCRA and a continuously refilled token bucket decide alike; so do an
 // interval-refilled bucket of N and a fixed window opened by the first
-// request, and a fixed window counting denied requests or not, while the
-// limit stays the same: identify groups them, the docs say so.
+// request (with queries that write or not, alike), and a fixed window
+// counting denied requests or not, while the limit stays the same:
+// identify groups them, the docs say so.
 func TestEquivalentProfiles(t *testing.T) {
 	equivalent(t, "gcra", "token-bucket")
 	equivalent(t, "gcra:burst=3", "token-bucket:capacity=3")
 	equivalent(t, "token-bucket:refill=interval", "fixed-window:align=first-hit")
+	equivalent(t, "token-bucket:refill=interval,query=write", "fixed-window:align=first-hit,query=write")
+	equivalent(t, "gcra", "token-bucket:expire=idle,query=write")
+	equivalent(t, "fixed-window:align=epoch", "fixed-window:align=epoch,query=write")
 	for _, align := range []string{"epoch", "first-grid", "first-hit"} {
 		equivalent(t, "fixed-window:align="+align, "fixed-window:count-denied=true,align="+align)
 	}
@@ -151,7 +159,7 @@ func TestEquivalentProfiles(t *testing.T) {
 // limit of 2, then 4 under 5 at the same instant (strict/raised-limit).
 func TestRaisedLimitTellsTheFirstHitGroupApart(t *testing.T) {
 	allowed := map[string]int{}
-	for _, spec := range []string{"fixed-window:align=first-hit", "fixed-window:align=first-hit,count-denied=true", "token-bucket:refill=interval"} {
+	for _, spec := range []string{"fixed-window:align=first-hit", "fixed-window:align=first-hit,count-denied=true,query=read", "token-bucket:refill=interval"} {
 		p := profile(t, spec, 2, time.Minute)
 		allowed[spec] = 0
 		answers(p, "u", 0, 0, 0)
@@ -162,7 +170,7 @@ func TestRaisedLimitTellsTheFirstHitGroupApart(t *testing.T) {
 			}
 		}
 	}
-	assert.Equal(t, map[string]int{"fixed-window:align=first-hit": 3, "fixed-window:align=first-hit,count-denied=true": 2, "token-bucket:refill=interval": 0}, allowed)
+	assert.Equal(t, map[string]int{"fixed-window:align=first-hit": 3, "fixed-window:align=first-hit,count-denied=true,query=read": 2, "token-bucket:refill=interval": 0}, allowed)
 }
 
 // With every interval a point, the search oracle is exact: each answer of

@@ -118,3 +118,21 @@ func TestQueryWriteMakesABucket(t *testing.T) {
 		assert.Equal(t, want, answers(p, "u", 600, 600, 600, 1000), spec)
 	}
 }
+
+// TestFixedWindowQueryWrite: with query=write a query about a user with no
+// state opens its window (first-hit) or anchors its grid (first-grid) at
+// the query's instant; with query=read the first request does. On the
+// epoch a query moves nothing.
+func TestFixedWindowQueryWrite(t *testing.T) {
+	for spec, want := range map[string][]bool{
+		"fixed-window:align=first-hit,query=write":  {true, true, false, true},
+		"fixed-window:align=first-hit":              {true, true, false, false},
+		"fixed-window:align=first-grid,query=write": {true, true, false, true},
+		"fixed-window:align=first-grid":             {true, true, false, false},
+		"fixed-window:align=epoch,query=write":      {true, true, false, true},
+	} {
+		p := profile(t, spec, 2, time.Second)
+		_, _ = p.Remaining(time.UnixMilli(epochMs), "u")
+		assert.Equal(t, want, answers(p, "u", 600, 600, 600, 1000), spec)
+	}
+}

@@ -22,8 +22,8 @@ import (
 // sliding log whose fault lies outside the decisions the probes make
 // (keys, errors, ids, time), so a sliding log fits.
 var identity = map[string]struct{ profile, mistake string }{
-	"fixed-window-epoch":    {"fixed-window:align=epoch,count-denied=false", ""},
-	"fixed-window-first":    {"fixed-window:align=first-hit,count-denied=false", ""},
+	"fixed-window-epoch":    {"fixed-window:align=epoch,count-denied=false,query=read", ""},
+	"fixed-window-first":    {"fixed-window:align=first-hit,count-denied=false,query=read", ""},
 	"two-window-approx":     {"sliding-counter:admit=below,align=epoch,count-denied=false", ""},
 	"same-ms-collision":     {"", "same millisecond count once"},
 	"logs-denied":           {"", "logs denied requests"},
@@ -36,7 +36,7 @@ var identity = map[string]struct{ profile, mistake string }{
 	"config-in-key":         {"sliding-log", ""}, // in steady state: Configure is reported apart
 	"clock-ignored":         {"", ""},
 	"fw-expire-every-hit":   {"", ""},
-	"fw-incr-expire-split":  {"fixed-window:align=first-hit,count-denied=true", ""},
+	"fw-incr-expire-split":  {"fixed-window:align=first-hit,count-denied=true,query=read", ""},
 	"gcra-burst-off-by-one": {"gcra:burst=6", ""},
 	// The probes land on no edge where the floats drift: a GCRA (its
 	// drift is graded by strict/config-range).

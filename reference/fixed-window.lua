@@ -9,6 +9,7 @@
 -- ARGV[4]  "1": decide (and count) the request; "0": only look
 -- ARGV[5]  align: epoch | first-grid | first-hit
 -- ARGV[6]  "1": denied requests are counted too
+-- ARGV[7]  query: read | write (a look saves the state, without counting)
 --
 -- Every number stays a whole number below 2^53 (ms instants, W, counts),
 -- so Lua's doubles hold them exactly.
@@ -20,6 +21,7 @@ local limit = tonumber(ARGV[3])
 local record = ARGV[4] == "1"
 local align = ARGV[5]
 local countDenied = ARGV[6] == "1"
+local writes = ARGV[7] == "write"
 
 -- The state of the window holding now, as the stored one and W say (a
 -- window the stored state is not of starts at zero).
@@ -56,8 +58,10 @@ local remaining = limit - count
 if remaining < 0 then
   remaining = 0
 end
-if record and (allowed == 1 or countDenied) then
-  count = count + 1
+if (record and (allowed == 1 or countDenied)) or (writes and not record) then
+  if record then
+    count = count + 1
+  end
   redis.call("HSET", key, "a", anchor, "s", start, "c", count)
   -- The count matters until its window ends (first-grid: the anchor a
   -- window more).

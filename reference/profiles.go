@@ -62,7 +62,7 @@ const ExactBound = 1 << 52
 // NewProfile returns a Redis limiter implementing the profile spec exactly
 // as its model (model.Spec.New) decides, one Lua script per decision: the
 // sliding log is [New]; fixed windows (align=epoch, first-grid, first-hit,
-// count-denied), the two-window weighted counter (align, count-denied,
+// count-denied, query), the two-window weighted counter (align, count-denied,
 // admit), GCRA and token buckets
 // (refill, expire, query) keep one HASH per user under
 // opts.Prefix + "{" + userID + "}", with a TTL renewed on every write: the
@@ -98,7 +98,7 @@ func NewProfile(client redis.UniversalClient, spec model.Spec, opts Options) (co
 	switch full.Name {
 	case model.ProfileFixedWindow:
 		p.script, p.source = fixedWindowScript, fixedWindowSource
-		p.fixedArgs = []any{full.Params["align"], flag(full.Params["count-denied"] == "true")}
+		p.fixedArgs = []any{full.Params["align"], flag(full.Params["count-denied"] == "true"), full.Params["query"]}
 	case model.ProfileSlidingCounter:
 		p.script, p.source = slidingCounterScript, slidingCounterSource
 		p.fixedArgs = []any{flag(full.Params["count-denied"] == "true"), full.Params["align"], full.Params["admit"]}

@@ -20,8 +20,9 @@ import (
 
 // profileSpecs are the profiles whose Redis implementations are graded.
 var profileSpecs = []string{
-	"fixed-window:align=epoch", "fixed-window:align=first-grid,count-denied=true",
-	"fixed-window:align=first-hit", "fixed-window:align=first-hit,count-denied=true",
+	"fixed-window:align=epoch", "fixed-window:align=first-grid,count-denied=true,query=read",
+	"fixed-window:align=first-hit", "fixed-window:align=first-hit,count-denied=true,query=read",
+	"fixed-window:align=first-hit,query=write", "fixed-window:align=first-grid,count-denied=true,query=write",
 	"sliding-counter", "sliding-counter:count-denied=true", "sliding-counter:align=first-grid,count-denied=true",
 	"sliding-counter:admit=at-most", "sliding-counter:align=first-grid,admit=at-most,count-denied=true",
 	"gcra", "gcra:burst=2",
@@ -111,6 +112,8 @@ func TestProfileImplementationsFailOtherProfiles(t *testing.T) {
 		{"token-bucket:capacity=8", "token-bucket", "core/block-over-limit"},
 		{"token-bucket:refill=interval,capacity=3", "token-bucket:capacity=3", "strict/differential"},
 		{"token-bucket:refill=interval,expire=idle,query=write", "token-bucket:refill=interval", "strict/differential"},
+		{"fixed-window:align=first-hit,query=write", "fixed-window:align=first-hit", "strict/differential"},
+		{"fixed-window:align=first-grid,query=write", "fixed-window:align=first-grid", "strict/differential"},
 		{"token-bucket:refill=interval", "token-bucket:refill=interval,expire=idle,query=write", "strict/differential"},
 	} {
 		t.Run(c.impl+" as "+model.MustSpec(c.graded).String(), func(t *testing.T) {
@@ -207,13 +210,13 @@ func TestIdentifyNamesEachImplementation(t *testing.T) {
 			assert.Contains(t, append([]string{id.Fits[0].Profile}, id.Fits[0].SameDecisions...), model.MustSpec(p).String())
 		})
 	}
-	t.Run("fixed-window:align=first-hit,count-denied=true without Configure", func(t *testing.T) {
-		tg := profileTarget(t, "fixed-window:align=first-hit,count-denied=true")
+	t.Run("fixed-window:align=first-hit,count-denied=true,query=read without Configure", func(t *testing.T) {
+		tg := profileTarget(t, "fixed-window:align=first-hit,count-denied=true,query=read")
 		tg.Capabilities.Configure = false
 		id, err := suite.Identify(context.Background(), suite.Config{Redis: r}, tg)
 		require.NoError(t, err)
 		require.Len(t, id.Fits, 1, "one group: %+v", id.Fits)
-		assert.ElementsMatch(t, []string{"fixed-window:align=first-hit,count-denied=false", "fixed-window:align=first-hit,count-denied=true", "token-bucket:capacity=limit,expire=full,query=read,refill=interval"},
+		assert.ElementsMatch(t, []string{"fixed-window:align=first-hit,count-denied=false,query=read", "fixed-window:align=first-hit,count-denied=true,query=read", "token-bucket:capacity=limit,expire=full,query=read,refill=interval"},
 			append([]string{id.Fits[0].Profile}, id.Fits[0].SameDecisions...))
 	})
 }

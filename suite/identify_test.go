@@ -36,7 +36,7 @@ func fitsOnly(t *testing.T, id *result.Identification, want string) {
 // its parameters.
 func TestIdentifyNamesEveryProfileModel(t *testing.T) {
 	for _, p := range append(slices.Clone(profileSpecs), "sliding-log", "gcra:burst=9", "token-bucket:capacity=2,expire=full,query=read,refill=interval",
-		"token-bucket:refill=interval", "token-bucket:refill=interval,expire=idle,query=write", "fixed-window:align=first-hit,count-denied=true", "fixed-window:align=epoch", "sliding-counter:admit=at-most") {
+		"token-bucket:refill=interval", "token-bucket:refill=interval,expire=idle,query=write", "fixed-window:align=first-hit,count-denied=true,query=read", "fixed-window:align=epoch", "sliding-counter:admit=at-most") {
 		t.Run(p, func(t *testing.T) {
 			id, err := suite.Identify(context.Background(), suite.Config{}, targets.ProfileModel(model.MustSpec(p)))
 			require.NoError(t, err)
@@ -51,7 +51,7 @@ func TestIdentifyNamesEveryProfileModel(t *testing.T) {
 // not, and a token bucket of N refilled every W are identified together;
 // with it, a raised limit tells them apart, and each is identified alone.
 func TestIdentifyGroupsProfilesThatDecideAlike(t *testing.T) {
-	group := []string{"fixed-window:align=first-hit,count-denied=false", "fixed-window:align=first-hit,count-denied=true", "token-bucket:capacity=limit,expire=full,query=read,refill=interval"}
+	group := []string{"fixed-window:align=first-hit,count-denied=false,query=read", "fixed-window:align=first-hit,count-denied=true,query=read", "token-bucket:capacity=limit,expire=full,query=read,refill=interval"}
 	for _, p := range group {
 		t.Run(p+" without Configure", func(t *testing.T) {
 			tg := targets.ProfileModel(model.MustSpec(p))

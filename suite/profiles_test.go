@@ -20,7 +20,7 @@ import (
 
 // profileSpecs are the profiles and parameters the self-test grades.
 var profileSpecs = []string{
-	"fixed-window:align=epoch", "fixed-window:align=first-grid,count-denied=true", "fixed-window:align=first-hit",
+	"fixed-window:align=epoch", "fixed-window:align=first-grid,count-denied=true,query=read", "fixed-window:align=first-hit",
 	"sliding-counter", "sliding-counter:count-denied=true", "sliding-counter:align=first-grid,count-denied=true",
 	"sliding-counter:admit=at-most,count-denied=true",
 	"gcra", "gcra:burst=2",

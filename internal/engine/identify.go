@@ -296,6 +296,9 @@ func candidateSpecs(n, burst int) []model.Spec {
 	for _, align := range []string{"epoch", "first-grid", "first-hit"} {
 		for _, d := range []string{"false", "true"} {
 			list = append(list, "fixed-window:align="+align+",count-denied="+d)
+			if align != "epoch" {
+				list = append(list, "fixed-window:align="+align+",count-denied="+d+",query=write")
+			}
 		}
 	}
 	for _, align := range []string{"epoch", "first-grid"} {
@@ -343,14 +346,17 @@ func sameDecisions(a, b model.Spec, n int) bool {
 			// A continuous bucket refilled exactly decides alike whenever
 			// it is forgotten or written.
 			return "bucket/" + capacity(p["capacity"])
-		case s.Name == model.ProfileTokenBucket && capacity(p["capacity"]) == "limit" && p["expire"] == "full" && p["query"] == "read":
-			// Every refill fills it: forgotten, the next request opens a
-			// new window.
-			return "fixed-window/first-hit"
+		case s.Name == model.ProfileTokenBucket && capacity(p["capacity"]) == "limit" && p["expire"] == "full":
+			// Every refill fills it: forgotten, the next request (or a
+			// query that writes) opens a new window.
+			return "fixed-window/first-hit/" + p["query"]
+		case s.Name == model.ProfileFixedWindow && p["align"] == "epoch":
+			// A query cannot move a window on the epoch.
+			return "fixed-window/epoch"
 		case s.Name == model.ProfileFixedWindow:
 			// A window whose count reached N denies until its end whether
 			// denied requests count or not.
-			return "fixed-window/" + p["align"]
+			return "fixed-window/" + p["align"] + "/" + p["query"]
 		}
 		return s.String()
 	}
