@@ -36,7 +36,8 @@ func fitsOnly(t *testing.T, id *result.Identification, want string) {
 // its parameters.
 func TestIdentifyNamesEveryProfileModel(t *testing.T) {
 	for _, p := range append(slices.Clone(profileSpecs), "sliding-log", "gcra:burst=9", "token-bucket:capacity=2,expire=full,query=read,refill=interval",
-		"token-bucket:refill=interval", "token-bucket:refill=interval,expire=idle,query=write", "fixed-window:align=first-hit,count-denied=true,query=read", "fixed-window:align=epoch", "sliding-counter:admit=at-most") {
+		"token-bucket:refill=interval", "token-bucket:refill=interval,expire=idle,query=write", "token-bucket:refill=interval,query=write",
+		"fixed-window:align=first-hit,query=write", "fixed-window:align=first-grid,query=write", "fixed-window:align=first-hit,count-denied=true,query=read", "fixed-window:align=epoch", "sliding-counter:admit=at-most") {
 		t.Run(p, func(t *testing.T) {
 			id, err := suite.Identify(context.Background(), suite.Config{}, targets.ProfileModel(model.MustSpec(p)))
 			require.NoError(t, err)

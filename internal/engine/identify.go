@@ -322,7 +322,7 @@ func candidateSpecs(n, burst int) []model.Spec {
 	}
 	for _, b := range bursts {
 		list = append(list, "gcra:burst="+b, "token-bucket:capacity="+b+",refill=continuous", "token-bucket:capacity="+b+",refill=interval",
-			"token-bucket:capacity="+b+",refill=interval,expire=idle,query=write")
+			"token-bucket:capacity="+b+",refill=interval,query=write", "token-bucket:capacity="+b+",refill=interval,expire=idle,query=write")
 	}
 	out := make([]model.Spec, len(list))
 	for i, s := range list {
