@@ -19,7 +19,7 @@ var fixedSource string
 var fixedScript = redis.NewScript(fixedSource)
 
 // FixedWindowProfile is the profile [FixedWindow] implements.
-const FixedWindowProfile = "fixed-window:align=epoch,count-denied=true,query=read"
+const FixedWindowProfile = "fixed-window:align=epoch,count-denied=true"
 
 // FixedWindow is a fixed window aligned to the epoch, keyed by the prefix,
 // the id and the window's number, as libraries write it: INCR first (a

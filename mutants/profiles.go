@@ -24,7 +24,7 @@ var gcraFloatSource = luaprelude.Source(gcraFloatBody)
 
 // The profiles the profile mutants claim.
 const (
-	fixedHitProfile = "fixed-window:align=first-hit,count-denied=true,query=read"
+	fixedHitProfile = "fixed-window:align=first-hit,count-denied=true"
 	counterProfile  = "sliding-counter"
 	gcraProfile     = "gcra"
 	bucketProfile   = "token-bucket"

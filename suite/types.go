@@ -52,7 +52,7 @@ type Config struct {
 	ReportDir string
 	// Profile is the algorithm the target is graded against, as
 	// model.ParseSpec reads it: NAME[:key=value,...], e.g.
-	// "fixed-window:align=first-hit,count-denied=true,query=read" (default
+	// "fixed-window:align=first-hit,count-denied=true" (default
 	// "sliding-log", the contract's exact log). docs/profiles.md gives
 	// each profile's rules.
 	Profile string
