@@ -9,7 +9,7 @@ conformance: redis
 	$(GO) build -o bin/rlconform ./cmd/rlconform
 	./bin/rlconform run
 
-## test: every test, with the race detector (about 3 minutes on two quiet
+## test: every test, with the race detector (about 10 minutes on two
 ## cores); of the report cards (cards/, a module of its own), the two with
 ## an injected clock. Where a test grades a matrix of equivalent targets in
 ## real time, or repeats a run to catch a rare failure, it takes a sample

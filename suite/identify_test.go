@@ -125,3 +125,17 @@ func TestIdentifyChoosesWindowsTheTargetAccepts(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "the target refused Configure(5, 1m0s)")
 }
+
+// Without GetRemainingRequests (an endpoint) no history has a query, so
+// profiles that differ only in whether a query writes decide alike: one
+// group, not an ambiguity (ulule's stdlib middleware was reported
+// ambiguous between them).
+func TestIdentifyGroupsQueryReadingsWithoutQueries(t *testing.T) {
+	tg := targets.ProfileModel(model.MustSpec("fixed-window:align=first-hit"))
+	tg.Capabilities.Remaining = false
+	id, err := suite.Identify(context.Background(), suite.Config{}, tg)
+	require.NoError(t, err)
+	require.Len(t, id.Fits, 1, "one group: %+v", id.Fits)
+	assert.Subset(t, append([]string{id.Fits[0].Profile}, id.Fits[0].SameDecisions...),
+		[]string{"fixed-window:align=first-hit,count-denied=false,query=read", "fixed-window:align=first-hit,count-denied=false,query=write"})
+}

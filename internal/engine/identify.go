@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -337,10 +338,16 @@ func candidateSpecs(n, burst int) []model.Spec {
 // Where a change of the limit tells them apart, and the probes made one
 // both are graded on, the probes have already ruled one out; two fits in
 // one group are profiles no answer of these probes tells apart, and no
-// other history with one configuration would.
-func sameDecisions(a, b model.Spec, n int) bool {
+// other history with one configuration would. Without queries (a target
+// with no GetRemainingRequests: its histories have none), whether a query
+// writes changes nothing either.
+func sameDecisions(a, b model.Spec, n int, queries bool) bool {
 	key := func(s model.Spec) string {
-		p := s.Params
+		p := maps.Clone(s.Params)
+		if !queries && p["query"] != "" {
+			p["query"] = "read"
+			s = model.Spec{Name: s.Name, Params: p}
+		}
 		capacity := func(v string) string {
 			if v == strconv.Itoa(n) {
 				return "limit"
@@ -408,13 +415,16 @@ func judgeFits(id *result.Identification, cands []model.Spec, probes []probe, fr
 	}
 	// Group the fits that decide alike on every history: the first names
 	// the group.
+	queries := slices.ContainsFunc(probes, func(p probe) bool {
+		return slices.ContainsFunc(p.trace, func(o TraceOp) bool { return o.Kind == 'G' })
+	})
 	used := make([]bool, len(fits))
 	for i := range fits {
 		if used[i] {
 			continue
 		}
 		for j := i + 1; j < len(fits); j++ {
-			if !used[j] && sameDecisions(fitSpecs[i], fitSpecs[j], id.Limit) {
+			if !used[j] && sameDecisions(fitSpecs[i], fitSpecs[j], id.Limit, queries) {
 				used[j] = true
 				fits[i].SameDecisions = append(fits[i].SameDecisions, fits[j].Profile)
 			}
