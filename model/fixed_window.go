@@ -60,7 +60,7 @@ func (f *fixedWindow) Describe() string {
 	case "first-grid":
 		s = fmt.Sprintf("fixed windows of %v on a grid anchored at the user's first request", ms(f.w))
 	}
-	if f.writes {
+	if f.writes && f.align != "epoch" { // a query moves no window on the epoch
 		s += " (or a query)"
 	}
 	if f.countDenied {
