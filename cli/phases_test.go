@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -188,6 +189,12 @@ func TestEndpointModeFailsPhaseDependentLies(t *testing.T) {
 			t.Parallel()
 			code, out, errOut := endpointRun(t, []string{serveDecider(t, c.lim)}, "--policy", "5/1s", "--profile", c.profile, "--id", c.id)
 			t.Log("\n" + out)
+			if code == ExitCannotRun && strings.Contains(out, tooLate) {
+				// Three tries at the edge, each probing too far into the
+				// window on a loaded machine: undecided, never a pass.
+				t.Logf("the phase just after an edge was never probed in time on this machine")
+				return
+			}
 			if c.says == nil {
 				assert.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
 				assert.Contains(t, out, "5 phases")
@@ -197,6 +204,47 @@ func TestEndpointModeFailsPhaseDependentLies(t *testing.T) {
 			for _, says := range c.says {
 				assert.Contains(t, out, says)
 			}
+		})
+	}
+}
+
+// tooLate is how http/ specs say they never probed the phase just after
+// an edge early enough.
+const tooLate = "never within its first tenth"
+
+// slow delays each answer of d by delay: a service far away, or slow.
+type slow struct {
+	decider
+	delay time.Duration
+}
+
+func (s slow) decide(key string, now int64, h http.Header) bool {
+	time.Sleep(s.delay)
+	return s.decider.decide(key, now, h)
+}
+
+// A service too slow for the phase just after an epoch edge to be probed
+// in its first tenth (six answers of 30ms each: 180ms of a 1s window) is
+// never passed on that phase: the spec probes it three times and is then
+// inconclusive (a lie it could have seen there, Retry-After ⌊W⌋ from a
+// weighted counter, shows only at some other phases by chance).
+func TestEndpointModeIsUndecidedWhenTheEdgePhaseIsProbedTooLate(t *testing.T) {
+	testtier.SkipShort(t, "grades endpoints in real time")
+	t.Parallel()
+	for _, honest := range []bool{true, false} {
+		t.Run(fmt.Sprintf("honest=%v", honest), func(t *testing.T) {
+			t.Parallel()
+			lim := slow{newWeighted(5, time.Second, honest), 30 * time.Millisecond}
+			code, out, errOut := endpointRun(t, []string{serveDecider(t, lim)}, "--policy", "5/1s",
+				"--profile", "sliding-counter:count-denied=true", "--id", "http/retry-after")
+			t.Log("\n" + out)
+			if !honest && code == ExitNotConformant {
+				assert.Contains(t, out, "a client that obeys it is refused again") // seen at another phase
+				return
+			}
+			assert.Equal(t, ExitCannotRun, code, "%s\n%s", out, errOut)
+			assert.Contains(t, out, tooLate)
+			assert.Contains(t, out, "3 tries")
 		})
 	}
 }
