@@ -444,7 +444,7 @@ func (h *Harness) execute() (res result.Result) {
 			res.Status, res.Message = result.Passed, h.PassNote
 			// What the answers say of the other algorithms a limiter may
 			// be: only a trace the graded profile gives in full says it.
-			if clues, graded := h.evidence(); graded {
+			if clues, graded := h.evidence(false); graded {
 				h.diag = &diagnosed{clues: clues, graded: true}
 			}
 		case failure:
@@ -459,7 +459,7 @@ func (h *Harness) execute() (res result.Result) {
 				// Name the algorithm the answers show, and give its hint
 				// rather than the spec's usual cause (render).
 				d := &diagnosed{failed: true, base: res.Message, hint: f.Hint}
-				d.clues, d.graded = h.evidence()
+				d.clues, d.graded = h.evidence(true)
 				if !d.graded && !slices.ContainsFunc(d.clues, func(c clue) bool { return c.explains }) {
 					d.clues = nil // nothing gives these answers: they rule nothing out
 				}

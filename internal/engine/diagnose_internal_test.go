@@ -1,0 +1,50 @@
+package engine
+
+import (
+	"testing"
+	"time"
+
+	"github.com/rlconform/rlconform/model"
+	"github.com/stretchr/testify/assert"
+)
+
+// A real-time history whose calls straddle a first-hit window's edges one
+// each way (CI saw such a run of the Node INCR + EXPIRE example go
+// unnamed): the window opened by a slow first call must start late for a
+// denial just past its first second, and early for the next window to
+// have ended by the last call. No one timing of every call (all at the
+// sending, all at the answer, all half-way) gives its answers, a timing
+// of each does, and a failed spec's diagnosis names the fixed window.
+func TestDiagnosisOfAFailedSpecAdmitsAnyTimingOfEachCall(t *testing.T) {
+	base := time.Unix(1_700_000_000, 0)
+	ms := func(m int) time.Time { return base.Add(time.Duration(m) * time.Millisecond) }
+	call := func(lo, hi int, got string) TraceOp {
+		return TraceOp{At: ms(lo), until: ms(hi), Kind: 'A', User: "u", Got: got}
+	}
+	h := &Harness{
+		Env:   Env{MaxRequests: 2, Window: time.Second},
+		run:   &runner{profile: model.MustSpec("")},
+		Trace: []TraceOp{
+			call(0, 100, "allowed"),     // opens the window at t ∈ [0, 100]
+			call(900, 901, "allowed"),   // its second
+			call(1080, 1085, "denied"),  // still in it: t > 80
+			call(1090, 1190, "allowed"), // opens the next, at t' ≥ t + 1000
+			call(1191, 1192, "allowed"), // its second: no sliding log allows it (900's entry counts)
+			call(2100, 2110, "allowed"), // the next again: t' ≤ 1100
+		},
+	}
+	const firstHit = "fixed-window:align=first-hit,count-denied=false,query=read"
+	named := func(failed bool) bool {
+		clues, graded := h.evidence(failed)
+		assert.False(t, graded, "no sliding log gives these answers")
+		for _, c := range clues {
+			if c.key == firstHit {
+				return c.explains
+			}
+		}
+		t.Fatalf("no clue for %s", firstHit)
+		return false
+	}
+	assert.False(t, named(false), "one timing of every call gives these answers: the test shows nothing")
+	assert.True(t, named(true), "a failed spec's diagnosis misses the window a timing of each call gives")
+}
