@@ -22,8 +22,8 @@ func TestDiagnosisOfAFailedSpecAdmitsAnyTimingOfEachCall(t *testing.T) {
 		return TraceOp{At: ms(lo), until: ms(hi), Kind: 'A', User: "u", Got: got}
 	}
 	h := &Harness{
-		Env:   Env{MaxRequests: 2, Window: time.Second},
-		run:   &runner{profile: model.MustSpec("")},
+		Env: Env{MaxRequests: 2, Window: time.Second},
+		run: &runner{profile: model.MustSpec("")},
 		Trace: []TraceOp{
 			call(0, 100, "allowed"),     // opens the window at t ∈ [0, 100]
 			call(900, 901, "allowed"),   // its second
