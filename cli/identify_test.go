@@ -56,7 +56,6 @@ func TestIdentifyOverTheProtocol(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "id.json")
 			code, out, errOut := rlconform(t, "identify", "--target", serveProfile(t, c.spec, c.withClock), "--json", path)
 			require.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
-			assert.Contains(t, out, "IDENTIFIED")
 			assert.Contains(t, out, "fits      "+model.MustSpec(c.spec).String())
 			var got struct {
 				Outcome string `json:"outcome"`
@@ -71,10 +70,25 @@ func TestIdentifyOverTheProtocol(t *testing.T) {
 			data, err := os.ReadFile(path)
 			require.NoError(t, err)
 			require.NoError(t, json.Unmarshal(data, &got))
+			assert.NotEmpty(t, got.RuledOut)
+			want := model.MustSpec(c.spec)
+			if !c.withClock && got.Outcome == "ambiguous" {
+				// In real time the probe that tells a query that writes
+				// from one that reads (identify/bucket) may decide
+				// nothing when its calls are slow: ambiguous between the
+				// two readings is honest, anything else is not.
+				for _, f := range got.Fits {
+					other := model.MustSpec(f.Profile)
+					other.Params["query"] = want.Params["query"]
+					assert.Equal(t, want.String(), other.String(), "ambiguous beyond the query readings:\n%s", out)
+				}
+				t.Logf("ambiguous between the query readings in real time on this machine:\n%s", out)
+				return
+			}
+			assert.Contains(t, out, "IDENTIFIED")
 			assert.Equal(t, "identified", got.Outcome)
 			require.Len(t, got.Fits, 1)
-			assert.Equal(t, model.MustSpec(c.spec).String(), got.Fits[0].Profile)
-			assert.NotEmpty(t, got.RuledOut)
+			assert.Equal(t, want.String(), got.Fits[0].Profile)
 		})
 	}
 }
