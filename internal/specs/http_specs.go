@@ -83,11 +83,22 @@ func (p *phase) lateness() time.Duration {
 	if len(p.burst) == 0 {
 		return 0
 	}
-	d := p.burst[len(p.burst)-1].returned.Sub(p.at)
-	if p.after != nil && p.after.sent.After(p.due) {
-		d += p.after.sent.Sub(p.due)
+	end := p.burst[len(p.burst)-1].returned
+	d := end.Sub(p.at)
+	// A come-back instant already past when the answer came (a reset
+	// floored to the second) is met as soon as it can be: not late.
+	if due := later(p.due, end); p.after != nil && p.after.sent.After(due) {
+		d += p.after.sent.Sub(due)
 	}
 	return d
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // edgePhase is the phase of user that starts just after the first
