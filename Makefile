@@ -9,17 +9,19 @@ conformance: redis
 	$(GO) build -o bin/rlconform ./cmd/rlconform
 	./bin/rlconform run
 
-## test: every test, with the race detector (about 10 minutes on two
-## cores); of the report cards (cards/, a module of its own), the two with
-## an injected clock. Where a test grades a matrix of equivalent targets in
-## real time, or repeats a run to catch a rare failure, it takes a sample
-## (logged with its RLCONFORM_SEED, which picks it again) or fewer runs:
-## test-full runs them whole. The edit loop: go test -short ./... (about a
-## minute).
+## test: every test (about 3 minutes on two quiet cores once the build
+## cache is warm; a cold cache adds about 2): test binaries run 8 at a
+## time, as the real-time ones mostly wait, and without the race
+## detector, which test-full (CI) adds. Of the report cards (cards/, a
+## module of its own), the two with an injected clock. Where a test grades
+## a matrix of equivalent targets in real time, or repeats a run to catch a
+## rare failure, it takes a sample (logged with its RLCONFORM_SEED, which
+## picks it again) or fewer runs: test-full runs them whole. The edit loop:
+## go test -short ./... (under a minute).
 test: redis gateways cards-deps node-deps container-rung arch-check api-check
 	$(GO) vet ./...
-	$(GO) test -race -count=1 ./...
-	cd cards && $(GO) vet ./... && $(GO) test -race -count=1 ./...
+	$(GO) test -count=1 -p 8 ./...
+	cd cards && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 ## cards: grade every report card (docs/cards.md) with rlconform, one at a
 ## time, compare the verdicts with cards/expected.txt (a difference fails),
@@ -37,14 +39,14 @@ cards-update: redis gateways cards-deps
 cards-deps:
 	@./scripts/ensure-cards
 
-## test-full: the full tier (RLCONFORM_FULL=1) of the packages that have
-## one: every mutant, profile and seed, every repeated run, the CI recipes
-## as written. .ci/run runs it after make test. A package whose tests call
-## testtier.Sample, Runs, Seeds, Full or SkipUnlessFull is listed here
-## (internal/testtier's test checks it).
-FULL_TIER := ./bench ./docs/ci ./honest ./model ./mutants ./reference
-test-full: redis node-deps
-	RLCONFORM_FULL=1 $(GO) test -race -count=1 $(FULL_TIER)
+## test-full: every test again under the race detector, with the full
+## tier (RLCONFORM_FULL=1) of the packages that have one: every mutant,
+## profile and seed, every repeated run, the CI recipes as written.
+## .ci/run runs it after make test. Test binaries run two at a time (the
+## default on two cores): under -race the real-time ones need the CPU.
+test-full: redis gateways cards-deps node-deps container-rung
+	RLCONFORM_FULL=1 $(GO) test -race -count=1 ./...
+	cd cards && $(GO) test -race -count=1 ./...
 
 ## bench: the reference side by side with its ceilings, in interleaved runs
 ## (docs/performance.md): AllowRequest against a bare go-redis Script.Run,

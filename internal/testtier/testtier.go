@@ -10,8 +10,9 @@
 //     so that a failure reproduces, and a different part of it runs each
 //     time; a loop that repeats a run to catch a rare failure runs fewer
 //     times ([Runs]), a property test fewer seeds ([Seeds]).
-//   - RLCONFORM_FULL=1 (make test-full, which CI runs after make test):
-//     every sample is the whole matrix and every loop runs its full count.
+//   - RLCONFORM_FULL=1 (make test-full, which CI runs after make test, all
+//     under the race detector): every sample is the whole matrix and every
+//     loop runs its full count.
 //
 // RLCONFORM_SEED=N picks the sample that a logged seed N picked.
 package testtier

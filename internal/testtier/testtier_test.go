@@ -1,12 +1,7 @@
 package testtier
 
 import (
-	"io/fs"
-	"os"
-	"path/filepath"
-	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -60,48 +55,4 @@ func indexOf(s string) int {
 		}
 	}
 	return -1
-}
-
-// TestTheFullTierListsEveryPackageThatHasOne: make test-full runs the
-// packages the Makefile lists in FULL_TIER; each package whose tests
-// sample, repeat less or skip outside the full tier is among them, and
-// each listed package has such a test.
-func TestTheFullTierListsEveryPackageThatHasOne(t *testing.T) {
-	root := filepath.Join("..", "..")
-	uses := regexp.MustCompile(`testtier\.(Sample|Runs|Seeds|SkipUnlessFull|Full)\(`)
-	want := map[string]bool{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == "node_modules" || d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != root {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, "_test.go") || filepath.Dir(path) == "." {
-			return nil
-		}
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		dir, err := filepath.Rel(root, filepath.Dir(path))
-		if err != nil {
-			return err
-		}
-		if dir != filepath.Join("internal", "testtier") && uses.Match(src) {
-			want["./"+filepath.ToSlash(dir)] = true
-		}
-		return nil
-	})
-	require.NoError(t, err)
-	require.NotEmpty(t, want)
-	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
-	require.NoError(t, err)
-	m := regexp.MustCompile(`(?m)^FULL_TIER := (.*)$`).FindSubmatch(makefile)
-	require.NotNil(t, m, "the Makefile sets FULL_TIER")
-	listed := map[string]bool{}
-	for _, p := range strings.Fields(string(m[1])) {
-		listed[p] = true
-	}
-	assert.Equal(t, want, listed, "FULL_TIER in the Makefile: the packages whose tests have a full tier")
 }
