@@ -3,6 +3,7 @@ package reference_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -77,6 +78,7 @@ func requireClean(t *testing.T, rep *result.Report, p string, minPassed int) {
 // grades a sample of the profiles, which rotates with the seed, and all of
 // them in the full tier.
 func TestProfileImplementationsPassTheirProfile(t *testing.T) {
+	// Not parallel: robust/store-outage stops the shared Redis.
 	r := obtainRedis(t)
 	outage := map[string]bool{}
 	for _, p := range testtier.Sample(t, profileSpecs, testtier.Quick(2, 0), func(p string) string { return p }) {
@@ -99,6 +101,7 @@ func TestProfileImplementationsPassTheirProfile(t *testing.T) {
 // An implementation graded against a profile that decides otherwise fails
 // the spec where they differ, with a wrong answer: the grading can fail.
 func TestProfileImplementationsFailOtherProfiles(t *testing.T) {
+	t.Parallel() // keys of its own on the shared Redis
 	r := obtainRedis(t)
 	for _, c := range []struct{ impl, graded, spec string }{
 		{"fixed-window:align=epoch", "", "strict/boundary-burst-epoch"},
@@ -128,13 +131,37 @@ func TestProfileImplementationsFailOtherProfiles(t *testing.T) {
 	}
 }
 
+// strict/differential tells a query that opens a window (query=write)
+// from one that does not on every seed: these seeds once drew schedules
+// that never queried a user without state before the requests that show
+// it, and the implementation passed graded as query=read.
+func TestDifferentialFindsAQueryThatOpensAWindow(t *testing.T) {
+	t.Parallel() // keys of its own on the shared Redis
+	r := obtainRedis(t)
+	for _, c := range []struct {
+		impl  string
+		seeds []uint64
+	}{
+		{"fixed-window:align=first-grid,query=write", []uint64{66, 98, 152, 183, 186, 223, 269}},
+		{"fixed-window:align=first-hit,query=write", []uint64{116}},
+	} {
+		graded := strings.TrimSuffix(c.impl, ",query=write")
+		for _, seed := range c.seeds {
+			rep, err := suite.Check(context.Background(), suite.Config{Seed: seed, Profile: graded, Redis: r, IDs: []string{"strict/differential"}, ReportDir: t.TempDir()}, profileTarget(t, c.impl))
+			require.NoError(t, err)
+			require.Len(t, rep.Results, 1)
+			assert.Equal(t, result.Failed, rep.Results[0].Status, "%s graded as %s, seed %d", c.impl, graded, seed)
+		}
+	}
+}
+
 // Without clock control the scripts read the Redis server's TIME; graded
 // in real time they fail nothing (a spec real time cannot decide is
 // skipped, never passed). make test grades one of the two profiles here,
 // which rotates with the seed (see below); the full tier both.
 func TestProfileImplementationsInRealTime(t *testing.T) {
 	testtier.SkipShort(t, "grades the profiles' scripts in real time")
-	t.Parallel() // beside the other real-time tests, once the others are done
+	t.Parallel() // beside the other parallel tests: real time mostly waits
 	r := obtainRedis(t)
 	// The search oracle of a profile other than the sliding log costs
 	// seconds of CPU per real-time burst (under -race): make test grades
@@ -201,6 +228,7 @@ func TestProfileExactBound(t *testing.T) {
 // with the profiles that decide as it does while the limit stays the same,
 // not an ambiguity.
 func TestIdentifyNamesEachImplementation(t *testing.T) {
+	t.Parallel() // keys of its own on the shared Redis
 	r := obtainRedis(t)
 	for _, p := range profileSpecs {
 		t.Run(p, func(t *testing.T) {

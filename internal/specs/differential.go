@@ -91,6 +91,11 @@ func genSchedule(h *engine.Harness, n int) []dop {
 		w := sim.m.Window()
 		var o dop
 		switch r := h.Rng.IntN(100); {
+		case r < 25 && sim.fresh(u):
+			// A query of a user with no state is where profiles differ
+			// on what a query writes (query=write opens a window): half
+			// of a fresh user's requests are a query first.
+			o = dop{kind: 'r', user: u}
 		case r < 50:
 			o = dop{kind: 'a', user: u}
 		case r < 62:
@@ -150,6 +155,12 @@ func (s *sim) edges(u int) []time.Time {
 		}
 	}
 	return out
+}
+
+// fresh reports whether user u has no state that matters now: a request
+// of it now would be its first.
+func (s *sim) fresh(u int) bool {
+	return s.m.Lifetime(s.now, "u"+strconv.Itoa(u)) <= 0
 }
 
 // safe reports whether o is not a raise of the window that the contract
