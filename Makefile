@@ -17,7 +17,7 @@ conformance: redis
 ## a matrix of equivalent targets in real time, or repeats a run to catch a
 ## rare failure, it takes a sample (logged with its RLCONFORM_SEED, which
 ## picks it again) or fewer runs: test-full runs them whole. The edit loop:
-## go test -short ./... (under a minute).
+## go test -short ./... (about a minute).
 test: redis gateways cards-deps node-deps container-rung arch-check api-check
 	$(GO) vet ./...
 	$(GO) test -count=1 -p 8 ./...

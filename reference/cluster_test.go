@@ -19,6 +19,7 @@ import (
 // Cluster: every key is one user's, hash-tagged, so every script touches
 // one slot.
 func TestConformantOnACluster(t *testing.T) {
+	t.Parallel() // keys of its own on the shared cluster
 	ctx := context.Background()
 	cluster := reference.SharedCluster(t)
 	client := cluster.Client()

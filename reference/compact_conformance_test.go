@@ -54,6 +54,7 @@ func requireConformant(t *testing.T, rep *result.Report, realTime bool) {
 // on one Redis, on the suite's fake clock: it passes every spec the
 // reference passes.
 func TestCompactConformant(t *testing.T) {
+	// Not parallel: robust/store-outage stops the shared Redis.
 	rep, err := suite.Check(context.Background(), suite.Config{Redis: reference.SharedRedis(), Level: result.All, ReportDir: t.TempDir()}, targets.ReferenceCompact())
 	require.NoError(t, err)
 	requireConformant(t, rep, false)

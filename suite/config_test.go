@@ -29,6 +29,7 @@ func (w windowDropped) Configure(ctx context.Context, n int, d time.Duration) er
 // may be taken, but then it must be in force; one taken and ignored is
 // failed, with the clock and without it.
 func TestInvalidConfigFailsAWindowTakenButIgnored(t *testing.T) {
+	t.Parallel() // in memory
 	for _, clock := range []bool{true, false} {
 		m := targets.Model()
 		target := m

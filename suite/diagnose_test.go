@@ -18,6 +18,7 @@ import (
 // TestAGCRAIsNamed grades a correct GCRA, with a clock and without: it is
 // failed (it is not a sliding log) and named as a GCRA.
 func TestAGCRAIsNamed(t *testing.T) {
+	t.Parallel() // in memory
 	for _, withClock := range []bool{true, false} {
 		caps := contract.All()
 		caps.StoreInspection, caps.SharedStore, caps.Clock = false, false, withClock

@@ -35,6 +35,7 @@ func fitsOnly(t *testing.T, id *result.Identification, want string) {
 // Every profile's own model, probed on the fake clock, is identified with
 // its parameters.
 func TestIdentifyNamesEveryProfileModel(t *testing.T) {
+	t.Parallel() // in memory
 	for _, p := range append(slices.Clone(profileSpecs), "sliding-log", "gcra:burst=9", "token-bucket:capacity=2,expire=full,query=read,refill=interval",
 		"token-bucket:refill=interval", "token-bucket:refill=interval,expire=idle,query=write", "token-bucket:refill=interval,query=write",
 		"fixed-window:align=first-hit,query=write", "fixed-window:align=first-grid,query=write", "fixed-window:align=first-hit,count-denied=true,query=read", "fixed-window:align=epoch", "sliding-counter:admit=at-most") {

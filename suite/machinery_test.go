@@ -121,6 +121,7 @@ func (h hangsOnce) AllowRequest(ctx context.Context, u string) (bool, error) {
 // there instead of going on beside it (run with -race: nothing touches
 // what the spec still uses).
 func TestASpecThatNeverReturnsStopsTheRun(t *testing.T) {
+	t.Parallel() // in memory; it waits on the spec timeout
 	m := targets.Model()
 	target := m
 	release := make(chan struct{})

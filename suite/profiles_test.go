@@ -31,6 +31,7 @@ var profileSpecs = []string{
 // that grades it, on the fake clock: the catalogue's rules are the
 // profile's.
 func TestProfileModelsPassTheirProfile(t *testing.T) {
+	t.Parallel() // in memory
 	for _, p := range profileSpecs {
 		t.Run(p, func(t *testing.T) {
 			rep, err := suite.Check(context.Background(), suite.Config{Profile: p, ReportDir: t.TempDir()}, targets.ProfileModel(model.MustSpec(p)))
