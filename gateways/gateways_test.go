@@ -511,9 +511,15 @@ func TestHAProxyHTTPReqRateIsAnAnchoredWeightedCounter(t *testing.T) {
 		// so). Only allow-within-limit's N requests are allowed by both.
 		mayFail := []string{"core/block-over-limit", "core/multi-user", "core/sliding-expiry", "strict/boundary-burst-epoch", "strict/boundary-burst-first", "strict/rolling-expiry",
 			"strict/same-millisecond-burst", "strict/denied-not-logged", "strict/linearizable", "http/retry-after"}
-		// Five just before an epoch edge, one just after: the epoch's
-		// counter starts afresh, HAProxy's period is still the first one.
-		expectOnlyFailures(t, rep, mayFail, []string{"strict/boundary-burst-epoch"})
+		// Which spec tells the two apart depends on where each spec's
+		// requests fall in HAProxy's period, which a loaded machine
+		// moves: usually strict/boundary-burst-epoch (its burst just
+		// before an epoch edge anchors HAProxy's period there), but CI
+		// (under -race) saw it pass, some timing of its calls explaining
+		// every answer, while core/sliding-expiry and
+		// strict/rolling-expiry failed. So some spec must fail, none in
+		// particular.
+		expectOnlyFailures(t, rep, mayFail, nil)
 		for _, id := range rep.with("fail") {
 			if id != "strict/linearizable" {
 				assert.Contains(t, rep.result(id).Message, "a two-window weighted counter (sliding-window estimate) of 1s, counting denied requests, limit 5", id)
