@@ -13,6 +13,8 @@ import (
 // are laid out by align:
 //
 //   - epoch: [kW, (k+1)W) for every whole k, on the Unix epoch in ms;
+//   - go-zero: [z+kW, z+(k+1)W), z Go's zero time (0001-01-01 UTC), the
+//     windows time.Time.Truncate makes;
 //   - first-grid: [a+kW, a+(k+1)W), anchored at the instant a of the
 //     user's first counted request; the user (anchor and all) is forgotten
 //     once a whole window has passed with no counted request, i.e. at
@@ -28,7 +30,7 @@ import (
 // first-grid user is forgotten a whole window after its last write.
 // Symfony RateLimiter's only query, consume(0), saves this way.
 type fixedWindow struct {
-	align       string // epoch, first-grid, first-hit
+	align       string // epoch, go-zero, first-grid, first-hit
 	countDenied bool
 	writes      bool
 	n           int
@@ -55,12 +57,14 @@ func (f *fixedWindow) Spec() Spec {
 func (f *fixedWindow) Describe() string {
 	s := fmt.Sprintf("a fixed window of %v aligned to the epoch", ms(f.w))
 	switch f.align {
+	case "go-zero":
+		s = fmt.Sprintf("a fixed window of %v aligned to Go's zero time (0001-01-01 UTC, as time.Time.Truncate)", ms(f.w))
 	case "first-hit":
 		s = fmt.Sprintf("a fixed window of %v opened by the first request", ms(f.w))
 	case "first-grid":
 		s = fmt.Sprintf("fixed windows of %v on a grid anchored at the user's first request", ms(f.w))
 	}
-	if f.writes && f.align != "epoch" { // a query moves no window on the epoch
+	if f.writes && !f.fixedGrid() { // a query moves no window on a fixed grid
 		s += " (or a query)"
 	}
 	if f.countDenied {
@@ -80,8 +84,9 @@ func (f *fixedWindow) Window() time.Duration { return ms(f.w) }
 func (f *fixedWindow) current(t int64, user string) fixedState {
 	st, ok := f.users[user]
 	switch f.align {
-	case "epoch":
-		start := floorDiv(t, f.w) * f.w
+	case "epoch", "go-zero":
+		z := gridOrigin(f.align)
+		start := z + floorDiv(t-z, f.w)*f.w
 		if !ok || st.start != start {
 			return fixedState{start: start}
 		}
@@ -100,6 +105,10 @@ func (f *fixedWindow) current(t int64, user string) fixedState {
 	}
 	return st
 }
+
+// fixedGrid reports whether the windows lie on a grid fixed in time (the
+// epoch's or Go's), whatever the requests.
+func (f *fixedWindow) fixedGrid() bool { return f.align == "epoch" || f.align == "go-zero" }
 
 // Allow implements [Profile].
 func (f *fixedWindow) Allow(now time.Time, user string) (bool, error) {

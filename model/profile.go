@@ -106,12 +106,12 @@ func Profiles() []ProfileInfo {
 	return []ProfileInfo{
 		{ProfileSlidingLog, "the exact sliding-window log: at t the allowed requests in (t-W, t] count; allowed while fewer than N count", nil},
 		{ProfileFixedWindow, "a counter per fixed window of W: allowed while the window's count is below N", []ParamInfo{
-			{"align", "epoch", []string{"epoch", "first-grid", "first-hit"}, "epoch: windows [kW, (k+1)W) on the epoch; first-grid: a grid anchored at the user's first request; first-hit: a window opened by the first request after the previous one ended (INCR + EXPIRE)"},
+			{"align", "epoch", []string{"epoch", "go-zero", "first-grid", "first-hit"}, "epoch: windows [kW, (k+1)W) on the epoch; go-zero: windows [kW, (k+1)W) counted from Go's zero time, 0001-01-01 UTC, as time.Time.Truncate makes them; first-grid: a grid anchored at the user's first request; first-hit: a window opened by the first request after the previous one ended (INCR + EXPIRE)"},
 			{"count-denied", "false", bools, "denied requests are counted too (INCR before the check)"},
 			{"query", "read", []string{"read", "write"}, "read: a query of what remains changes nothing; write: it saves the state as a request does, without counting (a user with none gets a window or grid at the query's instant: Symfony's consume(0))"},
 		}},
 		{ProfileSlidingCounter, "the two-window weighted counter: previous window's count × the part of it still inside (t-W, t], plus the current count, below N", []ParamInfo{
-			{"align", "epoch", []string{"epoch", "first-grid"}, "epoch: windows [kW, (k+1)W) on the epoch; first-grid: a grid anchored at the user's first request, forgotten after a whole window with none (HAProxy's http_req_rate)"},
+			{"align", "epoch", []string{"epoch", "go-zero", "first-grid"}, "epoch: windows [kW, (k+1)W) on the epoch; go-zero: windows [kW, (k+1)W) counted from Go's zero time, 0001-01-01 UTC, as time.Time.Truncate makes them; first-grid: a grid anchored at the user's first request, forgotten after a whole window with none (HAProxy's http_req_rate)"},
 			{"count-denied", "false", bools, "denied requests are counted too"},
 			{"admit", "below", []string{"below", "at-most"}, "below: allowed while the estimate is below N; at-most: allowed while the estimate including this request is at most N (estimate + 1 <= N)"},
 		}},
@@ -254,13 +254,30 @@ func (s Spec) New(maxRequests int, window time.Duration) (Profile, error) {
 	case ProfileFixedWindow:
 		return &fixedWindow{align: p["align"], countDenied: p["count-denied"] == "true", writes: p["query"] == "write", n: n, w: w}, nil
 	case ProfileSlidingCounter:
-		return &slidingCounter{countDenied: p["count-denied"] == "true", firstGrid: p["align"] == "first-grid", atMost: p["admit"] == "at-most", n: n, w: w}, nil
+		return &slidingCounter{countDenied: p["count-denied"] == "true", align: p["align"], atMost: p["admit"] == "at-most", n: n, w: w}, nil
 	case ProfileGCRA:
 		return &gcraModel{burst: fixedParam(p["burst"]), n: n, w: w}, nil
 	case ProfileTokenBucket:
 		return &tokenBucket{capacity: fixedParam(p["capacity"]), interval: p["refill"] == "interval", idle: p["expire"] == "idle", writes: p["query"] == "write", n: n, w: w}, nil
 	}
 	return newSlidingLog(maxRequests, window)
+}
+
+// goZeroMs is Go's zero time, 0001-01-01 UTC (time.Time{}), in Unix ms:
+// the origin of the windows of align=go-zero, which time.Time.Truncate
+// makes (it rounds down to a multiple of the window since the zero time).
+// The grid is the epoch's exactly when W divides 62,135,596,800,000 ms
+// (2^11 × 3^3 × 5^5 × 359,581): every window that divides two days does,
+// a week, 30 days and 365 days do not.
+const goZeroMs = -62_135_596_800_000
+
+// gridOrigin is the origin of the fixed grid of windows that align names:
+// Go's zero time for go-zero, the epoch for any other.
+func gridOrigin(align string) int64 {
+	if align == "go-zero" {
+		return goZeroMs
+	}
+	return 0
 }
 
 // fixedParam is a whole-number parameter, 0 for "limit".

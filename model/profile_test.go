@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/internal/testtier"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,11 +16,13 @@ import (
 var everySpec = []string{
 	"sliding-log",
 	"fixed-window:align=epoch", "fixed-window:align=epoch,count-denied=true,query=read",
+	"fixed-window:align=go-zero", "fixed-window:align=go-zero,count-denied=true,query=write",
 	"fixed-window:align=first-grid", "fixed-window:align=first-grid,count-denied=true,query=read",
 	"fixed-window:align=first-hit", "fixed-window:align=first-hit,count-denied=true,query=read",
 	"sliding-counter", "sliding-counter:count-denied=true",
 	"sliding-counter:align=first-grid", "sliding-counter:align=first-grid,count-denied=true",
 	"sliding-counter:admit=at-most", "sliding-counter:align=first-grid,admit=at-most,count-denied=true",
+	"sliding-counter:align=go-zero", "sliding-counter:align=go-zero,admit=at-most,count-denied=true",
 	"gcra", "gcra:burst=1", "gcra:burst=7",
 	"token-bucket", "token-bucket:capacity=2", "token-bucket:refill=interval", "token-bucket:refill=interval,capacity=9",
 }
@@ -41,7 +44,7 @@ func TestParseSpec(t *testing.T) {
 	assert.Equal(t, "fixed-window:align=first-hit,count-denied=true,query=read", MustSpec("fixed-window:count-denied=true,align=first-hit").String())
 	for bad, want := range map[string]string{
 		"fixed":                           `unknown profile "fixed"`,
-		"fixed-window:align=sideways":     "want one of epoch, first-grid, first-hit",
+		"fixed-window:align=sideways":     "want one of epoch, go-zero, first-grid, first-hit",
 		"fixed-window:burst=3":            `no parameter "burst"`,
 		"gcra:burst=0":                    "whole number",
 		"gcra:burst":                      "key=value",
@@ -114,9 +117,15 @@ func TestProfileRules(t *testing.T) {
 // same decisions.
 func equivalent(t *testing.T, a, b string) {
 	t.Helper()
+	equivalentWith(t, a, b, func(rng *rand.Rand) time.Duration { return time.Duration(20+rng.IntN(500)) * time.Millisecond })
+}
+
+// equivalentWith is equivalent with the windows window draws.
+func equivalentWith(t *testing.T, a, b string, window func(*rand.Rand) time.Duration) {
+	t.Helper()
 	for _, seed := range testtier.Seeds(t, 60, 20) {
 		rng := rand.New(rand.NewPCG(seed, 5))
-		n, w := 1+rng.IntN(6), time.Duration(20+rng.IntN(500))*time.Millisecond
+		n, w := 1+rng.IntN(6), window(rng)
 		p, q := profile(t, a, n, w), profile(t, b, n, w)
 		now := time.UnixMilli(epochMs + rng.Int64N(1000))
 		for step := range 300 {
@@ -306,5 +315,60 @@ func TestSearchSoundForSubMillisecondLimiters(t *testing.T) {
 				us = answered + rng.Int64N(int64(w.Microseconds())/3)
 			}
 		}
+	}
+}
+
+// align=go-zero lays windows out as time.Time.Truncate does, from Go's
+// zero time: the fixed window's and the weighted counter's windows start
+// where Truncate puts them, for short windows and for the longest.
+func TestGoZeroWindowsAreTruncates(t *testing.T) {
+	require.Equal(t, time.Time{}.UnixMilli(), int64(goZeroMs))
+	rng := rand.New(rand.NewPCG(1, 37))
+	for range 2000 {
+		w := 1 + rng.Int64N(contract.MaxWindow.Milliseconds())
+		if rng.IntN(2) == 0 {
+			w = 1 + rng.Int64N(10*24*3600*1000)
+		}
+		now := epochMs + rng.Int64N(400*365*24*3600*1000) - 200*365*24*3600*1000
+		want := time.UnixMilli(now).Truncate(ms(w)).UnixMilli()
+		f := &fixedWindow{align: "go-zero", n: 1, w: w}
+		require.Equal(t, want, f.current(now, "u").start, "fixed window of %dms at %d", w, now)
+		c := &slidingCounter{align: "go-zero", n: 1, w: w}
+		st := c.at(now, "u")
+		require.Equal(t, want, st.a+st.k*w, "weighted counter of %dms at %d", w, now)
+	}
+}
+
+// The grids of the epoch and of Go's zero time are one where the window
+// divides 62,135,596,800,000 ms (every divisor of two days does): the
+// profiles decide alike there. Where it does not (a week, 30 days, 365
+// days), a window's edges are elsewhere: 0001-01-01 is 719,162 days
+// before 1970-01-01, so Go's edges of 365 days are 112 days before the
+// epoch's (253 after).
+func TestGoZeroGridIsTheEpochsWhereTheWindowDividesTheOffset(t *testing.T) {
+	divisors := []time.Duration{time.Millisecond, 6 * time.Millisecond, 1600 * time.Millisecond, time.Second, time.Minute, 90 * time.Minute, 24 * time.Hour, 48 * time.Hour}
+	pick := func(rng *rand.Rand) time.Duration { return divisors[rng.IntN(len(divisors))] }
+	for _, w := range divisors {
+		require.Zero(t, -goZeroMs%w.Milliseconds(), "%v divides the offset", w)
+	}
+	equivalentWith(t, "fixed-window:align=epoch", "fixed-window:align=go-zero", pick)
+	equivalentWith(t, "sliding-counter:align=epoch", "sliding-counter:align=go-zero", pick)
+	equivalentWith(t, "sliding-counter:align=epoch,admit=at-most,count-denied=true", "sliding-counter:align=go-zero,admit=at-most,count-denied=true", pick)
+	for _, c := range []struct {
+		w   time.Duration
+		off time.Duration // how far Go's edges are after the epoch's
+	}{{7 * 24 * time.Hour, 4 * 24 * time.Hour}, {30 * 24 * time.Hour, 28 * 24 * time.Hour}, {365 * 24 * time.Hour, 253 * 24 * time.Hour}, {7 * time.Second, 3 * time.Second}} {
+		epoch := profile(t, "fixed-window:align=epoch", 1, c.w)
+		goZero := profile(t, "fixed-window:align=go-zero", 1, c.w)
+		edge := time.UnixMilli(0).Add(c.off) // a window of Go's grid starts here
+		for _, p := range []Profile{epoch, goZero} {
+			ok, _ := p.Allow(edge.Add(-time.Millisecond), "u")
+			require.True(t, ok)
+		}
+		a, _ := epoch.Allow(edge, "u")
+		b, _ := goZero.Allow(edge, "u")
+		assert.False(t, a, "%v: the epoch's window goes on past Go's edge", c.w)
+		assert.True(t, b, "%v: Go's grid starts a window %v after the epoch's", c.w, c.off)
+		assert.Equal(t, edge, edge.Truncate(c.w), "%v: Truncate puts an edge there", c.w)
 	}
 }

@@ -16,8 +16,9 @@ import (
 //	est(t) = prev * (W - e) / W + cur
 //
 // where cur counts window k and prev window k-1. The windows are on the
-// epoch (a = 0), or (firstGrid) on a grid anchored at the user's first
-// counted request, forgotten, anchor and all, once a whole window has
+// epoch (align epoch: a = 0), on Go's zero time (go-zero: a = 0001-01-01
+// UTC, as time.Time.Truncate lays them), or (first-grid) on a grid
+// anchored at the user's first counted request, forgotten, anchor and all, once a whole window has
 // passed with no counted request (HAProxy's http_req_rate). A request is
 // allowed when est(t) < N (admit=below), or, with atMost (admit=at-most),
 // when the estimate including this request is at most N: est(t) + 1 <= N.
@@ -28,7 +29,7 @@ import (
 // max(0, floor((N*W - prev*(W-e)) / W) - cur).
 type slidingCounter struct {
 	countDenied bool
-	firstGrid   bool
+	align       string // epoch, go-zero, first-grid
 	atMost      bool
 	n           int
 	w           int64
@@ -36,22 +37,18 @@ type slidingCounter struct {
 }
 
 type counterState struct {
-	a         int64 // the grid's anchor (0: the epoch)
+	a         int64 // the grid's origin: 0 (the epoch), Go's zero time, or the first-grid anchor
 	k         int64 // the window of cur
 	prev, cur int64
 }
 
 // Spec implements [Profile].
 func (s *slidingCounter) Spec() Spec {
-	align := "epoch"
-	if s.firstGrid {
-		align = "first-grid"
-	}
 	admit := "below"
 	if s.atMost {
 		admit = "at-most"
 	}
-	return Spec{Name: ProfileSlidingCounter, Params: map[string]string{"admit": admit, "align": align, "count-denied": fmt.Sprint(s.countDenied)}}
+	return Spec{Name: ProfileSlidingCounter, Params: map[string]string{"admit": admit, "align": s.align, "count-denied": fmt.Sprint(s.countDenied)}}
 }
 
 // Describe implements [Profile].
@@ -64,8 +61,11 @@ func (s *slidingCounter) Describe() string {
 	if s.atMost {
 		admit = ", allowed while the estimate including the request is at most the limit"
 	}
-	if s.firstGrid {
+	switch s.align {
+	case "first-grid":
 		return fmt.Sprintf("a two-window weighted counter (sliding-window estimate) of %v on periods anchored at the user's first request, %s denied requests, limit %d%s", ms(s.w), d, s.n, admit)
+	case "go-zero":
+		return fmt.Sprintf("a two-window weighted counter (sliding-window estimate) of %v on windows aligned to Go's zero time (0001-01-01 UTC, as time.Time.Truncate), %s denied requests, limit %d%s", ms(s.w), d, s.n, admit)
 	}
 	return fmt.Sprintf("a two-window weighted counter (sliding-window estimate) of %v, %s denied requests, limit %d%s", ms(s.w), d, s.n, admit)
 }
@@ -79,8 +79,8 @@ func (s *slidingCounter) Window() time.Duration { return ms(s.w) }
 // at is the user's counts rolled to the window holding t.
 func (s *slidingCounter) at(t int64, user string) counterState {
 	st, ok := s.users[user]
-	a := int64(0)
-	if s.firstGrid {
+	a := gridOrigin(s.align)
+	if s.align == "first-grid" {
 		if !ok || t < st.a || t >= st.a+(st.k+2)*s.w {
 			return counterState{a: t} // a new grid, anchored here
 		}
