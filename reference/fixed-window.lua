@@ -7,7 +7,8 @@
 -- ARGV[2]  window W in ms (>= 1)
 -- ARGV[3]  limit N (>= 1)
 -- ARGV[4]  "1": decide (and count) the request; "0": only look
--- ARGV[5]  align: epoch | first-grid | first-hit
+-- ARGV[5]  align: epoch | go-zero | first-grid | first-hit (go-zero: the
+--          windows of Go's time.Time.Truncate, counted from 0001-01-01 UTC)
 -- ARGV[6]  "1": denied requests are counted too
 -- ARGV[7]  query: read | write (a look saves the state, without counting)
 --
@@ -30,8 +31,14 @@ local exists = st[2] ~= false
 local anchor = tonumber(st[1] or "0")
 local start = tonumber(st[2] or "0")
 local count = tonumber(st[3] or "0")
-if align == "epoch" then
-  local s = math.floor(now / window) * window
+if align == "epoch" or align == "go-zero" then
+  -- Go's zero time, 0001-01-01 UTC, in unix ms: now - origin stays below
+  -- 2^53 (until the year 285,000), exact in a double.
+  local origin = 0
+  if align == "go-zero" then
+    origin = -62135596800000
+  end
+  local s = origin + math.floor((now - origin) / window) * window
   if not exists or start ~= s then
     anchor, start, count = 0, s, 0
   end

@@ -61,7 +61,7 @@ const ExactBound = 1 << 52
 
 // NewProfile returns a Redis limiter implementing the profile spec exactly
 // as its model (model.Spec.New) decides, one Lua script per decision: the
-// sliding log is [New]; fixed windows (align=epoch, first-grid, first-hit,
+// sliding log is [New]; fixed windows (align=epoch, go-zero, first-grid, first-hit,
 // count-denied, query), the two-window weighted counter (align, count-denied,
 // admit), GCRA and token buckets
 // (refill, expire, query) keep one HASH per user under

@@ -29,6 +29,7 @@ var profileSpecs = []string{
 	"gcra", "gcra:burst=2",
 	"token-bucket:capacity=8", "token-bucket:refill=interval,capacity=3",
 	"token-bucket:refill=interval,expire=idle,query=write",
+	"fixed-window:align=go-zero", "sliding-counter:align=go-zero,admit=at-most,count-denied=true",
 }
 
 // obtainRedis gives the test the package's one Redis (its TestMain's),
@@ -118,6 +119,11 @@ func TestProfileImplementationsFailOtherProfiles(t *testing.T) {
 		{"fixed-window:align=first-hit,query=write", "fixed-window:align=first-hit", "strict/differential"},
 		{"fixed-window:align=first-grid,query=write", "fixed-window:align=first-grid", "strict/differential"},
 		{"token-bucket:refill=interval", "token-bucket:refill=interval,expire=idle,query=write", "strict/differential"},
+		// Windows of 30 days, 365 days and 100 years lie elsewhere on
+		// Go's grid (time.Time.Truncate's) than on the epoch's.
+		{"fixed-window:align=go-zero", "fixed-window:align=epoch", "strict/config-range"},
+		{"fixed-window:align=epoch", "fixed-window:align=go-zero", "strict/config-range"},
+		{"sliding-counter:align=go-zero,admit=at-most,count-denied=true", "sliding-counter:admit=at-most,count-denied=true", "strict/config-range"},
 	} {
 		t.Run(c.impl+" as "+model.MustSpec(c.graded).String(), func(t *testing.T) {
 			rep, err := suite.Check(context.Background(), suite.Config{Profile: c.graded, Redis: r, IDs: []string{c.spec}, ReportDir: t.TempDir()}, profileTarget(t, c.impl))

@@ -2,15 +2,16 @@
 -- (model.SlidingCounter: the rules are in its doc comment).
 --
 -- KEYS[1]  the user's state: a HASH of a (the grid's anchor: 0 on the
---          epoch), k (the window of c on that grid), p (the count of window
+--          epoch, Go's zero time on go-zero), k (the window of c on that grid), p (the count of window
 --          k-1) and c (the count of window k)
 -- ARGV[1]  now in unix ms, or "" to read the server's TIME (the prelude sets now)
 -- ARGV[2]  window W in ms (>= 1)
 -- ARGV[3]  limit N (>= 1)
 -- ARGV[4]  "1": decide (and count) the request; "0": only look
 -- ARGV[5]  "1": denied requests are counted too
--- ARGV[6]  align: epoch, or first-grid (a grid anchored at the first
---          counted request, forgotten a whole window after the last)
+-- ARGV[6]  align: epoch, go-zero (the windows of Go's time.Time.Truncate,
+--          counted from 0001-01-01 UTC), or first-grid (a grid anchored at
+--          the first counted request, forgotten a whole window after the last)
 -- ARGV[7]  admit: below (the estimate is below N), or at-most (the
 --          estimate including this request is at most N)
 --
@@ -30,7 +31,9 @@ local atMost = ARGV[7] == "at-most"
 
 local st = redis.call("HMGET", key, "k", "p", "c", "a")
 local a = 0
-if ARGV[6] == "first-grid" then
+if ARGV[6] == "go-zero" then
+  a = -62135596800000 -- 0001-01-01 UTC in unix ms: now - a is exact below 2^53
+elseif ARGV[6] == "first-grid" then
   if st[1] and now >= tonumber(st[4]) and now < tonumber(st[4]) + (tonumber(st[1]) + 2) * window then
     a = tonumber(st[4])
   else
