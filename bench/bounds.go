@@ -53,7 +53,7 @@ func (j Judge) Rules() ([]string, error) {
 	}
 	var out []string
 	if r.epoch {
-		out = append(out, fmt.Sprintf("at most %d allowed in each window [kW, (k+1)W) of the epoch", r.n))
+		out = append(out, fmt.Sprintf("at most %d allowed in each window [kW, (k+1)W) of %s", r.n, r.grid))
 	}
 	for _, b := range r.linear {
 		out = append(out, b.rule)
@@ -66,10 +66,14 @@ type rules struct {
 	profile string
 	n, w    int64 // W in ns
 	start   int64 // the run's offset 0, in Unix ns
-	// epoch: at most N allowed in each window [kW, (k+1)W) of the Unix
-	// epoch, judged by assigning each allowed call to a window its span
-	// meets (earliest deadline first: a maximum matching).
+	// epoch: at most N allowed in each window [o+kW, o+(k+1)W) of a fixed
+	// grid, judged by assigning each allowed call to a window its span
+	// meets (earliest deadline first: a maximum matching). The grid's
+	// origin o (Unix ns) is the epoch, or for align=go-zero an edge of
+	// Go's grid (time.Time.Truncate's, counted from 0001-01-01 UTC).
 	epoch  bool
+	origin int64
+	grid   string // the grid's name
 	linear []linearBound
 	under  underRule
 }
@@ -122,7 +126,7 @@ func (j Judge) rules() (rules, error) {
 	}
 	switch spec.Name {
 	case model.ProfileFixedWindow:
-		if spec.Params["align"] == "epoch" {
+		if r.fixedGrid(spec.Params["align"]) {
 			r.epoch = true
 		} else {
 			r.linear = append(r.linear,
@@ -131,7 +135,7 @@ func (j Judge) rules() (rules, error) {
 		}
 		r.under = logUnder(n, w, false, fmt.Sprintf("a denial needs %d allowed requests in its window: within less than %v before it", n, win))
 	case model.ProfileSlidingCounter:
-		r.epoch = spec.Params["align"] == "epoch"
+		r.epoch = r.fixedGrid(spec.Params["align"])
 		r.linear = append(r.linear, linearBound{n, mul128(n+1, w).sub(i128{lo: 1}), w,
 			fmt.Sprintf("at most %d + ⌈%d×E/%v⌉ allowed within any span E < %v (the weighted counter's own bound)", n, n, win, win)})
 		if !r.epoch {
@@ -167,6 +171,21 @@ func (j Judge) rules() (rules, error) {
 		r.under = logUnder(n, w, false, fmt.Sprintf("a denial needs %d allowed requests within less than %v before it", n, win))
 	}
 	return r, nil
+}
+
+// fixedGrid reports whether align names a grid fixed in time, and sets
+// the origin of its windows: the epoch's, or Go's zero time's (an edge
+// near the run's start: 0001-01-01 in ns is out of an int64's range).
+func (r *rules) fixedGrid(align string) bool {
+	switch align {
+	case "epoch":
+		r.origin, r.grid = 0, "the epoch"
+		return true
+	case "go-zero":
+		r.origin, r.grid = time.Unix(0, r.start).Truncate(time.Duration(r.w)).UnixNano(), "Go's zero time (time.Time.Truncate's)"
+		return true
+	}
+	return false
 }
 
 // check is Check on decisions already grouped by [byUser].
@@ -291,7 +310,7 @@ func (r rules) epochWindows(ex *Exactness, allowed []Decision, flagged []bool) {
 	if len(allowed) == 0 {
 		return
 	}
-	window := func(d time.Duration) int64 { return floorDiv(r.start+int64(d), r.w) }
+	window := func(d time.Duration) int64 { return floorDiv(r.start+int64(d)-r.origin, r.w) }
 	n := len(allowed)
 	first, last := make([]int64, n), make([]int64, n)
 	for i, a := range allowed {
@@ -381,9 +400,9 @@ func (r rules) epochWindows(ex *Exactness, allowed []Decision, flagged []bool) {
 	}
 	set := best.set
 	slices.SortStableFunc(set, func(a, b Decision) int { return int(a.Sent - b.Sent) })
-	edge := func(k int64) time.Duration { return time.Duration(k*r.w - r.start) }
-	rule := fmt.Sprintf("at most %d allowed in each window [kW, (k+1)W) of the epoch: %d in the %d window(s) [%+.3fms, %+.3fms)",
-		r.n, len(set), best.lastK-best.firstK+1, float64(edge(best.firstK))/1e6, float64(edge(best.lastK+1))/1e6)
+	edge := func(k int64) time.Duration { return time.Duration(k*r.w + r.origin - r.start) }
+	rule := fmt.Sprintf("at most %d allowed in each window [kW, (k+1)W) of %s: %d in the %d window(s) [%+.3fms, %+.3fms)",
+		r.n, r.grid, len(set), best.lastK-best.firstK+1, float64(edge(best.firstK))/1e6, float64(edge(best.lastK+1))/1e6)
 	from, to := set[0].Sent, set[0].Returned
 	for _, c := range set {
 		to = max(to, c.Returned)

@@ -22,6 +22,7 @@ var specs = []string{
 	"fixed-window:align=first-grid", "fixed-window:align=first-hit", "fixed-window:align=first-hit,count-denied=true,query=read",
 	"sliding-counter:align=epoch", "sliding-counter:align=epoch,count-denied=true,admit=at-most",
 	"sliding-counter:align=first-grid", "sliding-counter:align=first-grid,count-denied=true",
+	"fixed-window:align=go-zero", "sliding-counter:align=go-zero,count-denied=true,admit=at-most",
 	"gcra", "gcra:burst=2", "gcra:burst=7",
 	"token-bucket", "token-bucket:capacity=3", "token-bucket:refill=interval", "token-bucket:capacity=2,refill=interval",
 }
@@ -151,6 +152,44 @@ func TestOverAdmissionIsCaught(t *testing.T) {
 		assert.Greater(t, caught, rounds/2, "%s judged as %s: caught %d of %d", tc.made, tc.claimed, caught, rounds)
 		t.Logf("%-45s judged as %-30s caught in %3d of %d histories", tc.made+fmt.Sprintf(" (limit %s)", map[bool]string{true: "raised", false: "lowered"}[tc.over]), tc.claimed, caught, rounds)
 	}
+}
+
+// TestAFixedWindowOnGosGridIsJudgedOnIt: windows that time.Time.Truncate
+// lays out (align=go-zero, counted from 0001-01-01) are judged on that
+// grid, which for 700ms is not the epoch's (its edges are 200ms after
+// the epoch's): N+1 early in each of them is caught in each, and N just
+// before an edge and N just after is not, where the epoch's grid has all
+// 2N in one window.
+func TestAFixedWindowOnGosGridIsJudgedOnIt(t *testing.T) {
+	w := 700 * ms
+	start := time.Unix(1_700_000_000, 0).Truncate(w) // an edge of Go's grid
+	require.Equal(t, int64(200*ms), start.UnixNano()%int64(w), "200ms after an edge of the epoch's")
+	var over, right []Decision
+	for k := range 3 {
+		for i := range 4 { // 4 allowed early in each window, limit 3
+			at := time.Duration(k)*w + 10*ms + time.Duration(i)*ms
+			over = append(over, call(0, Allowed, at, at+500*time.Microsecond))
+		}
+	}
+	for i := range 6 { // 3 late in the first window, 3 early in the next
+		at := w - 50*ms + time.Duration(i)*ms
+		if i >= 3 {
+			at = w + 10*ms + time.Duration(i)*ms
+		}
+		right = append(right, call(0, Allowed, at, at+500*time.Microsecond))
+	}
+	judge := Judge{Profile: model.MustSpec("fixed-window:align=go-zero"), Limit: 3, Window: w, Start: start}
+	ex, err := judge.Check(over, 3*time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, 3, ex.Overshoot)
+	require.NotNil(t, ex.Worst)
+	assert.Contains(t, ex.Worst.Rule, "at most 3 allowed in each window [kW, (k+1)W) of Go's zero time (time.Time.Truncate's): 4 in the 1 window(s) [+0.000ms, +700.000ms)")
+	ex, err = judge.Check(right, 3*time.Second)
+	require.NoError(t, err)
+	assert.True(t, ex.Exact(), "%+v", ex.Worst)
+	ex, err = Judge{Profile: model.MustSpec("fixed-window:align=epoch"), Limit: 3, Window: w, Start: start}.Check(right, 3*time.Second)
+	require.NoError(t, err)
+	assert.False(t, ex.Exact(), "on the epoch's grid 6 of them lie in one window")
 }
 
 // TestAFixedWindowOfNPlusOneIsCaughtAtEachEdge: the known edges of the
