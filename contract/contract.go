@@ -52,7 +52,9 @@ const (
 //     is honoured exactly (strict/config-range); a limit below 1 or a
 //     window below 1ms returns [ErrInvalidConfig] and leaves the old
 //     configuration in force; above [MaxLimit] or [MaxWindow] a limiter may
-//     return that error or take the value, and then honour it; any other
+//     return that error or take the value, and then enforce a limit of at
+//     least MaxLimit (a window of at least MaxWindow), not necessarily
+//     exactly the value: past 2^53 a double cannot count by one; any other
 //     error is wrong (robust/invalid-config).
 //   - When the clock steps back, entries later than now stay in the log
 //     and count once time reaches them. Until then a limiter may count
@@ -101,7 +103,8 @@ type RateLimiterContract interface {
 var (
 	// ErrInvalidConfig is returned by Configure for a limit below 1 or a
 	// window below 1ms. A limiter may also return it for a limit above
-	// [MaxLimit] or a window above [MaxWindow], or take those.
+	// [MaxLimit] or a window above [MaxWindow], or take those and enforce
+	// a limit of at least MaxLimit (a window of at least MaxWindow).
 	ErrInvalidConfig = errors.New("invalid rate limiter configuration")
 	// ErrInvalidUserID is returned for an empty user id.
 	ErrInvalidUserID = errors.New("invalid user id")

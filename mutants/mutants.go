@@ -9,6 +9,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,6 +84,7 @@ func All() []Mutant {
 		{Name: "case-folded", Breaks: "user ids are lower-cased", CaughtBy: []string{"robust/user-id-zoo"}, NeedsRedis: true, New: CaseFolded},
 		{Name: "truncated-id", Breaks: "user ids are cut to 256 bytes", CaughtBy: []string{"robust/user-id-zoo"}, NeedsRedis: true, New: TruncatedID},
 		{Name: "oversize-ignored", Breaks: "a limit or window above the bounds is taken without an error, and ignored", CaughtBy: []string{"robust/invalid-config"}, NeedsRedis: true, New: OversizeIgnored},
+		{Name: "oversize-clamped", Breaks: "a limit above the bounds is taken and kept in 32 bits: cut to 2^31-1", CaughtBy: []string{"robust/invalid-config"}, NeedsRedis: true, New: OversizeClamped},
 		{Name: "plain-errors", Breaks: "invalid input gets errors that wrap none of the contract's sentinels", CaughtBy: []string{"robust/invalid-config", "robust/empty-user-id"}, NeedsRedis: true, New: PlainErrors},
 		{Name: "no-ttl", Breaks: "keys never expire", CaughtBy: []string{"robust/key-hygiene"}, NeedsRedis: true, New: NoTTL},
 		{Name: "ttl-oldest-entry", Breaks: "the key's TTL runs until its oldest entry leaves, not its newest: later entries are lost with the key", CaughtBy: []string{"robust/key-hygiene"}, NeedsRedis: true, New: TTLOldestEntry},
@@ -173,6 +175,7 @@ type scripted struct {
 	keepWindow   bool                // Configure validates the window, then ignores it
 	plainErrors  bool                // invalid input gets errors that wrap no sentinel
 	dropOversize bool                // Configure answers nil above the bounds and changes nothing
+	clampLimit   bool                // Configure takes a limit above the bounds as 2^31-1
 	ignoreCtx    bool                // store calls run on a context of their own
 	globalKey    bool                // one key for every user
 	configInKey  bool                // keys name the limit and the window: Configure starts new logs
@@ -333,6 +336,9 @@ func (l *scripted) Reset(ctx context.Context, user string) error {
 func (l *scripted) Configure(_ context.Context, n int, w time.Duration) error {
 	if l.dropOversize && (n > contract.MaxLimit || w > contract.MaxWindow) {
 		return nil
+	}
+	if l.clampLimit && n > contract.MaxLimit {
+		n = math.MaxInt32
 	}
 	if err := contract.ValidateConfig(n, w); err != nil {
 		if l.plainErrors {

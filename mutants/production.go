@@ -158,6 +158,14 @@ func OversizeIgnored(s Store) (contract.RateLimiterContract, error) {
 	return variant(s, func(l *scripted) { l.dropOversize = true })
 }
 
+// OversizeClamped takes a limit above contract.MaxLimit without an error
+// and keeps it in 32 bits, saturated at 2^31-1: a limit far below the
+// range every limiter honours is in force where the caller asked for more
+// than it. Caught by robust/invalid-config.
+func OversizeClamped(s Store) (contract.RateLimiterContract, error) {
+	return variant(s, func(l *scripted) { l.clampLimit = true })
+}
+
 // IgnoresContext runs its store calls on a context of its own, so a caller
 // that gave up still has its request decided. Caught by
 // robust/context-cancel.
