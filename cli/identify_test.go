@@ -141,7 +141,7 @@ func TestRunAndListWithAProfile(t *testing.T) {
 	assert.Equal(t, ExitNotConformant, code, out)
 	code, _, errOut = rlconform(t, "run", "--target", url, "--profile", "fixed-window:align=sideways")
 	assert.Equal(t, ExitCannotRun, code)
-	assert.Contains(t, errOut, "want one of epoch, first-grid, first-hit")
+	assert.Contains(t, errOut, "want one of epoch, go-zero, first-grid, first-hit")
 	code, out, _ = rlconform(t, "list", "--profile", "gcra")
 	assert.Equal(t, ExitConformant, code)
 	assert.Contains(t, out, "strict/clock-step-back")

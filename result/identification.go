@@ -16,7 +16,9 @@ type Identification struct {
 	Burst int
 	// Fits explain every answer, one group for the profiles that decide
 	// alike on every history with one configuration (a raised limit may
-	// tell them apart, and then has); RuledOut are the others.
+	// tell them apart, and then has; windows on the epoch's grid and on
+	// Go's are one group only when every window the probes used is the
+	// same on both); RuledOut are the others.
 	Fits     []Fit
 	RuledOut []RuledOut
 	// Mistakes, when no profile fits, are the classic mistakes of a

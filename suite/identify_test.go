@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,6 +70,44 @@ func TestIdentifyGroupsProfilesThatDecideAlike(t *testing.T) {
 			require.Len(t, id.Fits, 1, "%+v", id.Fits)
 			assert.Equal(t, p, id.Fits[0].Profile)
 			assert.Empty(t, id.Fits[0].SameDecisions, "the raised limit told them apart")
+		})
+	}
+}
+
+// Windows on the epoch's grid and on Go's (align=go-zero, as
+// time.Time.Truncate lays them) are one where the window divides the
+// 62,135,596,800,000 ms between 0001-01-01 and 1970: identify reports
+// them as one group there (a minute), and tells them apart where it does
+// not. With 7 s Go's edges are 3 s after the epoch's, and the probes'
+// requests cross one; with 40,657 ms (109 × 373, which divides that
+// offset plus 1) they are 1 ms after, and with 1,835,039 ms (19 × 96,581,
+// which divides it less 1) 1 ms before: only the grid probe's requests
+// around an edge tell fixed windows on the two apart (without them,
+// identify said AMBIGUOUS).
+func TestIdentifyTellsGoZeroFromTheEpochWhereTheyDiffer(t *testing.T) {
+	t.Parallel() // in memory
+	for _, c := range [][2]string{
+		{"fixed-window:align=go-zero", "fixed-window:align=epoch"},
+		{"fixed-window:align=epoch", "fixed-window:align=go-zero"},
+		{"sliding-counter:align=go-zero", "sliding-counter:align=epoch"},
+		{"sliding-counter:align=epoch,admit=at-most,count-denied=true", "sliding-counter:align=go-zero,admit=at-most,count-denied=true"},
+	} {
+		p, twin := model.MustSpec(c[0]).String(), model.MustSpec(c[1]).String()
+		t.Run(p, func(t *testing.T) {
+			id, err := suite.Identify(context.Background(), suite.Config{}, targets.ProfileModel(model.MustSpec(p)))
+			require.NoError(t, err)
+			fitsOnly(t, id, p)
+			assert.Contains(t, append([]string{id.Fits[0].Profile}, id.Fits[0].SameDecisions...), twin, "one grid under a window of a minute")
+			for _, w := range []time.Duration{7 * time.Second, 40657 * time.Millisecond, 1835039 * time.Millisecond} {
+				id, err = suite.Identify(context.Background(), suite.Config{Window: w}, targets.ProfileModel(model.MustSpec(p)))
+				require.NoError(t, err)
+				fitsOnly(t, id, p)
+				i := slices.IndexFunc(id.RuledOut, func(r result.RuledOut) bool { return r.Profile == twin })
+				require.GreaterOrEqual(t, i, 0, "%v: %s is ruled out", w, twin)
+				if w != 7*time.Second && strings.HasPrefix(p, "fixed-window") {
+					assert.Equal(t, "identify/grid", id.RuledOut[i].Probe, "%v: the grid probe tells them apart: %+v", w, id.RuledOut[i])
+				}
+			}
 		})
 	}
 }

@@ -23,6 +23,7 @@ var profileSpecs = []string{
 	"fixed-window:align=epoch", "fixed-window:align=first-grid,count-denied=true,query=read", "fixed-window:align=first-hit",
 	"sliding-counter", "sliding-counter:count-denied=true", "sliding-counter:align=first-grid,count-denied=true",
 	"sliding-counter:admit=at-most,count-denied=true",
+	"fixed-window:align=go-zero", "sliding-counter:align=go-zero,admit=at-most,count-denied=true",
 	"gcra", "gcra:burst=2",
 	"token-bucket:capacity=8", "token-bucket:refill=interval,capacity=3",
 }

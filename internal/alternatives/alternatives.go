@@ -70,12 +70,12 @@ func For(graded model.Spec, n int, w time.Duration) []Alternative {
 		}
 		out = append(out, Alternative{Algorithm: p, Hint: hint, Key: sp.String(), Spec: sp, RemainingVaries: varies})
 	}
-	for _, align := range []string{"epoch", "first-hit", "first-grid"} {
+	for _, align := range []string{"epoch", "first-hit", "first-grid", "go-zero"} {
 		for _, denied := range []string{"false", "true"} {
 			add("fixed-window:align="+align+",count-denied="+denied, window, false)
 		}
 	}
-	for _, align := range []string{"epoch", "first-grid"} {
+	for _, align := range []string{"epoch", "first-grid", "go-zero"} {
 		for _, denied := range []string{"false", "true"} {
 			for _, admit := range []string{"below", "at-most"} {
 				add("sliding-counter:align="+align+",count-denied="+denied+",admit="+admit, counter, true)

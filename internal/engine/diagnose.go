@@ -325,7 +325,22 @@ func (d *diagnosed) found(ruledOut map[string]string) (found, dropped []clue) {
 			found = append(found, c)
 		}
 	}
-	return found, dropped
+	return dropTwins(found), dropTwins(dropped)
+}
+
+// dropTwins leaves out of cs each profile on Go's grid (align=go-zero)
+// whose twin on the epoch's is in cs too: they gave the same answers
+// (under every window that divides a day the two grids are one), and the
+// epoch's names them both.
+func dropTwins(cs []clue) []clue {
+	keys := map[string]bool{}
+	for _, c := range cs {
+		keys[c.key] = true
+	}
+	return slices.DeleteFunc(cs, func(c clue) bool {
+		twin := strings.Replace(c.key, "align=go-zero", "align=epoch", 1)
+		return twin != c.key && keys[twin]
+	})
 }
 
 // render writes the diagnosis d of a failed result into its message and
@@ -416,15 +431,18 @@ func runDiagnosis(rep *result.Report, diags map[string]*diagnosed) *result.Diagn
 		return nil
 	}
 	var found []clue
-	var names []string
 	for _, c := range first.clues {
 		if c.explains && !c.silent && consistent[c.key] {
 			found = append(found, c)
-			names = append(names, c.name)
 		}
 	}
+	found = dropTwins(found)
 	if len(found) == 0 {
 		return nil
+	}
+	var names []string
+	for _, c := range found {
+		names = append(names, c.name)
 	}
 	return &result.Diagnosis{Explained: names, Hint: hintOf(found), Weighed: specs}
 }

@@ -34,9 +34,12 @@ func burstProbe() Spec {
 // request and opened by the first request apart: an anchor off every epoch
 // edge, a full window half a window after the anchor's, then requests just
 // after the next epoch edge, at the grid's edge and at the opened
-// window's end.
+// window's end. On the fake clock, with a window on which the epoch's grid
+// and Go's (time.Time.Truncate's) differ, it tells those two apart too:
+// N requests of another user just before an edge of one, one a little
+// after (see gridsApart).
 func gridProbe() Spec {
-	return Spec{ID: "identify/grid", Level: result.Core, Rule: "where a fixed window's edges are: the epoch, a grid anchored at the first request, or a window opened by a request",
+	return Spec{ID: "identify/grid", Level: result.Core, Rule: "where a fixed window's edges are: the epoch, Go's zero time, a grid anchored at the first request, or a window opened by a request",
 		Run: func(h *Harness) {
 			u := h.User("grid")
 			w := h.W()
@@ -61,7 +64,54 @@ func gridProbe() Spec {
 			h.Allow(u)
 			h.After(a + 2*w + w/2)
 			h.Allow(u)
+			if x, then, ok := gridsApart(h.Now().Add(w), w, h.N()); ok && h.Fake != nil {
+				// N just before an edge of one fixed grid, one a window's
+				// Nth after it: a new window on that grid (or a previous
+				// one weighing N×(1−1/N) at most), the same window on the
+				// other.
+				g := h.User("grid-go")
+				h.At(x.Sub(h.Start) - time.Millisecond)
+				for range h.N() {
+					h.Allow(g)
+				}
+				h.At(then.Sub(h.Start))
+				h.Allow(g)
+			}
 		}}
+}
+
+// sameGrids reports whether windows of w lie alike on the epoch's grid and
+// on Go's (counted from 0001-01-01 UTC, as time.Time.Truncate makes them):
+// when w divides the 62,135,596,800,000 ms between them (every divisor of
+// two days does).
+func sameGrids(w time.Duration) bool {
+	wms := w.Milliseconds()
+	return wms > 0 && time.Time{}.UnixMilli()%wms == 0
+}
+
+// gridsApart, for a window of w on which the epoch's grid and Go's differ
+// and a limit n of at least 2, is an edge x after t of one of them, and
+// the instant then, ⌈W/n⌉ after it, with no edge of the other grid in
+// (x−1ms, then]: N requests at x−1ms and one at then are allowed on x's
+// grid (a new window; a previous one weighing N×(W−e)/W, so that even
+// the estimate with this request is at most N) and denied on the other's
+// (the same window). Of Go's next edge and the epoch's next one after it,
+// x is the one whose other grid's next edge is farther (at least W/2).
+func gridsApart(t time.Time, w time.Duration, n int) (x, then time.Time, ok bool) {
+	wms := w.Milliseconds()
+	if n < 2 || wms < 1 || sameGrids(w) {
+		return time.Time{}, time.Time{}, false
+	}
+	x = t.Truncate(w).Add(w)
+	gap := (wms - x.UnixMilli()%wms) % wms // from Go's edge x to the epoch's next one (x is after 1970)
+	if 2*gap < wms {
+		x, gap = x.Add(time.Duration(gap)*time.Millisecond), wms-gap
+	}
+	d := (wms + int64(n) - 1) / int64(n)
+	if gap <= d {
+		return time.Time{}, time.Time{}, false
+	}
+	return x, x.Add(time.Duration(d) * time.Millisecond), true
 }
 
 // bucketProbe tells interval buckets apart by when they are forgotten and
@@ -302,15 +352,15 @@ func mistakes(n int, w time.Duration, probes []probe) []string {
 // profile with its defaults, and the buckets with the burst seen.
 func candidateSpecs(n, burst int) []model.Spec {
 	list := []string{"sliding-log"}
-	for _, align := range []string{"epoch", "first-grid", "first-hit"} {
+	for _, align := range []string{"epoch", "go-zero", "first-grid", "first-hit"} {
 		for _, d := range []string{"false", "true"} {
 			list = append(list, "fixed-window:align="+align+",count-denied="+d)
-			if align != "epoch" {
+			if align != "epoch" && align != "go-zero" { // a query moves no window on a fixed grid
 				list = append(list, "fixed-window:align="+align+",count-denied="+d+",query=write")
 			}
 		}
 	}
-	for _, align := range []string{"epoch", "first-grid"} {
+	for _, align := range []string{"epoch", "go-zero", "first-grid"} {
 		for _, d := range []string{"false", "true"} {
 			for _, admit := range []string{"below", "at-most"} {
 				list = append(list, "sliding-counter:align="+align+",count-denied="+d+",admit="+admit)
@@ -334,20 +384,25 @@ func candidateSpecs(n, burst int) []model.Spec {
 
 // sameDecisions reports whether a and b decide alike, and answer
 // GetRemainingRequests alike, on every history whose configuration does
-// not change (the equivalences docs/profiles.md proves), under limit n.
+// not change (the equivalences docs/profiles.md proves), under limit n;
+// with oneGrid (every window the probes used divides the offset between
+// Go's zero time and the epoch), windows on either fixed grid too.
 // Where a change of the limit tells them apart, and the probes made one
 // both are graded on, the probes have already ruled one out; two fits in
 // one group are profiles no answer of these probes tells apart, and no
 // other history with one configuration would. Without queries (a target
 // with no GetRemainingRequests: its histories have none), whether a query
 // writes changes nothing either.
-func sameDecisions(a, b model.Spec, n int, queries bool) bool {
+func sameDecisions(a, b model.Spec, n int, queries, oneGrid bool) bool {
 	key := func(s model.Spec) string {
 		p := maps.Clone(s.Params)
 		if !queries && p["query"] != "" {
 			p["query"] = "read"
-			s = model.Spec{Name: s.Name, Params: p}
 		}
+		if oneGrid && p["align"] == "go-zero" {
+			p["align"] = "epoch" // the same windows
+		}
+		s = model.Spec{Name: s.Name, Params: p}
 		capacity := func(v string) string {
 			if v == strconv.Itoa(n) {
 				return "limit"
@@ -365,9 +420,9 @@ func sameDecisions(a, b model.Spec, n int, queries bool) bool {
 			// Every refill fills it: forgotten, the next request (or a
 			// query that writes) opens a new window.
 			return "fixed-window/first-hit/" + p["query"]
-		case s.Name == model.ProfileFixedWindow && p["align"] == "epoch":
-			// A query cannot move a window on the epoch.
-			return "fixed-window/epoch"
+		case s.Name == model.ProfileFixedWindow && (p["align"] == "epoch" || p["align"] == "go-zero"):
+			// A query cannot move a window on a fixed grid.
+			return "fixed-window/" + p["align"]
 		case s.Name == model.ProfileFixedWindow:
 			// A window whose count reached N denies until its end whether
 			// denied requests count or not.
@@ -418,13 +473,16 @@ func judgeFits(id *result.Identification, cands []model.Spec, probes []probe, fr
 	queries := slices.ContainsFunc(probes, func(p probe) bool {
 		return slices.ContainsFunc(p.trace, func(o TraceOp) bool { return o.Kind == 'G' })
 	})
+	oneGrid := !slices.ContainsFunc(probes, func(p probe) bool {
+		return !sameGrids(p.w) || slices.ContainsFunc(p.trace, func(o TraceOp) bool { return o.Kind == 'C' && !sameGrids(o.W) })
+	})
 	used := make([]bool, len(fits))
 	for i := range fits {
 		if used[i] {
 			continue
 		}
 		for j := i + 1; j < len(fits); j++ {
-			if !used[j] && sameDecisions(fitSpecs[i], fitSpecs[j], id.Limit, queries) {
+			if !used[j] && sameDecisions(fitSpecs[i], fitSpecs[j], id.Limit, queries, oneGrid) {
 				used[j] = true
 				fits[i].SameDecisions = append(fits[i].SameDecisions, fits[j].Profile)
 			}

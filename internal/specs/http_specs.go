@@ -102,13 +102,18 @@ func later(a, b time.Time) time.Time {
 }
 
 // edgePhase is the phase of user that starts just after the first
-// epoch-aligned window edge after t.
+// epoch-aligned window edge after t; under a profile on Go's grid
+// (align=go-zero), just after that grid's edge (time.Time.Truncate's:
+// the same for every window that divides a day).
 func edgePhase(h *engine.Harness, user string, t time.Time) *phase {
 	w := h.W()
-	edge := time.Unix(0, (t.UnixNano()/int64(w)+1)*int64(w))
+	edge, grid := time.Unix(0, (t.UnixNano()/int64(w)+1)*int64(w)), "an epoch-aligned window edge"
+	if h.Profile().Params["align"] == "go-zero" {
+		edge, grid = t.Truncate(w).Add(w), "a window edge of Go's zero time"
+	}
 	at := edge.Add(time.Millisecond)
 	return &phase{user: h.User(user), at: at, edge: true,
-		name: "the burst at " + engine.FmtOffset(at.Sub(h.Start)) + ", just after an epoch-aligned window edge"}
+		name: "the burst at " + engine.FmtOffset(at.Sub(h.Start)) + ", just after " + grid}
 }
 
 // spreadPhases is how many of the http/ specs' phases are spread over the
@@ -189,7 +194,8 @@ func fitsRPS(starts []time.Time, burst, rps int) bool {
 // phase's next request is sent then, and then, as it comes back, judge
 // judges it too (p.after is set).
 //
-// Against a profile whose windows lie on the epoch, the phase just after
+// Against a profile whose windows lie on the epoch (or on Go's zero
+// time's grid), the phase just after
 // an edge must probe the first tenth of the window (see lateness): when
 // it probed later, it runs again, for a new user, at the next edge, and
 // after edgeTries the spec is inconclusive, never passed on a phase it did
@@ -199,7 +205,7 @@ func fitsRPS(starts []time.Time, burst, rps int) bool {
 func runPhases(h *engine.Harness, ps []*phase, burst func(*phase), judge func(*phase) (time.Time, bool)) (note string) {
 	runAtOnce(h, ps, burst, judge)
 	i := slices.IndexFunc(ps, func(p *phase) bool { return p.edge })
-	if i < 0 || h.Profile().Params["align"] != "epoch" {
+	if align := h.Profile().Params["align"]; i < 0 || align != "epoch" && align != "go-zero" {
 		return ""
 	}
 	p, bound := ps[i], h.W()/10

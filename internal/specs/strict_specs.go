@@ -2,6 +2,7 @@ package specs
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/rlconform/rlconform/contract"
@@ -74,8 +75,9 @@ func strictSpecs() []engine.Spec {
 			HintAllProfiles: true},
 		{ID: "strict/config-range", Level: result.Strict, Needs: []engine.Need{engine.NeedUsers, engine.NeedConfigure},
 			Rule:            "limits from 1 to 10000 and windows from 1ms to contract.MaxWindow are honoured exactly, without caps or overflow",
+			General:         "limits from 1 to 10000 and windows from 1ms to contract.MaxWindow are honoured exactly, without caps or overflow, windows on a fixed grid starting where the profile's align says (the epoch's multiples of W, or Go's zero time's)",
 			Run:             configRange,
-			Hint:            "keep N and W exact over their whole range: no cap on the limit, no window stored in seconds or in a 32-bit integer, no TTL that overflows",
+			Hint:            "keep N and W exact over their whole range: no cap on the limit, no window stored in seconds or in a 32-bit integer, no TTL that overflows; a window on a fixed grid starts at a multiple of W since 1970 (align=epoch) or since 0001-01-01 UTC (align=go-zero, as Go's time.Time.Truncate): grade it against the one it uses",
 			HintAllProfiles: true},
 		{ID: "strict/clock-step-back", Level: result.Strict, Needs: []engine.Need{engine.NeedClockBack},
 			Rule:    "after the clock steps back, entries later than now stay in the log and count once time catches up; before that, every answer is what counting them (ZCARD) or not counting them (ZCOUNT up to now) gives",
@@ -137,7 +139,11 @@ func alignEpoch(h *engine.Harness) {
 			h.Note(fmt.Sprintf("the target's clock is %v ahead of the grader's (±%v, from now_ms)", off.Round(time.Millisecond), unc.Round(time.Millisecond)), "epoch edges taken on it")
 		}
 	}
-	at := time.Now().Add(offset).Truncate(w).Add(-offset) // an edge of the target's clock, on ours
+	// An edge of the target's clock, on ours: a multiple of W since 1970
+	// (time.Time.Truncate counts from 0001-01-01, another grid for a
+	// window that does not divide 62,135,596,800,000 ms).
+	wms := w.Milliseconds()
+	at := time.UnixMilli(time.Now().Add(offset).UnixMilli() / wms * wms).Add(-offset)
 	for time.Until(at.Add(w)) < 3*h.Edge() {
 		at = at.Add(w)
 	}
@@ -337,6 +343,7 @@ func configRange(h *engine.Harness) {
 		}
 		if c.w >= smallWindow {
 			h.Allow(u) // denied: all N count
+			gridEdges(h, u, at, c.w)
 			h.At(at + c.w - time.Millisecond)
 			h.Allow(u) // denied: still all N at s+W-1
 		}
@@ -352,6 +359,33 @@ func configRange(h *engine.Harness) {
 			h.Remaining(u) // with a short window, the key may have expired for real
 		}
 		at += c.w
+	}
+}
+
+// gridEdges sends user u's requests just before and at the first edge
+// after at of each grid a fixed window or a weighted counter may lie on:
+// the epoch's, [kW, (k+1)W), and Go's, counted from 0001-01-01 UTC as
+// time.Time.Truncate makes them. The two are one grid where W divides
+// 62,135,596,800,000 ms (a day does); for 30 days, 365 days and
+// contract.MaxWindow they are not, and a limiter on one answers otherwise
+// than the other's model here. A log denies each: the N entries at at
+// count until at+W.
+func gridEdges(h *engine.Harness, u string, at, w time.Duration) {
+	t, wms := h.Start.Add(at), w.Milliseconds()
+	edges := []time.Time{
+		time.UnixMilli((t.UnixMilli()/wms + 1) * wms), // t is after 1970
+		t.Truncate(w).Add(w),
+	}
+	slices.SortFunc(edges, time.Time.Compare)
+	for i, e := range edges {
+		off := e.Sub(h.Start)
+		if i > 0 && e.Equal(edges[i-1]) || off-time.Millisecond <= at || off >= at+w-time.Millisecond {
+			continue
+		}
+		h.At(off - time.Millisecond)
+		h.Allow(u)
+		h.At(off)
+		h.Allow(u)
 	}
 }
 
