@@ -14,7 +14,7 @@ import (
 )
 
 // SlidingCounterProfile is the profile [SlidingCounter] implements.
-const SlidingCounterProfile = "sliding-counter:align=epoch,count-denied=true,admit=at-most"
+const SlidingCounterProfile = "sliding-counter:align=go-zero,count-denied=true,admit=at-most"
 
 // counterEpsilon is the tolerance of the float comparison, as the library
 // takes one: an estimate at most N plus this is within the limit.
@@ -22,7 +22,10 @@ const counterEpsilon = 1e-9
 
 // SlidingCounter is the two-window weighted counter as a popular Go
 // library writes it (mennanov/limiters' SlidingWindow): one counter per
-// window of the epoch, keyed by the prefix, the id and the window's start,
+// window, keyed by the prefix, the id and the window's start, the windows
+// laid out by time.Time.Truncate, which counts them from Go's zero time
+// (0001-01-01 UTC), not from the epoch (align=go-zero: the same grid for
+// every window that divides a day, another for 30 or 365 days),
 // INCR'd on every request and given a TTL to the end of the next window;
 // the previous window's count is read with it. The estimate includes this
 // request, in float arithmetic:
@@ -55,7 +58,7 @@ func NewSlidingCounter(s Store) (*SlidingCounter, error) {
 // keys are the counters of user's window holding now and the one before,
 // and how far into its window now is (ms).
 func (c *SlidingCounter) keys(user string, now, w int64) (cur, prev string, e int64) {
-	start := now - now%w
+	start := time.UnixMilli(now).Truncate(time.Duration(w) * time.Millisecond).UnixMilli()
 	return c.store.Prefix + user + ":" + strconv.FormatInt(start, 10),
 		c.store.Prefix + user + ":" + strconv.FormatInt(start-w, 10), now - start
 }

@@ -115,6 +115,18 @@ func TestSlidingCounterFailsTheBelowProfile(t *testing.T) {
 	assert.Equal(t, result.Failed, rep.Results[0].Status, rep.Results[0].Message)
 }
 
+// TestSlidingCounterFailsTheEpochsGrid: the two-window counter whose
+// windows time.Time.Truncate lays out, from Go's zero time, passes
+// align=go-zero (TestEachPassesItsProfile) and fails align=epoch where a
+// window of 30 days, 365 days or 100 years lies elsewhere on the two grids
+// (mennanov/limiters' card once failed it there).
+func TestSlidingCounterFailsTheEpochsGrid(t *testing.T) {
+	rep, err := suite.Check(context.Background(), suite.Config{Redis: store, Profile: "sliding-counter:align=epoch,count-denied=true,admit=at-most", IDs: []string{"strict/config-range"}}, target(byName(t, "sliding-counter"), true))
+	require.NoError(t, err)
+	require.Len(t, rep.Results, 1)
+	assert.Equal(t, result.Failed, rep.Results[0].Status, rep.Results[0].Message)
+}
+
 // TestEachPassesOnceFailedSpecsEveryTime runs the spec that once failed
 // each limiter many times over, as a flaky failure showed: it passes
 // every time, with clock control, and the real-time specs without it.
