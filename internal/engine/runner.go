@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	mrand "math/rand/v2"
@@ -15,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/fakeclock"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/redisenv"
@@ -55,9 +53,9 @@ type runner struct {
 	// target refused with ErrInvalidConfig (identify chooses other
 	// windows, or says why it cannot run).
 	refused atomic.Pointer[refusal]
-	// wholeSeconds: a raised real-time window is a whole number of
-	// seconds (for a target that accepts no other).
-	wholeSeconds bool
+	// granularity is the unit of every window the run chooses (1ms: any),
+	// learned before the first spec that runs (learnGranularity).
+	granularity time.Duration
 	// diags is what each spec's answers say of the algorithms the limiter
 	// may be, by spec id (reconcile weighs them all).
 	diags map[string]*diagnosed
@@ -74,7 +72,7 @@ type refusal struct {
 // are valid: the target refuses a configuration the contract says it must
 // take (or, above the bounds, may refuse).
 func (r *runner) noteRefusal(n int, w time.Duration, err error) {
-	if errors.Is(err, contract.ErrInvalidConfig) && contract.ValidateConfig(n, w) == nil {
+	if refusedChoice(n, w, err) {
 		r.refused.CompareAndSwap(nil, &refusal{n, w, err})
 	}
 }
@@ -91,6 +89,9 @@ func newRunner(ctx context.Context, cfg Config, cat Catalogue, targets ...Target
 	r := &runner{cfg: cfg, cat: cat, redis: cfg.Redis, runID: hex.EncodeToString(id), profile: model.MustSpec(cfg.Profile), diags: map[string]*diagnosed{}}
 	needsRedis := false
 	for _, t := range targets {
+		if err := validGranularity(t); err != nil {
+			return nil, fmt.Errorf("suite: %w", err)
+		}
 		needsRedis = needsRedis || t.NeedsRedis || t.Capabilities.StoreInspection
 	}
 	if needsRedis && r.redis == nil {
@@ -258,6 +259,7 @@ func (r *runner) runSpec(ctx context.Context, t Target, s *Spec) (res result.Res
 	if t.Capabilities.Clock {
 		res.Mode = result.FakeClock
 	}
+	r.learnGranularity(ctx, t)
 	specCtx, cancel := context.WithTimeout(ctx, r.cfg.SpecTimeout)
 	defer cancel()
 
@@ -487,7 +489,7 @@ func (h *Harness) execute() (res result.Result) {
 		}
 	}()
 	if _, err := h.instance(0); err != nil {
-		h.FailWith(result.Failure{Kind: result.KindTargetError}, err.Error())
+		h.failInstance(err)
 	}
 	if h.Fake == nil && h.run.margin == 0 {
 		h.run.margin = h.measureMargin()
@@ -557,7 +559,7 @@ func (h *Harness) measureMargin() time.Duration {
 		h.run.notes = append(h.run.notes, fmt.Sprintf("the slowest of 5 round trips took %v, slow for the window %v: answers near its edges will be undecided, and specs that decide nothing inconclusive",
 			slowest.Round(time.Millisecond), w))
 	} else if margin > w/5 {
-		raised := raisedWindow(margin, h.run.wholeSeconds)
+		raised := raisedWindow(margin, h.run.granularity)
 		h.run.cfg.RealTimeWindow = raised
 		h.run.notes = append(h.run.notes, fmt.Sprintf("the real-time window was raised from %v to %v: the slowest of 5 round trips took %v, too slow to aim within %v of a window edge",
 			w, raised, slowest.Round(time.Millisecond), w/5))
@@ -566,14 +568,9 @@ func (h *Harness) measureMargin() time.Duration {
 }
 
 // raisedWindow is the real-time window for a margin: five margins,
-// rounded up to a tenth of a second, or to a whole second with
-// wholeSeconds.
-func raisedWindow(margin time.Duration, wholeSeconds bool) time.Duration {
-	unit := 100 * time.Millisecond
-	if wholeSeconds {
-		unit = time.Second
-	}
-	return (5*margin + unit - time.Millisecond).Truncate(unit)
+// rounded up to a tenth of a second, then to the target's granularity.
+func raisedWindow(margin, granularity time.Duration) time.Duration {
+	return roundUp(roundUp(5*margin, 100*time.Millisecond), granularity)
 }
 
 // panicSite names the function that panicked, called from a deferred

@@ -79,7 +79,12 @@ func differential(h *engine.Harness) {
 // promised.
 func genSchedule(h *engine.Harness, n int) []dop {
 	sim := newSim(h)
-	windows := []time.Duration{h.W(), h.W() / 2, h.W() / 4, 2 * h.W()}
+	var windows []time.Duration
+	for _, w := range []time.Duration{h.W(), h.W() / 2, h.W() / 4, 2 * h.W()} {
+		if w%h.Granularity() == 0 { // a window the target takes
+			windows = append(windows, w)
+		}
+	}
 	if !h.Profile().IsSlidingLog() {
 		// Other profiles change the limit only: what a new window means for
 		// a user's stored state differs between honest implementations.
