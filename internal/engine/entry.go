@@ -67,8 +67,8 @@ func (cat Catalogue) Run(t *testing.T, cfg Config, target Target) {
 		})
 	}
 	v := s.Finish(func(line string) { t.Log(line) })
-	if v.Coverage.Graded == 0 {
-		t.Errorf("rlconform: nothing was graded for %s: %s", target.Name, v.Coverage)
+	if why := s.NothingGraded(v); why != "" {
+		t.Error(why)
 	}
 }
 
@@ -154,6 +154,17 @@ func (s *Session) Finish(log func(line string)) result.Verdict {
 		log("rlconform: " + d)
 	}
 	return v
+}
+
+// NothingGraded says, for the verdict Finish returned, that the session
+// graded no spec, which fails the test that ran it; "" when it graded
+// one, or was interrupted (the interruption says why). The one rule of
+// the go test and Ginkgo entry points.
+func (s *Session) NothingGraded(v result.Verdict) string {
+	if v.Coverage.Graded > 0 || v.Coverage.Interrupted > 0 {
+		return ""
+	}
+	return fmt.Sprintf("rlconform: nothing was graded for %s: %s", s.target.Name, v.Coverage)
 }
 
 // Close releases what the session holds (the Redis it obtained).

@@ -58,6 +58,13 @@ type Harness struct {
 	Seed     uint64
 	run      *runner
 	Tag      string // prefix of every user id of this spec
+	// cfg and margin are the run's configuration and real-time margin as
+	// this spec runs them; measured is what it found of the target's
+	// round trips, for the run to adopt once the spec has returned (a
+	// spec that overran its time never writes the run's state).
+	cfg      Config
+	margin   time.Duration
+	measured *roundTrips
 
 	calls     inFlight // every call to the target's instances
 	mu        sync.Mutex
@@ -266,7 +273,7 @@ func (h *Harness) Edge() time.Duration {
 	if h.Fake != nil {
 		return time.Millisecond
 	}
-	return h.run.margin
+	return h.margin
 }
 
 // Granularity is the unit of the windows the target takes (1ms: any): a
@@ -920,8 +927,9 @@ func firstLine(s string) string {
 	return s
 }
 
-// Config is the run's configuration, its defaults applied.
-func (h *Harness) Config() Config { return h.run.cfg }
+// Config is the run's configuration, its defaults applied, as this spec
+// runs it (a real-time window raised by its round-trip probe included).
+func (h *Harness) Config() Config { return h.cfg }
 
 // Profile is the profile the run grades against.
 func (h *Harness) Profile() model.Spec { return h.run.profile }

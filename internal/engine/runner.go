@@ -281,6 +281,7 @@ func (r *runner) runSpec(ctx context.Context, t Target, s *Spec) (res result.Res
 			return res
 		}
 	}
+	r.adopt(h)
 	r.quietSince = time.Now()
 	if res.Status == result.Failed && t.Alive != nil {
 		h.restoreConfig(ctx)
@@ -413,7 +414,7 @@ func (r *runner) newH(ctx context.Context, t Target, s *Spec) *Harness {
 		MaxRequests: r.cfg.Limit,
 		Window:      r.cfg.Window,
 	}
-	h := &Harness{Ctx: ctx, Spec: s, Target: t, run: r, Tag: tag, Start: time.Now()}
+	h := &Harness{Ctx: ctx, Spec: s, Target: t, run: r, Tag: tag, Start: time.Now(), cfg: r.cfg, margin: r.margin}
 	if t.Capabilities.Clock {
 		h.Fake = fakeclock.New(FakeStart)
 		env.Clock, h.Start = h.Fake, FakeStart
@@ -491,10 +492,10 @@ func (h *Harness) execute() (res result.Result) {
 	if _, err := h.instance(0); err != nil {
 		h.failInstance(err)
 	}
-	if h.Fake == nil && h.run.margin == 0 {
-		h.run.margin = h.measureMargin()
-		h.run.marginAt = time.Now()
-		if w := h.run.cfg.RealTimeWindow; w != h.W() && h.Target.Capabilities.Configure {
+	if h.Fake == nil && h.margin == 0 {
+		h.measured = h.measureMargin()
+		h.margin, h.cfg.RealTimeWindow = h.measured.margin, h.measured.window
+		if w := h.cfg.RealTimeWindow; w != h.W() && h.Target.Capabilities.Configure {
 			h.Configure(h.N(), w) // the window was raised for this run
 		}
 	}
@@ -511,7 +512,7 @@ func (h *Harness) execute() (res result.Result) {
 	}
 	if h.Fake == nil && h.Decided == 0 && h.Undecided > 0 {
 		panic(Inconclusive{h.Report(fmt.Sprintf("in real time every one of the %d judged answers was undecided: the round trips (margin %v) were too slow for the window %v to tell; raise the real-time window",
-			h.Undecided, h.run.margin, h.W()))})
+			h.Undecided, h.margin, h.W()))})
 	}
 	return res
 }
@@ -529,10 +530,23 @@ func (h *Harness) quiet() {
 	if h.run.marginAt.After(since) {
 		since = h.run.marginAt
 	}
+	if h.measured != nil && h.measured.at.After(since) { // this spec's own probe
+		since = h.measured.at
+	}
 	if !since.IsZero() {
 		h.WaitUntil(since.Add(w + h.Edge()))
 	}
 	h.Origin()
+}
+
+// roundTrips is what the first real-time spec measured of the target's
+// round trips: the margin real-time specs aim with, when it was taken, the
+// real-time window for it, and what the report should say.
+type roundTrips struct {
+	margin time.Duration
+	at     time.Time
+	window time.Duration
+	note   string
 }
 
 // measureMargin times a few calls of instance 0 and returns how far from a
@@ -540,8 +554,8 @@ func (h *Harness) quiet() {
 // 10ms, at least 20ms. When that is more than a fifth of the real-time
 // window, the window is raised for the rest of the run, and the report
 // says so.
-func (h *Harness) measureMargin() time.Duration {
-	lim, _ := h.instance(0)
+func (h *Harness) measureMargin() *roundTrips {
+	lim := h.Instance(0)
 	probe := h.User("rtt-probe")
 	var slowest time.Duration
 	for range 5 {
@@ -553,18 +567,30 @@ func (h *Harness) measureMargin() time.Duration {
 		}
 		slowest = max(slowest, time.Since(began))
 	}
-	margin := max(20*time.Millisecond, 8*slowest+10*time.Millisecond)
-	if w := h.run.cfg.RealTimeWindow; margin > w/5 && !h.Target.Capabilities.Configure {
+	m := &roundTrips{margin: max(20*time.Millisecond, 8*slowest+10*time.Millisecond), at: time.Now(), window: h.cfg.RealTimeWindow}
+	if w := m.window; m.margin > w/5 && !h.Target.Capabilities.Configure {
 		// The window is the target's own: it cannot be raised.
-		h.run.notes = append(h.run.notes, fmt.Sprintf("the slowest of 5 round trips took %v, slow for the window %v: answers near its edges will be undecided, and specs that decide nothing inconclusive",
-			slowest.Round(time.Millisecond), w))
-	} else if margin > w/5 {
-		raised := raisedWindow(margin, h.run.granularity)
-		h.run.cfg.RealTimeWindow = raised
-		h.run.notes = append(h.run.notes, fmt.Sprintf("the real-time window was raised from %v to %v: the slowest of 5 round trips took %v, too slow to aim within %v of a window edge",
-			w, raised, slowest.Round(time.Millisecond), w/5))
+		m.note = fmt.Sprintf("the slowest of 5 round trips took %v, slow for the window %v: answers near its edges will be undecided, and specs that decide nothing inconclusive",
+			slowest.Round(time.Millisecond), w)
+	} else if m.margin > w/5 {
+		m.window = raisedWindow(m.margin, h.run.granularity)
+		m.note = fmt.Sprintf("the real-time window was raised from %v to %v: the slowest of 5 round trips took %v, too slow to aim within %v of a window edge",
+			w, m.window, slowest.Round(time.Millisecond), w/5)
 	}
-	return margin
+	return m
+}
+
+// adopt takes for the run what a spec that has returned measured of the
+// target's round trips.
+func (r *runner) adopt(h *Harness) {
+	m := h.measured
+	if m == nil {
+		return
+	}
+	r.margin, r.marginAt, r.cfg.RealTimeWindow = m.margin, m.at, m.window
+	if m.note != "" {
+		r.notes = append(r.notes, m.note)
+	}
 }
 
 // raisedWindow is the real-time window for a margin: five margins,

@@ -5,7 +5,6 @@ package ginkgo
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/onsi/ginkgo/v2"
 
@@ -67,8 +66,8 @@ func Register(cfg suite.Config, targets ...suite.Target) bool {
 					return
 				}
 				v := s.Finish(func(line string) { ginkgo.GinkgoWriter.Println(line) })
-				if v.Coverage.Graded == 0 && v.Coverage.Interrupted == 0 {
-					ginkgo.Fail(fmt.Sprintf("rlconform: nothing was graded for %s: %s", target.Name, v.Coverage))
+				if why := s.NothingGraded(v); why != "" {
+					ginkgo.Fail(why)
 				}
 			})
 		})
