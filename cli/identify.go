@@ -71,7 +71,7 @@ func identify(args []string, stdout, stderr io.Writer) int {
 		}
 		endpoint, cfg.Limit, cfg.RealTimeWindow = t, policy.Limit, policy.Window
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := suite.Validate(cfg); err != nil {
 		fmt.Fprintf(stderr, "rlconform identify: %v\n", err)
 		return ExitCannotRun
 	}

@@ -78,7 +78,7 @@ func (r *runner) noteRefusal(n int, w time.Duration, err error) {
 }
 
 func newRunner(ctx context.Context, cfg Config, cat Catalogue, targets ...Target) (*runner, error) {
-	cfg, err := cfg.validated(cat)
+	cfg, err := cat.validated(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +128,7 @@ func selectSpecs(cfg Config, cat Catalogue) []Spec {
 // newReport starts the report of a run on t.
 func (r *runner) newReport(t Target) *result.Report {
 	return &result.Report{Target: t.Name, Targets: t.Addresses, Seed: r.cfg.Seed, Level: r.cfg.Level, Profile: r.profile.String(),
-		Selection: r.cfg.selection()}
+		Selection: selection(r.cfg)}
 }
 
 // notRun is the result of a spec the run never reached: interrupted when

@@ -4,11 +4,9 @@
 package ginkgo
 
 import (
-	"context"
 
 	"github.com/onsi/ginkgo/v2"
 
-	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/internal/engine"
 	"github.com/rlconform/rlconform/internal/specs"
 	"github.com/rlconform/rlconform/suite"
@@ -30,7 +28,7 @@ import (
 //
 //	func TestMine(t *testing.T) { RegisterFailHandler(Fail); RunSpecs(t, "mine") }
 func Register(cfg suite.Config, targets ...suite.Target) bool {
-	tree, verr := specs.All().Tree(engine.Config(cfg))
+	tree, verr := specs.All().Tree(cfg)
 	for _, target := range targets {
 		ginkgo.Describe("rlconform "+target.Name, ginkgo.Ordered, ginkgo.ContinueOnFailure, func() {
 			var s *engine.Session
@@ -39,7 +37,7 @@ func Register(cfg suite.Config, targets ...suite.Target) bool {
 					ginkgo.Fail("rlconform: " + verr.Error())
 				}
 				var err error
-				if s, err = specs.All().Start(ctx, engine.Config(cfg), engineTarget(target)); err != nil {
+				if s, err = specs.All().Start(ctx, cfg, target); err != nil {
 					ginkgo.Fail("rlconform: " + err.Error())
 				}
 				ginkgo.GinkgoWriter.Printf("rlconform: grading %s, %s\n", target.Name, s.Reproduce(""))
@@ -73,25 +71,4 @@ func Register(cfg suite.Config, targets ...suite.Target) bool {
 		})
 	}
 	return true
-}
-
-// engineTarget is t as the engine takes it. Package suite has the
-// same conversion: change both (TestTargetConversionCarriesEveryField).
-func engineTarget(t suite.Target) engine.Target {
-	e := engine.Target{
-		Name: t.Name, Addresses: t.Addresses, Capabilities: t.Capabilities, NeedsRedis: t.NeedsRedis,
-		KeyOf: t.KeyOf, Alive: t.Alive, MaxRPS: t.MaxRPS, SharedLimit: t.SharedLimit,
-	}
-	if t.New != nil {
-		e.New = func(ctx context.Context, env engine.Env) (contract.RateLimiterContract, func() error, error) {
-			return t.New(ctx, suite.Env(env))
-		}
-	}
-	if t.Request != nil {
-		e.Request = func(ctx context.Context, instance int, user string) (engine.HTTPAnswer, error) {
-			a, err := t.Request(ctx, instance, user)
-			return engine.HTTPAnswer(a), err
-		}
-	}
-	return e
 }
