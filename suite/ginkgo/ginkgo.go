@@ -4,7 +4,6 @@
 package ginkgo
 
 import (
-
 	"github.com/onsi/ginkgo/v2"
 
 	"github.com/rlconform/rlconform/internal/engine"
