@@ -319,7 +319,7 @@ func (h *Harness) WaitUntil(t time.Time) {
 
 func (h *Harness) FakeClock() *fakeclock.Fake {
 	if h.Fake == nil {
-		panic(fmt.Sprintf("suite: spec %s moves the clock but does not declare the clock capability", h.Spec.ID))
+		panic(fmt.Sprintf("rlconform: spec %s moves the fake clock, which only a target with clock control has (a bug of the catalogue)", h.Spec.ID))
 	}
 	return h.Fake
 }
@@ -610,7 +610,7 @@ func (h *Harness) configure(n int, w time.Duration, graded bool) {
 	}
 	h.Record(0, now, op, "ok")
 	if err := h.Model.Configure(n, w); err != nil {
-		panic(fmt.Sprintf("suite: spec %s configures invalid values: %v", h.Spec.ID, err))
+		panic(fmt.Sprintf("rlconform: spec %s configures invalid values (a bug of the catalogue): %v", h.Spec.ID, err))
 	}
 	if h.Oracle != nil {
 		h.Oracle.Judge(model.TimedOp{Kind: model.OpConfigure, Limit: n, Window: w})

@@ -84,20 +84,20 @@ func newRunner(ctx context.Context, cfg Config, cat Catalogue, targets ...Target
 	}
 	id := make([]byte, 3)
 	if _, err := rand.Read(id); err != nil {
-		return nil, fmt.Errorf("suite: run id: %w", err)
+		return nil, fmt.Errorf("run id: %w", err)
 	}
 	r := &runner{cfg: cfg, cat: cat, redis: cfg.Redis, runID: hex.EncodeToString(id), profile: model.MustSpec(cfg.Profile), diags: map[string]*diagnosed{}}
 	needsRedis := false
 	for _, t := range targets {
 		if err := validGranularity(t); err != nil {
-			return nil, fmt.Errorf("suite: %w", err)
+			return nil, err
 		}
 		needsRedis = needsRedis || t.NeedsRedis || t.Capabilities.StoreInspection
 	}
 	if needsRedis && r.redis == nil {
 		red, err := redisenv.Obtain(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("suite: %w", err)
+			return nil, err
 		}
 		r.redis, r.ownRedis = red, true
 	}
