@@ -153,6 +153,12 @@ func (c *Client) Capabilities(ctx context.Context) (contract.Capabilities, error
 	if len(missing) > 0 {
 		return caps, &Error{Op: op, Status: status, Err: fmt.Errorf("answer lacks %s", strings.Join(missing, ", "))}
 	}
+	if g := body.WindowGranularityMs; g != nil {
+		if *g < 1 || *g > contract.MaxWindowGranularity.Milliseconds() {
+			return caps, &Error{Op: op, Status: status, Err: fmt.Errorf("window_granularity_ms %d: want 1 to %d (an hour)", *g, contract.MaxWindowGranularity.Milliseconds())}
+		}
+		caps.WindowGranularity = time.Duration(*g) * time.Millisecond
+	}
 	return caps, nil
 }
 

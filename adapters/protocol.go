@@ -23,6 +23,9 @@ type (
 		Configure *bool `json:"configure"`
 		Remaining *bool `json:"remaining"`
 		Reset     *bool `json:"reset"`
+		// WindowGranularityMs, optional: the target takes only windows
+		// that are whole multiples of it (1000: whole seconds).
+		WindowGranularityMs *int64 `json:"window_granularity_ms,omitempty"`
 	}
 	configureBody struct {
 		MaxRequests int   `json:"max_requests"`

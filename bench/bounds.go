@@ -310,94 +310,135 @@ func (r rules) epochWindows(ex *Exactness, allowed []Decision, flagged []bool) {
 	if len(allowed) == 0 {
 		return
 	}
+	a := r.assignEpochWindows(allowed, flagged)
+	if a.failed == 0 {
+		return
+	}
+	r.reportEpochProof(ex, a.worstProof(allowed))
+}
+
+// epochRecord is one window of the epoch the assignment visited.
+type epochRecord struct {
+	k, maxLast int64 // the window, and the last window of any call assigned to it
+	full       bool
+	from       int // the first call assigned to it, in assignedOrder
+}
+
+// epochAssignment is the outcome of assigning allowed calls to the epoch's
+// windows: which call went where and which were left over, kept so that a
+// call left over can be proved past the limit.
+type epochAssignment struct {
+	first, last   []int64 // each call's first and last admissible window
+	records       []epochRecord
+	assignedOrder []int   // calls in the order assigned
+	assignedTo    []int64 // each assigned call's window
+	failedAt      []int64 // each call left over: the window it was left over in
+	isFailed      []bool
+	failed        int
+	failWindows   []int // records with a call left over
+}
+
+// assignEpochWindows makes the assignment epochWindows describes, window
+// after window, and flags each call left over (no window of its span had
+// room for it).
+func (r rules) assignEpochWindows(allowed []Decision, flagged []bool) *epochAssignment {
 	window := func(d time.Duration) int64 { return floorDiv(r.start+int64(d)-r.origin, r.w) }
 	n := len(allowed)
-	first, last := make([]int64, n), make([]int64, n)
-	for i, a := range allowed {
-		first[i], last[i] = window(earliest(a)), window(latest(a))
+	a := &epochAssignment{
+		first: make([]int64, n), last: make([]int64, n),
+		assignedTo: make([]int64, n), failedAt: make([]int64, n), isFailed: make([]bool, n),
 	}
-	type record struct {
-		k, maxLast int64
-		full       bool
-		from       int // the first call assigned to it, in assignedOrder
+	for i, d := range allowed {
+		a.first[i], a.last[i] = window(earliest(d)), window(latest(d))
 	}
 	var (
-		records       []record
-		assignedOrder []int // calls in the order assigned
-		assignedTo    = make([]int64, n)
-		failedAt      = make([]int64, n)
-		isFailed      = make([]bool, n)
-		failed        = 0
-		failWindows   []int // records with a call left over
-		pending       = &byLast{last: last}
-		next          = 0
-		k             = first[0]
+		pending = &byLast{last: a.last}
+		next    = 0
+		k       = a.first[0]
 	)
 	for next < n || pending.Len() > 0 {
 		if pending.Len() == 0 {
-			k = max(k, first[next])
+			k = max(k, a.first[next])
 		}
-		for next < n && first[next] <= k {
+		for next < n && a.first[next] <= k {
 			heap.Push(pending, next)
 			next++
 		}
-		rec := record{k: k, maxLast: k, from: len(assignedOrder)}
+		rec := epochRecord{k: k, maxLast: k, from: len(a.assignedOrder)}
 		for c := int64(0); c < r.n && pending.Len() > 0; c++ {
 			x := heap.Pop(pending).(int)
-			assignedTo[x] = k
-			assignedOrder = append(assignedOrder, x)
-			rec.maxLast = max(rec.maxLast, last[x])
+			a.assignedTo[x] = k
+			a.assignedOrder = append(a.assignedOrder, x)
+			rec.maxLast = max(rec.maxLast, a.last[x])
 		}
-		rec.full = int64(len(assignedOrder)-rec.from) == r.n
-		for pending.Len() > 0 && last[pending.idx[0]] <= k {
+		rec.full = int64(len(a.assignedOrder)-rec.from) == r.n
+		for pending.Len() > 0 && a.last[pending.idx[0]] <= k {
 			x := heap.Pop(pending).(int)
-			failedAt[x], isFailed[x] = k, true
+			a.failedAt[x], a.isFailed[x] = k, true
 			flagged[x] = true
-			failed++
-			if len(failWindows) == 0 || failWindows[len(failWindows)-1] != len(records) {
-				failWindows = append(failWindows, len(records))
+			a.failed++
+			if len(a.failWindows) == 0 || a.failWindows[len(a.failWindows)-1] != len(a.records) {
+				a.failWindows = append(a.failWindows, len(a.records))
 			}
 		}
-		records = append(records, rec)
+		a.records = append(a.records, rec)
 		k++
 	}
-	if failed == 0 {
-		return
-	}
-	// The windows j..k that a window k with a call left over proves full:
-	// back while the window before was visited, full, and took only calls
-	// that had to be in by k. Of the first few, the one most past its
-	// bound per window, then the fewest windows, is the worst.
-	type proof struct {
-		set           []Decision
-		excess        int
-		firstK, lastK int64
-	}
-	var best *proof
-	for _, at := range failWindows[:min(len(failWindows), 16)] {
-		k := records[at].k
-		j := at
-		for j > 0 && records[j-1].k == records[j].k-1 && records[j-1].full && records[j-1].maxLast <= k {
-			j--
-		}
-		p := proof{firstK: records[j].k, lastK: k}
-		for _, x := range assignedOrder[records[j].from:] {
-			if assignedTo[x] <= k {
-				p.set = append(p.set, allowed[x])
-			}
-		}
-		for x := range allowed {
-			if isFailed[x] && failedAt[x] >= p.firstK && failedAt[x] <= k && first[x] >= p.firstK && last[x] <= k {
-				p.set = append(p.set, allowed[x])
-				p.excess++
-			}
-		}
+	return a
+}
+
+// epochProof is a set of allowed calls whose spans all lie within the
+// windows firstK..lastK, excess more of them than those windows may allow.
+type epochProof struct {
+	set           []Decision
+	excess        int
+	firstK, lastK int64
+}
+
+// worstProof is the worst of the proofs of the first few windows with a
+// call left over: the one most past its bound per window, then the one of
+// the fewest windows.
+func (a *epochAssignment) worstProof(allowed []Decision) *epochProof {
+	var best *epochProof
+	for _, at := range a.failWindows[:min(len(a.failWindows), 16)] {
+		p := a.proof(at, allowed)
 		windows := p.lastK - p.firstK
 		if best == nil || int64(p.excess)*(best.lastK-best.firstK+1) > int64(best.excess)*(windows+1) ||
 			(int64(p.excess)*(best.lastK-best.firstK+1) == int64(best.excess)*(windows+1) && windows < best.lastK-best.firstK) {
 			best = &p
 		}
 	}
+	return best
+}
+
+// proof is the proof of record at, a window k with a call left over: the
+// windows j..k it proves full, found by going back while the window before
+// was visited, full, and took only calls that had to be in by k; with the
+// calls assigned to them and those left over in them.
+func (a *epochAssignment) proof(at int, allowed []Decision) epochProof {
+	k := a.records[at].k
+	j := at
+	for j > 0 && a.records[j-1].k == a.records[j].k-1 && a.records[j-1].full && a.records[j-1].maxLast <= k {
+		j--
+	}
+	p := epochProof{firstK: a.records[j].k, lastK: k}
+	for _, x := range a.assignedOrder[a.records[j].from:] {
+		if a.assignedTo[x] <= k {
+			p.set = append(p.set, allowed[x])
+		}
+	}
+	for x := range allowed {
+		if a.isFailed[x] && a.failedAt[x] >= p.firstK && a.failedAt[x] <= k && a.first[x] >= p.firstK && a.last[x] <= k {
+			p.set = append(p.set, allowed[x])
+			p.excess++
+		}
+	}
+	return p
+}
+
+// reportEpochProof reports the calls of best as breaking the epoch's
+// limit, naming the windows they fill.
+func (r rules) reportEpochProof(ex *Exactness, best *epochProof) {
 	set := best.set
 	slices.SortStableFunc(set, func(a, b Decision) int { return int(a.Sent - b.Sent) })
 	edge := func(k int64) time.Duration { return time.Duration(k*r.w + r.origin - r.start) }

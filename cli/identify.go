@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rlconform/rlconform/report"
+	"github.com/rlconform/rlconform/result"
 	"github.com/rlconform/rlconform/suite"
 	"github.com/rlconform/rlconform/targets"
 )
@@ -19,98 +21,48 @@ import (
 // Exit codes: 0 some profile fits, 1 none does (the limiter is none of
 // the honest designs), 2 could not run, 130 interrupted.
 func identify(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("rlconform identify", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var urls list
-	var ep endpointFlags
-	var ex execFlags
-	fs.Var(&urls, "target", "base URL of a protocol v1 limiter; repeat for several instances sharing one store (or --endpoint, or --exec)")
-	ep.register(fs)
-	ex.register(fs)
-	limit := fs.Int("limit", 5, "the limit N the probes configure (or that the limiter enforces, without Configure)")
-	window := fs.Duration("window", time.Minute, "the window W the probes configure, with clock control")
-	rtWindow := fs.Duration("realtime-window", time.Second, "the window W without clock control")
-	jsonPath := fs.String("json", "", "write the identification as JSON to `FILE` (- for stdout)")
-	timeout := fs.Duration("timeout", 5*time.Second, "bound on each call to the target")
-	seed := fs.Uint64("seed", 0, "seed (0: pick one)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: rlconform identify --target URL | --endpoint URL --identity ... [flags]\n\nProbes the limiter (with its clock when it has one, in real time otherwise) and says which\nprofiles and parameters explain every answer, which are ruled out and by which answer\n(profiles that decide alike as one group; a Configure that forgets every history apart).\nExit codes: 0 a profile fits, 1 none fits, 2 could not run, 130 interrupted.")
-		fs.PrintDefaults()
-	}
+	f, fs := identifyFlagSet(stderr)
 	if err := fs.Parse(args); err != nil {
 		return parseFailed(stderr, "identify", err, false)
 	}
-	switch {
-	case fs.NArg() > 0:
-		fmt.Fprintf(stderr, "rlconform identify: unexpected argument %q\n", fs.Arg(0))
+	if err := f.validate(fs); err != nil {
+		fmt.Fprintf(stderr, "rlconform identify: %v\n", err)
 		return ExitCannotRun
-	case len(urls) == 0 && len(ep.endpoints) == 0 && ex.command == "":
-		fmt.Fprintln(stderr, "rlconform identify: give --target URL, --endpoint URL or --exec CMD (rlconform serve --impl model:gcra serves one to try)")
-		return ExitCannotRun
-	case len(urls) > 0 && len(ep.endpoints) > 0:
-		fmt.Fprintln(stderr, "rlconform identify: --endpoint and --target exclude each other")
-		return ExitCannotRun
-	case *timeout <= 0:
-		fmt.Fprintln(stderr, "rlconform identify: --timeout must be positive")
-		return ExitCannotRun
-	}
-	set := map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	for _, err := range []error{ep.check(), ex.check(set, len(urls), len(ep.endpoints))} {
-		if err != nil {
-			fmt.Fprintf(stderr, "rlconform identify: %v\n", err)
-			return ExitCannotRun
-		}
 	}
 	var endpoint *suite.Target
-	cfg := suite.Config{Limit: *limit, Window: *window, RealTimeWindow: *rtWindow, Seed: *seed}
-	if len(ep.endpoints) > 0 {
-		t, policy, code := ep.target(*timeout, stderr)
+	cfg := suite.Config{Limit: f.limit, Window: f.window, RealTimeWindow: f.rtWindow, Seed: f.seed}
+	if len(f.endpoints) > 0 {
+		t, policy, code := f.endpointFlags.target(f.timeout, stderr)
 		if t == nil {
 			return code
 		}
 		endpoint, cfg.Limit, cfg.RealTimeWindow = t, policy.Limit, policy.Window
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := suite.Validate(cfg); err != nil {
 		fmt.Fprintf(stderr, "rlconform identify: %v\n", err)
 		return ExitCannotRun
 	}
 	var out io.Writer
 	text := stdout
-	switch *jsonPath {
+	switch f.json {
 	case "":
 	case "-":
 		out, text = stdout, stderr
 	default:
-		f, err := os.Create(*jsonPath)
+		file, err := os.Create(f.json)
 		if err != nil {
 			fmt.Fprintf(stderr, "rlconform identify: --json: %v\n", err)
 			return ExitCannotRun
 		}
-		defer f.Close()
-		out = f
+		defer file.Close()
+		out = file
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if ex.command != "" {
-		started, err := ex.start(ctx, stderr)
-		if err != nil {
-			fmt.Fprintf(stderr, "rlconform identify: %v\n", err)
-			return cannotRun(ctx)
-		}
-		defer started.stop()
-		urls = started.urls()
-	}
-	var target suite.Target
-	if endpoint != nil {
-		target = *endpoint
-	} else {
-		t, err := targets.Remote(ctx, urls, *timeout)
-		if err != nil {
-			fmt.Fprintf(stderr, "rlconform identify: %v\n", err)
-			return cannotRun(ctx)
-		}
-		target = t
+	target, release, code := f.identifyTarget(ctx, endpoint, stderr)
+	defer release()
+	if code != ExitConformant {
+		return code
 	}
 	fmt.Fprintf(stderr, "rlconform: probing %s\n", target.Name)
 	id, err := suite.Identify(ctx, cfg, target)
@@ -118,6 +70,94 @@ func identify(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rlconform %v\n", err)
 		return cannotRun(ctx)
 	}
+	return reportIdentification(id, text, out, stderr)
+}
+
+// identifyFlags are the flags of rlconform identify.
+type identifyFlags struct {
+	targets  list
+	limit    int
+	window   time.Duration
+	rtWindow time.Duration
+	json     string
+	timeout  time.Duration
+	seed     uint64
+	endpointFlags
+	execFlags
+}
+
+// identifyFlagSet is identify's flag set, parsing into the flags returned.
+func identifyFlagSet(stderr io.Writer) (*identifyFlags, *flag.FlagSet) {
+	f := &identifyFlags{}
+	fs := flag.NewFlagSet("rlconform identify", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Var(&f.targets, "target", "base URL of a protocol v1 limiter; repeat for several instances sharing one store (or --endpoint, or --exec)")
+	f.endpointFlags.register(fs)
+	f.execFlags.register(fs)
+	fs.IntVar(&f.limit, "limit", 5, "the limit N the probes configure (or that the limiter enforces, without Configure)")
+	fs.DurationVar(&f.window, "window", time.Minute, "the window W the probes configure, with clock control")
+	fs.DurationVar(&f.rtWindow, "realtime-window", time.Second, "the window W without clock control")
+	fs.StringVar(&f.json, "json", "", "write the identification as JSON to `FILE` (- for stdout)")
+	fs.DurationVar(&f.timeout, "timeout", 5*time.Second, "bound on each call to the target")
+	fs.Uint64Var(&f.seed, "seed", 0, "seed (0: pick one)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: rlconform identify --target URL | --endpoint URL --identity ... [flags]\n\nProbes the limiter (with its clock when it has one, in real time otherwise) and says which\nprofiles and parameters explain every answer, which are ruled out and by which answer\n(profiles that decide alike as one group; a Configure that forgets every history apart).\nExit codes: 0 a profile fits, 1 none fits, 2 could not run, 130 interrupted.")
+		fs.PrintDefaults()
+	}
+	return f, fs
+}
+
+// validate reports what in the flags fs parsed cannot run: an argument, no
+// limiter to probe, or flags that do not go together.
+func (f *identifyFlags) validate(fs *flag.FlagSet) error {
+	switch {
+	case fs.NArg() > 0:
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	case len(f.targets) == 0 && len(f.endpoints) == 0 && f.command == "":
+		return errors.New("give --target URL, --endpoint URL or --exec CMD (rlconform serve --impl model:gcra serves one to try)")
+	case len(f.targets) > 0 && len(f.endpoints) > 0:
+		return errors.New("--endpoint and --target exclude each other")
+	case f.timeout <= 0:
+		return errors.New("--timeout must be positive")
+	}
+	if err := f.endpointFlags.check(); err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	return f.execFlags.check(set, len(f.targets), len(f.endpoints))
+}
+
+// identifyTarget is the limiter to probe: endpoint when --endpoint gave
+// one, else the service --exec starts, else the --target URLs. release
+// stops what it started, once the probing is done. A code other than
+// ExitConformant says it could not, and why on stderr.
+func (f *identifyFlags) identifyTarget(ctx context.Context, endpoint *suite.Target, stderr io.Writer) (target suite.Target, release func(), code int) {
+	release = func() {}
+	urls := f.targets
+	if f.command != "" {
+		started, err := f.execFlags.start(ctx, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "rlconform identify: %v\n", err)
+			return target, release, cannotRun(ctx)
+		}
+		release = func() { _ = started.stop() }
+		urls = started.urls()
+	}
+	if endpoint != nil {
+		return *endpoint, release, ExitConformant
+	}
+	target, err := targets.Remote(ctx, urls, f.timeout)
+	if err != nil {
+		fmt.Fprintf(stderr, "rlconform identify: %v\n", err)
+		return target, release, cannotRun(ctx)
+	}
+	return target, release, ExitConformant
+}
+
+// reportIdentification writes id for people to text and, when out is set,
+// as JSON to out, and is identify's exit code: whether some profile fits.
+func reportIdentification(id *result.Identification, text, out, stderr io.Writer) int {
 	if err := report.Identification(text, id); err != nil {
 		fmt.Fprintf(stderr, "rlconform identify: %v\n", err)
 		return ExitCannotRun

@@ -233,7 +233,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 				wait.Round(time.Second), (time.Duration(suite.Count(cfg)) * (wait + policy.Window)).Round(time.Second))
 		}
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := suite.Validate(cfg); err != nil {
 		return couldNotRun(ExitCannotRun, "rlconform run: %v", err)
 	}
 

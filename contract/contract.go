@@ -24,6 +24,11 @@ const (
 	MaxWindow = 100 * 365 * 24 * time.Hour
 )
 
+// MaxWindowGranularity is the coarsest [Capabilities.WindowGranularity] a
+// target may declare: windows in larger units cannot be graded in real
+// time, and no honest limiter needs them.
+const MaxWindowGranularity = time.Hour
+
 // RateLimiterContract is an exact sliding-window log limiter. The rules
 // below are the whole contract; docs/contract.md says them at length. Each
 // names the specs that grade it.
@@ -165,6 +170,15 @@ type Capabilities struct {
 	// still reports the error). Without it, a request during an outage must
 	// not be allowed.
 	FailOpen bool
+	// WindowGranularity is the unit the limiter's windows come in: it
+	// refuses, with [ErrInvalidConfig], a window that is not a whole
+	// multiple of it (time.Second for a limiter that works in whole
+	// seconds). Zero means not declared: when Configure is declared, the
+	// grader asks once at the start of a run (a window of 1.5s refused and
+	// one of 2s taken means whole seconds). Every window the grader chooses
+	// is then a multiple of it; only strict/config-range grades that the
+	// contract's range begins at 1ms, and says why when it fails.
+	WindowGranularity time.Duration
 }
 
 // All is every capability a fully featured target declares (fail-closed).

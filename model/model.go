@@ -1,5 +1,11 @@
-// Package model is the executable specification of an exact sliding-window
-// log limiter: the oracle every rlconform check compares with.
+// Package model is the executable specification every rlconform check
+// compares with: the exact sliding-window log of the contract and the
+// profiles of the other honest algorithms (fixed windows, the weighted
+// two-window counter, GCRA, token buckets), each a [Profile] built from a
+// [Spec] (ParseSpec: NAME[:key=value,...]); a concurrency-safe [Limiter]
+// over any of them; and the real-time rule with its oracles
+// ([NewOracle]), which judge answers whose instants are only known to lie
+// between a call's sending and its answer.
 package model
 
 import (

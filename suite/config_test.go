@@ -48,8 +48,8 @@ func TestInvalidConfigFailsAWindowTakenButIgnored(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	require.NoError(t, suite.Config{}.Validate())
-	require.NoError(t, suite.Config{IDs: []string{"core/", "strict/linearizable"}, ExpectFail: []string{"core/reset"}}.Validate())
+	require.NoError(t, suite.Validate(suite.Config{}))
+	require.NoError(t, suite.Validate(suite.Config{IDs: []string{"core/", "strict/linearizable"}, ExpectFail: []string{"core/reset"}}))
 	tests := []struct {
 		cfg  suite.Config
 		want string
@@ -69,7 +69,7 @@ func TestConfigValidate(t *testing.T) {
 		{suite.Config{IDs: []string{"core/sliding-expiry-realtime"}}, "was retired: it is now core/sliding-expiry"},
 	}
 	for _, tt := range tests {
-		err := tt.cfg.Validate()
+		err := suite.Validate(tt.cfg)
 		if assert.Error(t, err, "%+v", tt.cfg) {
 			assert.Contains(t, err.Error(), tt.want)
 		}

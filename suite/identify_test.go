@@ -140,7 +140,8 @@ func onlyWholeSeconds(t suite.Target, only time.Duration) suite.Target {
 }
 
 // A target that takes only whole-second windows, asked for 1.5s, is
-// probed with 2s and identified, and the identification says why; one
+// found to (the run's granularity probe), probed with 2s and identified,
+// and the identification says why; one
 // that refuses the whole-second windows too fails with the configuration
 // it refused and its own error, not with the probe's title alone.
 func TestIdentifyChoosesWindowsTheTargetAccepts(t *testing.T) {
@@ -150,9 +151,9 @@ func TestIdentifyChoosesWindowsTheTargetAccepts(t *testing.T) {
 	fitsOnly(t, id, "gcra")
 	assert.Equal(t, 2*time.Second, id.Window)
 	require.NotEmpty(t, id.Notes)
-	assert.Contains(t, id.Notes[0], "the target refused Configure(5, 1.5s)")
+	assert.Contains(t, id.Notes[0], "the target takes only windows in whole multiples of 1s (it refused Configure(5, 1.5s)")
 	assert.Contains(t, id.Notes[0], "only whole seconds")
-	assert.Contains(t, id.Notes[0], "windows of whole seconds")
+	assert.Contains(t, id.Notes[0], "rounded up from 1.5s to 2s")
 
 	tg = onlyWholeSeconds(targets.ProfileModel(model.MustSpec("gcra")), time.Hour)
 	_, err = suite.Identify(context.Background(), suite.Config{Window: 1500 * time.Millisecond}, tg)

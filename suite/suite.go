@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/rlconform/rlconform/contract"
-	"github.com/rlconform/rlconform/internal/engine"
 	"github.com/rlconform/rlconform/internal/specs"
 	"github.com/rlconform/rlconform/result"
 )
@@ -23,7 +21,7 @@ import (
 //	if err != nil { ... }
 //	fmt.Println(rep.Verdict())
 func Check(ctx context.Context, cfg Config, target Target) (*result.Report, error) {
-	return specs.All().Check(ctx, engine.Config(cfg), engineTarget(target))
+	return specs.All().Check(ctx, cfg, target)
 }
 
 // Run grades target with go test: every spec is a subtest named by its id,
@@ -46,7 +44,7 @@ func Check(ctx context.Context, cfg Config, target Target) (*result.Report, erro
 //	}
 func Run(t *testing.T, cfg Config, target Target) {
 	t.Helper()
-	specs.All().Run(t, engine.Config(cfg), engineTarget(target))
+	specs.All().Run(t, cfg, target)
 }
 
 // Identify probes target (with its clock when it has one, in real time
@@ -63,12 +61,12 @@ func Run(t *testing.T, cfg Config, target Target) {
 // notes it; when it refuses those too, the error names the configuration
 // refused and the target's answer.
 func Identify(ctx context.Context, cfg Config, target Target) (*result.Identification, error) {
-	return specs.All().Identify(ctx, engine.Config(cfg), engineTarget(target))
+	return specs.All().Identify(ctx, cfg, target)
 }
 
 // Count returns how many specs a run with cfg selects (0 for an invalid
 // Config).
-func Count(cfg Config) int { return specs.All().Count(engine.Config(cfg)) }
+func Count(cfg Config) int { return specs.All().Count(cfg) }
 
 // Specs lists the catalogue, with the rules of the sliding log.
 func Specs() []SpecInfo {
@@ -80,34 +78,5 @@ func Specs() []SpecInfo {
 // (model.ParseSpec: NAME[:key=value,...]; "" is the sliding log): each
 // rule as the profile states it, and why a spec does not grade it.
 func ProfileSpecs(profile string) ([]SpecInfo, error) {
-	infos, err := specs.All().ProfileSpecs(profile)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]SpecInfo, len(infos))
-	for i, info := range infos {
-		out[i] = SpecInfo(info)
-	}
-	return out, nil
-}
-
-// engineTarget is t as the engine takes it. Package suite/ginkgo has the
-// same conversion: change both (TestTargetConversionCarriesEveryField).
-func engineTarget(t Target) engine.Target {
-	e := engine.Target{
-		Name: t.Name, Addresses: t.Addresses, Capabilities: t.Capabilities, NeedsRedis: t.NeedsRedis,
-		KeyOf: t.KeyOf, Alive: t.Alive, MaxRPS: t.MaxRPS, SharedLimit: t.SharedLimit,
-	}
-	if t.New != nil {
-		e.New = func(ctx context.Context, env engine.Env) (contract.RateLimiterContract, func() error, error) {
-			return t.New(ctx, Env(env))
-		}
-	}
-	if t.Request != nil {
-		e.Request = func(ctx context.Context, instance int, user string) (engine.HTTPAnswer, error) {
-			a, err := t.Request(ctx, instance, user)
-			return engine.HTTPAnswer(a), err
-		}
-	}
-	return e
+	return specs.All().ProfileSpecs(profile)
 }

@@ -5,18 +5,25 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rlconform/rlconform/internal/freeport"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/rlconform/rlconform/adapters"
+	"github.com/rlconform/rlconform/internal/freeport"
+	"github.com/rlconform/rlconform/internal/supervisor"
 )
+
+// waitDelay is how long a process that exited may keep its output open
+// through a child that holds it: then it counts as exited (the pipes are
+// closed), and its process group is killed.
+const waitDelay = 2 * time.Second
 
 // ExecOptions says how to start a limiter service for a run: the grader
 // owns its processes and its Redis.
@@ -46,7 +53,7 @@ type process struct {
 	port   int
 	output *tailBuffer
 	done   chan struct{}
-	err    error // the exit status, once done is closed
+	err    error // how it ended, once done is closed
 }
 
 // Exec starts opts.Instances processes of opts.Command, each in its own
@@ -55,6 +62,15 @@ type process struct {
 // GET /rlc/v1/capabilities. A process that exits first, or does not answer
 // within opts.Ready, is an error that quotes the end of its output; the
 // processes started are then stopped. The caller must Stop the result.
+//
+// A process group dies with its process: when sh exits (or, if a child of
+// it still holds its output, waitDelay later), what is left of the group
+// is killed. On Linux it also dies with the caller, even one killed with
+// SIGKILL: each sh runs under a supervisor (internal/supervisor) that
+// kills its group when its parent dies; if the supervisor cannot start,
+// sh is started as elsewhere, with SIGKILL as its own parent-death signal,
+// which reaches sh alone. Elsewhere, the groups outlive a caller that dies
+// without Stop.
 func Exec(ctx context.Context, opts ExecOptions) (*Processes, error) {
 	if strings.TrimSpace(opts.Command) == "" {
 		return nil, errors.New("exec: no command")
@@ -97,13 +113,46 @@ func startProcess(opts ExecOptions, i int) (*process, error) {
 		"RLCONFORM_INSTANCE="+strconv.Itoa(i))
 	out := &tailBuffer{max: 4 << 10}
 	cmd.Stdout, cmd.Stderr = out, out
+	cmd.WaitDelay = waitDelay
+	proc := &process{port: port, output: out}
+	if sup, ok := supervisor.Wrap(cmd); ok && proc.start(sup) == nil {
+		return proc, nil
+	}
 	ownGroup(cmd)
-	if err := cmd.Start(); err != nil {
+	if err := proc.start(cmd); err != nil {
 		return nil, fmt.Errorf("exec: starting instance %d (%s): %w", i+1, opts.Command, err)
 	}
-	proc := &process{cmd: cmd, port: port, output: out, done: make(chan struct{})}
-	go func() { proc.err = cmd.Wait(); close(proc.done) }()
 	return proc, nil
+}
+
+// start starts cmd as p's process, and waits for it: once it has ended,
+// p.done is closed and what is left of its group is killed. The goroutine
+// that starts it keeps its OS thread until then, as the parent-death
+// signal (Linux) comes when the thread that forked ends.
+func (p *process) start(cmd *exec.Cmd) error {
+	started := make(chan error)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		p.cmd, p.done = cmd, make(chan struct{})
+		started <- nil
+		p.err = cmd.Wait()
+		signalGroup(cmd, true) // its children may outlive it
+		close(p.done)
+	}()
+	return <-started
+}
+
+// ended says how the process ended: its exit status, or why Wait failed.
+func (p *process) ended() string {
+	if p.cmd.ProcessState != nil {
+		return p.cmd.ProcessState.String() // not ErrWaitDelay's text for a 0 status
+	}
+	return p.err.Error()
 }
 
 // waitReady polls the capabilities endpoint until it answers (2xx, or the
@@ -128,7 +177,7 @@ func (p *process) waitReady(ctx context.Context, base string, ready time.Duratio
 		last = err
 		select {
 		case <-p.done:
-			return fmt.Errorf("it exited (%v) before answering%s", p.err, p.output.quote())
+			return fmt.Errorf("it exited (%s) before answering%s", p.ended(), p.output.quote())
 		case <-ctx.Done():
 			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				return ctx.Err() // interrupted
@@ -140,7 +189,8 @@ func (p *process) waitReady(ctx context.Context, base string, ready time.Duratio
 }
 
 // Stop stops every process: SIGTERM to its process group, then SIGKILL to
-// whatever is left after 5 s. Stopping twice does nothing more.
+// the group when the process has ended, or after 5 s. Stopping twice does
+// nothing more.
 func (p *Processes) Stop() error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(p.procs))
@@ -158,15 +208,13 @@ func (p *Processes) Stop() error {
 
 func (p *process) stop(grace time.Duration) error {
 	select {
-	case <-p.done:
-		signalGroup(p.cmd, true) // its children may outlive it
+	case <-p.done: // and its group killed
 		return nil
 	default:
 	}
 	signalGroup(p.cmd, false)
 	select {
 	case <-p.done:
-		signalGroup(p.cmd, true)
 		return nil
 	case <-time.After(grace):
 	}

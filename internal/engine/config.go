@@ -14,30 +14,22 @@ import (
 	"github.com/rlconform/rlconform/result"
 
 	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/grade"
 	"github.com/rlconform/rlconform/model"
-	"github.com/rlconform/rlconform/redisenv"
 )
 
-// Config is suite.Config, field for field (the facade converts one to
-// the other): see there for what each field means.
-type Config struct {
-	Redis          *redisenv.Redis
-	Level          result.Level
-	IDs            []string
-	Labels         []string
-	ExpectFail     []string
-	StorePrefix    string
-	Seed           uint64
-	Limit          int
-	Window         time.Duration
-	RealTimeWindow time.Duration
-	SpecTimeout    time.Duration
-	ReportDir      string
-	Profile        string
-	Progress       func(result.Result)
-}
+// Config, Target, Env and HTTPAnswer are package grade's, under the
+// engine's short names: one definition, there.
+type (
+	Config     = grade.Config
+	Target     = grade.Target
+	Env        = grade.Env
+	HTTPAnswer = grade.HTTPAnswer
+	SpecInfo   = grade.SpecInfo
+)
 
-func (c Config) withDefaults() Config {
+// withDefaults is c with every zero field at its default.
+func withDefaults(c Config) Config {
 	if c.Level == "" {
 		c.Level = result.All
 	}
@@ -63,13 +55,13 @@ func (c Config) withDefaults() Config {
 // expected failure (with the nearest valid name), a selection that matches no
 // spec, a configuration out of range.
 func (cat Catalogue) Validate(c Config) error {
-	_, err := c.validated(cat)
+	_, err := cat.validated(c)
 	return err
 }
 
 // validated is c with its defaults, or the reasons c is invalid.
-func (c Config) validated(cat Catalogue) (Config, error) {
-	c = c.withDefaults()
+func (cat Catalogue) validated(c Config) (Config, error) {
+	c = withDefaults(c)
 	var errs []error
 	if _, err := result.ParseLevel(string(c.Level)); err != nil {
 		errs = append(errs, err)
@@ -197,7 +189,7 @@ func editDistance(a, b string) int {
 
 // reproduce is the line that reruns this configuration under go test, for
 // the test function test ("" when unknown: a Ginkgo suite).
-func (c Config) reproduce(test string) string {
+func reproduce(c Config, test string) string {
 	var b strings.Builder
 	b.WriteString("reproduce with: go test")
 	if test != "" {
@@ -275,7 +267,7 @@ func flagOverrides(cfg Config) Config {
 
 // selection says which specs of the level the run grades when IDs or
 // Labels narrow it ("" for all of them), e.g. "ids core/reset, strict/".
-func (c Config) selection() string {
+func selection(c Config) string {
 	var parts []string
 	if len(c.IDs) > 0 {
 		parts = append(parts, "ids "+strings.Join(c.IDs, ", "))
@@ -288,8 +280,8 @@ func (c Config) selection() string {
 
 // selectionNote is the selection as the end of a sentence: "" for the
 // whole level, else ", only " and the selection.
-func (c Config) selectionNote() string {
-	if sel := c.selection(); sel != "" {
+func selectionNote(c Config) string {
+	if sel := selection(c); sel != "" {
 		return ", only " + sel
 	}
 	return ""

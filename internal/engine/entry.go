@@ -67,8 +67,8 @@ func (cat Catalogue) Run(t *testing.T, cfg Config, target Target) {
 		})
 	}
 	v := s.Finish(func(line string) { t.Log(line) })
-	if v.Coverage.Graded == 0 {
-		t.Errorf("rlconform: nothing was graded for %s: %s", target.Name, v.Coverage)
+	if why := s.NothingGraded(v); why != "" {
+		t.Error(why)
 	}
 }
 
@@ -78,7 +78,7 @@ func (cat Catalogue) Run(t *testing.T, cfg Config, target Target) {
 // skips the others, saying so); after, the selected ones. The error is
 // cfg's.
 func (cat Catalogue) Tree(cfg Config) ([]TreeSpec, error) {
-	full, err := flagOverrides(cfg).validated(cat)
+	full, err := cat.validated(flagOverrides(cfg))
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +123,7 @@ func (cat Catalogue) Start(ctx context.Context, cfg Config, target Target) (*Ses
 
 // Reproduce is the go test command line that reruns the session's
 // choices (test: the test's name, "" for none).
-func (s *Session) Reproduce(test string) string { return s.r.cfg.reproduce(test) }
+func (s *Session) Reproduce(test string) string { return reproduce(s.r.cfg, test) }
 
 // Grade runs spec id and says what the test framework does with its
 // result, and with what message.
@@ -131,7 +131,7 @@ func (s *Session) Grade(ctx context.Context, id string) (Action, string) {
 	sp := s.selected[id]
 	switch {
 	case sp == nil:
-		return ActSkip, "not selected: the run grades level " + string(s.r.cfg.Level) + s.r.cfg.selectionNote()
+		return ActSkip, "not selected: the run grades level " + string(s.r.cfg.Level) + selectionNote(s.r.cfg)
 	case s.rep.Aborted != "":
 		s.rep.Results = append(s.rep.Results, s.r.notRun(sp, s.rep.Aborted, false))
 		return ActSkip, "not run: " + s.rep.Aborted
@@ -154,6 +154,17 @@ func (s *Session) Finish(log func(line string)) result.Verdict {
 		log("rlconform: " + d)
 	}
 	return v
+}
+
+// NothingGraded says, for the verdict Finish returned, that the session
+// graded no spec, which fails the test that ran it; "" when it graded
+// one, or was interrupted (the interruption says why). The one rule of
+// the go test and Ginkgo entry points.
+func (s *Session) NothingGraded(v result.Verdict) string {
+	if v.Coverage.Graded > 0 || v.Coverage.Interrupted > 0 {
+		return ""
+	}
+	return fmt.Sprintf("rlconform: nothing was graded for %s: %s", s.target.Name, v.Coverage)
 }
 
 // Close releases what the session holds (the Redis it obtained).
@@ -212,7 +223,7 @@ func judge(res result.Result, cfg Config) (Action, string) {
 // Count returns how many specs a run with cfg selects (0 for an invalid
 // Config).
 func (cat Catalogue) Count(cfg Config) int {
-	full, err := cfg.validated(cat)
+	full, err := cat.validated(cfg)
 	if err != nil {
 		return 0
 	}

@@ -58,6 +58,13 @@ type Harness struct {
 	Seed     uint64
 	run      *runner
 	Tag      string // prefix of every user id of this spec
+	// cfg and margin are the run's configuration and real-time margin as
+	// this spec runs them; measured is what it found of the target's
+	// round trips, for the run to adopt once the spec has returned (a
+	// spec that overran its time never writes the run's state).
+	cfg      Config
+	margin   time.Duration
+	measured *roundTrips
 
 	calls     inFlight // every call to the target's instances
 	mu        sync.Mutex
@@ -119,7 +126,11 @@ func (h *Harness) FailStep(inst int, now time.Time, op, got, want, explanation s
 		if _, ok := errors.AsType[*TargetPanic](err); ok {
 			f.Kind = result.KindPanic
 		}
-		h.FailWith(f, fmt.Sprintf("step %d at %s: %s returned an error: %v", step, at, op, err))
+		msg := fmt.Sprintf("step %d at %s: %s returned an error: %v", step, at, op, err)
+		if explanation != "" {
+			msg += "\n  " + explanation
+		}
+		h.FailWith(f, msg)
 	}
 	msg := fmt.Sprintf("step %d at %s: %s = %s, want %s", step, at, op, got, want)
 	if explanation != "" {
@@ -262,7 +273,13 @@ func (h *Harness) Edge() time.Duration {
 	if h.Fake != nil {
 		return time.Millisecond
 	}
-	return h.run.margin
+	return h.margin
+}
+
+// Granularity is the unit of the windows the target takes (1ms: any): a
+// spec that configures a window of its own chooses a whole multiple of it.
+func (h *Harness) Granularity() time.Duration {
+	return max(time.Millisecond, h.run.granularity)
 }
 
 // phase starts a phase of a spec and returns its offset: fakeOffset on the
@@ -302,7 +319,7 @@ func (h *Harness) WaitUntil(t time.Time) {
 
 func (h *Harness) FakeClock() *fakeclock.Fake {
 	if h.Fake == nil {
-		panic(fmt.Sprintf("suite: spec %s moves the clock but does not declare the clock capability", h.Spec.ID))
+		panic(fmt.Sprintf("rlconform: spec %s moves the fake clock, which only a target with clock control has (a bug of the catalogue)", h.Spec.ID))
 	}
 	return h.Fake
 }
@@ -312,9 +329,39 @@ func (h *Harness) FakeClock() *fakeclock.Fake {
 func (h *Harness) Instance(i int) contract.RateLimiterContract {
 	lim, err := h.instance(i)
 	if err != nil {
-		h.Failf("%v", err)
+		h.failInstance(err)
 	}
 	return lim
+}
+
+// errChoiceRefused marks the refusal of a configuration the grader chose
+// and the contract takes (see Configure).
+var errChoiceRefused = errors.New("the target refused a configuration the grader chose")
+
+// refusedChoice reports whether err refuses Configure(n, w), a
+// configuration the contract takes.
+func refusedChoice(n int, w time.Duration, err error) bool {
+	return errors.Is(err, contract.ErrInvalidConfig) && contract.ValidateConfig(n, w) == nil
+}
+
+// failInstance ends the spec for an instance that could not be made: a
+// failure of the target, or inconclusive when it refused the
+// configuration the grader chose for it.
+func (h *Harness) failInstance(err error) {
+	if errors.Is(err, errChoiceRefused) {
+		h.refusedInconclusive(err)
+	}
+	h.FailWith(result.Failure{Kind: result.KindTargetError}, err.Error())
+}
+
+// refusedInconclusive ends the spec inconclusive after the target refused
+// a configuration the grader chose (a wrong answer found before still
+// fails it).
+func (h *Harness) refusedInconclusive(err error) {
+	if h.Pending != nil {
+		panic(*h.Pending)
+	}
+	panic(Inconclusive{h.Report(fmt.Sprintf("%v: the grader chose this configuration, which the contract takes, so this spec could not be graded; strict/config-range grades which configurations a limiter must take", err))})
 }
 
 func (h *Harness) instance(i int) (contract.RateLimiterContract, error) {
@@ -335,6 +382,9 @@ func (h *Harness) instance(i int) (contract.RateLimiterContract, error) {
 		if h.Target.Capabilities.Configure {
 			if err := lim.Configure(h.Ctx, h.Model.Limit(), h.Model.Window()); err != nil {
 				h.run.noteRefusal(h.Model.Limit(), h.Model.Window(), err)
+				if refusedChoice(h.Model.Limit(), h.Model.Window(), err) {
+					return nil, fmt.Errorf("%w: Configure(%d, %v) on new instance %d: %w", errChoiceRefused, h.Model.Limit(), h.Model.Window(), n, err)
+				}
 				return nil, fmt.Errorf("Configure(%d, %v) on new instance %d: %w", h.Model.Limit(), h.Model.Window(), n, err)
 			}
 		}
@@ -530,8 +580,18 @@ func (h *Harness) Reset(user string) {
 	h.Trace = append(h.Trace, TraceOp{At: now, Kind: 'R', User: user})
 }
 
-// Configure sends Configure(n, w) to every instance and to the model.
-func (h *Harness) Configure(n int, w time.Duration) {
+// Configure sends Configure(n, w) to every instance and to the model. A
+// refusal (an error wrapping ErrInvalidConfig) of a configuration the
+// contract takes ends the spec inconclusive: the grader chose it, and
+// only strict/config-range (ConfigureInRange) grades which configurations
+// a limiter must take.
+func (h *Harness) Configure(n int, w time.Duration) { h.configure(n, w, false) }
+
+// ConfigureInRange is Configure for a spec that grades the contract's
+// range: a refusal of a valid configuration fails it, saying why.
+func (h *Harness) ConfigureInRange(n int, w time.Duration) { h.configure(n, w, true) }
+
+func (h *Harness) configure(n int, w time.Duration, graded bool) {
 	h.Instance(0)
 	now := h.Now()
 	op := fmt.Sprintf("Configure(%d, %v)", n, w)
@@ -539,12 +599,18 @@ func (h *Harness) Configure(n int, w time.Duration) {
 		if err := lim.Configure(h.Ctx, n, w); err != nil {
 			h.run.noteRefusal(n, w, err)
 			h.Record(i, now, op, "error")
+			if refusedChoice(n, w, err) && !graded {
+				h.refusedInconclusive(fmt.Errorf("%s was refused: %w", op, err))
+			}
+			if refusedChoice(n, w, err) && h.run.granularity > time.Millisecond && w%h.run.granularity != 0 {
+				h.FailStep(i, now, op, "", "ok", fmt.Sprintf("the target takes only windows in whole multiples of %v, and the contract takes any window from 1ms to %v: a limiter that works in coarser units must still take finer windows (or round them up, saying so in its docs)", h.run.granularity, contract.MaxWindow), err)
+			}
 			h.FailStep(i, now, op, "", "ok", "", err)
 		}
 	}
 	h.Record(0, now, op, "ok")
 	if err := h.Model.Configure(n, w); err != nil {
-		panic(fmt.Sprintf("suite: spec %s configures invalid values: %v", h.Spec.ID, err))
+		panic(fmt.Sprintf("rlconform: spec %s configures invalid values (a bug of the catalogue): %v", h.Spec.ID, err))
 	}
 	if h.Oracle != nil {
 		h.Oracle.Judge(model.TimedOp{Kind: model.OpConfigure, Limit: n, Window: w})
@@ -861,8 +927,9 @@ func firstLine(s string) string {
 	return s
 }
 
-// Config is the run's configuration, its defaults applied.
-func (h *Harness) Config() Config { return h.run.cfg }
+// Config is the run's configuration, its defaults applied, as this spec
+// runs it (a real-time window raised by its round-trip probe included).
+func (h *Harness) Config() Config { return h.cfg }
 
 // Profile is the profile the run grades against.
 func (h *Harness) Profile() model.Spec { return h.run.profile }

@@ -187,16 +187,16 @@ type probe struct {
 // notes it; when it refuses those too, the error names the configuration
 // refused and the target's answer.
 func (cat Catalogue) Identify(ctx context.Context, cfg Config, target Target) (*result.Identification, error) {
-	id, refused, err := identifyOnce(ctx, cat, cfg, target, false)
+	id, refused, err := identifyOnce(ctx, cat, cfg, target, 0)
 	if err == nil || refused == nil || ctx.Err() != nil {
 		return id, err
 	}
 	whole := cfg
-	whole.Window, whole.RealTimeWindow = ceilSecond(cfg.Window), ceilSecond(cfg.RealTimeWindow)
+	whole.Window, whole.RealTimeWindow = roundUp(cfg.Window, time.Second), roundUp(cfg.RealTimeWindow, time.Second)
 	if refused.w%time.Second == 0 {
 		return nil, refused.error("")
 	}
-	id, again, err := identifyOnce(ctx, cat, whole, target, true)
+	id, again, err := identifyOnce(ctx, cat, whole, target, time.Second)
 	switch {
 	case err != nil && again != nil:
 		return nil, again.error(fmt.Sprintf(" (after Configure(%d, %v) was refused too, and windows of whole seconds were tried)", refused.n, refused.w))
@@ -212,31 +212,29 @@ func (r *refusal) error(more string) error {
 	return fmt.Errorf("identify: the target refused Configure(%d, %v)%s, a configuration the probes need (the contract takes any limit from 1 and any window from 1ms): %w", r.n, r.w, more, r.err)
 }
 
-// ceilSecond is d rounded up to a whole number of seconds (0 stays 0: the
-// default).
-func ceilSecond(d time.Duration) time.Duration {
-	return (d + time.Second - 1).Truncate(time.Second)
-}
-
-// identifyOnce is Identify with the windows of cfg (a raised real-time
-// window a whole number of seconds with wholeSeconds). When a probe could
-// not run it also returns the configuration the target refused, if one
-// was.
-func identifyOnce(ctx context.Context, cat Catalogue, cfg Config, target Target, wholeSeconds bool) (*result.Identification, *refusal, error) {
+// identifyOnce is Identify with the windows of cfg, in whole multiples of
+// granularity when it is not 0 (else of what the run learns). When a
+// probe could not run it also returns the configuration the target
+// refused, if one was.
+func identifyOnce(ctx context.Context, cat Catalogue, cfg Config, target Target, granularity time.Duration) (id *result.Identification, _ *refusal, _ error) {
 	cfg.Profile = ""
 	cfg.IDs = identifyProbes
 	r, err := newRunner(ctx, cfg, cat, target)
 	if err != nil {
 		return nil, nil, err
 	}
-	r.wholeSeconds = wholeSeconds
+	r.granularity = granularity
 	defer r.close()
-	defer r.finish()
+	defer func() {
+		if notes := r.finish(); id != nil {
+			id.Notes = append(id.Notes, notes...)
+		}
+	}()
 	var probes []probe
 	r.probed = func(s *Spec, h *Harness) {
 		probes = append(probes, probe{id: s.ID, n: h.Env.MaxRequests, w: h.Env.Window, realTime: h.Fake == nil, start: h.Start, tag: h.Tag, trace: slices.Clone(h.Trace)})
 	}
-	id := &result.Identification{Target: target.Name, Mode: result.FakeClock}
+	id = &result.Identification{Target: target.Name, Mode: result.FakeClock}
 	if !target.Capabilities.Clock {
 		id.Mode = result.RealTime
 	}

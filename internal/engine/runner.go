@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	mrand "math/rand/v2"
@@ -15,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/fakeclock"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/redisenv"
@@ -55,9 +53,9 @@ type runner struct {
 	// target refused with ErrInvalidConfig (identify chooses other
 	// windows, or says why it cannot run).
 	refused atomic.Pointer[refusal]
-	// wholeSeconds: a raised real-time window is a whole number of
-	// seconds (for a target that accepts no other).
-	wholeSeconds bool
+	// granularity is the unit of every window the run chooses (1ms: any),
+	// learned before the first spec that runs (learnGranularity).
+	granularity time.Duration
 	// diags is what each spec's answers say of the algorithms the limiter
 	// may be, by spec id (reconcile weighs them all).
 	diags map[string]*diagnosed
@@ -74,29 +72,32 @@ type refusal struct {
 // are valid: the target refuses a configuration the contract says it must
 // take (or, above the bounds, may refuse).
 func (r *runner) noteRefusal(n int, w time.Duration, err error) {
-	if errors.Is(err, contract.ErrInvalidConfig) && contract.ValidateConfig(n, w) == nil {
+	if refusedChoice(n, w, err) {
 		r.refused.CompareAndSwap(nil, &refusal{n, w, err})
 	}
 }
 
 func newRunner(ctx context.Context, cfg Config, cat Catalogue, targets ...Target) (*runner, error) {
-	cfg, err := cfg.validated(cat)
+	cfg, err := cat.validated(cfg)
 	if err != nil {
 		return nil, err
 	}
 	id := make([]byte, 3)
 	if _, err := rand.Read(id); err != nil {
-		return nil, fmt.Errorf("suite: run id: %w", err)
+		return nil, fmt.Errorf("run id: %w", err)
 	}
 	r := &runner{cfg: cfg, cat: cat, redis: cfg.Redis, runID: hex.EncodeToString(id), profile: model.MustSpec(cfg.Profile), diags: map[string]*diagnosed{}}
 	needsRedis := false
 	for _, t := range targets {
+		if err := validGranularity(t); err != nil {
+			return nil, err
+		}
 		needsRedis = needsRedis || t.NeedsRedis || t.Capabilities.StoreInspection
 	}
 	if needsRedis && r.redis == nil {
 		red, err := redisenv.Obtain(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("suite: %w", err)
+			return nil, err
 		}
 		r.redis, r.ownRedis = red, true
 	}
@@ -127,7 +128,7 @@ func selectSpecs(cfg Config, cat Catalogue) []Spec {
 // newReport starts the report of a run on t.
 func (r *runner) newReport(t Target) *result.Report {
 	return &result.Report{Target: t.Name, Targets: t.Addresses, Seed: r.cfg.Seed, Level: r.cfg.Level, Profile: r.profile.String(),
-		Selection: r.cfg.selection()}
+		Selection: selection(r.cfg)}
 }
 
 // notRun is the result of a spec the run never reached: interrupted when
@@ -258,6 +259,7 @@ func (r *runner) runSpec(ctx context.Context, t Target, s *Spec) (res result.Res
 	if t.Capabilities.Clock {
 		res.Mode = result.FakeClock
 	}
+	r.learnGranularity(ctx, t)
 	specCtx, cancel := context.WithTimeout(ctx, r.cfg.SpecTimeout)
 	defer cancel()
 
@@ -279,6 +281,7 @@ func (r *runner) runSpec(ctx context.Context, t Target, s *Spec) (res result.Res
 			return res
 		}
 	}
+	r.adopt(h)
 	r.quietSince = time.Now()
 	if res.Status == result.Failed && t.Alive != nil {
 		h.restoreConfig(ctx)
@@ -411,7 +414,7 @@ func (r *runner) newH(ctx context.Context, t Target, s *Spec) *Harness {
 		MaxRequests: r.cfg.Limit,
 		Window:      r.cfg.Window,
 	}
-	h := &Harness{Ctx: ctx, Spec: s, Target: t, run: r, Tag: tag, Start: time.Now()}
+	h := &Harness{Ctx: ctx, Spec: s, Target: t, run: r, Tag: tag, Start: time.Now(), cfg: r.cfg, margin: r.margin}
 	if t.Capabilities.Clock {
 		h.Fake = fakeclock.New(FakeStart)
 		env.Clock, h.Start = h.Fake, FakeStart
@@ -487,12 +490,12 @@ func (h *Harness) execute() (res result.Result) {
 		}
 	}()
 	if _, err := h.instance(0); err != nil {
-		h.FailWith(result.Failure{Kind: result.KindTargetError}, err.Error())
+		h.failInstance(err)
 	}
-	if h.Fake == nil && h.run.margin == 0 {
-		h.run.margin = h.measureMargin()
-		h.run.marginAt = time.Now()
-		if w := h.run.cfg.RealTimeWindow; w != h.W() && h.Target.Capabilities.Configure {
+	if h.Fake == nil && h.margin == 0 {
+		h.measured = h.measureMargin()
+		h.margin, h.cfg.RealTimeWindow = h.measured.margin, h.measured.window
+		if w := h.cfg.RealTimeWindow; w != h.W() && h.Target.Capabilities.Configure {
 			h.Configure(h.N(), w) // the window was raised for this run
 		}
 	}
@@ -509,7 +512,7 @@ func (h *Harness) execute() (res result.Result) {
 	}
 	if h.Fake == nil && h.Decided == 0 && h.Undecided > 0 {
 		panic(Inconclusive{h.Report(fmt.Sprintf("in real time every one of the %d judged answers was undecided: the round trips (margin %v) were too slow for the window %v to tell; raise the real-time window",
-			h.Undecided, h.run.margin, h.W()))})
+			h.Undecided, h.margin, h.W()))})
 	}
 	return res
 }
@@ -527,10 +530,23 @@ func (h *Harness) quiet() {
 	if h.run.marginAt.After(since) {
 		since = h.run.marginAt
 	}
+	if h.measured != nil && h.measured.at.After(since) { // this spec's own probe
+		since = h.measured.at
+	}
 	if !since.IsZero() {
 		h.WaitUntil(since.Add(w + h.Edge()))
 	}
 	h.Origin()
+}
+
+// roundTrips is what the first real-time spec measured of the target's
+// round trips: the margin real-time specs aim with, when it was taken, the
+// real-time window for it, and what the report should say.
+type roundTrips struct {
+	margin time.Duration
+	at     time.Time
+	window time.Duration
+	note   string
 }
 
 // measureMargin times a few calls of instance 0 and returns how far from a
@@ -538,8 +554,8 @@ func (h *Harness) quiet() {
 // 10ms, at least 20ms. When that is more than a fifth of the real-time
 // window, the window is raised for the rest of the run, and the report
 // says so.
-func (h *Harness) measureMargin() time.Duration {
-	lim, _ := h.instance(0)
+func (h *Harness) measureMargin() *roundTrips {
+	lim := h.Instance(0)
 	probe := h.User("rtt-probe")
 	var slowest time.Duration
 	for range 5 {
@@ -551,29 +567,36 @@ func (h *Harness) measureMargin() time.Duration {
 		}
 		slowest = max(slowest, time.Since(began))
 	}
-	margin := max(20*time.Millisecond, 8*slowest+10*time.Millisecond)
-	if w := h.run.cfg.RealTimeWindow; margin > w/5 && !h.Target.Capabilities.Configure {
+	m := &roundTrips{margin: max(20*time.Millisecond, 8*slowest+10*time.Millisecond), at: time.Now(), window: h.cfg.RealTimeWindow}
+	if w := m.window; m.margin > w/5 && !h.Target.Capabilities.Configure {
 		// The window is the target's own: it cannot be raised.
-		h.run.notes = append(h.run.notes, fmt.Sprintf("the slowest of 5 round trips took %v, slow for the window %v: answers near its edges will be undecided, and specs that decide nothing inconclusive",
-			slowest.Round(time.Millisecond), w))
-	} else if margin > w/5 {
-		raised := raisedWindow(margin, h.run.wholeSeconds)
-		h.run.cfg.RealTimeWindow = raised
-		h.run.notes = append(h.run.notes, fmt.Sprintf("the real-time window was raised from %v to %v: the slowest of 5 round trips took %v, too slow to aim within %v of a window edge",
-			w, raised, slowest.Round(time.Millisecond), w/5))
+		m.note = fmt.Sprintf("the slowest of 5 round trips took %v, slow for the window %v: answers near its edges will be undecided, and specs that decide nothing inconclusive",
+			slowest.Round(time.Millisecond), w)
+	} else if m.margin > w/5 {
+		m.window = raisedWindow(m.margin, h.run.granularity)
+		m.note = fmt.Sprintf("the real-time window was raised from %v to %v: the slowest of 5 round trips took %v, too slow to aim within %v of a window edge",
+			w, m.window, slowest.Round(time.Millisecond), w/5)
 	}
-	return margin
+	return m
+}
+
+// adopt takes for the run what a spec that has returned measured of the
+// target's round trips.
+func (r *runner) adopt(h *Harness) {
+	m := h.measured
+	if m == nil {
+		return
+	}
+	r.margin, r.marginAt, r.cfg.RealTimeWindow = m.margin, m.at, m.window
+	if m.note != "" {
+		r.notes = append(r.notes, m.note)
+	}
 }
 
 // raisedWindow is the real-time window for a margin: five margins,
-// rounded up to a tenth of a second, or to a whole second with
-// wholeSeconds.
-func raisedWindow(margin time.Duration, wholeSeconds bool) time.Duration {
-	unit := 100 * time.Millisecond
-	if wholeSeconds {
-		unit = time.Second
-	}
-	return (5*margin + unit - time.Millisecond).Truncate(unit)
+// rounded up to a tenth of a second, then to the target's granularity.
+func raisedWindow(margin, granularity time.Duration) time.Duration {
+	return roundUp(roundUp(5*margin, 100*time.Millisecond), granularity)
 }
 
 // panicSite names the function that panicked, called from a deferred

@@ -95,16 +95,6 @@ var retired = map[string]string{
 // (specs.All); the entry points below grade a target with one.
 type Catalogue []Spec
 
-// SpecInfo is suite.SpecInfo, field for field.
-type SpecInfo struct {
-	ID                  string
-	Level               result.Level
-	Rule                string
-	Needs               []string
-	NotGraded           string `json:",omitempty"`
-	NotGradedInRealTime string `json:",omitempty"`
-}
-
 // ProfileSpecs lists the catalogue as it grades a profile
 // (model.ParseSpec: NAME[:key=value,...]; "" is the sliding log): each
 // rule as the profile states it, and why a spec does not grade it.

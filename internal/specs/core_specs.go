@@ -165,9 +165,12 @@ func reconfigure(h *engine.Harness) {
 
 // reconfigureWindow grades window changes: a lowered window frees entries
 // older than it at once; after a raise, entries count for the longer
-// window.
+// window. Both windows are whole multiples of the target's granularity,
+// the longer one at least six of the shorter.
 func reconfigureWindow(h *engine.Harness) {
-	w, short := h.W(), h.W()/6
+	g := h.Granularity()
+	short := max(g, (h.W() / 6).Truncate(g))
+	w := max(h.W(), 6*short)
 	x, y := h.User("x"), h.User("y")
 	h.Configure(3, w)
 	at := h.Phase(w)

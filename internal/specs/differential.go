@@ -3,6 +3,7 @@ package specs
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,7 +80,12 @@ func differential(h *engine.Harness) {
 // promised.
 func genSchedule(h *engine.Harness, n int) []dop {
 	sim := newSim(h)
-	windows := []time.Duration{h.W(), h.W() / 2, h.W() / 4, 2 * h.W()}
+	var windows []time.Duration
+	for _, w := range []time.Duration{h.W(), h.W() / 2, h.W() / 4, 2 * h.W()} {
+		if w%h.Granularity() == 0 { // a window the target takes
+			windows = append(windows, w)
+		}
+	}
 	if !h.Profile().IsSlidingLog() {
 		// Other profiles change the limit only: what a new window means for
 		// a user's stored state differs between honest implementations.
@@ -342,21 +348,26 @@ const (
 	rtDiffOps   = 30
 )
 
+// rtVerdict is how one user's real-time schedule went.
+type rtVerdict struct {
+	user   string
+	steps  []string
+	failed string
+	// unanswered is the call whose answer never came, which ended
+	// the user's schedule undecided.
+	unanswered error
+	decided    int
+	undecided  int
+}
+
+// differentialRealTime runs rtDiffUsers users' random schedules at once in
+// real time, for targets without clock control, then counts their answers
+// and reports each user whose schedule diverged from the model.
 func differentialRealTime(h *engine.Harness) {
 	lim := h.Instance(0)
 	caps := h.Target.Capabilities
 	h.Origin()
-	type verdict struct {
-		user   string
-		steps  []string
-		failed string
-		// unanswered is the call whose answer never came, which ended
-		// the user's schedule undecided.
-		unanswered error
-		decided    int
-		undecided  int
-	}
-	results := make([]verdict, rtDiffUsers)
+	results := make([]rtVerdict, rtDiffUsers)
 	var wg sync.WaitGroup
 	for k := range rtDiffUsers {
 		seed := h.Rng.Uint64()
@@ -364,91 +375,7 @@ func differentialRealTime(h *engine.Harness) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rng := engine.NewRand(seed)
-			v := &results[k]
-			v.user = u
-			oracle, _ := model.NewOracle(h.Profile(), h.N(), h.W())
-			var entries []time.Time // when each allowed request was sent
-			for range rtDiffOps {
-				if h.Ctx.Err() != nil {
-					return
-				}
-				var op model.TimedOp
-				var name string
-				sent := time.Now()
-				var err error
-				switch r := rng.IntN(100); {
-				case r < 50:
-					name = "AllowRequest"
-					op.Kind = model.OpAllow
-					op.Allowed, err = lim.AllowRequest(h.Ctx, u)
-				case r < 65 && caps.Remaining:
-					name = "GetRemainingRequests"
-					op.Kind = model.OpRemaining
-					op.Remaining, err = lim.GetRemainingRequests(h.Ctx, u)
-				case r < 70 && caps.Reset:
-					name = "Reset"
-					op.Kind = model.OpReset
-					err = lim.Reset(h.Ctx, u)
-					entries = nil
-				default:
-					// Wait: often until just before or just after an entry's edge.
-					d := time.Duration(rng.Int64N(int64(h.W() / 3)))
-					if len(entries) > 0 && rng.IntN(2) == 0 {
-						edge := entries[rng.IntN(len(entries))].Add(h.W())
-						if rng.IntN(2) == 0 {
-							edge = edge.Add(-h.Edge())
-						} else {
-							edge = edge.Add(h.Edge())
-						}
-						d = time.Until(edge)
-					}
-					if d > 0 {
-						t := time.NewTimer(d)
-						select {
-						case <-t.C:
-						case <-h.Ctx.Done():
-						}
-						t.Stop()
-					}
-					continue
-				}
-				returned := time.Now()
-				op.User, op.Lo, op.Hi = u, sent, returned
-				got := "ok"
-				switch op.Kind {
-				case model.OpAllow:
-					got = engine.AllowedWord(op.Allowed)
-					if op.Allowed {
-						entries = append(entries, sent)
-					}
-				case model.OpRemaining:
-					got = fmt.Sprint(op.Remaining)
-				}
-				step := fmt.Sprintf("%s…%s  %s(%s) = %s", engine.FmtOffset(sent.Sub(h.Start)), engine.FmtOffset(returned.Sub(h.Start)), name, h.Short(u), got)
-				if errors.Is(err, contract.ErrNoAnswer) {
-					// Its outcome is unknown: the rest of this user's
-					// schedule cannot be judged.
-					v.steps = append(v.steps, step+" no answer: "+err.Error())
-					v.unanswered = err
-					return
-				}
-				if err != nil {
-					v.steps = append(v.steps, step+" error: "+err.Error())
-					v.failed = fmt.Sprintf("%s(%s) returned an error: %v", name, h.Short(u), err)
-					return
-				}
-				v.steps = append(v.steps, step)
-				switch j, why, _ := oracle.Judge(op); j {
-				case model.Impossible:
-					v.failed = fmt.Sprintf("step %d: %s(%s) = %s: %s", len(v.steps), name, h.Short(u), got, why)
-					return
-				case model.Undecided:
-					v.undecided++
-				default:
-					v.decided++
-				}
-			}
+			rtSchedule(h, lim, caps, u, seed, &results[k])
 		}()
 	}
 	wg.Wait()
@@ -466,4 +393,116 @@ func differentialRealTime(h *engine.Harness) {
 		}
 	}
 	h.Note(fmt.Sprintf("%d users × %d operations in real time", rtDiffUsers, rtDiffOps), fmt.Sprintf("%d answers decided, %d undecided", h.Decided, h.Undecided))
+}
+
+// rtSchedule plays user u's random real-time schedule, seeded with seed, on
+// lim, judging each answer as it comes with an interval oracle of the
+// user's own, and records in v how it went. It stops at the first wrong
+// answer, error or unanswered call: what follows could not be judged.
+func rtSchedule(h *engine.Harness, lim contract.RateLimiterContract, caps contract.Capabilities, u string, seed uint64, v *rtVerdict) {
+	rng := engine.NewRand(seed)
+	v.user = u
+	oracle, _ := model.NewOracle(h.Profile(), h.N(), h.W())
+	var entries []time.Time // when each allowed request was sent
+	for range rtDiffOps {
+		if h.Ctx.Err() != nil {
+			return
+		}
+		sent := time.Now()
+		op, name, called, err := rtCall(h, lim, caps, u, rng.IntN(100))
+		if !called {
+			rtPause(h, rng, entries)
+			continue
+		}
+		returned := time.Now()
+		if op.Kind == model.OpReset {
+			entries = nil
+		}
+		op.User, op.Lo, op.Hi = u, sent, returned
+		got := rtAnswer(op)
+		if op.Kind == model.OpAllow && op.Allowed {
+			entries = append(entries, sent)
+		}
+		step := fmt.Sprintf("%s…%s  %s(%s) = %s", engine.FmtOffset(sent.Sub(h.Start)), engine.FmtOffset(returned.Sub(h.Start)), name, h.Short(u), got)
+		if errors.Is(err, contract.ErrNoAnswer) {
+			// Its outcome is unknown: the rest of this user's
+			// schedule cannot be judged.
+			v.steps = append(v.steps, step+" no answer: "+err.Error())
+			v.unanswered = err
+			return
+		}
+		if err != nil {
+			v.steps = append(v.steps, step+" error: "+err.Error())
+			v.failed = fmt.Sprintf("%s(%s) returned an error: %v", name, h.Short(u), err)
+			return
+		}
+		v.steps = append(v.steps, step)
+		switch j, why, _ := oracle.Judge(op); j {
+		case model.Impossible:
+			v.failed = fmt.Sprintf("step %d: %s(%s) = %s: %s", len(v.steps), name, h.Short(u), got, why)
+			return
+		case model.Undecided:
+			v.undecided++
+		default:
+			v.decided++
+		}
+	}
+}
+
+// rtCall makes on lim the call for user u that r, drawn below 100, picks:
+// AllowRequest half the time, now and then GetRemainingRequests or Reset
+// when the target has them. op is the call without its user and interval,
+// name the method's; called is false when r picks a pause instead.
+func rtCall(h *engine.Harness, lim contract.RateLimiterContract, caps contract.Capabilities, u string, r int) (op model.TimedOp, name string, called bool, err error) {
+	switch {
+	case r < 50:
+		op.Kind = model.OpAllow
+		op.Allowed, err = lim.AllowRequest(h.Ctx, u)
+		return op, "AllowRequest", true, err
+	case r < 65 && caps.Remaining:
+		op.Kind = model.OpRemaining
+		op.Remaining, err = lim.GetRemainingRequests(h.Ctx, u)
+		return op, "GetRemainingRequests", true, err
+	case r < 70 && caps.Reset:
+		op.Kind = model.OpReset
+		err = lim.Reset(h.Ctx, u)
+		return op, "Reset", true, err
+	}
+	return op, "", false, nil
+}
+
+// rtPause waits a random while, up to a third of the window and often
+// until just before or just after the instant one of entries (the sending
+// of an allowed request) leaves the window, where wrong limiters show. It
+// returns early when the spec ends.
+func rtPause(h *engine.Harness, rng *rand.Rand, entries []time.Time) {
+	d := time.Duration(rng.Int64N(int64(h.W() / 3)))
+	if len(entries) > 0 && rng.IntN(2) == 0 {
+		edge := entries[rng.IntN(len(entries))].Add(h.W())
+		if rng.IntN(2) == 0 {
+			edge = edge.Add(-h.Edge())
+		} else {
+			edge = edge.Add(h.Edge())
+		}
+		d = time.Until(edge)
+	}
+	if d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-h.Ctx.Done():
+		}
+		t.Stop()
+	}
+}
+
+// rtAnswer is op's answer as a step of a schedule shows it.
+func rtAnswer(op model.TimedOp) string {
+	switch op.Kind {
+	case model.OpAllow:
+		return engine.AllowedWord(op.Allowed)
+	case model.OpRemaining:
+		return fmt.Sprint(op.Remaining)
+	}
+	return "ok"
 }

@@ -19,7 +19,7 @@ import (
 func clockStepBack(h *engine.Harness) {
 	log, ok := h.Model.(engine.SlidingLogModel)
 	if !ok {
-		panic(fmt.Sprintf("suite: %s grades the sliding log only, not %s", h.Spec.ID, h.Model.Describe()))
+		panic(fmt.Sprintf("rlconform: spec %s grades the sliding log only, not %s (a bug of the catalogue)", h.Spec.ID, h.Model.Describe()))
 	}
 	u := h.User("u")
 	h.At(10 * time.Second)

@@ -148,48 +148,21 @@ func start(ctx context.Context, ownerID string) (_ *redisenv.Redis, err error) {
 			return nil, fmt.Errorf("container rung: finding a free loopback port: %w", err)
 		}
 	}
-	args := []string{"redis-server", "--port", strconv.Itoa(port),
-		"--save", "", "--appendonly", "no", "--protected-mode", "no"}
-	if pl.hostNetwork && pl.dialLoopback() {
-		args = append(args, "--bind", "127.0.0.1")
-	}
+	return launch(ctx, e, pl, image, port, ownerID)
+}
 
+// launch runs image on the engine e, placed as pl with Redis listening on
+// port, waits until that Redis answers and returns it connected; closing it
+// removes the container and the engine's client. A failed launch removes
+// whatever it started, so that no container outlives the error.
+func launch(ctx context.Context, e *engine, pl placement, image string, port int, ownerID string) (*redisenv.Redis, error) {
 	var dog *watchdog
-	opts := []testcontainers.ContainerCustomizer{
-		testcontainers.WithCmd(args...),
-		testcontainers.WithLabels(map[string]string{Label: "redis", OwnerLabel: ownerID}),
-		// Readiness is ours (below): testcontainers' waits dial the address
-		// it computes, the gateway when /.dockerenv exists.
-		testcontainers.CustomizeRequestOption(func(req *testcontainers.GenericContainerRequest) error {
-			req.WaitingFor = nil
-			return nil
-		}),
-		testcontainers.WithAdditionalLifecycleHooks(testcontainers.ContainerLifecycleHooks{
-			PostCreates: []testcontainers.ContainerHook{func(_ context.Context, c testcontainers.Container) error {
-				var err error
-				dog, err = startWatchdog(c.GetContainerID(), e.facts.host)
-				return err
-			}},
-		}),
+	watch := func(_ context.Context, c testcontainers.Container) error {
+		var err error
+		dog, err = startWatchdog(c.GetContainerID(), e.facts.host)
+		return err
 	}
-	if pl.hostNetwork {
-		opts = append(opts,
-			testcontainers.CustomizeRequestOption(func(req *testcontainers.GenericContainerRequest) error {
-				req.ExposedPorts = nil // nothing to publish on the host's network
-				return nil
-			}),
-			testcontainers.WithHostConfigModifier(func(hc *dcontainer.HostConfig) { hc.NetworkMode = "host" }),
-			// testcontainers attaches containers to its own network when the
-			// engine has no "bridge" one: not a container on the host's network.
-			testcontainers.WithEndpointSettingsModifier(func(s map[string]*network.EndpointSettings) { clear(s) }),
-		)
-	} else if pl.publishLoopback {
-		opts = append(opts, testcontainers.WithHostConfigModifier(func(hc *dcontainer.HostConfig) {
-			hc.PortBindings = network.PortMap{
-				network.MustParsePort(redisPortSpec): {{HostIP: loopbackIP}},
-			}
-		}))
-	}
+	opts := append(containerOptions(redisArgs(pl, port), ownerID, watch), networkOptions(pl)...)
 
 	c, runErr := tcredis.Run(ctx, image, opts...)
 	var id string
@@ -213,27 +186,12 @@ func start(ctx context.Context, ownerID string) (_ *redisenv.Redis, err error) {
 		return fail(fmt.Errorf("container rung: starting %s on the Docker engine at %s: %w%s", image, e.facts.host, runErr, hint(runErr, image)))
 	}
 
-	dialPort := port
-	if !pl.hostNetwork {
-		mapped, err := c.MappedPort(ctx, redisPortSpec)
-		if err != nil {
-			return fail(fmt.Errorf("container rung: the port of %s: %w", image, err))
-		}
-		dialPort = int(mapped.Num())
+	addr, err := dialAddr(ctx, c, pl, image, port)
+	if err != nil {
+		return fail(err)
 	}
-	host := pl.dialHost
-	if host == "" {
-		if host, err = c.Host(ctx); err != nil {
-			return fail(fmt.Errorf("container rung: where the engine's ports are: %w", err))
-		}
-	}
-	addr := net.JoinHostPort(host, strconv.Itoa(dialPort))
 	if err := waitReady(ctx, addr, e.cli, id); err != nil {
-		msg := fmt.Errorf("container rung: %s at %s did not answer: %w", image, addr, err)
-		if pl.hostNetwork {
-			msg = fmt.Errorf("%w (the container runs on the engine's host network: set %s=bridge when the engine does not share this machine's network)", msg, NetworkEnv)
-		}
-		return fail(msg)
+		return fail(notReady(pl, image, addr, err))
 	}
 	rc := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 	return redisenv.Wrap(rc, redisenv.SourceContainer, addr, "redis://"+addr,
@@ -244,6 +202,98 @@ func start(ctx context.Context, ownerID string) (_ *redisenv.Redis, err error) {
 			}
 			return nil
 		}), nil
+}
+
+// redisArgs is the command line of the container's redis-server: a
+// throwaway store on port, bound to loopback when it shares this machine's
+// network so that nothing else can reach it.
+func redisArgs(pl placement, port int) []string {
+	args := []string{"redis-server", "--port", strconv.Itoa(port),
+		"--save", "", "--appendonly", "no", "--protected-mode", "no"}
+	if pl.hostNetwork && pl.dialLoopback() {
+		args = append(args, "--bind", "127.0.0.1")
+	}
+	return args
+}
+
+// containerOptions are the options every container of the rung gets,
+// wherever it runs: its command, the labels Sweep finds it by, no waiting
+// by testcontainers, and watch, run once the container exists, to start
+// the watchdog that removes it should this process die.
+func containerOptions(args []string, ownerID string, watch testcontainers.ContainerHook) []testcontainers.ContainerCustomizer {
+	return []testcontainers.ContainerCustomizer{
+		testcontainers.WithCmd(args...),
+		testcontainers.WithLabels(map[string]string{Label: "redis", OwnerLabel: ownerID}),
+		// Readiness is ours (launch): testcontainers' waits dial the address
+		// it computes, the gateway when /.dockerenv exists.
+		testcontainers.CustomizeRequestOption(func(req *testcontainers.GenericContainerRequest) error {
+			req.WaitingFor = nil
+			return nil
+		}),
+		testcontainers.WithAdditionalLifecycleHooks(testcontainers.ContainerLifecycleHooks{
+			PostCreates: []testcontainers.ContainerHook{watch},
+		}),
+	}
+}
+
+// networkOptions put the container where pl says: on the engine's host
+// network, or behind a published port (on loopback only when the rung
+// dials loopback).
+func networkOptions(pl placement) []testcontainers.ContainerCustomizer {
+	if pl.hostNetwork {
+		return []testcontainers.ContainerCustomizer{
+			testcontainers.CustomizeRequestOption(func(req *testcontainers.GenericContainerRequest) error {
+				req.ExposedPorts = nil // nothing to publish on the host's network
+				return nil
+			}),
+			testcontainers.WithHostConfigModifier(func(hc *dcontainer.HostConfig) { hc.NetworkMode = "host" }),
+			// testcontainers attaches containers to its own network when the
+			// engine has no "bridge" one: not a container on the host's network.
+			testcontainers.WithEndpointSettingsModifier(func(s map[string]*network.EndpointSettings) { clear(s) }),
+		}
+	}
+	if pl.publishLoopback {
+		return []testcontainers.ContainerCustomizer{testcontainers.WithHostConfigModifier(func(hc *dcontainer.HostConfig) {
+			hc.PortBindings = network.PortMap{
+				network.MustParsePort(redisPortSpec): {{HostIP: loopbackIP}},
+			}
+		})}
+	}
+	return nil
+}
+
+// dialAddr is the address the rung dials to reach the Redis of container c:
+// the port Redis listens on, or the one the engine published for it, at the
+// host pl names or, when it names none, where testcontainers-go says the
+// engine's ports are.
+func dialAddr(ctx context.Context, c testcontainers.Container, pl placement, image string, port int) (string, error) {
+	dialPort := port
+	if !pl.hostNetwork {
+		mapped, err := c.MappedPort(ctx, redisPortSpec)
+		if err != nil {
+			return "", fmt.Errorf("container rung: the port of %s: %w", image, err)
+		}
+		dialPort = int(mapped.Num())
+	}
+	host := pl.dialHost
+	if host == "" {
+		var err error
+		if host, err = c.Host(ctx); err != nil {
+			return "", fmt.Errorf("container rung: where the engine's ports are: %w", err)
+		}
+	}
+	return net.JoinHostPort(host, strconv.Itoa(dialPort)), nil
+}
+
+// notReady is the error of a container whose Redis never answered at addr;
+// on the host network it says how to leave it, the likely cause being an
+// engine that does not share this machine's network.
+func notReady(pl placement, image, addr string, err error) error {
+	msg := fmt.Errorf("container rung: %s at %s did not answer: %w", image, addr, err)
+	if pl.hostNetwork {
+		msg = fmt.Errorf("%w (the container runs on the engine's host network: set %s=bridge when the engine does not share this machine's network)", msg, NetworkEnv)
+	}
+	return msg
 }
 
 const (

@@ -4,12 +4,8 @@
 package ginkgo
 
 import (
-	"context"
-	"fmt"
-
 	"github.com/onsi/ginkgo/v2"
 
-	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/internal/engine"
 	"github.com/rlconform/rlconform/internal/specs"
 	"github.com/rlconform/rlconform/suite"
@@ -31,7 +27,7 @@ import (
 //
 //	func TestMine(t *testing.T) { RegisterFailHandler(Fail); RunSpecs(t, "mine") }
 func Register(cfg suite.Config, targets ...suite.Target) bool {
-	tree, verr := specs.All().Tree(engine.Config(cfg))
+	tree, verr := specs.All().Tree(cfg)
 	for _, target := range targets {
 		ginkgo.Describe("rlconform "+target.Name, ginkgo.Ordered, ginkgo.ContinueOnFailure, func() {
 			var s *engine.Session
@@ -40,7 +36,7 @@ func Register(cfg suite.Config, targets ...suite.Target) bool {
 					ginkgo.Fail("rlconform: " + verr.Error())
 				}
 				var err error
-				if s, err = specs.All().Start(ctx, engine.Config(cfg), engineTarget(target)); err != nil {
+				if s, err = specs.All().Start(ctx, cfg, target); err != nil {
 					ginkgo.Fail("rlconform: " + err.Error())
 				}
 				ginkgo.GinkgoWriter.Printf("rlconform: grading %s, %s\n", target.Name, s.Reproduce(""))
@@ -67,32 +63,11 @@ func Register(cfg suite.Config, targets ...suite.Target) bool {
 					return
 				}
 				v := s.Finish(func(line string) { ginkgo.GinkgoWriter.Println(line) })
-				if v.Coverage.Graded == 0 && v.Coverage.Interrupted == 0 {
-					ginkgo.Fail(fmt.Sprintf("rlconform: nothing was graded for %s: %s", target.Name, v.Coverage))
+				if why := s.NothingGraded(v); why != "" {
+					ginkgo.Fail(why)
 				}
 			})
 		})
 	}
 	return true
-}
-
-// engineTarget is t as the engine takes it. Package suite has the
-// same conversion: change both (TestTargetConversionCarriesEveryField).
-func engineTarget(t suite.Target) engine.Target {
-	e := engine.Target{
-		Name: t.Name, Addresses: t.Addresses, Capabilities: t.Capabilities, NeedsRedis: t.NeedsRedis,
-		KeyOf: t.KeyOf, Alive: t.Alive, MaxRPS: t.MaxRPS, SharedLimit: t.SharedLimit,
-	}
-	if t.New != nil {
-		e.New = func(ctx context.Context, env engine.Env) (contract.RateLimiterContract, func() error, error) {
-			return t.New(ctx, suite.Env(env))
-		}
-	}
-	if t.Request != nil {
-		e.Request = func(ctx context.Context, instance int, user string) (engine.HTTPAnswer, error) {
-			a, err := t.Request(ctx, instance, user)
-			return engine.HTTPAnswer(a), err
-		}
-	}
-	return e
 }

@@ -1,0 +1,108 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/fakeclock"
+)
+
+// The windows of the granularity probe: one that is not a whole number of
+// seconds, then one that is.
+const (
+	probeFineWindow  = 1500 * time.Millisecond
+	probeWholeWindow = 2 * time.Second
+)
+
+// validGranularity checks a target's declared window granularity.
+func validGranularity(t Target) error {
+	g := t.Capabilities.WindowGranularity
+	if g == 0 {
+		return nil
+	}
+	if g < time.Millisecond || g > contract.MaxWindowGranularity || g%time.Millisecond != 0 {
+		return fmt.Errorf("target %s: Capabilities.WindowGranularity %v: want 0 (any window) or whole milliseconds from 1ms to %v", t.Name, g, contract.MaxWindowGranularity)
+	}
+	return nil
+}
+
+// learnGranularity sets, once per run, the unit of the windows the run
+// chooses for t: the one t declares, or, for a target with Configure that
+// declares none, what one probe finds (a window of 1.5s refused with
+// ErrInvalidConfig and one of 2s taken: whole seconds). The run's windows
+// are then rounded up to it, and its report says so: a window the grader
+// chose is one the target takes.
+func (r *runner) learnGranularity(ctx context.Context, t Target) {
+	if r.granularity != 0 {
+		return
+	}
+	r.granularity = time.Millisecond
+	var from string
+	switch g := t.Capabilities.WindowGranularity; {
+	case g > time.Millisecond:
+		r.granularity, from = g, "as it declares"
+	case g == 0 && t.Capabilities.Configure:
+		if refusal := r.probeGranularity(ctx, t); refusal != nil {
+			r.granularity = time.Second
+			from = fmt.Sprintf("it refused Configure(%d, %v) (%v) and took Configure(%d, %v)", r.cfg.Limit, probeFineWindow, refusal, r.cfg.Limit, probeWholeWindow)
+		}
+	}
+	if r.granularity == time.Millisecond {
+		return
+	}
+	var rounded []string
+	for _, w := range []*time.Duration{&r.cfg.Window, &r.cfg.RealTimeWindow} {
+		if up := roundUp(*w, r.granularity); up != *w {
+			rounded = append(rounded, fmt.Sprintf("%v to %v", *w, up))
+			*w = up
+		}
+	}
+	note := fmt.Sprintf("the target takes only windows in whole multiples of %v (%s): every window the grader chose is one, and only strict/config-range grades that the contract's range begins at 1ms", r.granularity, from)
+	if len(rounded) > 0 {
+		note += fmt.Sprintf("; the run's windows were rounded up from %s", strings.Join(rounded, " and "))
+	}
+	r.notes = append(r.notes, note)
+}
+
+// probeGranularity returns the error with which a fresh instance of t
+// refuses a window that is not a whole number of seconds, when it takes
+// one that is; otherwise nil. Anything else (both taken, both refused,
+// another error) says nothing: the specs then grade what the target does.
+func (r *runner) probeGranularity(ctx context.Context, t Target) error {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.SpecTimeout)
+	defer cancel()
+	env := Env{Clock: fakeclock.Real{}, KeyPrefix: r.runPrefix() + "granularity:", MaxRequests: r.cfg.Limit, Window: probeWholeWindow}
+	if t.Capabilities.Clock {
+		env.Clock = fakeclock.New(FakeStart)
+	}
+	if (t.NeedsRedis || t.Capabilities.StoreInspection) && r.redis != nil {
+		env.Redis, env.RedisURL = r.redis.Client, r.redis.URL
+	}
+	if r.cfg.StorePrefix != "" {
+		env.KeyPrefix = r.cfg.StorePrefix
+	}
+	lim, closer, err := t.New(ctx, env)
+	if err != nil {
+		return nil // the first spec reports it
+	}
+	if closer != nil {
+		defer closer()
+	}
+	fine := lim.Configure(ctx, r.cfg.Limit, probeFineWindow)
+	if !errors.Is(fine, contract.ErrInvalidConfig) || lim.Configure(ctx, r.cfg.Limit, probeWholeWindow) != nil {
+		return nil
+	}
+	return fine
+}
+
+// roundUp is d rounded up to a whole multiple of unit.
+func roundUp(d, unit time.Duration) time.Duration {
+	if unit <= 0 || d%unit == 0 {
+		return d
+	}
+	return (d/unit + 1) * unit
+}
