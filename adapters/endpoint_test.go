@@ -122,18 +122,3 @@ func TestEndpointDecisions(t *testing.T) {
 	assert.Error(t, e.Reset(context.Background(), "ok"))
 }
 
-// The pacer never lets more than its bound through in any one second.
-func TestPacerBoundsEverySecond(t *testing.T) {
-	p := NewPacer(5)
-	var at []time.Time
-	for range 12 {
-		require.NoError(t, p.Wait(context.Background()))
-		at = append(at, time.Now())
-	}
-	for i := 5; i < len(at); i++ {
-		assert.GreaterOrEqual(t, at[i].Sub(at[i-5]), time.Second, "request %d and the one 5 before it", i)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	assert.ErrorIs(t, p.Wait(ctx), context.Canceled)
-}
