@@ -268,7 +268,7 @@ func benchInstances(ctx context.Context, f *benchFlags, spec model.Spec, cfg *be
 		if f.maxRPS == 0 {
 			f.maxRPS = -1 // the load sets the pace
 		}
-		t, policy, code := f.endpointFlags.target(f.timeout, stderr)
+		t, policy, code := f.endpointFlags.target(f.timeout, nil, stderr)
 		if t == nil {
 			return "", closeAll, code
 		}

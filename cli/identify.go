@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rlconform/rlconform/adapters"
 	"github.com/rlconform/rlconform/report"
 	"github.com/rlconform/rlconform/suite"
 	"github.com/rlconform/rlconform/targets"
@@ -65,7 +66,14 @@ func identify(args []string, stdout, stderr io.Writer) int {
 	var endpoint *suite.Target
 	cfg := suite.Config{Limit: *limit, Window: *window, RealTimeWindow: *rtWindow, Seed: *seed}
 	if len(ep.endpoints) > 0 {
-		t, policy, code := ep.target(*timeout, stderr)
+		t, policy, code := ep.target(*timeout, func(p adapters.Policy, rps int) error {
+			c := cfg
+			c.Limit, c.RealTimeWindow = p.Limit, p.Window
+			if err := c.Validate(); err != nil {
+				return err
+			}
+			return paceFits(p, rps, ep.maxRPS == 0, 0)
+		}, stderr)
 		if t == nil {
 			return code
 		}
