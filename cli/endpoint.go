@@ -50,6 +50,8 @@ func (f *endpointFlags) check() error {
 		return errors.New("--policy, --identity, --header, --body and --max-rps go with --endpoint")
 	case f.maxRPS < 0:
 		return errors.New("--max-rps must not be negative")
+	case len(f.endpoints) > 0 && statusIn(f.limitedStatus) != nil:
+		return statusIn(f.limitedStatus)
 	case f.maxRPS > bench.MaxRate:
 		return fmt.Errorf("--max-rps %d: more than %d requests a second", f.maxRPS, bench.MaxRate)
 	}

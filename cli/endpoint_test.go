@@ -232,6 +232,11 @@ func TestEndpointRefusesPoliciesItCannotGrade(t *testing.T) {
 		{"--max-duration too short", `"p";q=10000;w=3600`, []string{"--max-rps", "5", "--max-duration", "15m"},
 			[]string{"at --max-rps 5, sending the N+1 = 10001 requests that exceed the limit takes at least ⌊10000/5⌋ s = 33m20s, more than --max-duration 15m0s"}},
 		{"--max-rps out of range", `"p";q=5;w=1`, []string{"--max-rps", "10000001"}, []string{"--max-rps 10000001: more than 10000000 requests a second"}},
+		{"--limited-status 2xx", `"p";q=5;w=1`, []string{"--limited-status", "204"}, []string{"--limited-status 204: want a status from 300 to 599"}},
+		// 2562047h is the longest time.Duration: 3 × --timeout wrapped.
+		{"--timeout of 2562047h", `"p";q=5;w=1`, []string{"--timeout", "2562047h"}, []string{"--timeout 2562047h0m0s: want more than 0, at most 1h0m0s"}},
+		{"--spec-timeout of 2562047h", `"p";q=5;w=1`, []string{"--spec-timeout", "2562047h"}, []string{"--spec-timeout 2562047h0m0s: want more than 0, at most 168h0m0s"}},
+		{"--max-duration of 2562047h", `"p";q=5;w=1`, []string{"--max-duration", "2562047h"}, []string{"--max-duration 2562047h0m0s: want more than 0, at most 8784h0m0s"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -250,6 +255,12 @@ func TestEndpointRefusesPoliciesItCannotGrade(t *testing.T) {
 	code, _, errOut = rlconform(t, "bench", "--endpoint", announcing(t, `"p";q=0;w=1`), "--identity", "header:X-User", "--duration", "1s")
 	assert.Equal(t, ExitCannotRun, code, errOut)
 	assert.Contains(t, errOut, "nothing can be graded against a limit of 0")
+	code, _, errOut = rlconform(t, "bench", "--endpoint", announcing(t, `"p";q=5;w=1`), "--identity", "header:X-User", "--duration", "2562047h")
+	assert.Equal(t, ExitCannotRun, code, errOut)
+	assert.Contains(t, errOut, "--duration 2562047h0m0s: want more than 0, at most 168h0m0s")
+	code, _, errOut = rlconform(t, "identify", "--endpoint", announcing(t, `"p";q=5;w=1`), "--identity", "header:X-User", "--timeout", "2562047h")
+	assert.Equal(t, ExitCannotRun, code, errOut)
+	assert.Contains(t, errOut, "--timeout 2562047h0m0s: want more than 0, at most 1h0m0s")
 }
 
 // The grader never sends more than --max-rps in any one second, over

@@ -54,6 +54,9 @@ func identify(args []string, stdout, stderr io.Writer) int {
 	case *timeout <= 0:
 		fmt.Fprintln(stderr, "rlconform identify: --timeout must be positive")
 		return ExitCannotRun
+	case *timeout > maxCallTimeout:
+		fmt.Fprintf(stderr, "rlconform identify: %v\n", durationIn("--timeout", *timeout, maxCallTimeout))
+		return ExitCannotRun
 	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })

@@ -96,6 +96,12 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	if f.timeout <= 0 || f.specTimeout <= 0 || f.maxDuration <= 0 {
 		return nil, errors.New("--timeout, --spec-timeout and --max-duration must be positive")
 	}
+	for _, err := range []error{durationIn("--timeout", f.timeout, maxCallTimeout), durationIn("--spec-timeout", f.specTimeout, maxSpecTimeout),
+		durationIn("--max-duration", f.maxDuration, maxRunDuration)} {
+		if err != nil {
+			return nil, err
+		}
+	}
 	stdouts := 0
 	for _, p := range []string{f.junit, f.json, f.summary} {
 		if p == "-" {
