@@ -1,7 +1,7 @@
 # The two jobs the README opens with. Both get a real Redis first.
 GO ?= go
 
-.PHONY: conformance test test-full bench redis node-deps container-rung gateways arch-check api-check cards cards-update cards-deps
+.PHONY: conformance test test-full lint bench redis node-deps container-rung gateways arch-check api-check cards cards-update cards-deps
 
 ## conformance: grade the reference limiter against real Redis and print the table
 conformance: redis
@@ -22,6 +22,15 @@ test: redis gateways cards-deps node-deps container-rung arch-check api-check
 	$(GO) vet ./...
 	$(GO) test -count=1 -p 8 ./...
 	cd cards && $(GO) vet ./... && $(GO) test -count=1 ./...
+
+## lint: go vet and staticcheck (pinned) over both modules, the main one
+## and cards/; CI runs it before make test. staticcheck is fetched by go
+## run from the module proxy the first time.
+STATICCHECK = honnef.co/go/tools/cmd/staticcheck@v0.8.2
+lint:
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+	cd cards && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
 
 ## cards: grade every report card (docs/cards.md) with rlconform, one at a
 ## time, compare the verdicts with cards/expected.txt (a difference fails),

@@ -82,7 +82,9 @@ type Policy struct {
 
 func (p Policy) String() string { return fmt.Sprintf("%d/%v", p.Limit, p.Window) }
 
-// ParsePolicy parses N/W: 10/1s, 100/1m, 1000/1d, 5/500ms (d is 24h).
+// ParsePolicy parses N/W: 10/1s, 100/1m, 1000/1d, 5/500ms (d is 24h),
+// N from 1 to [contract.MaxLimit] and W from 1ms to [contract.MaxWindow];
+// anything else is an error, never a wrapped number.
 func ParsePolicy(s string) (Policy, error) {
 	n, w, ok := strings.Cut(s, "/")
 	limit, err := strconv.Atoi(n)
@@ -94,6 +96,9 @@ func ParsePolicy(s string) (Policy, error) {
 		d, err := strconv.Atoi(days)
 		if err != nil {
 			return Policy{}, fmt.Errorf("policy %q: window %q: want a Go duration or whole days (1d)", s, w)
+		}
+		if most := int(contract.MaxWindow / (24 * time.Hour)); d > most {
+			return Policy{}, fmt.Errorf("policy %q: window %q: more than %dd (%v)", s, w, most, contract.MaxWindow)
 		}
 		window = time.Duration(d) * 24 * time.Hour
 	} else if window, err = time.ParseDuration(w); err != nil {
@@ -300,101 +305,236 @@ type Fields struct {
 	PolicyLimit  int
 	PolicyWindow time.Duration
 	HasPolicy    bool
-	// Errs are the fields present but malformed.
+	// Errs are the fields present but malformed, or whose numbers are out
+	// of range (see ParseFields); each error starts with its field's name.
 	Errs []error
 }
 
+// The bounds on what a field may say. A number out of them is malformed,
+// never wrapped nor clamped: a delay is at most [contract.MaxWindow] (100
+// years; a time.Duration ends near 292), a count at most
+// [contract.MaxLimit], an epoch instant at most the last second of year
+// 9999 (the last an HTTP-date can name), and none is negative.
+const (
+	maxFieldSeconds = int64(contract.MaxWindow / time.Second)
+	maxFieldCount   = int64(contract.MaxLimit)
+	maxEpochSeconds = 253402300799
+	// epochAfter: a -Reset above it is an epoch instant, not a delay
+	// (GitHub's X-RateLimit-Reset).
+	epochAfter = 1_000_000_000
+)
+
 // ParseFields reads the rate-limit fields of an answer received at now.
+// A field present but unreadable, or whose number is out of the bounds
+// above, is in Errs and sets nothing.
 func ParseFields(h http.Header, now time.Time) Fields {
 	var f Fields
 	if v := h.Get("Retry-After"); v != "" {
-		if secs, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil && secs >= 0 {
-			f.RetryAfter, f.HasRetryAfter = time.Duration(secs)*time.Second, true
-		} else if at, err := http.ParseTime(v); err == nil {
-			base := now
-			if d, err := http.ParseTime(h.Get("Date")); err == nil {
-				base = d // the server's own clock
-			}
-			f.RetryAfter, f.HasRetryAfter = max(0, at.Sub(base)), true
-		} else {
-			f.Errs = append(f.Errs, fmt.Errorf("Retry-After %q is neither delta-seconds nor an HTTP-date", v))
-		}
+		f.parseRetryAfter(v, h.Get("Date"), now)
 	}
 	if vs := h.Values("RateLimit-Policy"); len(vs) > 0 {
-		if l, err := httpsfv.UnmarshalList(vs); err != nil || len(l) == 0 {
-			f.Errs = append(f.Errs, fmt.Errorf("RateLimit-Policy %q is not a structured list: %v", strings.Join(vs, ", "), err))
-		} else if it, ok := l[0].(httpsfv.Item); ok {
-			q, okq := intParam(it, "q")
-			w, okw := intParam(it, "w")
-			if okq && okw {
-				f.PolicyLimit, f.PolicyWindow, f.HasPolicy = int(q), time.Duration(w)*time.Second, true
-			} else {
-				f.Errs = append(f.Errs, fmt.Errorf("RateLimit-Policy %q lacks an integer q and w", strings.Join(vs, ", ")))
-			}
-		}
+		f.parsePolicy(vs)
 	}
 	if vs := h.Values("RateLimit"); len(vs) > 0 {
-		if l, err := httpsfv.UnmarshalList(vs); err != nil || len(l) == 0 {
-			f.Errs = append(f.Errs, fmt.Errorf("RateLimit %q is not a structured list: %v", strings.Join(vs, ", "), err))
-		} else if it, ok := l[0].(httpsfv.Item); ok {
-			f.Form = "draft"
-			if r, ok := intParam(it, "r"); ok {
-				f.Remaining, f.HasRemaining = int(r), true
-			}
-			if t, ok := intParam(it, "t"); ok {
-				f.Reset, f.HasReset = time.Duration(t)*time.Second, true
-			}
-		}
+		f.parseRateLimit(vs)
 	}
 	for _, form := range []struct{ name, prefix string }{{"draft-6", "RateLimit-"}, {"x", "X-RateLimit-"}} {
 		if f.Form != "" {
 			break
 		}
-		rem, okr := headerInt(h, form.prefix+"Remaining")
-		reset, okt := headerInt(h, form.prefix+"Reset")
-		limit, okl := headerInt(h, form.prefix+"Limit")
-		if !okr && !okt && !okl {
-			continue
-		}
-		f.Form = form.name
-		if okr {
-			f.Remaining, f.HasRemaining = int(rem), true
-		}
-		if okt {
-			// Some services (GitHub's X-RateLimit-Reset) send an epoch
-			// instant, not a delay.
-			if reset > 1_000_000_000 {
-				f.ResetAt = time.Unix(reset, 0)
-				f.Reset, f.HasReset = max(0, f.ResetAt.Sub(now).Round(time.Second)), true
-			} else {
-				f.Reset, f.HasReset = time.Duration(reset)*time.Second, true
-			}
-		}
-		if okl && !f.HasPolicy {
-			f.PolicyLimit, f.HasPolicy = int(limit), true
-		}
+		f.parseOlder(h, form.name, form.prefix, now)
 	}
 	return f
 }
 
-func intParam(it httpsfv.Item, k string) (int64, bool) {
-	if it.Params == nil {
-		return 0, false
+// parseRetryAfter reads Retry-After: delta-seconds (digits only) or an
+// HTTP-date, counted from the answer's Date when it has one (the server's
+// own clock), else from now.
+func (f *Fields) parseRetryAfter(v, date string, now time.Time) {
+	if isDigits(strings.TrimSpace(v)) {
+		secs, err := parseCount(strings.TrimSpace(v), maxFieldSeconds, "s")
+		if err != nil {
+			f.Errs = append(f.Errs, fmt.Errorf("Retry-After %q: %w", v, err))
+			return
+		}
+		f.RetryAfter, f.HasRetryAfter = time.Duration(secs)*time.Second, true
+		return
 	}
-	v, ok := it.Params.Get(k)
-	n, isInt := v.(int64)
-	return n, ok && isInt
+	at, err := http.ParseTime(v)
+	if err != nil {
+		f.Errs = append(f.Errs, fmt.Errorf("Retry-After %q is neither delta-seconds (digits) nor an HTTP-date", v))
+		return
+	}
+	base := now
+	if d, err := http.ParseTime(date); err == nil {
+		base = d
+	}
+	wait := max(0, at.Sub(base)) // Sub saturates: it never wraps
+	if wait > contract.MaxWindow {
+		f.Errs = append(f.Errs, fmt.Errorf("Retry-After %q: %v after the answer's Date, more than %v", v, wait.Round(time.Hour), contract.MaxWindow))
+		return
+	}
+	f.RetryAfter, f.HasRetryAfter = wait, true
 }
 
-func headerInt(h http.Header, k string) (int64, bool) {
+// parsePolicy reads RateLimit-Policy's first policy: q (a count) and w (at
+// least 1 s).
+func (f *Fields) parsePolicy(vs []string) {
+	it, err := firstItem(vs)
+	if err != nil {
+		f.Errs = append(f.Errs, fmt.Errorf("RateLimit-Policy %q: %w", strings.Join(vs, ", "), err))
+		return
+	}
+	q, okq, errq := boundedParam(it, "q", 0, maxFieldCount)
+	w, okw, errw := boundedParam(it, "w", 1, maxFieldSeconds)
+	switch {
+	case errq != nil || errw != nil:
+		f.Errs = append(f.Errs, fmt.Errorf("RateLimit-Policy %q: %w", strings.Join(vs, ", "), errors.Join(errq, errw)))
+	case !okq || !okw:
+		f.Errs = append(f.Errs, fmt.Errorf("RateLimit-Policy %q lacks an integer q and w", strings.Join(vs, ", ")))
+	default:
+		f.PolicyLimit, f.PolicyWindow, f.HasPolicy = int(q), time.Duration(w)*time.Second, true
+	}
+}
+
+// parseRateLimit reads the RateLimit field's first member: r (a count)
+// and t (a delay in seconds).
+func (f *Fields) parseRateLimit(vs []string) {
+	it, err := firstItem(vs)
+	if err != nil {
+		f.Errs = append(f.Errs, fmt.Errorf("RateLimit %q: %w", strings.Join(vs, ", "), err))
+		return
+	}
+	f.Form = "draft"
+	r, okr, errr := boundedParam(it, "r", 0, maxFieldCount)
+	t, okt, errt := boundedParam(it, "t", 0, maxFieldSeconds)
+	if err := errors.Join(errr, errt); err != nil {
+		f.Errs = append(f.Errs, fmt.Errorf("RateLimit %q: %w", strings.Join(vs, ", "), err))
+		return
+	}
+	if okr {
+		f.Remaining, f.HasRemaining = int(r), true
+	}
+	if okt {
+		f.Reset, f.HasReset = time.Duration(t)*time.Second, true
+	}
+}
+
+// parseOlder reads the draft-6 RateLimit-Limit/-Remaining/-Reset or the
+// X-RateLimit-* fields (prefix), as form, when any of them is present.
+func (f *Fields) parseOlder(h http.Header, form, prefix string, now time.Time) {
+	rem, okr, errr := headerCount(h, prefix+"Remaining", maxFieldCount)
+	reset, okt, errt := headerCount(h, prefix+"Reset", maxEpochSeconds)
+	limit, okl, errl := headerCount(h, prefix+"Limit", maxFieldCount)
+	if !okr && !okt && !okl {
+		return
+	}
+	f.Form = form
+	if err := errors.Join(errr, errt, errl); err != nil {
+		f.Errs = append(f.Errs, err)
+		return
+	}
+	if okr {
+		f.Remaining, f.HasRemaining = int(rem), true
+	}
+	switch {
+	case !okt:
+	case reset > epochAfter:
+		// Some services (GitHub's X-RateLimit-Reset) send an epoch
+		// instant, not a delay.
+		at := time.Unix(reset, 0)
+		if wait := at.Sub(now); wait > contract.MaxWindow {
+			f.Errs = append(f.Errs, fmt.Errorf("%sReset %d: an epoch instant %v away, more than %v", prefix, reset, wait.Round(time.Hour), contract.MaxWindow))
+			break
+		}
+		f.ResetAt = at
+		f.Reset, f.HasReset = max(0, at.Sub(now).Round(time.Second)), true
+	default:
+		f.Reset, f.HasReset = time.Duration(reset)*time.Second, true
+	}
+	if okl && !f.HasPolicy {
+		f.PolicyLimit, f.HasPolicy = int(limit), true
+	}
+}
+
+// firstItem is the first member of a structured list, which must be an
+// item (a policy, a limit).
+func firstItem(vs []string) (httpsfv.Item, error) {
+	l, err := httpsfv.UnmarshalList(vs)
+	switch {
+	case err != nil:
+		return httpsfv.Item{}, fmt.Errorf("not a structured list: %w", err)
+	case len(l) == 0:
+		return httpsfv.Item{}, errors.New("an empty list")
+	}
+	it, ok := l[0].(httpsfv.Item)
+	if !ok {
+		return httpsfv.Item{}, errors.New("its first member is an inner list, not an item")
+	}
+	return it, nil
+}
+
+// boundedParam is the integer parameter k of it, when present (ok); an
+// error when it is not an integer or out of [least, most].
+func boundedParam(it httpsfv.Item, k string, least, most int64) (n int64, ok bool, err error) {
+	if it.Params == nil {
+		return 0, false, nil
+	}
+	v, ok := it.Params.Get(k)
+	if !ok {
+		return 0, false, nil
+	}
+	n, isInt := v.(int64)
+	switch {
+	case !isInt:
+		return 0, true, fmt.Errorf("%s=%v is not an integer", k, v)
+	case n < least:
+		return n, true, fmt.Errorf("%s=%d: less than %d", k, n, least)
+	case n > most:
+		return n, true, fmt.Errorf("%s=%d: more than %d", k, n, most)
+	}
+	return n, true, nil
+}
+
+// headerCount is the number that field k of h starts with (a list of
+// policies, "100, 100;w=60", gives its first), when present (ok); an
+// error when it is not digits or is more than most.
+func headerCount(h http.Header, k string, most int64) (n int64, ok bool, err error) {
 	v := strings.TrimSpace(h.Get(k))
 	if v == "" {
-		return 0, false
+		return 0, false, nil
 	}
-	// A list of policies ("100, 100;w=60"): the first number.
 	if i := strings.IndexAny(v, ",;"); i >= 0 {
 		v = strings.TrimSpace(v[:i])
 	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	return n, err == nil
+	if n, err = parseCount(v, most, ""); err != nil {
+		return 0, true, fmt.Errorf("%s %q: %w", k, h.Get(k), err)
+	}
+	return n, true, nil
+}
+
+func isDigits(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// parseCount reads s, digits only, as a number of at most most (unit
+// names what it counts in the error).
+func parseCount(s string, most int64, unit string) (int64, error) {
+	if !isDigits(s) {
+		return 0, errors.New("not a non-negative integer (digits only)")
+	}
+	var n int64
+	for _, c := range s {
+		d := int64(c - '0')
+		if n > (most-d)/10 {
+			return 0, fmt.Errorf("more than %d%s", most, unit)
+		}
+		n = n*10 + d
+	}
+	return n, nil
 }

@@ -4,11 +4,14 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rlconform/rlconform/contract"
 )
 
 func TestParsePolicy(t *testing.T) {
@@ -23,7 +26,9 @@ func TestParsePolicy(t *testing.T) {
 		require.NoError(t, err, in)
 		assert.Equal(t, want, got, in)
 	}
-	for _, bad := range []string{"", "10", "x/1s", "10/1x", "0/1s", "10/0s", "10/1.5d"} {
+	// 213504 days are 2^64 ns and 25 minutes: a window that wraps.
+	for _, bad := range []string{"", "10", "x/1s", "10/1x", "0/1s", "10/0s", "10/1.5d", "-1/1s", "1/-1s", "1/213504d", "1/36501d",
+		"9007199254740992/1s", "1/2562048h", "99999999999999999999/1s"} {
 		_, err := ParsePolicy(bad)
 		assert.Error(t, err, bad)
 	}
@@ -122,18 +127,56 @@ func TestEndpointDecisions(t *testing.T) {
 	assert.Error(t, e.Reset(context.Background(), "ok"))
 }
 
-// The pacer never lets more than its bound through in any one second.
-func TestPacerBoundsEverySecond(t *testing.T) {
-	p := NewPacer(5)
-	var at []time.Time
-	for range 12 {
-		require.NoError(t, p.Wait(context.Background()))
-		at = append(at, time.Now())
+// A number out of range in a field is malformed, named in Errs, and sets
+// nothing: never wrapped (18446744074 s is 2^64 ns and 290 ms), never
+// negative.
+func TestParseFieldsOutOfRange(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name, value, err string
+	}{
+		{"Retry-After", "18446744074", "Retry-After \"18446744074\": more than 3153600000s"},
+		{"Retry-After", "-5", "neither delta-seconds"},
+		{"Retry-After", "+5", "neither delta-seconds"},
+		{"Retry-After", "Fri, 31 Dec 9999 23:59:59 GMT", "more than 876000h"},
+		{"RateLimit", `"p";r=-1;t=1`, "r=-1: less than 0"},
+		{"RateLimit", `"p";r=1;t=999999999999999`, "t=999999999999999: more than 3153600000"},
+		{"RateLimit", `"p";r=1.5;t=1`, "r=1.5 is not an integer"},
+		{"RateLimit", `("a" "b");r=1`, "inner list"},
+		{"RateLimit-Policy", `"p";q=-3;w=1`, "q=-3: less than 0"},
+		{"RateLimit-Policy", `"p";q=3;w=0`, "w=0: less than 1"},
+		{"RateLimit-Policy", `"p";q=3;w=999999999999999`, "more than 3153600000"},
+		{"RateLimit-Policy", `"p";q=1000000000000000;w=1`, "not a structured list"},
+		{"X-RateLimit-Remaining", "-1", "X-RateLimit-Remaining \"-1\": not a non-negative integer"},
+		{"X-RateLimit-Remaining", "many", "not a non-negative integer"},
+		{"X-RateLimit-Reset", "9223372036854775807", "more than 253402300799"},
+		{"X-RateLimit-Reset", "253402300799", "an epoch instant"},
+		{"RateLimit-Limit", "18446744073709551617", "more than 9007199254740991"},
+	} {
+		h := http.Header{}
+		h.Set(tc.name, tc.value)
+		f := ParseFields(h, now)
+		require.Len(t, f.Errs, 1, "%s: %s", tc.name, tc.value)
+		assert.ErrorContains(t, f.Errs[0], tc.err, "%s: %s", tc.name, tc.value)
+		assert.True(t, strings.HasPrefix(f.Errs[0].Error(), tc.name+" "), "the error starts with the field's name: %v", f.Errs[0])
+		assert.False(t, f.HasRetryAfter || f.HasPolicy || f.HasRemaining || f.HasReset, "%s: %s sets nothing", tc.name, tc.value)
 	}
-	for i := 5; i < len(at); i++ {
-		assert.GreaterOrEqual(t, at[i].Sub(at[i-5]), time.Second, "request %d and the one 5 before it", i)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	assert.ErrorIs(t, p.Wait(ctx), context.Canceled)
+	// The largest values in range are read as they are.
+	h := http.Header{}
+	h.Set("Retry-After", "3153600000")
+	h.Set("RateLimit-Policy", `"p";q=999999999999999;w=3153600000`)
+	h.Set("RateLimit", `"p";r=0;t=3153600000`)
+	f := ParseFields(h, now)
+	require.Empty(t, f.Errs)
+	assert.Equal(t, contract.MaxWindow, f.RetryAfter)
+	assert.Equal(t, contract.MaxWindow, f.Reset)
+	assert.Equal(t, contract.MaxWindow, f.PolicyWindow)
+	assert.Equal(t, 999_999_999_999_999, f.PolicyLimit, "a structured field's largest integer")
+	h = http.Header{}
+	h.Set("X-RateLimit-Limit", "9007199254740991")
+	h.Set("X-RateLimit-Remaining", "9007199254740991")
+	f = ParseFields(h, now)
+	require.Empty(t, f.Errs)
+	assert.Equal(t, contract.MaxLimit, f.PolicyLimit)
+	assert.Equal(t, contract.MaxLimit, f.Remaining)
 }

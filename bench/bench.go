@@ -17,6 +17,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/model"
 )
 
@@ -79,6 +80,10 @@ type Config struct {
 // far past what one process can send.
 const MaxRate = 10_000_000
 
+// maxDuration bounds Duration and Grace: a week of load is far past any
+// bench (every decision is kept), and their sum never wraps.
+const maxDuration = 7 * 24 * time.Hour
+
 // Progress is a snapshot of a running bench.
 type Progress struct {
 	Elapsed   time.Duration
@@ -105,14 +110,19 @@ func (c Config) ValidateLoad() error {
 		return fmt.Errorf("concurrency %d: want 1 to 100000", c.Concurrency)
 	case c.Rate < 0 || c.Rate > MaxRate:
 		return fmt.Errorf("rate %v: want 0 (closed loop) to %d per second", c.Rate, MaxRate)
-	case c.Duration <= 0:
-		return fmt.Errorf("duration %v: want more than 0", c.Duration)
+	case c.Duration <= 0 || c.Duration > maxDuration:
+		return fmt.Errorf("duration %v: want more than 0, at most %v", c.Duration, maxDuration)
+	case c.Grace < 0 || c.Grace > maxDuration:
+		return fmt.Errorf("grace %v: want 0 (5s) to %v", c.Grace, maxDuration)
 	case c.Users < 1 || c.Users > 10_000_000:
 		return fmt.Errorf("users %d: want 1 to 10000000", c.Users)
 	case c.Zipf != 0 && c.Zipf <= 1:
 		return fmt.Errorf("zipf %v: want 0 (uniform) or more than 1", c.Zipf)
 	case c.Limit < 1 || c.Window < time.Millisecond:
 		return fmt.Errorf("limit %d per %v: want at least 1 per 1ms", c.Limit, c.Window)
+	}
+	if err := contract.ValidateConfig(c.Limit, c.Window); err != nil {
+		return fmt.Errorf("limit %d per %v: %w", c.Limit, c.Window, err)
 	}
 	if _, err := (Judge{Profile: c.Profile, Limit: c.Limit, Window: c.Window}).Rules(); err != nil {
 		return err

@@ -48,6 +48,15 @@ type Replay struct {
 // that explains a recording's decisions.
 const SkewResolution = 100 * time.Microsecond
 
+// MaxClockSkew bounds Replay.ClockSkew: an hour is far past any clock
+// that keeps time (NTP keeps them within milliseconds), and bounds the
+// arithmetic of widened instants.
+const MaxClockSkew = time.Hour
+
+// maxRecordingSpan bounds the time from a recording's first instant to its
+// last: a year is far past any load run.
+const maxRecordingSpan = 366 * 24 * time.Hour
+
 // Skew is what a replay assumed of the generators' clocks, and what it
 // found they would need.
 type Skew struct {
@@ -74,24 +83,16 @@ func (rp Replay) Run(rec *Recording) (*Result, error) {
 		return nil, errors.New("bench: the recording holds no decision")
 	case len(rec.Latency) != len(rec.Decisions):
 		return nil, fmt.Errorf("bench: the recording has %d latencies for %d decisions", len(rec.Latency), len(rec.Decisions))
-	case rp.ClockSkew < 0:
-		return nil, fmt.Errorf("bench: clock skew %v: want 0 or more", rp.ClockSkew)
+	case rp.ClockSkew < 0 || rp.ClockSkew > MaxClockSkew:
+		return nil, fmt.Errorf("bench: clock skew %v: want 0 to %v", rp.ClockSkew, MaxClockSkew)
 	}
 	if _, err := rp.Judge.rules(); err != nil {
 		return nil, err
 	}
 	d := rp.ClockSkew
-	first, last := rec.Decisions[0].Sent, rec.Decisions[0].Returned
-	var top int32
-	for _, c := range rec.Decisions {
-		first, last = min(first, c.Sent, c.Returned), max(last, c.Sent, c.Returned)
-		top = max(top, c.User)
-		if c.User < 0 {
-			return nil, fmt.Errorf("bench: the recording has a decision of user %d", c.User)
-		}
-	}
-	if int(top) >= len(rec.UserIDs) {
-		return nil, fmt.Errorf("bench: the recording has a decision of user %d of %d", top, len(rec.UserIDs))
+	first, last, err := rec.span()
+	if err != nil {
+		return nil, err
 	}
 	// Offsets from the earliest widened instant: the run starts there.
 	base := first - d
@@ -131,6 +132,27 @@ func (rp Replay) Run(rec *Recording) (*Result, error) {
 		}
 	}
 	return r, nil
+}
+
+// span checks the recording's decisions (each of a user it names, sent no
+// later than it returned) and returns its first and last instants, at
+// most maxRecordingSpan apart.
+func (rec *Recording) span() (first, last time.Duration, err error) {
+	first, last = rec.Decisions[0].Sent, rec.Decisions[0].Returned
+	for i, c := range rec.Decisions {
+		switch {
+		case c.User < 0 || int(c.User) >= len(rec.UserIDs):
+			return 0, 0, fmt.Errorf("bench: the recording has a decision of user %d of %d", c.User, len(rec.UserIDs))
+		case c.Sent > c.Returned:
+			return 0, 0, fmt.Errorf("bench: the recording's decision %d was sent (%d) after it returned (%d)", i, c.Sent, c.Returned)
+		}
+		first, last = min(first, c.Sent), max(last, c.Returned)
+	}
+	// A difference that wraps is negative.
+	if span := last - first; span < 0 || span > maxRecordingSpan {
+		return 0, 0, fmt.Errorf("bench: the recording's instants span from %d to %d ns, more than %v", first, last, maxRecordingSpan)
+	}
+	return first, last, nil
 }
 
 // narrow undoes the widening of calls by d, for the report: it shows the

@@ -85,7 +85,10 @@ func parseBench(args []string, stderr io.Writer) (*benchFlags, error) {
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	if len(f.fromK6) > 0 || set["user-tag"] || set["clock-skew"] {
-		return f, f.k6Flags.check(set)
+		if err := f.k6Flags.check(set); err != nil {
+			return f, err
+		}
+		return f, statusIn(f.limitedStatus)
 	}
 	switch {
 	case fs.NArg() > 0:
@@ -100,6 +103,8 @@ func parseBench(args []string, stderr io.Writer) (*benchFlags, error) {
 		return nil, errors.New("--max-regression needs --compare BASELINE.json")
 	case f.timeout <= 0:
 		return nil, errors.New("--timeout must be positive")
+	case f.timeout > maxCallTimeout || f.duration > maxBenchDuration:
+		return nil, errors.Join(durationIn("--timeout", f.timeout, maxCallTimeout), durationIn("--duration", f.duration, maxBenchDuration))
 	case f.progress != "auto" && f.progress != "always" && f.progress != "never":
 		return nil, fmt.Errorf("--progress %q: want auto, always or never", f.progress)
 	}
@@ -268,7 +273,7 @@ func benchInstances(ctx context.Context, f *benchFlags, spec model.Spec, cfg *be
 		if f.maxRPS == 0 {
 			f.maxRPS = -1 // the load sets the pace
 		}
-		t, policy, code := f.endpointFlags.target(f.timeout, stderr)
+		t, policy, code := f.endpointFlags.target(f.timeout, nil, stderr)
 		if t == nil {
 			return "", closeAll, code
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rlconform/rlconform/adapters"
+	"github.com/rlconform/rlconform/bench"
 	"github.com/rlconform/rlconform/suite"
 	"github.com/rlconform/rlconform/targets"
 )
@@ -37,7 +38,7 @@ func (f *endpointFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.headers, "header", "with --endpoint: a `Name:value` header for every request (repeatable; authentication, say)")
 	fs.StringVar(&f.body, "body", "", "with --endpoint: send the contents of `FILE` with every request")
 	fs.IntVar(&f.limitedStatus, "limited-status", 429, "with --endpoint: the status of a refusal; any other non-2xx answer is an error of the service, never a decision")
-	fs.IntVar(&f.maxRPS, "max-rps", 0, "with --endpoint: at most this many requests in any one second, over every replica (0: max(50, 2N+8))")
+	fs.IntVar(&f.maxRPS, "max-rps", 0, fmt.Sprintf("with --endpoint: at most this many requests in any one second, over every replica, up to %d (0: max(50, 2N+8), at most %d)", bench.MaxRate, targets.DefaultMaxRPS))
 }
 
 // check reports flags that do not go together.
@@ -49,14 +50,19 @@ func (f *endpointFlags) check() error {
 		return errors.New("--policy, --identity, --header, --body and --max-rps go with --endpoint")
 	case f.maxRPS < 0:
 		return errors.New("--max-rps must not be negative")
+	case len(f.endpoints) > 0 && statusIn(f.limitedStatus) != nil:
+		return statusIn(f.limitedStatus)
+	case f.maxRPS > bench.MaxRate:
+		return fmt.Errorf("--max-rps %d: more than %d requests a second", f.maxRPS, bench.MaxRate)
 	}
 	return nil
 }
 
 // target builds the endpoint target, reading its policy from the first
 // answer when --policy is not given; nil and the exit code when it
-// cannot.
-func (f *endpointFlags) target(timeout time.Duration, stderr io.Writer) (*suite.Target, adapters.Policy, int) {
+// cannot. gradable, when not nil, says why the command cannot grade the
+// policy at the target's pace (requests a second, 0: no bound).
+func (f *endpointFlags) target(timeout time.Duration, gradable func(p adapters.Policy, rps int) error, stderr io.Writer) (*suite.Target, adapters.Policy, int) {
 	identity, err := adapters.ParseIdentity(f.identity)
 	if err != nil {
 		fmt.Fprintf(stderr, "rlconform: --identity: %v\n", err)
@@ -88,9 +94,51 @@ func (f *endpointFlags) target(timeout time.Duration, stderr io.Writer) (*suite.
 		fmt.Fprintf(stderr, "rlconform: %v\n", err)
 		return nil, adapters.Policy{}, ExitCannotRun
 	}
+	if gradable != nil {
+		if err := gradable(policy, t.MaxRPS); err != nil {
+			fmt.Fprintf(stderr, "rlconform: endpoint %s: the policy %v (from %s) cannot be graded: %v\n", t.Addresses[0], policy, from, err)
+			return nil, adapters.Policy{}, ExitCannotRun
+		}
+	}
 	fmt.Fprintf(stderr, "rlconform: %s as a black box: policy %v (from %s), identities by %v, refusals are %d\n",
 		t.Name, policy, from, identity, opts.LimitedStatus)
+	if f.maxRPS == 0 && t.MaxRPS < 2*policy.Limit+8 {
+		fmt.Fprintf(stderr, "rlconform: at most %d requests a second (the default cap; --max-rps raises it): the specs' bursts of up to 2N+8 = %d requests are spread over %.1f s or more, each request timed from when it leaves\n",
+			t.MaxRPS, 2*policy.Limit+8, float64(2*policy.Limit+8)/float64(t.MaxRPS))
+	}
 	return &t, policy, ExitConformant
+}
+
+// paceFits says why an endpoint of policy p cannot be graded when sent at
+// most rps requests in any one second (0: no bound; defaulted: the default
+// cap, not --max-rps) within maxDuration (0: no bound), or nil. Both
+// refusals are certain, not estimates: a run whose specs take longer stops
+// at --max-duration with what finished.
+//
+//   - The limit must be exceeded within one window: at rps a second, a
+//     window of W holds at most rps·⌈W/1s⌉ requests, and that must reach
+//     N+1.
+//   - Sending those N+1 requests takes at least ⌊N/rps⌋ seconds, which
+//     must fit in maxDuration.
+func paceFits(p adapters.Policy, rps int, defaulted bool, maxDuration time.Duration) error {
+	if rps <= 0 {
+		return nil
+	}
+	pace := fmt.Sprintf("--max-rps %d", rps)
+	if defaulted {
+		pace = fmt.Sprintf("the default cap of %d requests a second (--max-rps raises it)", rps)
+	}
+	secs := max(1, int64((p.Window+time.Second-1)/time.Second))
+	most, need := int64(rps)*secs, int64(p.Limit)+1
+	if most < need {
+		return fmt.Errorf("at %s a window of %v holds at most %d × %d s = %d requests, fewer than the N+1 = %d it takes to exceed the limit: nothing could be graded; give --max-rps %d or more",
+			pace, p.Window, rps, secs, most, need, (need+secs-1)/secs)
+	}
+	if least := time.Duration(int64(p.Limit)/int64(rps)) * time.Second; maxDuration > 0 && least > maxDuration {
+		return fmt.Errorf("at %s, sending the N+1 = %d requests that exceed the limit takes at least ⌊%d/%d⌋ s = %v, more than --max-duration %v",
+			pace, need, p.Limit, rps, least, maxDuration)
+	}
+	return nil
 }
 
 // headerList is a repeatable Name:value flag (values may hold commas).

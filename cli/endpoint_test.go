@@ -144,6 +144,16 @@ func TestEndpointModeFailsLyingServices(t *testing.T) {
 				h.Set("RateLimit", v[:strings.Index(v, ";t=")]+";t=60")
 			}
 		}, "http/ratelimit-fields", "gives the whole quota back within 1s"},
+		// 18446744074 s is 2^64 ns and 290 ms: malformed, never wrapped.
+		{"retry-after out of range", func(h http.Header) {
+			if h.Get("Retry-After") != "" {
+				h.Set("Retry-After", "18446744074")
+			}
+		}, "http/retry-after", `malformed: Retry-After "18446744074": more than 3153600000s`},
+		{"remaining negative", func(h http.Header) {
+			h.Del("RateLimit")
+			h.Set("X-RateLimit-Remaining", "-1")
+		}, "http/ratelimit-fields", `malformed: X-RateLimit-Remaining "-1": not a non-negative integer`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			url := serveAPI(t, red, fmt.Sprintf("rlc-ep:%d:", time.Now().UnixNano()), c.lie)
@@ -179,6 +189,78 @@ func TestEndpointModeCannotRun(t *testing.T) {
 		assert.Equal(t, ExitCannotRun, code, "%v: %s", c.args, errOut)
 		assert.Contains(t, errOut, c.says, "%v", c.args)
 	}
+}
+
+// announcing serves 200 with a RateLimit-Policy field of policy.
+func announcing(t *testing.T, policy string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("RateLimit-Policy", policy)
+		fmt.Fprintln(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// A policy that cannot be graded, from a service's field or a flag, ends
+// the run before it starts (exit 2) with the reason and the source: no
+// allocation by its size (a pacer of 2q+8 instants died of out of memory
+// at q=2e9), no limit of 0 graded as the default, no window wrapped, no
+// pace that could never exceed the limit.
+func TestEndpointRefusesPoliciesItCannotGrade(t *testing.T) {
+	t.Parallel()
+	first := "the RateLimit-Policy field of its first answer"
+	for _, c := range []struct {
+		name   string
+		policy string // the field the service sends
+		args   []string
+		says   []string
+	}{
+		{"q of two billion", `"p";q=2000000000;w=1`, nil,
+			[]string{"policy 2000000000/1s (from " + first + ") cannot be graded", "keep it at most 10000"}},
+		{"q of 0", `"p";q=0;w=1`, nil, []string{first + " says q=0: nothing can be graded against a limit of 0"}},
+		{"q negative", `"p";q=-1;w=1`, nil, []string{first + " is malformed", "q=-1: less than 0"}},
+		{"w of 0", `"p";q=5;w=0`, nil, []string{first + " is malformed", "w=0: less than 1"}},
+		{"w of 10^15 s", `"p";q=5;w=999999999999999`, nil, []string{first + " is malformed", "more than 3153600000"}},
+		{"w of 100 years", `"p";q=5;w=3153600000`, nil, []string{"(from " + first + ") cannot be graded", "RealTimeWindow 876000h0m0s: want 10ms to 24h"}},
+		{"--policy of two billion", `"p";q=5;w=1`, []string{"--policy", "2000000000/1s"},
+			[]string{"policy 2000000000/1s (from --policy) cannot be graded", "keep it at most 10000"}},
+		{"--policy of 2^64 ns", `"p";q=5;w=1`, []string{"--policy", "5/213504d"}, []string{"more than 36500d"}},
+		{"the default cap", `"p";q=5000;w=1`, nil,
+			[]string{"at the default cap of 1000 requests a second (--max-rps raises it) a window of 1s holds at most 1000 × 1 s = 1000 requests, fewer than the N+1 = 5001", "give --max-rps 5001 or more"}},
+		{"--max-rps too low", `"p";q=5;w=1`, []string{"--max-rps", "5"}, []string{"at --max-rps 5 a window of 1s holds at most 5 × 1 s = 5 requests, fewer than the N+1 = 6"}},
+		{"--max-duration too short", `"p";q=10000;w=3600`, []string{"--max-rps", "5", "--max-duration", "15m"},
+			[]string{"at --max-rps 5, sending the N+1 = 10001 requests that exceed the limit takes at least ⌊10000/5⌋ s = 33m20s, more than --max-duration 15m0s"}},
+		{"--max-rps out of range", `"p";q=5;w=1`, []string{"--max-rps", "10000001"}, []string{"--max-rps 10000001: more than 10000000 requests a second"}},
+		{"--limited-status 2xx", `"p";q=5;w=1`, []string{"--limited-status", "204"}, []string{"--limited-status 204: want a status from 300 to 599"}},
+		// 2562047h is the longest time.Duration: 3 × --timeout wrapped.
+		{"--timeout of 2562047h", `"p";q=5;w=1`, []string{"--timeout", "2562047h"}, []string{"--timeout 2562047h0m0s: want more than 0, at most 1h0m0s"}},
+		{"--spec-timeout of 2562047h", `"p";q=5;w=1`, []string{"--spec-timeout", "2562047h"}, []string{"--spec-timeout 2562047h0m0s: want more than 0, at most 168h0m0s"}},
+		{"--max-duration of 2562047h", `"p";q=5;w=1`, []string{"--max-duration", "2562047h"}, []string{"--max-duration 2562047h0m0s: want more than 0, at most 8784h0m0s"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			code, out, errOut := endpointRun(t, []string{announcing(t, c.policy)}, c.args...)
+			assert.Equal(t, ExitCannotRun, code, "%s\n%s", out, errOut)
+			for _, says := range c.says {
+				assert.Contains(t, errOut, says)
+			}
+			assert.NotContains(t, errOut, "grading", "refused before grading")
+		})
+	}
+	// identify and bench refuse them too.
+	code, _, errOut := rlconform(t, "identify", "--endpoint", announcing(t, `"p";q=2000000000;w=1`), "--identity", "header:X-User")
+	assert.Equal(t, ExitCannotRun, code, errOut)
+	assert.Contains(t, errOut, "keep it at most 10000")
+	code, _, errOut = rlconform(t, "bench", "--endpoint", announcing(t, `"p";q=0;w=1`), "--identity", "header:X-User", "--duration", "1s")
+	assert.Equal(t, ExitCannotRun, code, errOut)
+	assert.Contains(t, errOut, "nothing can be graded against a limit of 0")
+	code, _, errOut = rlconform(t, "bench", "--endpoint", announcing(t, `"p";q=5;w=1`), "--identity", "header:X-User", "--duration", "2562047h")
+	assert.Equal(t, ExitCannotRun, code, errOut)
+	assert.Contains(t, errOut, "--duration 2562047h0m0s: want more than 0, at most 168h0m0s")
+	code, _, errOut = rlconform(t, "identify", "--endpoint", announcing(t, `"p";q=5;w=1`), "--identity", "header:X-User", "--timeout", "2562047h")
+	assert.Equal(t, ExitCannotRun, code, errOut)
+	assert.Contains(t, errOut, "--timeout 2562047h0m0s: want more than 0, at most 1h0m0s")
 }
 
 // The grader never sends more than --max-rps in any one second, over

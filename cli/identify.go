@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rlconform/rlconform/adapters"
 	"github.com/rlconform/rlconform/report"
 	"github.com/rlconform/rlconform/result"
 	"github.com/rlconform/rlconform/suite"
@@ -32,7 +33,14 @@ func identify(args []string, stdout, stderr io.Writer) int {
 	var endpoint *suite.Target
 	cfg := suite.Config{Limit: f.limit, Window: f.window, RealTimeWindow: f.rtWindow, Seed: f.seed}
 	if len(f.endpoints) > 0 {
-		t, policy, code := f.endpointFlags.target(f.timeout, stderr)
+		t, policy, code := f.endpointFlags.target(f.timeout, func(p adapters.Policy, rps int) error {
+			c := cfg
+			c.Limit, c.RealTimeWindow = p.Limit, p.Window
+			if err := suite.Validate(c); err != nil {
+				return err
+			}
+			return paceFits(p, rps, f.maxRPS == 0, 0)
+		}, stderr)
 		if t == nil {
 			return code
 		}
@@ -119,6 +127,8 @@ func (f *identifyFlags) validate(fs *flag.FlagSet) error {
 		return errors.New("--endpoint and --target exclude each other")
 	case f.timeout <= 0:
 		return errors.New("--timeout must be positive")
+	case f.timeout > maxCallTimeout:
+		return durationIn("--timeout", f.timeout, maxCallTimeout)
 	}
 	if err := f.endpointFlags.check(); err != nil {
 		return err

@@ -24,7 +24,7 @@ type k6Flags struct {
 func (f *k6Flags) register(fs *flag.FlagSet) {
 	fs.Var(&f.fromK6, "from-k6", "judge the load k6 drove instead of driving any: its JSON output (k6 run --out json=`FILE`, gzipped or not), one file per generator; the files may follow the flag (--from-k6 a.json b.json.gz); needs --policy")
 	fs.StringVar(&f.userTag, "user-tag", "user", "with --from-k6: the tag of each request that names its user (the identity it sent)")
-	fs.DurationVar(&f.clockSkew, "clock-skew", 0, "with --from-k6: how far any generator's clock may be from the limiter's (your NTP's bound): every request's interval is widened by it on each side")
+	fs.DurationVar(&f.clockSkew, "clock-skew", 0, "with --from-k6: how far any generator's clock may be from the limiter's (your NTP's bound, at most 1h): every request's interval is widened by it on each side")
 }
 
 // parse parses args into fs; with --from-k6, the arguments that follow
@@ -66,6 +66,8 @@ func (f *k6Flags) check(set map[string]bool) error {
 		return errors.New("--user-tag must not be empty")
 	case f.clockSkew < 0:
 		return errors.New("--clock-skew must not be negative")
+	case f.clockSkew > bench.MaxClockSkew:
+		return fmt.Errorf("--clock-skew %v: more than %v, far past any clock that keeps time (NTP keeps them within milliseconds)", f.clockSkew, bench.MaxClockSkew)
 	}
 	for _, name := range k6Excludes {
 		if set[name] {

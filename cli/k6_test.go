@@ -90,6 +90,11 @@ func TestBenchFromK6Flags(t *testing.T) {
 		{[]string{"--from-k6", "x.json", "--policy", "5/1s", "--target", "http://x"}, "--target drives load"},
 		{[]string{"--clock-skew", "5ms"}, "go with --from-k6"},
 		{[]string{"--from-k6", "x.json", "--policy", "5/1s", "--clock-skew", "-1ms"}, "must not be negative"},
+		// The longest time.Duration: widening by it panicked (makeslice).
+		{[]string{"--from-k6", k6Fixture("exact-a.json.gz"), "--policy", "5/1s", "--clock-skew", "2562047h"}, "--clock-skew 2562047h0m0s: more than 1h0m0s"},
+		{[]string{"--from-k6", k6Fixture("exact-a.json.gz"), "--policy", "5/1s", "--clock-skew", "1h0m0.001s"}, "more than 1h0m0s"},
+		{[]string{"--from-k6", k6Fixture("exact-a.json.gz"), "--policy", "5/213504d"}, "more than 36500d"},
+		{[]string{"--from-k6", k6Fixture("exact-a.json.gz"), "--policy", "5/1s", "--limited-status", "200"}, "--limited-status 200: want a status from 300 to 599"},
 		{[]string{"--from-k6", "no-such-file.json", "--policy", "5/1s"}, "no-such-file.json"},
 		{[]string{"--from-k6", k6Fixture("exact-a.json.gz"), "--policy", "5/1s", "--user-tag", "who"}, `carries the tag "who"`},
 	} {

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rlconform/rlconform/adapters"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/redisenv"
 	"github.com/rlconform/rlconform/report"
@@ -94,6 +95,12 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	}
 	if f.timeout <= 0 || f.specTimeout <= 0 || f.maxDuration <= 0 {
 		return nil, errors.New("--timeout, --spec-timeout and --max-duration must be positive")
+	}
+	for _, err := range []error{durationIn("--timeout", f.timeout, maxCallTimeout), durationIn("--spec-timeout", f.specTimeout, maxSpecTimeout),
+		durationIn("--max-duration", f.maxDuration, maxRunDuration)} {
+		if err != nil {
+			return nil, err
+		}
 	}
 	stdouts := 0
 	for _, p := range []string{f.junit, f.json, f.summary} {
@@ -216,8 +223,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		ReportDir: f.reportDir, StorePrefix: f.storePrefix, SpecTimeout: f.specTimeout, RealTimeWindow: f.rtWindow, Profile: f.profile}
 	var endpoint *suite.Target
 	if len(f.endpoints) > 0 {
+		// The selection first, so that what the policy adds is the policy's.
+		if err := cfg.Validate(); err != nil {
+			return couldNotRun(ExitCannotRun, "rlconform run: %v", err)
+		}
 		var said strings.Builder
-		t, policy, code := f.endpointFlags.target(f.timeout, &said)
+		t, policy, code := f.endpointFlags.target(f.timeout, f.gradable(cfg), &said)
 		if t == nil {
 			return couldNotRun(code, "%s", strings.TrimRight(said.String(), "\n"))
 		}
@@ -328,6 +339,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return ExitNotConformant
 	}
 	return ExitCannotRun
+}
+
+// gradable says why the run cannot grade an endpoint of policy p sent at
+// most rps requests a second: a configuration out of the catalogue's
+// range (cfg with the policy's limit and window), or a pace that cannot
+// exceed the limit in a window or within --max-duration.
+func (f *runFlags) gradable(cfg suite.Config) func(p adapters.Policy, rps int) error {
+	return func(p adapters.Policy, rps int) error {
+		cfg.Limit, cfg.RealTimeWindow = p.Limit, p.Window
+		if err := cfg.Validate(); err != nil {
+			return err
+		}
+		return paceFits(p, rps, f.maxRPS == 0, f.maxDuration)
+	}
 }
 
 // skippedByChoice lists the skipped specs that the target or the run

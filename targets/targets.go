@@ -203,10 +203,23 @@ type EndpointOptions struct {
 	// from the RateLimit-Policy field of the first answer.
 	Policy adapters.Policy
 	// MaxRPS bounds the requests sent in any one second, over every URL
-	// (0: the default, max(50, 2N+8); negative: no bound, for a load test
-	// that sets its own pace).
+	// (0: the default, min(DefaultMaxRPS, max(50, 2N+8)); negative: no
+	// bound, for a load test that sets its own pace).
 	MaxRPS int
 }
+
+// DefaultMaxRPS caps the requests an endpoint is sent in any one second
+// when the caller sets no MaxRPS (--max-rps): whatever policy a service
+// announces, the grader never becomes a load generator by default. It
+// leaves the pace of the specs' largest burst (2N+8 in a second) alone up
+// to N = 496; a larger policy is graded with its bursts spread (each
+// request timed from when it leaves), or with --max-rps raised.
+const DefaultMaxRPS = 1000
+
+// DefaultRPS is the pace an endpoint of policy p is sent at when the
+// caller sets no MaxRPS: max(50, 2N+8), enough for the largest burst a
+// spec sends, capped at DefaultMaxRPS.
+func DefaultRPS(p adapters.Policy) int { return min(DefaultMaxRPS, max(50, 2*p.Limit+8)) }
 
 // Endpoint grades the HTTP service at urls (several URLs are replicas that
 // must share one limit) by its answers: 2xx allowed, the refusal status
@@ -229,15 +242,14 @@ func Endpoint(ctx context.Context, urls []string, opts EndpointOptions) (t suite
 	}
 	policy, from = opts.Policy, "--policy"
 	if policy.Limit == 0 {
-		f := first.Fields
-		if !f.HasPolicy || f.PolicyWindow == 0 {
-			return suite.Target{}, adapters.Policy{}, "", fmt.Errorf("endpoint %s: give --policy N/W: its answers carry no RateLimit-Policy field (q and w) to read it from", redacted(urls[0]))
+		if policy, err = announced(first.Fields); err != nil {
+			return suite.Target{}, adapters.Policy{}, "", fmt.Errorf("endpoint %s: give --policy N/W: %w", redacted(urls[0]), err)
 		}
-		policy, from = adapters.Policy{Limit: f.PolicyLimit, Window: f.PolicyWindow}, "the RateLimit-Policy field of its first answer"
+		from = "the RateLimit-Policy field of its first answer"
 	}
 	rps := opts.MaxRPS
 	if rps == 0 {
-		rps = max(50, 2*policy.Limit+8)
+		rps = DefaultRPS(policy)
 	}
 	if rps > 0 {
 		opts.EndpointOptions.Pace = adapters.NewPacer(rps)
@@ -276,6 +288,27 @@ func Endpoint(ctx context.Context, urls []string, opts EndpointOptions) (t suite
 			return answer(r), nil
 		},
 	}, policy, from, nil
+}
+
+// announced is the policy an answer's RateLimit-Policy field gives, or
+// why it gives none that can be graded.
+func announced(f adapters.Fields) (adapters.Policy, error) {
+	for _, err := range f.Errs {
+		if strings.HasPrefix(err.Error(), "RateLimit-Policy ") {
+			return adapters.Policy{}, fmt.Errorf("the RateLimit-Policy field of its first answer is malformed: %w", err)
+		}
+	}
+	if !f.HasPolicy || f.PolicyWindow == 0 {
+		return adapters.Policy{}, errors.New("its answers carry no RateLimit-Policy field (q and w) to read it from")
+	}
+	p := adapters.Policy{Limit: f.PolicyLimit, Window: f.PolicyWindow}
+	if p.Limit < 1 {
+		return adapters.Policy{}, fmt.Errorf("the RateLimit-Policy field of its first answer says q=%d: nothing can be graded against a limit of %d", p.Limit, p.Limit)
+	}
+	if err := contract.ValidateConfig(p.Limit, p.Window); err != nil {
+		return adapters.Policy{}, fmt.Errorf("the RateLimit-Policy field of its first answer says q=%d, w=%d: %w", p.Limit, int64(p.Window/time.Second), err)
+	}
+	return p, nil
 }
 
 // answer is the suite's view of an endpoint's response.

@@ -148,6 +148,25 @@ type pending struct {
 	duration, before float64
 }
 
+// The bounds on what a point may say: its time between 1970 and 2200
+// (instants of Unix nanoseconds, far from where an int64 wraps), a
+// duration in ms of at most a day (k6's request timeout defaults to 60 s):
+// anything else is an error naming the line, never a wrapped instant.
+var (
+	earliest = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+	latest   = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+const maxMillis = float64(24 * time.Hour / time.Millisecond)
+
+// instant is t in Unix nanoseconds, or an error when it is out of bounds.
+func instant(t time.Time) (int64, error) {
+	if t.Before(earliest) || !t.Before(latest) {
+		return 0, fmt.Errorf("time %v: want an instant from %d to %d", t, earliest.Year(), latest.Year())
+	}
+	return t.UnixNano(), nil
+}
+
 // maxPending bounds the requests gathered at once: k6 writes a request's
 // points together, so one is almost always enough.
 const maxPending = 1024
@@ -222,7 +241,11 @@ func (r *Reader) Read(name string, in io.Reader) error {
 				if err != nil {
 					return fmt.Errorf("line %d: time: %w", line, err)
 				}
-				lastTime, lastEnd = append(lastTime[:0], f.time...), at.UnixNano()
+				ns, err := instant(at)
+				if err != nil {
+					return fmt.Errorf("line %d: %w", line, err)
+				}
+				lastTime, lastEnd = append(lastTime[:0], f.time...), ns
 			}
 			end = lastEnd
 			if value, err = strconv.ParseFloat(string(f.value), 64); err != nil {
@@ -242,8 +265,11 @@ func (r *Reader) Read(name string, in io.Reader) error {
 			if p.Data.Time.IsZero() {
 				return fmt.Errorf("line %d: a point without its time: %.200s", line, b)
 			}
-			metric, tp, tags = []byte(p.Metric), []byte(p.Type), p.Data.Tags
-			end, value = p.Data.Time.UnixNano(), p.Data.Value
+			metric, tags = []byte(p.Metric), p.Data.Tags
+			if end, err = instant(p.Data.Time); err != nil {
+				return fmt.Errorf("line %d: %w", line, err)
+			}
+			value = p.Data.Value
 		default:
 			return fmt.Errorf("line %d: %w: %.200s", line, err, b)
 		}
@@ -260,8 +286,8 @@ func (r *Reader) Read(name string, in io.Reader) error {
 		default:
 			continue
 		}
-		if value < 0 || math.IsNaN(value) || math.IsInf(value, 0) {
-			return fmt.Errorf("line %d: not a point of a duration in ms: %.200s", line, b)
+		if !(value >= 0 && value <= maxMillis) { // NaN too
+			return fmt.Errorf("line %d: not a point of a duration in ms (0 to %.0f, a day): %.200s", line, maxMillis, b)
 		}
 		var q *pending
 		for i := len(open) - 1; i >= 0; i-- {
@@ -376,6 +402,9 @@ func (r *Reader) request(q *pending) error {
 		return fmt.Errorf("status tag %q: %w", t.status, err)
 	}
 	u, ok := r.users[string(t.user)]
+	if !ok && len(r.rec.UserIDs) == math.MaxInt32 {
+		return fmt.Errorf("more than %d users", math.MaxInt32)
+	}
 	if !ok {
 		user := string(t.user)
 		u = int32(len(r.rec.UserIDs))

@@ -109,6 +109,13 @@ func TestUntaggedIncompleteAndBadInput(t *testing.T) {
 		"a duplicate":  strings.Repeat(strings.Split(documented, "\n")[3]+"\n", 2),
 		"no status":    strings.ReplaceAll(documented, `"status":"200",`, ""),
 		"a bad status": strings.ReplaceAll(documented, `"status":"200"`, `"status":"OK"`),
+		// Out of bounds: an instant past where Unix nanoseconds wrap, a
+		// duration whose nanoseconds do.
+		"the year 9999":         strings.ReplaceAll(documented, "2017-05-09", "9999-05-09"),
+		"the year 1":            strings.ReplaceAll(documented, "2017-05-09", "0001-05-09"),
+		"the year 9999, slowly": strings.ReplaceAll(strings.ReplaceAll(documented, "2017-05-09", "9999-05-09"), `"user":"u1"`, `"user":"u\u0031"`),
+		"a duration of 1e300":   strings.ReplaceAll(documented, `"value":459.865729`, `"value":1e300`),
+		"a day and a ms":        strings.ReplaceAll(documented, `"value":12.5`, `"value":86400001`),
 	} {
 		r := NewReader(Options{})
 		err := r.Read(name, strings.NewReader(in))
@@ -116,6 +123,12 @@ func TestUntaggedIncompleteAndBadInput(t *testing.T) {
 			_, err = r.Recording()
 		}
 		assert.Error(t, err, name)
+		if strings.Contains(name, "year") {
+			assert.ErrorContains(t, err, "want an instant from 1970 to 2200", name)
+		}
+		if strings.Contains(name, "1e300") || strings.Contains(name, "a day") {
+			assert.ErrorContains(t, err, "not a point of a duration in ms (0 to 86400000, a day)", name)
+		}
 	}
 }
 

@@ -151,8 +151,10 @@ func (h *Harness) NoAnswer(what string, err error) {
 	panic(Inconclusive{h.Report(fmt.Sprintf("%s got no answer (%v): its outcome is unknown, so the rest of the spec cannot be judged; this is a fault on the way to the target, not a verdict", what, err))})
 }
 
-// noAnswers returns the first error of errs that is a call without an
+// NoAnswers returns the first error of errs that is a call without an
 // answer (contract.ErrNoAnswer), and how many there are.
+//
+//lint:ignore ST1008 the error is a finding, not a failure of the call: first the example, then the count
 func NoAnswers(errs []error) (first error, n int) {
 	for _, err := range errs {
 		if errors.Is(err, contract.ErrNoAnswer) {
