@@ -224,7 +224,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var endpoint *suite.Target
 	if len(f.endpoints) > 0 {
 		// The selection first, so that what the policy adds is the policy's.
-		if err := cfg.Validate(); err != nil {
+		if err := suite.Validate(cfg); err != nil {
 			return couldNotRun(ExitCannotRun, "rlconform run: %v", err)
 		}
 		var said strings.Builder
@@ -348,7 +348,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 func (f *runFlags) gradable(cfg suite.Config) func(p adapters.Policy, rps int) error {
 	return func(p adapters.Policy, rps int) error {
 		cfg.Limit, cfg.RealTimeWindow = p.Limit, p.Window
-		if err := cfg.Validate(); err != nil {
+		if err := suite.Validate(cfg); err != nil {
 			return err
 		}
 		return paceFits(p, rps, f.maxRPS == 0, f.maxDuration)
