@@ -16,6 +16,7 @@ import (
 	"github.com/dunglas/httpsfv"
 
 	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/internal/redact"
 )
 
 // Identity is how an [Endpoint] presents a user to a service: in a
@@ -175,7 +176,7 @@ func (e *Endpoint) Do(ctx context.Context, user string) (*Response, error) {
 	if e.opts.Identity.Kind == "query" {
 		u, err := url.Parse(e.url)
 		if err != nil {
-			return nil, fmt.Errorf("endpoint %q: %w", e.url, err)
+			return nil, fmt.Errorf("endpoint %q: %w", redact.URL(e.url), redact.Error(err))
 		}
 		q := u.Query()
 		q.Set(e.opts.Identity.Name, e.opts.Identity.value(user))
@@ -188,7 +189,7 @@ func (e *Endpoint) Do(ctx context.Context, user string) (*Response, error) {
 	}
 	req, err := http.NewRequestWithContext(ctx, e.opts.Method, target, body)
 	if err != nil {
-		return nil, fmt.Errorf("endpoint request: %w", err)
+		return nil, fmt.Errorf("endpoint request: %w", redact.Error(err))
 	}
 	for k, vs := range e.opts.Header {
 		for _, v := range vs {
@@ -204,10 +205,11 @@ func (e *Endpoint) Do(ctx context.Context, user string) (*Response, error) {
 	sent := time.Now()
 	resp, err := e.http.Do(req)
 	if err != nil {
+		err = redact.Error(err) // net/http quotes the URL, query and all
 		if ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			err = fmt.Errorf("%w: %w", contract.ErrNoAnswer, err)
 		}
-		return nil, fmt.Errorf("%s %s: %w", e.opts.Method, redactURL(e.url), err)
+		return nil, fmt.Errorf("%s %s: %w", e.opts.Method, redact.URL(e.url), err)
 	}
 	defer resp.Body.Close()
 	text, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
@@ -230,13 +232,6 @@ func firstBytes(b []byte, n int) []byte {
 		return b[:n]
 	}
 	return b
-}
-
-func redactURL(u string) string {
-	if p, err := url.Parse(u); err == nil {
-		return p.Redacted()
-	}
-	return u
 }
 
 // AllowRequest implements [contract.RateLimiterContract]: one request.
