@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rlconform/rlconform/internal/redact"
 	"github.com/rlconform/rlconform/report"
 	"github.com/rlconform/rlconform/suite"
 	"github.com/rlconform/rlconform/targets"
@@ -18,15 +19,17 @@ import (
 // identify probes a limiter and says which profiles explain its answers.
 // Exit codes: 0 some profile fits, 1 none does (the limiter is none of
 // the honest designs), 2 could not run, 130 interrupted.
-func identify(args []string, stdout, stderr io.Writer) int {
+func identify(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) int {
 	fs := flag.NewFlagSet("rlconform identify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var urls list
 	var ep endpointFlags
 	var ex execFlags
+	var token targetToken
 	fs.Var(&urls, "target", "base URL of a protocol v1 limiter; repeat for several instances sharing one store (or --endpoint, or --exec)")
 	ep.register(fs)
 	ex.register(fs)
+	token.register(fs)
 	limit := fs.Int("limit", 5, "the limit N the probes configure (or that the limiter enforces, without Configure)")
 	window := fs.Duration("window", time.Minute, "the window W the probes configure, with clock control")
 	rtWindow := fs.Duration("realtime-window", time.Second, "the window W without clock control")
@@ -61,6 +64,11 @@ func identify(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "rlconform identify: %v\n", err)
 			return ExitCannotRun
 		}
+	}
+	bearer, err := token.read(len(urls), secrets)
+	if err != nil {
+		fmt.Fprintf(stderr, "rlconform identify: %v\n", err)
+		return ExitCannotRun
 	}
 	var endpoint *suite.Target
 	cfg := suite.Config{Limit: *limit, Window: *window, RealTimeWindow: *rtWindow, Seed: *seed}
@@ -105,7 +113,7 @@ func identify(args []string, stdout, stderr io.Writer) int {
 	if endpoint != nil {
 		target = *endpoint
 	} else {
-		t, err := targets.Remote(ctx, urls, *timeout)
+		t, err := targets.RemoteWith(ctx, urls, targets.RemoteOptions{Timeout: *timeout, Token: bearer})
 		if err != nil {
 			fmt.Fprintf(stderr, "rlconform identify: %v\n", err)
 			return cannotRun(ctx)
@@ -123,7 +131,7 @@ func identify(args []string, stdout, stderr io.Writer) int {
 		return ExitCannotRun
 	}
 	if out != nil {
-		if err := report.IdentificationJSON(out, id, report.Meta{Version: Version()}); err != nil {
+		if err := secrets.Render(out, func(w io.Writer) error { return report.IdentificationJSON(w, id, report.Meta{Version: Version()}) }); err != nil {
 			fmt.Fprintf(stderr, "rlconform identify: --json: %v\n", err)
 			return ExitCannotRun
 		}

@@ -8,10 +8,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/rlconform/rlconform/internal/redact"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/redisenv"
 	"github.com/rlconform/rlconform/report"
@@ -38,6 +40,7 @@ type runFlags struct {
 	failOnSkip  bool
 	rtWindow    time.Duration
 	profile     string
+	token       targetToken
 	endpointFlags
 	execFlags
 }
@@ -65,6 +68,7 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.StringVar(&f.profile, "profile", "sliding-log", "the algorithm to grade against, `NAME[:key=value,...]`: sliding-log, fixed-window (align=epoch|first-grid|first-hit, count-denied=false|true, query=read|write), sliding-counter (align, count-denied, admit), gcra (burst=N|limit), token-bucket (capacity=N|limit, refill=continuous|interval, expire=full|idle, query=read|write); 'rlconform list --profile NAME' says what it grades")
 	f.endpointFlags.register(fs)
 	f.execFlags.register(fs)
+	f.token.register(fs)
 	fs.StringVar(&f.reportDir, "report-dir", "", "directory for failure artefacts such as linearizability visualisations (default: the temp directory)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -144,12 +148,12 @@ func openReports(f *runFlags, stdout io.Writer) ([]reportFile, error) {
 }
 
 // writeReports writes rep into every report file and closes it, saying on
-// stderr which one failed.
-func writeReports(files []reportFile, rep *result.Report, stderr io.Writer) error {
+// stderr which one failed. No secret of the command's is written.
+func writeReports(files []reportFile, rep *result.Report, secrets *redact.Secrets, stderr io.Writer) error {
 	meta := report.Meta{Version: Version()}
 	for i := range files {
 		r := &files[i]
-		err := r.write(r.w, rep, meta)
+		err := secrets.Render(r.w, func(w io.Writer) error { return r.write(w, rep, meta) })
 		if err == nil {
 			err = r.close()
 		}
@@ -168,7 +172,7 @@ func closeReports(files []reportFile) {
 	}
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
+func run(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) int {
 	f, err := parseRun(args, stderr)
 	if err != nil {
 		return parseFailed(stderr, "run", err, true)
@@ -196,9 +200,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case f.command != "":
 		name = f.command
 	case len(f.targets) > 0:
-		name = f.targets[0]
+		name = redact.URL(f.targets[0])
 	case len(f.endpoints) > 0:
-		name = f.endpoints[0]
+		name = redact.URL(f.endpoints[0])
+	}
+	var notes []string
+	if note := removedNote(append(slices.Clone(f.targets), f.endpoints...)); note != "" {
+		notes = append(notes, note)
 	}
 	couldNotRun := func(code int, format string, args ...any) int {
 		why := fmt.Sprintf(format, args...)
@@ -206,11 +214,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if code == ExitInterrupted {
 			why = "interrupted before grading began: " + why
 		}
-		rep := &result.Report{Target: name, Level: lvl, Profile: f.profile, Seed: f.seed, Aborted: why}
-		if err := writeReports(reports, rep, stderr); err != nil {
+		rep := &result.Report{Target: name, Level: lvl, Profile: f.profile, Seed: f.seed, Aborted: why, Notes: notes}
+		if err := writeReports(reports, rep, secrets, stderr); err != nil {
 			return ExitCannotRun
 		}
 		return code
+	}
+	token, err := f.token.read(len(f.targets), secrets)
+	if err != nil {
+		return couldNotRun(ExitCannotRun, "rlconform run: %v", err)
 	}
 	cfg := suite.Config{Level: lvl, Seed: f.seed, IDs: f.ids, Labels: f.labels, ExpectFail: f.expectFail,
 		ReportDir: f.reportDir, StorePrefix: f.storePrefix, SpecTimeout: f.specTimeout, RealTimeWindow: f.rtWindow, Profile: f.profile}
@@ -264,37 +276,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		f.targets = started.urls()
 	}
 	if len(f.targets) > 0 {
-		probeCtx, cancel := context.WithTimeout(ctx, 3*f.timeout)
-		began := time.Now()
-		target, err = targets.Remote(probeCtx, f.targets, f.timeout)
-		cancel()
+		t, release, err := f.remote(ctx, &cfg, token, started, stderr)
 		if err != nil {
 			return couldNotRun(cannotRun(sigCtx), "rlconform: %v", err)
 		}
-		// The probe is a capabilities call and an allow and a remaining
-		// call per instance.
-		perCall := time.Since(began) / time.Duration(1+2*len(f.targets))
-		fmt.Fprintf(stderr, "rlconform: the target answers in about %v a call\n", perCall.Round(time.Millisecond))
-		if busiest := 3000 * perCall; busiest > f.specTimeout {
-			fmt.Fprintf(stderr, "rlconform: warning: the largest specs make about 3000 calls (%v at this speed), more than --spec-timeout %v: they will end inconclusive (too slow), never failed; raise --spec-timeout to grade them\n",
-				busiest.Round(time.Second), f.specTimeout)
-		}
-		if started != nil {
-			// The run owns the service's Redis: it inspects the keys, and
-			// may stop it (robust/store-outage).
-			cfg.Redis, cfg.StorePrefix = started.redis, started.prefix
-			target.NeedsRedis, target.Capabilities.StoreInspection = true, true
-			target.Name = fmt.Sprintf("%s (--exec, %d instance(s))", f.command, f.instances)
-		}
-		if f.storeURL != "" {
-			store, err := redisenv.FromURL(ctx, f.storeURL)
-			if err != nil {
-				return couldNotRun(cannotRun(sigCtx), "rlconform: --store-url: %v", err)
-			}
-			defer store.Close()
-			cfg.Redis = store
-			target.Capabilities.StoreInspection = true
-		}
+		defer release()
+		target = t
 	}
 	fmt.Fprintf(stderr, "rlconform: grading %s, %d specs\n", target.Name, total)
 	rep, err := suite.Check(ctx, cfg, target)
@@ -304,10 +291,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if rep.Aborted != "" {
 		fmt.Fprintf(stderr, "rlconform: the run could not go on: %s\n", rep.Aborted)
 	}
+	rep.Notes = append(rep.Notes, notes...)
 	report.Failures(text, rep)
 	fmt.Fprintln(text)
 	report.Text(text, rep)
-	if err := writeReports(reports, rep, stderr); err != nil {
+	if err := writeReports(reports, rep, secrets, stderr); err != nil {
 		return ExitCannotRun
 	}
 	if sigCtx.Err() != nil {
@@ -328,6 +316,44 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return ExitNotConformant
 	}
 	return ExitCannotRun
+}
+
+// remote probes the --target (or --exec) instances, says how fast they
+// answer, and sets cfg to inspect their store; release closes what it
+// opened.
+func (f *runFlags) remote(ctx context.Context, cfg *suite.Config, token string, started *execed, stderr io.Writer) (suite.Target, func(), error) {
+	probeCtx, cancel := context.WithTimeout(ctx, 3*f.timeout)
+	began := time.Now()
+	target, err := targets.RemoteWith(probeCtx, f.targets, targets.RemoteOptions{Timeout: f.timeout, Token: token})
+	cancel()
+	if err != nil {
+		return suite.Target{}, nil, err
+	}
+	// The probe is a capabilities call and an allow and a remaining
+	// call per instance.
+	perCall := time.Since(began) / time.Duration(1+2*len(f.targets))
+	fmt.Fprintf(stderr, "rlconform: the target answers in about %v a call\n", perCall.Round(time.Millisecond))
+	if busiest := 3000 * perCall; busiest > f.specTimeout {
+		fmt.Fprintf(stderr, "rlconform: warning: the largest specs make about 3000 calls (%v at this speed), more than --spec-timeout %v: they will end inconclusive (too slow), never failed; raise --spec-timeout to grade them\n",
+			busiest.Round(time.Second), f.specTimeout)
+	}
+	if started != nil {
+		// The run owns the service's Redis: it inspects the keys, and
+		// may stop it (robust/store-outage).
+		cfg.Redis, cfg.StorePrefix = started.redis, started.prefix
+		target.NeedsRedis, target.Capabilities.StoreInspection = true, true
+		target.Name = fmt.Sprintf("%s (--exec, %d instance(s))", f.command, f.instances)
+	}
+	if f.storeURL == "" {
+		return target, func() {}, nil
+	}
+	store, err := redisenv.FromURL(ctx, f.storeURL)
+	if err != nil {
+		return suite.Target{}, nil, fmt.Errorf("--store-url: %w", err)
+	}
+	cfg.Redis = store
+	target.Capabilities.StoreInspection = true
+	return target, func() { store.Close() }, nil
 }
 
 // skippedByChoice lists the skipped specs that the target or the run

@@ -128,6 +128,10 @@ type writer struct {
 	s *Secrets
 }
 
+// Unwrap is the writer written to, for a caller that asks what lies
+// beneath (whether it is a terminal, say).
+func (w *writer) Unwrap() io.Writer { return w.w }
+
 func (w *writer) Write(p []byte) (int, error) {
 	if _, err := io.WriteString(w.w, w.s.Text(string(p))); err != nil {
 		return 0, err
