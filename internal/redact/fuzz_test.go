@@ -73,3 +73,29 @@ func checkUser(t *testing.T, raw, out string, u, red *url.URL) {
 		t.Fatalf("URL(%q) = %q: userinfo %q, want %s", raw, out, red.User, Mark)
 	}
 }
+
+// FuzzURLHidesAQuerySecret adds a secret-named parameter with any value
+// to the query of any URL: the value, written once in the URL, is nowhere
+// in the output.
+func FuzzURLHidesAQuerySecret(f *testing.F) {
+	f.Add("http://127.0.0.1:8080/x?user=ok", uint8(0), "SECRETVALUE")
+	f.Add("https://h/p#frag", uint8(3), "a&b=c;d")
+	f.Add("//h", uint8(5), "%zz")
+	names := []string{"api_key", "apikey", "X-Api-Key", "access_token", "token", "sig", "password", "client_secret", "Authorization"}
+	f.Fuzz(func(t *testing.T, raw string, which uint8, value string) {
+		u, err := url.Parse(raw)
+		if err != nil {
+			return
+		}
+		name := names[int(which)%len(names)]
+		escaped := url.QueryEscape(value)
+		u.RawQuery = strings.TrimPrefix(u.RawQuery+"&", "&") + url.QueryEscape(name) + "=" + escaped
+		with := u.String()
+		if len(escaped) < 4 || strings.Count(with, escaped) != 1 || strings.Contains(escaped, Mark) {
+			return
+		}
+		if out := URL(with); strings.Contains(out, escaped) {
+			t.Fatalf("URL(%q) = %q still holds %q", with, out, escaped)
+		}
+	})
+}
