@@ -38,6 +38,7 @@ type Client struct {
 	base    *url.URL // nil when the URL does not parse: every call says so
 	raw     string   // the base URL as given
 	token   string
+	secrets *redact.Secrets // of its URL and token: kept out of its errors
 	http    *http.Client
 	timeout time.Duration
 	clock   fakeclock.Clock
@@ -91,9 +92,14 @@ type ClientOptions struct {
 // NewClient returns a client for the protocol server at baseURL. The
 // protocol's paths are appended to baseURL's path; its query, if any, is
 // sent with every request (a key the server asks for, say). Errors show
-// baseURL with its secrets redacted (a password, the value of api_key…).
+// baseURL with its secrets redacted (a password, the value of api_key…),
+// and neither those nor the token anywhere (a server that echoes them in
+// an error body included).
 func NewClient(baseURL string, opts ClientOptions) *Client {
 	c := &Client{raw: baseURL, token: opts.Token, http: opts.HTTPClient, timeout: opts.Timeout, clock: opts.Clock, skew: &skew{}}
+	c.secrets = redact.NewSecrets(redact.MinScrubbed)
+	c.secrets.AddURL(baseURL)
+	c.secrets.Add(opts.Token)
 	if u, err := url.Parse(baseURL); err == nil {
 		u.Path, u.RawPath = strings.TrimRight(u.Path, "/"), strings.TrimRight(u.RawPath, "/")
 		c.base = u
@@ -283,7 +289,7 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any, ok 
 		return resp.StatusCode, nil
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		e := &Error{Op: op, Status: resp.StatusCode, Body: cut(raw)}
+		e := &Error{Op: op, Status: resp.StatusCode, Body: c.secrets.Text(cut(raw))}
 		var sentinel error
 		switch {
 		case resp.StatusCode == http.StatusBadRequest && path == PathConfigure:
@@ -298,16 +304,16 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any, ok 
 		if sentinel != nil {
 			var eb errorBody
 			json.Unmarshal(raw, &eb)
-			e.Err = &statusError{said: eb.Error, kind: sentinel}
+			e.Err = &statusError{said: c.secrets.Text(eb.Error), kind: sentinel}
 		}
 		return resp.StatusCode, e
 	}
 	if out != nil {
 		if tooLong {
-			return resp.StatusCode, &Error{Op: op, Status: resp.StatusCode, Body: cut(raw), Err: fmt.Errorf("malformed answer: over %d bytes", maxBody)}
+			return resp.StatusCode, &Error{Op: op, Status: resp.StatusCode, Body: c.secrets.Text(cut(raw)), Err: fmt.Errorf("malformed answer: over %d bytes", maxBody)}
 		}
 		if err := json.Unmarshal(raw, out); err != nil {
-			return resp.StatusCode, &Error{Op: op, Status: resp.StatusCode, Body: cut(raw), Err: fmt.Errorf("malformed answer: %w", err)}
+			return resp.StatusCode, &Error{Op: op, Status: resp.StatusCode, Body: c.secrets.Text(cut(raw)), Err: fmt.Errorf("malformed answer: %w", err)}
 		}
 	}
 	return resp.StatusCode, nil

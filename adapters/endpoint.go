@@ -128,12 +128,15 @@ type EndpointOptions struct {
 // It is a [contract.RateLimiterContract] with no Configure, remaining
 // query or Reset (those return errors): the policy is the service's own.
 type Endpoint struct {
-	url  string
-	opts EndpointOptions
-	http *http.Client
+	url     string
+	opts    EndpointOptions
+	http    *http.Client
+	secrets *redact.Secrets // of its URL and headers: kept out of its errors
 }
 
-// NewEndpoint returns an endpoint client for url.
+// NewEndpoint returns an endpoint client for url. Its errors show url
+// with its secrets redacted, and no value of its headers (a service that
+// echoes its key in an error body included).
 func NewEndpoint(rawURL string, opts EndpointOptions) *Endpoint {
 	if opts.Method == "" {
 		opts.Method = http.MethodGet
@@ -144,7 +147,14 @@ func NewEndpoint(rawURL string, opts EndpointOptions) *Endpoint {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	return &Endpoint{url: rawURL, opts: opts, http: &http.Client{
+	secrets := redact.NewSecrets(redact.MinScrubbed)
+	secrets.AddURL(rawURL)
+	for _, vs := range opts.Header {
+		for _, v := range vs {
+			secrets.AddHeader(v)
+		}
+	}
+	return &Endpoint{url: rawURL, opts: opts, secrets: secrets, http: &http.Client{
 		Transport:     pooledTransport(),
 		Timeout:       opts.Timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -221,7 +231,7 @@ func (e *Endpoint) Do(ctx context.Context, user string) (*Response, error) {
 	case resp.StatusCode == e.opts.LimitedStatus:
 	default:
 		return r, fmt.Errorf("the service answered %d %s (neither 2xx nor the refusal %d): %s",
-			resp.StatusCode, http.StatusText(resp.StatusCode), e.opts.LimitedStatus, strings.TrimSpace(string(firstBytes(text, 200))))
+			resp.StatusCode, http.StatusText(resp.StatusCode), e.opts.LimitedStatus, e.secrets.Text(strings.TrimSpace(string(firstBytes(text, 200)))))
 	}
 	r.Fields = ParseFields(resp.Header, returned)
 	return r, nil

@@ -113,6 +113,20 @@ func TestClientKeepsTheBaseQueryAndHidesItsSecrets(t *testing.T) {
 	_, err = e.Do(context.Background(), "u")
 	require.ErrorIs(t, err, contract.ErrNoAnswer)
 	assert.NotContains(t, err.Error(), "SECRETVALUE")
+
+	// A careless server echoes what it was sent in its error body.
+	echo := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		json.NewEncoder(w).Encode(errorBody{"bad " + r.URL.RawQuery + " " + r.Header.Get("Authorization") + " " + r.Header.Get("X-Key")})
+	}))
+	defer echo.Close()
+	_, err = NewClient(echo.URL+"/?token=SECRETVALUE", ClientOptions{Token: "SECRET-TOKEN"}).AllowRequest(context.Background(), "u")
+	require.ErrorIs(t, err, contract.ErrStore)
+	assert.NotContains(t, err.Error(), "SECRET")
+	_, err = NewEndpoint(echo.URL+"/?api_key=SECRETVALUE", EndpointOptions{Header: http.Header{"X-Key": {"SECRET-HEADER"}}}).Do(context.Background(), "u")
+	require.ErrorContains(t, err, "503")
+	assert.NotContains(t, err.Error(), "SECRET")
 }
 
 // An answer over maxBody is refused as malformed, not read whole nor
