@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -43,27 +44,9 @@ func identify(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) 
 	if err := fs.Parse(args); err != nil {
 		return parseFailed(stderr, "identify", err, false)
 	}
-	switch {
-	case fs.NArg() > 0:
-		fmt.Fprintf(stderr, "rlconform identify: unexpected argument %q\n", fs.Arg(0))
+	if err := checkIdentify(fs, urls, &ep, &ex, *timeout); err != nil {
+		fmt.Fprintf(stderr, "rlconform identify: %v\n", err)
 		return ExitCannotRun
-	case len(urls) == 0 && len(ep.endpoints) == 0 && ex.command == "":
-		fmt.Fprintln(stderr, "rlconform identify: give --target URL, --endpoint URL or --exec CMD (rlconform serve --impl model:gcra serves one to try)")
-		return ExitCannotRun
-	case len(urls) > 0 && len(ep.endpoints) > 0:
-		fmt.Fprintln(stderr, "rlconform identify: --endpoint and --target exclude each other")
-		return ExitCannotRun
-	case *timeout <= 0:
-		fmt.Fprintln(stderr, "rlconform identify: --timeout must be positive")
-		return ExitCannotRun
-	}
-	set := map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	for _, err := range []error{ep.check(), ex.check(set, len(urls), len(ep.endpoints))} {
-		if err != nil {
-			fmt.Fprintf(stderr, "rlconform identify: %v\n", err)
-			return ExitCannotRun
-		}
 	}
 	bearer, err := token.read(len(urls), secrets)
 	if err != nil {
@@ -83,21 +66,12 @@ func identify(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) 
 		fmt.Fprintf(stderr, "rlconform identify: %v\n", err)
 		return ExitCannotRun
 	}
-	var out io.Writer
-	text := stdout
-	switch *jsonPath {
-	case "":
-	case "-":
-		out, text = stdout, stderr
-	default:
-		f, err := os.Create(*jsonPath)
-		if err != nil {
-			fmt.Fprintf(stderr, "rlconform identify: --json: %v\n", err)
-			return ExitCannotRun
-		}
-		defer f.Close()
-		out = f
+	out, text, closeOut, err := identifyOutputs(*jsonPath, stdout, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "rlconform identify: --json: %v\n", err)
+		return ExitCannotRun
 	}
+	defer closeOut()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if ex.command != "" {
@@ -140,4 +114,40 @@ func identify(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) 
 		return ExitNotConformant
 	}
 	return ExitConformant
+}
+
+// identifyOutputs are where identify writes its JSON (nil for none) and
+// its text: with the JSON on stdout (-), the text goes to stderr.
+func identifyOutputs(jsonPath string, stdout, stderr io.Writer) (out, text io.Writer, closeOut func(), err error) {
+	switch jsonPath {
+	case "":
+		return nil, stdout, func() {}, nil
+	case "-":
+		return stdout, stderr, func() {}, nil
+	}
+	f, err := os.Create(jsonPath)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return f, stdout, func() { f.Close() }, nil
+}
+
+// checkIdentify reports the flags of identify that do not go together.
+func checkIdentify(fs *flag.FlagSet, urls list, ep *endpointFlags, ex *execFlags, timeout time.Duration) error {
+	switch {
+	case fs.NArg() > 0:
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	case len(urls) == 0 && len(ep.endpoints) == 0 && ex.command == "":
+		return errors.New("give --target URL, --endpoint URL or --exec CMD (rlconform serve --impl model:gcra serves one to try)")
+	case len(urls) > 0 && len(ep.endpoints) > 0:
+		return errors.New("--endpoint and --target exclude each other")
+	case timeout <= 0:
+		return errors.New("--timeout must be positive")
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if err := ep.check(); err != nil {
+		return err
+	}
+	return ex.check(set, len(urls), len(ep.endpoints))
 }

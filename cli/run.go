@@ -195,19 +195,7 @@ func run(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) int {
 	defer closeReports(reports)
 	// From here on every exit writes the reports: one that could not grade
 	// says why in each (CI reads an empty JUnit file as broken).
-	name := "reference"
-	switch {
-	case f.command != "":
-		name = f.command
-	case len(f.targets) > 0:
-		name = redact.URL(f.targets[0])
-	case len(f.endpoints) > 0:
-		name = redact.URL(f.endpoints[0])
-	}
-	var notes []string
-	if note := removedNote(append(slices.Clone(f.targets), f.endpoints...)); note != "" {
-		notes = append(notes, note)
-	}
+	name, notes := f.shown()
 	couldNotRun := func(code int, format string, args ...any) int {
 		why := fmt.Sprintf(format, args...)
 		fmt.Fprintln(stderr, why)
@@ -229,21 +217,10 @@ func run(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) int {
 	var endpoint *suite.Target
 	if len(f.endpoints) > 0 {
 		var said strings.Builder
-		t, policy, code := f.endpointFlags.target(f.timeout, &said)
-		if t == nil {
-			return couldNotRun(code, "%s", strings.TrimRight(said.String(), "\n"))
+		if endpoint = f.endpoint(&cfg, &said); endpoint == nil {
+			return couldNotRun(ExitCannotRun, "%s", strings.TrimRight(said.String(), "\n"))
 		}
 		io.WriteString(stderr, said.String())
-		endpoint = t
-		// The service's policy is the configuration graded, in real time.
-		cfg.Limit, cfg.RealTimeWindow = policy.Limit, policy.Window
-		if t.SharedLimit {
-			// Each spec first waits out what the ones before it left.
-			wait := 2*policy.Window + time.Second
-			cfg.SpecTimeout = max(cfg.SpecTimeout, wait+f.specTimeout)
-			fmt.Fprintf(stderr, "rlconform: --identity none: one limit shared by every request: specs that need several users are skipped, and each of the others first waits up to %v for the limit to be fresh: about %v in all\n",
-				wait.Round(time.Second), (time.Duration(suite.Count(cfg)) * (wait + policy.Window)).Round(time.Second))
-		}
 	}
 	if err := cfg.Validate(); err != nil {
 		return couldNotRun(ExitCannotRun, "rlconform run: %v", err)
@@ -259,32 +236,17 @@ func run(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) int {
 		done++
 		fmt.Fprintf(stderr, "[%2d/%d] %-13s %s\n", done, total, r.Status, r.ID)
 	}
-	target, err := targets.ReferenceProfile(model.MustSpec(f.profile))
-	if err != nil {
-		return couldNotRun(ExitCannotRun, "rlconform run: %v", err)
-	}
-	if endpoint != nil {
-		target = *endpoint
-	}
-	var started *execed
-	if f.command != "" {
-		started, err = f.execFlags.start(ctx, stderr)
-		if err != nil {
-			return couldNotRun(cannotRun(sigCtx), "rlconform: %v", err)
-		}
-		defer started.stop()
-		f.targets = started.urls()
-	}
-	if len(f.targets) > 0 {
-		t, release, err := f.remote(ctx, &cfg, token, started, stderr)
-		if err != nil {
-			return couldNotRun(cannotRun(sigCtx), "rlconform: %v", err)
-		}
+	target := endpoint
+	if target == nil {
+		t, release, err := f.limiter(ctx, &cfg, token, stderr)
 		defer release()
-		target = t
+		if err != nil {
+			return couldNotRun(cannotRun(sigCtx), "rlconform: %v", err)
+		}
+		target = &t
 	}
 	fmt.Fprintf(stderr, "rlconform: grading %s, %d specs\n", target.Name, total)
-	rep, err := suite.Check(ctx, cfg, target)
+	rep, err := suite.Check(ctx, cfg, *target)
 	if err != nil {
 		return couldNotRun(cannotRun(sigCtx), "rlconform: %v", err)
 	}
@@ -302,6 +264,12 @@ func run(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) int {
 		fmt.Fprintln(stderr, "rlconform: interrupted")
 		return ExitInterrupted
 	}
+	return f.exitCode(rep, stderr)
+}
+
+// exitCode is the exit of a run that graded: its verdict's, and 2 for
+// --fail-on-skip when a spec was skipped by choice.
+func (f *runFlags) exitCode(rep *result.Report, stderr io.Writer) int {
 	switch v := rep.Verdict(); v.Outcome {
 	case result.Conformant:
 		if f.failOnSkip {
@@ -316,6 +284,70 @@ func run(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) int {
 		return ExitNotConformant
 	}
 	return ExitCannotRun
+}
+
+// shown is the name of the target graded, its secrets redacted, and the
+// note that says which were.
+func (f *runFlags) shown() (string, []string) {
+	name := "reference"
+	switch {
+	case f.command != "":
+		name = f.command
+	case len(f.targets) > 0:
+		name = redact.URL(f.targets[0])
+	case len(f.endpoints) > 0:
+		name = redact.URL(f.endpoints[0])
+	}
+	if note := removedNote(append(slices.Clone(f.targets), f.endpoints...)); note != "" {
+		return name, []string{note}
+	}
+	return name, nil
+}
+
+// endpoint is the --endpoint target, its policy the configuration graded
+// (in real time); nil when it cannot be graded, which said says why.
+func (f *runFlags) endpoint(cfg *suite.Config, said io.Writer) *suite.Target {
+	t, policy, code := f.endpointFlags.target(f.timeout, said)
+	if t == nil || code != ExitConformant {
+		return nil
+	}
+	cfg.Limit, cfg.RealTimeWindow = policy.Limit, policy.Window
+	if t.SharedLimit {
+		// Each spec first waits out what the ones before it left.
+		wait := 2*policy.Window + time.Second
+		cfg.SpecTimeout = max(cfg.SpecTimeout, wait+f.specTimeout)
+		fmt.Fprintf(said, "rlconform: --identity none: one limit shared by every request: specs that need several users are skipped, and each of the others first waits up to %v for the limit to be fresh: about %v in all\n",
+			wait.Round(time.Second), (time.Duration(suite.Count(*cfg)) * (wait + policy.Window)).Round(time.Second))
+	}
+	return t
+}
+
+// limiter is the limiter graded when no --endpoint is: the reference's
+// profile, the --exec service (started here) or the --target instances;
+// release stops and closes what it started, and is never nil.
+func (f *runFlags) limiter(ctx context.Context, cfg *suite.Config, token string, stderr io.Writer) (suite.Target, func(), error) {
+	release := func() {}
+	target, err := targets.ReferenceProfile(model.MustSpec(f.profile))
+	if err != nil {
+		return suite.Target{}, release, err
+	}
+	var started *execed
+	if f.command != "" {
+		if started, err = f.execFlags.start(ctx, stderr); err != nil {
+			return suite.Target{}, release, err
+		}
+		release = func() { started.stop() }
+		f.targets = started.urls()
+	}
+	if len(f.targets) == 0 {
+		return target, release, nil
+	}
+	t, closeStore, err := f.remote(ctx, cfg, token, started, stderr)
+	if err != nil {
+		return suite.Target{}, release, err
+	}
+	stop := release
+	return t, func() { closeStore(); stop() }, nil
 }
 
 // remote probes the --target (or --exec) instances, says how fast they
