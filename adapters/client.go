@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/fakeclock"
+	"github.com/rlconform/rlconform/internal/redact"
 )
 
 // DefaultTimeout bounds every call of a [Client] when none is given.
@@ -33,7 +35,10 @@ const maxBody = 1 << 20
 //	caps, err := c.Capabilities(ctx)
 //	ok, err := c.AllowRequest(ctx, "alice")
 type Client struct {
-	base    string
+	base    *url.URL // nil when the URL does not parse: every call says so
+	raw     string   // the base URL as given
+	token   string
+	secrets *redact.Secrets // of its URL and token: kept out of its errors
 	http    *http.Client
 	timeout time.Duration
 	clock   fakeclock.Clock
@@ -79,11 +84,26 @@ type ClientOptions struct {
 	Clock fakeclock.Clock
 	// HTTPClient to use (default: a client of its own).
 	HTTPClient *http.Client
+	// Token, when not empty, is sent on every request as
+	// "Authorization: Bearer <Token>" (rlconform serve --token-file).
+	Token string
 }
 
-// NewClient returns a client for the protocol server at baseURL.
+// NewClient returns a client for the protocol server at baseURL. The
+// protocol's paths are appended to baseURL's path; its query, if any, is
+// sent with every request (a key the server asks for, say). Errors show
+// baseURL with its secrets redacted (a password, the value of api_key…),
+// and neither those nor the token anywhere (a server that echoes them in
+// an error body included).
 func NewClient(baseURL string, opts ClientOptions) *Client {
-	c := &Client{base: strings.TrimRight(baseURL, "/"), http: opts.HTTPClient, timeout: opts.Timeout, clock: opts.Clock, skew: &skew{}}
+	c := &Client{raw: baseURL, token: opts.Token, http: opts.HTTPClient, timeout: opts.Timeout, clock: opts.Clock, skew: &skew{}}
+	c.secrets = redact.NewSecrets(redact.MinScrubbed)
+	c.secrets.AddURL(baseURL)
+	c.secrets.Add(opts.Token)
+	if u, err := url.Parse(baseURL); err == nil {
+		u.Path, u.RawPath = strings.TrimRight(u.Path, "/"), strings.TrimRight(u.RawPath, "/")
+		c.base = u
+	}
 	if c.http == nil {
 		c.http = &http.Client{Transport: pooledTransport(), CheckRedirect: refuseRedirects}
 	}
@@ -226,12 +246,24 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any, ok 
 		}
 		body = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if c.base == nil {
+		_, err := url.Parse(c.raw)
+		return 0, &Error{Op: op, Err: fmt.Errorf("target URL: %w", redact.Error(err))}
+	}
+	target := *c.base
+	target.Path += path
+	if target.RawPath != "" {
+		target.RawPath += path
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target.String(), body)
 	if err != nil {
-		return 0, &Error{Op: op, Err: err}
+		return 0, &Error{Op: op, Err: redact.Error(err)}
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	// Every request carries the header, the probes included: a target with
 	// clock control may insist on it. Without a clock of the spec's, it is
@@ -243,6 +275,7 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any, ok 
 	req.Header.Set(HeaderNow, strconv.FormatInt(now.UnixMilli(), 10))
 	resp, err := c.http.Do(req)
 	if err != nil {
+		err = redact.Error(err) // net/http quotes the URL, query and all
 		if ctx.Err() == context.DeadlineExceeded {
 			err = fmt.Errorf("no answer within %v: %w", c.timeout, err)
 		}
@@ -252,15 +285,17 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any, ok 
 		return 0, &Error{Op: op, Err: err}
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
 	if err != nil {
-		return resp.StatusCode, &Error{Op: op, Status: resp.StatusCode, Err: fmt.Errorf("reading the answer: %w: %w", contract.ErrNoAnswer, err)}
+		return resp.StatusCode, &Error{Op: op, Status: resp.StatusCode, Err: fmt.Errorf("reading the answer: %w: %w", contract.ErrNoAnswer, redact.Error(err))}
 	}
+	tooLong := len(raw) > maxBody
+	raw = raw[:min(len(raw), maxBody)]
 	if ok != nil && ok(resp.StatusCode) {
 		return resp.StatusCode, nil
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		e := &Error{Op: op, Status: resp.StatusCode, Body: cut(raw)}
+		e := &Error{Op: op, Status: resp.StatusCode, Body: c.secrets.Text(cut(raw))}
 		var sentinel error
 		switch {
 		case resp.StatusCode == http.StatusBadRequest && path == PathConfigure:
@@ -270,18 +305,21 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any, ok 
 		case resp.StatusCode == http.StatusServiceUnavailable:
 			sentinel = contract.ErrStore
 		case resp.StatusCode >= 300 && resp.StatusCode < 400:
-			e.Err = fmt.Errorf("redirected to %q: rlconform does not follow redirects; grade the address that answers", resp.Header.Get("Location"))
+			e.Err = fmt.Errorf("redirected to %q: rlconform does not follow redirects; grade the address that answers", redact.URL(resp.Header.Get("Location")))
 		}
 		if sentinel != nil {
 			var eb errorBody
 			json.Unmarshal(raw, &eb)
-			e.Err = &statusError{said: eb.Error, kind: sentinel}
+			e.Err = &statusError{said: c.secrets.Text(eb.Error), kind: sentinel}
 		}
 		return resp.StatusCode, e
 	}
 	if out != nil {
+		if tooLong {
+			return resp.StatusCode, &Error{Op: op, Status: resp.StatusCode, Body: c.secrets.Text(cut(raw)), Err: fmt.Errorf("malformed answer: over %d bytes", maxBody)}
+		}
 		if err := json.Unmarshal(raw, out); err != nil {
-			return resp.StatusCode, &Error{Op: op, Status: resp.StatusCode, Body: cut(raw), Err: fmt.Errorf("malformed answer: %w", err)}
+			return resp.StatusCode, &Error{Op: op, Status: resp.StatusCode, Body: c.secrets.Text(cut(raw)), Err: fmt.Errorf("malformed answer: %w", err)}
 		}
 	}
 	return resp.StatusCode, nil

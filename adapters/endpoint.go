@@ -16,6 +16,7 @@ import (
 	"github.com/dunglas/httpsfv"
 
 	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/internal/redact"
 )
 
 // Identity is how an [Endpoint] presents a user to a service: in a
@@ -132,12 +133,15 @@ type EndpointOptions struct {
 // It is a [contract.RateLimiterContract] with no Configure, remaining
 // query or Reset (those return errors): the policy is the service's own.
 type Endpoint struct {
-	url  string
-	opts EndpointOptions
-	http *http.Client
+	url     string
+	opts    EndpointOptions
+	http    *http.Client
+	secrets *redact.Secrets // of its URL and headers: kept out of its errors
 }
 
-// NewEndpoint returns an endpoint client for url.
+// NewEndpoint returns an endpoint client for url. Its errors show url
+// with its secrets redacted, and no value of its headers (a service that
+// echoes its key in an error body included).
 func NewEndpoint(rawURL string, opts EndpointOptions) *Endpoint {
 	if opts.Method == "" {
 		opts.Method = http.MethodGet
@@ -148,7 +152,14 @@ func NewEndpoint(rawURL string, opts EndpointOptions) *Endpoint {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	return &Endpoint{url: rawURL, opts: opts, http: &http.Client{
+	secrets := redact.NewSecrets(redact.MinScrubbed)
+	secrets.AddURL(rawURL)
+	for _, vs := range opts.Header {
+		for _, v := range vs {
+			secrets.AddHeader(v)
+		}
+	}
+	return &Endpoint{url: rawURL, opts: opts, secrets: secrets, http: &http.Client{
 		Transport:     pooledTransport(),
 		Timeout:       opts.Timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -180,7 +191,7 @@ func (e *Endpoint) Do(ctx context.Context, user string) (*Response, error) {
 	if e.opts.Identity.Kind == "query" {
 		u, err := url.Parse(e.url)
 		if err != nil {
-			return nil, fmt.Errorf("endpoint %q: %w", e.url, err)
+			return nil, fmt.Errorf("endpoint %q: %w", redact.URL(e.url), redact.Error(err))
 		}
 		q := u.Query()
 		q.Set(e.opts.Identity.Name, e.opts.Identity.value(user))
@@ -193,7 +204,7 @@ func (e *Endpoint) Do(ctx context.Context, user string) (*Response, error) {
 	}
 	req, err := http.NewRequestWithContext(ctx, e.opts.Method, target, body)
 	if err != nil {
-		return nil, fmt.Errorf("endpoint request: %w", err)
+		return nil, fmt.Errorf("endpoint request: %w", redact.Error(err))
 	}
 	for k, vs := range e.opts.Header {
 		for _, v := range vs {
@@ -209,10 +220,11 @@ func (e *Endpoint) Do(ctx context.Context, user string) (*Response, error) {
 	sent := time.Now()
 	resp, err := e.http.Do(req)
 	if err != nil {
+		err = redact.Error(err) // net/http quotes the URL, query and all
 		if ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			err = fmt.Errorf("%w: %w", contract.ErrNoAnswer, err)
 		}
-		return nil, fmt.Errorf("%s %s: %w", e.opts.Method, redactURL(e.url), err)
+		return nil, fmt.Errorf("%s %s: %w", e.opts.Method, redact.URL(e.url), err)
 	}
 	defer resp.Body.Close()
 	text, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
@@ -224,7 +236,7 @@ func (e *Endpoint) Do(ctx context.Context, user string) (*Response, error) {
 	case resp.StatusCode == e.opts.LimitedStatus:
 	default:
 		return r, fmt.Errorf("the service answered %d %s (neither 2xx nor the refusal %d): %s",
-			resp.StatusCode, http.StatusText(resp.StatusCode), e.opts.LimitedStatus, strings.TrimSpace(string(firstBytes(text, 200))))
+			resp.StatusCode, http.StatusText(resp.StatusCode), e.opts.LimitedStatus, e.secrets.Text(strings.TrimSpace(string(firstBytes(text, 200)))))
 	}
 	r.Fields = ParseFields(resp.Header, returned)
 	return r, nil
@@ -235,13 +247,6 @@ func firstBytes(b []byte, n int) []byte {
 		return b[:n]
 	}
 	return b
-}
-
-func redactURL(u string) string {
-	if p, err := url.Parse(u); err == nil {
-		return p.Redacted()
-	}
-	return u
 }
 
 // AllowRequest implements [contract.RateLimiterContract]: one request.

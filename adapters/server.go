@@ -3,6 +3,8 @@ package adapters
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/rlconform/rlconform/contract"
@@ -39,6 +42,26 @@ func Handler(lim contract.RateLimiterContract, clock *fakeclock.Fake) http.Handl
 // maxServedUserIDBytes bounds the ids the server accepts: the contract
 // promises [contract.MaxUserIDBytes]; far longer ids only cost memory.
 const maxServedUserIDBytes = 4096
+
+// maxRequestBody bounds a request's body: room for the longest id served,
+// every byte of it escaped.
+const maxRequestBody = 64 << 10
+
+// RequireToken answers 401, with a JSON error, every request that does not
+// carry "Authorization: Bearer <token>", and passes the others to next.
+// The comparison takes the same time whatever the request sent.
+func RequireToken(token string, next http.Handler) http.Handler {
+	want := sha256.Sum256([]byte("Bearer " + token))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := sha256.Sum256([]byte(r.Header.Get("Authorization")))
+		if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="rlconform"`)
+			writeJSON(w, http.StatusUnauthorized, errorBody{"this server asks for Authorization: Bearer <token> (rlconform serve --token-file); give it with rlconform run --target-token-file"})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
 
 // guard refuses what a browser could send on a user's behalf: a POST
 // without a JSON content type (a cross-site form or text/plain request),
@@ -177,19 +200,22 @@ func (s *handler) reset(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// decode reads exactly one JSON object of v's fields. Unknown fields and
-// trailing data are refused; duplicate keys are not detected (the standard
-// decoder keeps the last), which the protocol documents. A user id must be
-// valid UTF-8 (JSON cannot carry other bytes: a decoder would replace them,
-// merging distinct ids) and at most maxServedUserIDBytes long.
+// decode reads exactly one JSON object of v's fields, of at most
+// maxRequestBody bytes. Unknown fields and trailing data are refused;
+// duplicate keys are not detected (the standard decoder keeps the last),
+// which the protocol documents. A user id must be valid UTF-8 with no
+// escaped lone surrogate (JSON cannot carry other bytes, and a decoder
+// replaces both with U+FFFD, merging distinct ids) and at most
+// maxServedUserIDBytes long.
 func decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	raw, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBody))
+	var tooLarge *http.MaxBytesError
 	switch {
+	case errors.As(err, &tooLarge):
+		writeJSON(w, http.StatusRequestEntityTooLarge, errorBody{fmt.Sprintf("request body over %d bytes", maxRequestBody)})
+		return false
 	case err != nil:
 		writeJSON(w, http.StatusBadRequest, errorBody{"reading the request body: " + err.Error()})
-		return false
-	case len(raw) > maxBody:
-		writeJSON(w, http.StatusRequestEntityTooLarge, errorBody{fmt.Sprintf("request body over %d bytes", maxBody)})
 		return false
 	case !utf8.Valid(raw):
 		writeJSON(w, http.StatusBadRequest, errorBody{contract.ErrInvalidUserID.Error() + ": the body is not valid UTF-8 (JSON cannot carry other bytes; ids that differ only there would merge)"})
@@ -210,6 +236,10 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 		writeJSON(w, http.StatusBadRequest, errorBody{"malformed request body: " + err.Error()})
 		return false
 	}
+	if loneSurrogate(raw) {
+		writeJSON(w, http.StatusBadRequest, errorBody{contract.ErrInvalidUserID.Error() + ": the body escapes a lone UTF-16 surrogate (\\ud800 to \\udfff not in a pair): it is no character, and a decoder replaces it with U+FFFD, merging distinct ids"})
+		return false
+	}
 	if u, ok := v.(*userBody); ok {
 		switch {
 		case len(u.UserID) > maxServedUserIDBytes:
@@ -218,6 +248,44 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 		}
 	}
 	return true
+}
+
+// loneSurrogate reports whether the JSON text raw holds a \u escape of a
+// UTF-16 surrogate (U+D800 to U+DFFF) that is not a high one followed by
+// the escape of a low one. Outside strings, valid JSON has no backslash.
+func loneSurrogate(raw []byte) bool {
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		if i+1 >= len(raw) || raw[i+1] != 'u' {
+			i++ // a one-character escape: \\, \", \n...
+			continue
+		}
+		r, ok := hex4(raw, i+2)
+		switch {
+		case !ok || !utf16.IsSurrogate(r):
+		case r >= 0xdc00: // a low half first
+			return true
+		default:
+			low, ok := hex4(raw, i+8)
+			if i+7 >= len(raw) || raw[i+6] != '\\' || raw[i+7] != 'u' || !ok || low < 0xdc00 || low > 0xdfff {
+				return true
+			}
+			i += 6 // the low half
+		}
+		i += 5
+	}
+	return false
+}
+
+// hex4 is the rune of the four hex digits at raw[at:].
+func hex4(raw []byte, at int) (rune, bool) {
+	if at+4 > len(raw) {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(raw[at:at+4]), 16, 16)
+	return rune(n), err == nil
 }
 
 // writeError maps the contract's errors to 400 and everything else (store
@@ -258,11 +326,28 @@ func NewServer(lim contract.RateLimiterContract, clock *fakeclock.Fake) (*Server
 
 // Listen serves lim (see [Handler] for clock) on addr.
 func Listen(addr string, lim contract.RateLimiterContract, clock *fakeclock.Fake) (*Server, error) {
+	return ListenWith(addr, lim, clock, ServerOptions{})
+}
+
+// ServerOptions configure a [Server] beyond its limiter.
+type ServerOptions struct {
+	// Token, when not empty, must be sent by every request as
+	// "Authorization: Bearer <Token>" (see [RequireToken]). Configure and
+	// reset change and delete a limiter's state: a server that other
+	// machines reach needs one.
+	Token string
+}
+
+// ListenWith is [Listen] with options.
+func ListenWith(addr string, lim contract.RateLimiterContract, clock *fakeclock.Fake, opts ServerOptions) (*Server, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("adapters: listening on %s: %w", addr, err)
 	}
 	h := Handler(lim, clock)
+	if opts.Token != "" {
+		h = RequireToken(opts.Token, h)
+	}
 	if ap, err := netip.ParseAddrPort(l.Addr().String()); err == nil && ap.Addr().IsLoopback() {
 		h = loopbackOnly(h)
 	}

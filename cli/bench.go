@@ -21,6 +21,7 @@ import (
 	"github.com/vbauerster/mpb/v8/decor"
 
 	"github.com/rlconform/rlconform/bench"
+	"github.com/rlconform/rlconform/internal/redact"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/redisenv"
 	"github.com/rlconform/rlconform/suite"
@@ -50,6 +51,7 @@ type benchFlags struct {
 	progress      string
 	profile       string
 	requireExact  bool
+	token         targetToken
 	endpointFlags
 	execFlags
 	k6Flags
@@ -78,6 +80,7 @@ func parseBench(args []string, stderr io.Writer) (*benchFlags, error) {
 	fs.BoolVar(&f.requireExact, "require-exactness", false, "exit 2, with the reason, when exactness was not checked (a target stamped with our clock) or not exercised (no user was ever denied): a gate that checked nothing fails")
 	f.endpointFlags.register(fs)
 	f.execFlags.register(fs)
+	f.token.register(fs)
 	f.k6Flags.register(fs)
 	if err := f.k6Flags.parse(fs, args); err != nil {
 		return nil, err
@@ -117,7 +120,7 @@ func parseBench(args []string, stderr io.Writer) (*benchFlags, error) {
 	return f, nil
 }
 
-func runBench(args []string, stdout, stderr io.Writer) int {
+func runBench(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) int {
 	f, err := parseBench(args, stderr)
 	if err != nil {
 		return parseFailed(stderr, "bench", err, true)
@@ -145,7 +148,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		return ExitCannotRun
 	}
 	// The files are opened first: a bad path fails now, not after the load.
-	files, err := openBenchFiles(f, stdout)
+	files, err := openBenchFiles(f, stdout, secrets)
 	if err != nil {
 		fmt.Fprintf(stderr, "rlconform bench: %v\n", err)
 		return ExitCannotRun
@@ -161,7 +164,12 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	name, closeAll, code := benchInstances(sigCtx, f, spec, &cfg, stderr)
+	token, err := f.token.read(len(f.targets), secrets)
+	if err != nil {
+		fmt.Fprintf(stderr, "rlconform bench: %v\n", err)
+		return ExitCannotRun
+	}
+	name, closeAll, code := benchInstances(sigCtx, f, spec, token, &cfg, stderr)
 	defer closeAll()
 	if code != ExitConformant {
 		return code
@@ -250,7 +258,7 @@ func unexercised(res *bench.Result) string {
 
 // benchInstances builds the limiter's instances into cfg and names the
 // target; the returned func releases what they hold (a Redis started here).
-func benchInstances(ctx context.Context, f *benchFlags, spec model.Spec, cfg *bench.Config, stderr io.Writer) (string, func(), int) {
+func benchInstances(ctx context.Context, f *benchFlags, spec model.Spec, token string, cfg *bench.Config, stderr io.Writer) (string, func(), int) {
 	closeAll := func() {}
 	var target suite.Target
 	// No clock of ours: a limiter stamped with the caller's clock sees
@@ -285,7 +293,7 @@ func benchInstances(ctx context.Context, f *benchFlags, spec model.Spec, cfg *be
 		}
 	case len(f.targets) > 0:
 		probeCtx, cancel := context.WithTimeout(ctx, 3*f.timeout)
-		t, err := targets.Remote(probeCtx, f.targets, f.timeout)
+		t, err := targets.RemoteWith(probeCtx, f.targets, targets.RemoteOptions{Timeout: f.timeout, Token: token})
 		cancel()
 		if err != nil {
 			fmt.Fprintf(stderr, "rlconform: %v\n", err)
@@ -344,7 +352,7 @@ func benchInstances(ctx context.Context, f *benchFlags, spec model.Spec, cfg *be
 // the duration, decisions/s, allowed and errors), when mode and the
 // terminal allow; the returned func ends it.
 func progressLine(mode string, d time.Duration, stderr io.Writer, cfg *bench.Config) func() {
-	file, isFile := stderr.(*os.File)
+	file, isFile := underlying(stderr).(*os.File)
 	terminal := false
 	if isFile {
 		if st, err := file.Stat(); err == nil {
@@ -417,10 +425,11 @@ type benchFiles struct {
 	json, svg io.Writer
 	closers   []*os.File
 	paths     map[io.Writer]string
+	secrets   *redact.Secrets // never written
 }
 
-func openBenchFiles(f *benchFlags, stdout io.Writer) (*benchFiles, error) {
-	files := &benchFiles{paths: map[io.Writer]string{}}
+func openBenchFiles(f *benchFlags, stdout io.Writer, secrets *redact.Secrets) (*benchFiles, error) {
+	files := &benchFiles{paths: map[io.Writer]string{}, secrets: secrets}
 	open := func(flagName, path string) (io.Writer, error) {
 		switch path {
 		case "":
@@ -457,7 +466,7 @@ func (b *benchFiles) write(res *bench.Result) error {
 		if w.to == nil {
 			continue
 		}
-		if err := w.write(w.to); err != nil {
+		if err := b.secrets.Render(w.to, w.write); err != nil {
 			return fmt.Errorf("writing %s: %w", b.paths[w.to], err)
 		}
 	}

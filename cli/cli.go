@@ -54,19 +54,22 @@ graded, bad flags), 130 interrupted; bench also exits 3 when slower than its
 // Main runs the command with args (without the program name) and returns
 // the exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
+	// Nothing the command prints or writes shows a secret it was given.
+	secrets := commandSecrets(args)
+	stdout, stderr = secrets.Writer(stdout), secrets.Writer(stderr)
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return ExitCannotRun
 	}
 	switch args[0] {
 	case "run":
-		return run(args[1:], stdout, stderr)
+		return run(args[1:], stdout, stderr, secrets)
 	case "serve":
-		return serve(args[1:], stdout, stderr)
+		return serve(args[1:], stdout, stderr, secrets)
 	case "identify":
-		return identify(args[1:], stdout, stderr)
+		return identify(args[1:], stdout, stderr, secrets)
 	case "bench":
-		return runBench(args[1:], stdout, stderr)
+		return runBench(args[1:], stdout, stderr, secrets)
 	case "list":
 		return listSpecs(args[1:], stdout, stderr)
 	case "version":

@@ -63,7 +63,8 @@ func (f *execFlags) start(ctx context.Context, stderr io.Writer) (*execed, error
 			return nil, fmt.Errorf("--exec: a Redis for the service: %w", err)
 		}
 	}
-	id := make([]byte, 3)
+	// 8 random bytes: runs that share a Redis (CI jobs) never share keys.
+	id := make([]byte, 8)
 	rand.Read(id)
 	prefix := "rlc-exec-" + hex.EncodeToString(id) + ":"
 	procs, err := targets.Exec(ctx, targets.ExecOptions{Command: f.command, Instances: f.instances,

@@ -165,3 +165,12 @@ func TestExecBenchesAndIdentifies(t *testing.T) {
 	assert.Contains(t, out, "fits      sliding-log")
 	stopped(t, errOut)
 }
+
+// TestExecKeyPrefixIsLongAndRandom: the key prefix --exec gives the
+// service holds 8 random bytes, so that runs sharing a Redis never share
+// keys.
+func TestExecKeyPrefixIsLongAndRandom(t *testing.T) {
+	code, out, errOut := rlconform(t, "run", "--exec", `echo "prefix=$RLCONFORM_KEY_PREFIX" >&2; exit 3`)
+	require.Equal(t, ExitCannotRun, code, "%s\n%s", out, errOut)
+	assert.Regexp(t, `prefix=rlc-exec-[0-9a-f]{16}:\n`, errOut)
+}

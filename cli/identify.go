@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rlconform/rlconform/adapters"
+	"github.com/rlconform/rlconform/internal/redact"
 	"github.com/rlconform/rlconform/report"
 	"github.com/rlconform/rlconform/result"
 	"github.com/rlconform/rlconform/suite"
@@ -21,12 +22,17 @@ import (
 // identify probes a limiter and says which profiles explain its answers.
 // Exit codes: 0 some profile fits, 1 none does (the limiter is none of
 // the honest designs), 2 could not run, 130 interrupted.
-func identify(args []string, stdout, stderr io.Writer) int {
+func identify(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) int {
 	f, fs := identifyFlagSet(stderr)
 	if err := fs.Parse(args); err != nil {
 		return parseFailed(stderr, "identify", err, false)
 	}
 	if err := f.validate(fs); err != nil {
+		fmt.Fprintf(stderr, "rlconform identify: %v\n", err)
+		return ExitCannotRun
+	}
+	bearer, err := f.token.read(len(f.targets), secrets)
+	if err != nil {
 		fmt.Fprintf(stderr, "rlconform identify: %v\n", err)
 		return ExitCannotRun
 	}
@@ -50,24 +56,15 @@ func identify(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rlconform identify: %v\n", err)
 		return ExitCannotRun
 	}
-	var out io.Writer
-	text := stdout
-	switch f.json {
-	case "":
-	case "-":
-		out, text = stdout, stderr
-	default:
-		file, err := os.Create(f.json)
-		if err != nil {
-			fmt.Fprintf(stderr, "rlconform identify: --json: %v\n", err)
-			return ExitCannotRun
-		}
-		defer file.Close()
-		out = file
+	out, text, closeOut, err := identifyOutputs(f.json, stdout, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "rlconform identify: --json: %v\n", err)
+		return ExitCannotRun
 	}
+	defer closeOut()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	target, release, code := f.identifyTarget(ctx, endpoint, stderr)
+	target, release, code := f.identifyTarget(ctx, endpoint, bearer, stderr)
 	defer release()
 	if code != ExitConformant {
 		return code
@@ -78,7 +75,23 @@ func identify(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rlconform %v\n", err)
 		return cannotRun(ctx)
 	}
-	return reportIdentification(id, text, out, stderr)
+	return reportIdentification(id, text, out, stderr, secrets)
+}
+
+// identifyOutputs are where identify writes its JSON (nil for none) and
+// its text: with the JSON on stdout (-), the text goes to stderr.
+func identifyOutputs(jsonPath string, stdout, stderr io.Writer) (out, text io.Writer, closeOut func(), err error) {
+	switch jsonPath {
+	case "":
+		return nil, stdout, func() {}, nil
+	case "-":
+		return stdout, stderr, func() {}, nil
+	}
+	f, err := os.Create(jsonPath)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return f, stdout, func() { f.Close() }, nil
 }
 
 // identifyFlags are the flags of rlconform identify.
@@ -92,6 +105,7 @@ type identifyFlags struct {
 	seed     uint64
 	endpointFlags
 	execFlags
+	token targetToken
 }
 
 // identifyFlagSet is identify's flag set, parsing into the flags returned.
@@ -102,6 +116,7 @@ func identifyFlagSet(stderr io.Writer) (*identifyFlags, *flag.FlagSet) {
 	fs.Var(&f.targets, "target", "base URL of a protocol v1 limiter; repeat for several instances sharing one store (or --endpoint, or --exec)")
 	f.endpointFlags.register(fs)
 	f.execFlags.register(fs)
+	f.token.register(fs)
 	fs.IntVar(&f.limit, "limit", 5, "the limit N the probes configure (or that the limiter enforces, without Configure)")
 	fs.DurationVar(&f.window, "window", time.Minute, "the window W the probes configure, with clock control")
 	fs.DurationVar(&f.rtWindow, "realtime-window", time.Second, "the window W without clock control")
@@ -140,9 +155,10 @@ func (f *identifyFlags) validate(fs *flag.FlagSet) error {
 
 // identifyTarget is the limiter to probe: endpoint when --endpoint gave
 // one, else the service --exec starts, else the --target URLs. release
-// stops what it started, once the probing is done. A code other than
+// stops what it started, once the probing is done; bearer is the
+// --target-token-file's token. A code other than
 // ExitConformant says it could not, and why on stderr.
-func (f *identifyFlags) identifyTarget(ctx context.Context, endpoint *suite.Target, stderr io.Writer) (target suite.Target, release func(), code int) {
+func (f *identifyFlags) identifyTarget(ctx context.Context, endpoint *suite.Target, bearer string, stderr io.Writer) (target suite.Target, release func(), code int) {
 	release = func() {}
 	urls := f.targets
 	if f.command != "" {
@@ -157,7 +173,7 @@ func (f *identifyFlags) identifyTarget(ctx context.Context, endpoint *suite.Targ
 	if endpoint != nil {
 		return *endpoint, release, ExitConformant
 	}
-	target, err := targets.Remote(ctx, urls, f.timeout)
+	target, err := targets.RemoteWith(ctx, urls, targets.RemoteOptions{Timeout: f.timeout, Token: bearer})
 	if err != nil {
 		fmt.Fprintf(stderr, "rlconform identify: %v\n", err)
 		return target, release, cannotRun(ctx)
@@ -167,13 +183,13 @@ func (f *identifyFlags) identifyTarget(ctx context.Context, endpoint *suite.Targ
 
 // reportIdentification writes id for people to text and, when out is set,
 // as JSON to out, and is identify's exit code: whether some profile fits.
-func reportIdentification(id *result.Identification, text, out, stderr io.Writer) int {
+func reportIdentification(id *result.Identification, text, out, stderr io.Writer, secrets *redact.Secrets) int {
 	if err := report.Identification(text, id); err != nil {
 		fmt.Fprintf(stderr, "rlconform identify: %v\n", err)
 		return ExitCannotRun
 	}
 	if out != nil {
-		if err := report.IdentificationJSON(out, id, report.Meta{Version: Version()}); err != nil {
+		if err := secrets.Render(out, func(w io.Writer) error { return report.IdentificationJSON(w, id, report.Meta{Version: Version()}) }); err != nil {
 			fmt.Fprintf(stderr, "rlconform identify: --json: %v\n", err)
 			return ExitCannotRun
 		}

@@ -8,11 +8,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/rlconform/rlconform/adapters"
+	"github.com/rlconform/rlconform/internal/redact"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/redisenv"
 	"github.com/rlconform/rlconform/report"
@@ -39,6 +41,7 @@ type runFlags struct {
 	failOnSkip  bool
 	rtWindow    time.Duration
 	profile     string
+	token       targetToken
 	endpointFlags
 	execFlags
 }
@@ -66,6 +69,7 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.StringVar(&f.profile, "profile", "sliding-log", "the algorithm to grade against, `NAME[:key=value,...]`: sliding-log, fixed-window (align=epoch|go-zero|first-grid|first-hit, count-denied=false|true, query=read|write), sliding-counter (align, count-denied, admit), gcra (burst=N|limit), token-bucket (capacity=N|limit, refill=continuous|interval, expire=full|idle, query=read|write); 'rlconform list --profile NAME' says what it grades")
 	f.endpointFlags.register(fs)
 	f.execFlags.register(fs)
+	f.token.register(fs)
 	fs.StringVar(&f.reportDir, "report-dir", "", "directory for failure artefacts such as linearizability visualisations (default: the temp directory)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -151,12 +155,12 @@ func openReports(f *runFlags, stdout io.Writer) ([]reportFile, error) {
 }
 
 // writeReports writes rep into every report file and closes it, saying on
-// stderr which one failed.
-func writeReports(files []reportFile, rep *result.Report, stderr io.Writer) error {
+// stderr which one failed. No secret of the command's is written.
+func writeReports(files []reportFile, rep *result.Report, secrets *redact.Secrets, stderr io.Writer) error {
 	meta := report.Meta{Version: Version()}
 	for i := range files {
 		r := &files[i]
-		err := r.write(r.w, rep, meta)
+		err := secrets.Render(r.w, func(w io.Writer) error { return r.write(w, rep, meta) })
 		if err == nil {
 			err = r.close()
 		}
@@ -175,7 +179,7 @@ func closeReports(files []reportFile) {
 	}
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
+func run(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) int {
 	f, err := parseRun(args, stderr)
 	if err != nil {
 		return parseFailed(stderr, "run", err, true)
@@ -198,26 +202,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer closeReports(reports)
 	// From here on every exit writes the reports: one that could not grade
 	// says why in each (CI reads an empty JUnit file as broken).
-	name := "reference"
-	switch {
-	case f.command != "":
-		name = f.command
-	case len(f.targets) > 0:
-		name = f.targets[0]
-	case len(f.endpoints) > 0:
-		name = f.endpoints[0]
-	}
+	name, notes := f.shown()
 	couldNotRun := func(code int, format string, args ...any) int {
 		why := fmt.Sprintf(format, args...)
 		fmt.Fprintln(stderr, why)
 		if code == ExitInterrupted {
 			why = "interrupted before grading began: " + why
 		}
-		rep := &result.Report{Target: name, Level: lvl, Profile: f.profile, Seed: f.seed, Aborted: why}
-		if err := writeReports(reports, rep, stderr); err != nil {
+		rep := &result.Report{Target: name, Level: lvl, Profile: f.profile, Seed: f.seed, Aborted: why, Notes: notes}
+		if err := writeReports(reports, rep, secrets, stderr); err != nil {
 			return ExitCannotRun
 		}
 		return code
+	}
+	token, err := f.token.read(len(f.targets), secrets)
+	if err != nil {
+		return couldNotRun(ExitCannotRun, "rlconform run: %v", err)
 	}
 	cfg := suite.Config{Level: lvl, Seed: f.seed, IDs: f.ids, Labels: f.labels, ExpectFail: f.expectFail,
 		ReportDir: f.reportDir, StorePrefix: f.storePrefix, SpecTimeout: f.specTimeout, RealTimeWindow: f.rtWindow, Profile: f.profile}
@@ -228,21 +228,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return couldNotRun(ExitCannotRun, "rlconform run: %v", err)
 		}
 		var said strings.Builder
-		t, policy, code := f.endpointFlags.target(f.timeout, f.gradable(cfg), &said)
+		t, code := f.endpoint(&cfg, &said)
 		if t == nil {
 			return couldNotRun(code, "%s", strings.TrimRight(said.String(), "\n"))
 		}
-		io.WriteString(stderr, said.String())
 		endpoint = t
-		// The service's policy is the configuration graded, in real time.
-		cfg.Limit, cfg.RealTimeWindow = policy.Limit, policy.Window
-		if t.SharedLimit {
-			// Each spec first waits out what the ones before it left.
-			wait := 2*policy.Window + time.Second
-			cfg.SpecTimeout = max(cfg.SpecTimeout, wait+f.specTimeout)
-			fmt.Fprintf(stderr, "rlconform: --identity none: one limit shared by every request: specs that need several users are skipped, and each of the others first waits up to %v for the limit to be fresh: about %v in all\n",
-				wait.Round(time.Second), (time.Duration(suite.Count(cfg)) * (wait + policy.Window)).Round(time.Second))
-		}
+		io.WriteString(stderr, said.String())
 	}
 	if err := suite.Validate(cfg); err != nil {
 		return couldNotRun(ExitCannotRun, "rlconform run: %v", err)
@@ -258,73 +249,40 @@ func run(args []string, stdout, stderr io.Writer) int {
 		done++
 		fmt.Fprintf(stderr, "[%2d/%d] %-13s %s\n", done, total, r.Status, r.ID)
 	}
-	target, err := targets.ReferenceProfile(model.MustSpec(f.profile))
-	if err != nil {
-		return couldNotRun(ExitCannotRun, "rlconform run: %v", err)
-	}
-	if endpoint != nil {
-		target = *endpoint
-	}
-	var started *execed
-	if f.command != "" {
-		started, err = f.execFlags.start(ctx, stderr)
+	target := endpoint
+	if target == nil {
+		t, release, err := f.limiter(ctx, &cfg, token, stderr)
+		defer release()
 		if err != nil {
 			return couldNotRun(cannotRun(sigCtx), "rlconform: %v", err)
 		}
-		defer started.stop()
-		f.targets = started.urls()
-	}
-	if len(f.targets) > 0 {
-		probeCtx, cancel := context.WithTimeout(ctx, 3*f.timeout)
-		began := time.Now()
-		target, err = targets.Remote(probeCtx, f.targets, f.timeout)
-		cancel()
-		if err != nil {
-			return couldNotRun(cannotRun(sigCtx), "rlconform: %v", err)
-		}
-		// The probe is a capabilities call and an allow and a remaining
-		// call per instance.
-		perCall := time.Since(began) / time.Duration(1+2*len(f.targets))
-		fmt.Fprintf(stderr, "rlconform: the target answers in about %v a call\n", perCall.Round(time.Millisecond))
-		if busiest := 3000 * perCall; busiest > f.specTimeout {
-			fmt.Fprintf(stderr, "rlconform: warning: the largest specs make about 3000 calls (%v at this speed), more than --spec-timeout %v: they will end inconclusive (too slow), never failed; raise --spec-timeout to grade them\n",
-				busiest.Round(time.Second), f.specTimeout)
-		}
-		if started != nil {
-			// The run owns the service's Redis: it inspects the keys, and
-			// may stop it (robust/store-outage).
-			cfg.Redis, cfg.StorePrefix = started.redis, started.prefix
-			target.NeedsRedis, target.Capabilities.StoreInspection = true, true
-			target.Name = fmt.Sprintf("%s (--exec, %d instance(s))", f.command, f.instances)
-		}
-		if f.storeURL != "" {
-			store, err := redisenv.FromURL(ctx, f.storeURL)
-			if err != nil {
-				return couldNotRun(cannotRun(sigCtx), "rlconform: --store-url: %v", err)
-			}
-			defer store.Close()
-			cfg.Redis = store
-			target.Capabilities.StoreInspection = true
-		}
+		target = &t
 	}
 	fmt.Fprintf(stderr, "rlconform: grading %s, %d specs\n", target.Name, total)
-	rep, err := suite.Check(ctx, cfg, target)
+	rep, err := suite.Check(ctx, cfg, *target)
 	if err != nil {
 		return couldNotRun(cannotRun(sigCtx), "rlconform: %v", err)
 	}
 	if rep.Aborted != "" {
 		fmt.Fprintf(stderr, "rlconform: the run could not go on: %s\n", rep.Aborted)
 	}
+	rep.Notes = append(rep.Notes, notes...)
 	report.Failures(text, rep)
 	fmt.Fprintln(text)
 	report.Text(text, rep)
-	if err := writeReports(reports, rep, stderr); err != nil {
+	if err := writeReports(reports, rep, secrets, stderr); err != nil {
 		return ExitCannotRun
 	}
 	if sigCtx.Err() != nil {
 		fmt.Fprintln(stderr, "rlconform: interrupted")
 		return ExitInterrupted
 	}
+	return f.exitCode(rep, stderr)
+}
+
+// exitCode is the exit of a run that graded: its verdict's, and 2 for
+// --fail-on-skip when a spec was skipped by choice.
+func (f *runFlags) exitCode(rep *result.Report, stderr io.Writer) int {
 	switch v := rep.Verdict(); v.Outcome {
 	case result.Conformant:
 		if f.failOnSkip {
@@ -353,6 +311,109 @@ func (f *runFlags) gradable(cfg suite.Config) func(p adapters.Policy, rps int) e
 		}
 		return paceFits(p, rps, f.maxRPS == 0, f.maxDuration)
 	}
+}
+
+// shown is the name of the target graded, its secrets redacted, and the
+// note that says which were.
+func (f *runFlags) shown() (string, []string) {
+	name := "reference"
+	switch {
+	case f.command != "":
+		name = f.command
+	case len(f.targets) > 0:
+		name = redact.URL(f.targets[0])
+	case len(f.endpoints) > 0:
+		name = redact.URL(f.endpoints[0])
+	}
+	if note := removedNote(append(slices.Clone(f.targets), f.endpoints...)); note != "" {
+		return name, []string{note}
+	}
+	return name, nil
+}
+
+// endpoint is the --endpoint target, its policy the configuration graded
+// (in real time); nil when it cannot be graded, which said says why,
+// with the exit code.
+func (f *runFlags) endpoint(cfg *suite.Config, said io.Writer) (*suite.Target, int) {
+	t, policy, code := f.endpointFlags.target(f.timeout, f.gradable(*cfg), said)
+	if t == nil || code != ExitConformant {
+		return nil, code
+	}
+	cfg.Limit, cfg.RealTimeWindow = policy.Limit, policy.Window
+	if t.SharedLimit {
+		// Each spec first waits out what the ones before it left.
+		wait := 2*policy.Window + time.Second
+		cfg.SpecTimeout = max(cfg.SpecTimeout, wait+f.specTimeout)
+		fmt.Fprintf(said, "rlconform: --identity none: one limit shared by every request: specs that need several users are skipped, and each of the others first waits up to %v for the limit to be fresh: about %v in all\n",
+			wait.Round(time.Second), (time.Duration(suite.Count(*cfg)) * (wait + policy.Window)).Round(time.Second))
+	}
+	return t, ExitConformant
+}
+
+// limiter is the limiter graded when no --endpoint is: the reference's
+// profile, the --exec service (started here) or the --target instances;
+// release stops and closes what it started, and is never nil.
+func (f *runFlags) limiter(ctx context.Context, cfg *suite.Config, token string, stderr io.Writer) (suite.Target, func(), error) {
+	release := func() {}
+	target, err := targets.ReferenceProfile(model.MustSpec(f.profile))
+	if err != nil {
+		return suite.Target{}, release, err
+	}
+	var started *execed
+	if f.command != "" {
+		if started, err = f.execFlags.start(ctx, stderr); err != nil {
+			return suite.Target{}, release, err
+		}
+		release = func() { started.stop() }
+		f.targets = started.urls()
+	}
+	if len(f.targets) == 0 {
+		return target, release, nil
+	}
+	t, closeStore, err := f.remote(ctx, cfg, token, started, stderr)
+	if err != nil {
+		return suite.Target{}, release, err
+	}
+	stop := release
+	return t, func() { closeStore(); stop() }, nil
+}
+
+// remote probes the --target (or --exec) instances, says how fast they
+// answer, and sets cfg to inspect their store; release closes what it
+// opened.
+func (f *runFlags) remote(ctx context.Context, cfg *suite.Config, token string, started *execed, stderr io.Writer) (suite.Target, func(), error) {
+	probeCtx, cancel := context.WithTimeout(ctx, 3*f.timeout)
+	began := time.Now()
+	target, err := targets.RemoteWith(probeCtx, f.targets, targets.RemoteOptions{Timeout: f.timeout, Token: token})
+	cancel()
+	if err != nil {
+		return suite.Target{}, nil, err
+	}
+	// The probe is a capabilities call and an allow and a remaining
+	// call per instance.
+	perCall := time.Since(began) / time.Duration(1+2*len(f.targets))
+	fmt.Fprintf(stderr, "rlconform: the target answers in about %v a call\n", perCall.Round(time.Millisecond))
+	if busiest := 3000 * perCall; busiest > f.specTimeout {
+		fmt.Fprintf(stderr, "rlconform: warning: the largest specs make about 3000 calls (%v at this speed), more than --spec-timeout %v: they will end inconclusive (too slow), never failed; raise --spec-timeout to grade them\n",
+			busiest.Round(time.Second), f.specTimeout)
+	}
+	if started != nil {
+		// The run owns the service's Redis: it inspects the keys, and
+		// may stop it (robust/store-outage).
+		cfg.Redis, cfg.StorePrefix = started.redis, started.prefix
+		target.NeedsRedis, target.Capabilities.StoreInspection = true, true
+		target.Name = fmt.Sprintf("%s (--exec, %d instance(s))", f.command, f.instances)
+	}
+	if f.storeURL == "" {
+		return target, func() {}, nil
+	}
+	store, err := redisenv.FromURL(ctx, f.storeURL)
+	if err != nil {
+		return suite.Target{}, nil, fmt.Errorf("--store-url: %w", err)
+	}
+	cfg.Redis = store
+	target.Capabilities.StoreInspection = true
+	return target, func() { store.Close() }, nil
 }
 
 // skippedByChoice lists the skipped specs that the target or the run

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/rlconform/rlconform/adapters"
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/fakeclock"
+	"github.com/rlconform/rlconform/internal/redact"
 	"github.com/rlconform/rlconform/middleware"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/mutants"
@@ -23,11 +25,12 @@ import (
 	"github.com/rlconform/rlconform/reference"
 )
 
-func serve(args []string, stdout, stderr io.Writer) int {
+func serve(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) int {
 	fs := flag.NewFlagSet("rlconform serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	impl := fs.String("impl", "reference", "what to serve: reference, reference-compact (the sliding log as a LIST of integer ms), model, reference:PROFILE, model:PROFILE (e.g. model:gcra:burst=3), or mutant:NAME ("+mutantNames()+")")
-	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
+	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on; off loopback (not 127.0.0.0/8, ::1 or localhost; :8080 and 0.0.0.0 are every interface) it needs --token-file")
+	tokenFile := fs.String("token-file", "", "ask every request for Authorization: Bearer and the token in `FILE` (default: $"+envServeToken+"); required off loopback, where anyone reaching the port could configure the limiter and delete its keys")
 	limit := fs.Int("limit", 5, "initial limit N")
 	window := fs.Duration("window", time.Minute, "initial window W")
 	prefix := fs.String("prefix", "rlc-serve:", "key prefix in Redis")
@@ -37,6 +40,18 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return parseFailed(stderr, "serve", err, false)
 	}
+	token, err := readToken("--token-file", *tokenFile, envServeToken, secrets)
+	if err != nil {
+		fmt.Fprintf(stderr, "rlconform serve: %v\n", err)
+		return ExitCannotRun
+	}
+	if token == "" && !loopback(*addr) {
+		fmt.Fprintf(stderr, "rlconform serve: --addr %s listens beyond this machine (not on 127.0.0.0/8, ::1 or localhost), and %s\n"+
+			"  refused without a token: give one with --token-file FILE (or $%s), and every request must then carry Authorization: Bearer TOKEN\n"+
+			"  (rlconform run --target URL --target-token-file FILE sends it), or listen on loopback: --addr 127.0.0.1:PORT\n",
+			*addr, map[bool]string{true: "anyone who reaches it could use the demo API and fill its Redis with keys", false: "anyone who reaches it could configure the limiter and reset it, deleting its keys"}[*endpointMode], envServeToken)
+		return ExitCannotRun
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -45,7 +60,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "rlconform serve: --endpoint-mode serves --impl reference or reference-compact, not %q\n", *impl)
 			return ExitCannotRun
 		}
-		return serveEndpoint(ctx, stdout, stderr, *impl, *addr, *keyHeader, *prefix, *limit, *window)
+		return serveEndpoint(ctx, stdout, stderr, endpointServe{impl: *impl, addr: *addr, keyHeader: *keyHeader, prefix: *prefix, token: token}, *limit, *window)
 	}
 	clock := fakeclock.New(time.Now())
 	var limClock fakeclock.Clock = clock
@@ -60,12 +75,15 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	if store != nil {
 		defer store.Close()
 	}
-	srv, err := adapters.Listen(*addr, lim, clock)
+	srv, err := adapters.ListenWith(*addr, lim, clock, adapters.ServerOptions{Token: token})
 	if err != nil {
 		fmt.Fprintf(stderr, "rlconform serve: %v\n", err)
 		return ExitCannotRun
 	}
 	fmt.Fprintf(stdout, "rlconform: serving %s over protocol v1 at %s (clock control: %s)\n", *impl, srv.URL, map[bool]string{true: "yes", false: "no"}[*withClock])
+	if token != "" {
+		fmt.Fprintln(stdout, "rlconform: every request must carry Authorization: Bearer and the token (rlconform run --target URL --target-token-file FILE)")
+	}
 	if store != nil {
 		fmt.Fprintf(stdout, "rlconform: its keys are in redis://%s under %q (%s): --store-url redis://%s --store-prefix %s\n",
 			store.Addr, *prefix, store.Source, store.Addr, *prefix)
@@ -145,10 +163,17 @@ func mutantNames() string {
 	return strings.Join(names, ", ")
 }
 
+// endpointServe is what serve --endpoint-mode serves: the limiter (impl
+// "reference", or "reference-compact"), where, keyed by which header,
+// under which prefix, and the token it asks for ("" for none).
+type endpointServe struct {
+	impl, addr, keyHeader, prefix, token string
+}
+
 // serveEndpoint serves a demo API behind the middleware, over the
 // reference limiter (impl "reference") or the compact log
 // ("reference-compact") on the Redis server's clock.
-func serveEndpoint(ctx context.Context, stdout, stderr io.Writer, impl, addr, keyHeader, prefix string, n int, w time.Duration) int {
+func serveEndpoint(ctx context.Context, stdout, stderr io.Writer, e endpointServe, n int, w time.Duration) int {
 	store, err := redisenv.Obtain(ctx)
 	if err != nil {
 		fmt.Fprintf(stderr, "rlconform serve: %v\n", err)
@@ -156,26 +181,44 @@ func serveEndpoint(ctx context.Context, stdout, stderr io.Writer, impl, addr, ke
 	}
 	defer store.Close()
 	newLimiter := reference.New
-	if impl == "reference-compact" {
+	if e.impl == "reference-compact" {
 		newLimiter = reference.NewCompact
 	}
-	lim, err := newLimiter(store.Client, reference.Options{MaxRequests: n, Window: w, Prefix: prefix})
+	lim, err := newLimiter(store.Client, reference.Options{MaxRequests: n, Window: w, Prefix: e.prefix})
 	if err != nil {
 		fmt.Fprintf(stderr, "rlconform serve: %v\n", err)
 		return ExitCannotRun
 	}
 	api := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	h := middleware.New(middleware.Reference(lim), middleware.Options{Key: middleware.Header(keyHeader)})(api)
-	l, err := net.Listen("tcp", addr)
+	errorLog := log.New(stderr, "rlconform serve: ", 0)
+	h := middleware.New(middleware.Reference(lim), middleware.Options{Key: middleware.Header(e.keyHeader), ErrorLog: errorLog})(api)
+	grade := ""
+	if e.token != "" {
+		h = adapters.RequireToken(e.token, h)
+		grade = " --header 'Authorization: Bearer TOKEN'"
+	}
+	l, err := net.Listen("tcp", e.addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "rlconform serve: %v\n", err)
 		return ExitCannotRun
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := demoServer(h, errorLog)
 	go srv.Serve(l)
-	fmt.Fprintf(stdout, "rlconform: serving a demo API limited to %d per %v by %s at http://%s/ (grade it: rlconform run --endpoint http://%s/ --identity header:%s)\n",
-		n, w, keyHeader, l.Addr(), l.Addr(), keyHeader)
+	fmt.Fprintf(stdout, "rlconform: serving a demo API limited to %d per %v by %s at http://%s/ (grade it: rlconform run --endpoint http://%s/ --identity header:%s%s)\n",
+		n, w, e.keyHeader, l.Addr(), l.Addr(), e.keyHeader, grade)
 	<-ctx.Done()
 	srv.Close()
 	return ExitConformant
+}
+
+// maxDemoBody bounds what the demo API reads of a request's body.
+const maxDemoBody = 64 << 10
+
+// demoServer is the HTTP server of the demo API: bounded in what a client
+// can make it hold, headers, body and time alike, as adapters.Listen's
+// protocol server is.
+func demoServer(h http.Handler, errorLog *log.Logger) *http.Server {
+	return &http.Server{Handler: http.MaxBytesHandler(h, maxDemoBody), ErrorLog: errorLog,
+		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
+		IdleTimeout: time.Minute, MaxHeaderBytes: 64 << 10}
 }

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"net/http"
 	"strconv"
 	"time"
@@ -57,8 +58,14 @@ type Options struct {
 	// "default").
 	Policy string
 	// OnError answers a request the limiter could not decide (its store is
-	// down, say); the default fails closed with 503.
+	// down, say); the default fails closed with 503 and a body that says
+	// no more ("rate limiter unavailable"), and hands the error to
+	// ErrorLog: its text (a store's address, say) is for the operator, not
+	// for clients.
 	OnError func(http.ResponseWriter, *http.Request, error)
+	// ErrorLog receives the errors the default OnError hides from clients
+	// (nil: the log package's standard logger).
+	ErrorLog *log.Logger
 }
 
 // Header keys requests by a header, refusing requests without it.
@@ -82,8 +89,13 @@ func New(decide Decider, opts Options) func(http.Handler) http.Handler {
 		opts.Policy = "default"
 	}
 	if opts.OnError == nil {
-		opts.OnError = func(w http.ResponseWriter, _ *http.Request, err error) {
-			http.Error(w, "rate limiter unavailable: "+err.Error(), http.StatusServiceUnavailable)
+		logger := opts.ErrorLog
+		if logger == nil {
+			logger = log.Default()
+		}
+		opts.OnError = func(w http.ResponseWriter, r *http.Request, err error) {
+			logger.Printf("middleware: %s %s: the rate limiter could not decide: %v", r.Method, r.URL.Path, err)
+			http.Error(w, "rate limiter unavailable", http.StatusServiceUnavailable)
 		}
 	}
 	return func(next http.Handler) http.Handler {

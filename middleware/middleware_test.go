@@ -1,8 +1,10 @@
 package middleware
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -42,7 +44,22 @@ func TestAnswers(t *testing.T) {
 
 	w = serve(allowed, "")
 	assert.Equal(t, http.StatusBadRequest, w.Code, "no key")
-	w = serve(func(context.Context, string) (Decision, error) { return Decision{}, errors.New("redis down") }, "a")
+}
+
+// A limiter that cannot decide fails closed with a 503 that tells the
+// client nothing of the cause (a store's address, say); the cause goes to
+// the server's log.
+func TestStoreErrorsGoToTheLogNotToClients(t *testing.T) {
+	var logged bytes.Buffer
+	failing := func(context.Context, string) (Decision, error) {
+		return Decision{}, errors.New("dial tcp 10.0.0.7:6379: connection refused")
+	}
+	h := New(failing, Options{Key: Header("X-User"), ErrorLog: log.New(&logged, "", 0)})(http.NotFoundHandler())
+	r := httptest.NewRequest(http.MethodGet, "/x", nil)
+	r.Header.Set("X-User", "a")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
 	assert.Equal(t, http.StatusServiceUnavailable, w.Code, "fails closed")
-	assert.Contains(t, w.Body.String(), "redis down")
+	assert.Equal(t, "rate limiter unavailable\n", w.Body.String())
+	assert.Contains(t, logged.String(), "10.0.0.7:6379")
 }

@@ -5,13 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	neturl "net/url"
 	"os"
 	"os/exec"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rlconform/rlconform/internal/redact"
 )
 
 // Sources, in the order Obtain tries them.
@@ -152,28 +153,13 @@ func Start(ctx context.Context) (*Redis, error) {
 	return fromServer(ctx, srv)
 }
 
-// Redact returns url with any password replaced by "xxxxx", for messages:
-// redis://user:secret@host:6379/0 becomes redis://user:xxxxx@host:6379/0.
-// Lists of cluster nodes are redacted node by node.
-func Redact(url string) string {
-	parts := strings.Split(url, ",")
-	for i, p := range parts {
-		u, err := neturl.Parse(strings.TrimSpace(p))
-		if err != nil || u.User == nil {
-			if at := strings.LastIndex(p, "@"); at >= 0 { // unparsable: drop what precedes the host
-				parts[i] = "xxxxx" + p[at:]
-			}
-			continue
-		}
-		if _, has := u.User.Password(); has {
-			u.User = neturl.UserPassword(u.User.Username(), "xxxxx")
-		} else if u.User.Username() != "" {
-			u.User = neturl.User("xxxxx") // redis://secret@host: the only part is the password
-		}
-		parts[i] = u.String()
-	}
-	return strings.Join(parts, ",")
-}
+// Redact returns url with its password replaced by "REDACTED", for
+// messages: redis://user:secret@host:6379/0 becomes
+// redis://user:REDACTED@host:6379/0, and redis://secret@host (the only
+// part is the password) redis://REDACTED@host. Lists of cluster nodes are
+// redacted node by node. It follows the rules of every address rlconform
+// shows (docs/cli.md, "Secrets").
+func Redact(url string) string { return redact.URLList(url) }
 
 // FromURL connects to the Redis at url, or to a cluster when url is a
 // comma-separated list of host:port (or redis:// URLs), and checks that it
@@ -236,33 +222,12 @@ func ping(ctx context.Context, client redis.UniversalClient) error {
 	return client.Ping(ctx).Err()
 }
 
-// redactErr is err's text with url's password removed, for errors of
+// redactErr is err's text with url's secrets removed, for errors of
 // libraries that quote the URL they were given.
 func redactErr(err error, url string) string {
-	msg := err.Error()
+	secrets := redact.NewSecrets(1)
 	for _, p := range strings.Split(url, ",") {
-		if secret := userinfoSecret(p); secret != "" {
-			msg = strings.ReplaceAll(msg, secret, "xxxxx")
-		}
+		secrets.AddURL(p)
 	}
-	return msg
-}
-
-// userinfoSecret is the password of url (or its user part when it has no
-// password: redis://secret@host), found by hand so that it works on URLs
-// that do not parse.
-func userinfoSecret(url string) string {
-	rest := url
-	if i := strings.Index(rest, "://"); i >= 0 {
-		rest = rest[i+3:]
-	}
-	at := strings.LastIndex(rest, "@")
-	if at < 0 {
-		return ""
-	}
-	info := rest[:at]
-	if i := strings.IndexByte(info, ':'); i >= 0 {
-		return info[i+1:]
-	}
-	return info
+	return secrets.Text(redact.Error(err).Error())
 }

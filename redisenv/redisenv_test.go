@@ -96,10 +96,10 @@ func TestUnreachableURLIsALoudError(t *testing.T) {
 func itoa(n int) string { return strconv.Itoa(n) }
 
 func TestCredentialsNeverAppearInErrors(t *testing.T) {
-	assert.Equal(t, "redis://user:xxxxx@127.0.0.1:1/0", Redact("redis://user:S3cret@127.0.0.1:1/0"))
-	assert.Equal(t, "redis://xxxxx@127.0.0.1:1", Redact("redis://S3cret@127.0.0.1:1"))
+	assert.Equal(t, "redis://user:REDACTED@127.0.0.1:1/0", Redact("redis://user:S3cret@127.0.0.1:1/0"))
+	assert.Equal(t, "redis://REDACTED@127.0.0.1:1", Redact("redis://S3cret@127.0.0.1:1"))
 	assert.Equal(t, "redis://127.0.0.1:1", Redact("redis://127.0.0.1:1"))
-	assert.Equal(t, "redis://:xxxxx@a:1,redis://:xxxxx@b:2", Redact("redis://:S3cret@a:1,redis://:S3cret@b:2"))
+	assert.Equal(t, "redis://:REDACTED@a:1,redis://:REDACTED@b:2", Redact("redis://:S3cret@a:1,redis://:S3cret@b:2"))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rlconform/rlconform/adapters"
 	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/internal/redact"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/reference"
 	"github.com/rlconform/rlconform/suite"
@@ -132,29 +133,47 @@ func ProfileModel(spec model.Spec) suite.Target {
 // down, hangs or answers garbage is an error here rather than a run of
 // failed specs. timeout bounds each call (0: adapters.DefaultTimeout).
 func Remote(ctx context.Context, urls []string, timeout time.Duration) (suite.Target, error) {
+	return RemoteWith(ctx, urls, RemoteOptions{Timeout: timeout})
+}
+
+// RemoteOptions say how to reach a protocol v1 limiter.
+type RemoteOptions struct {
+	// Timeout bounds each call (0: adapters.DefaultTimeout).
+	Timeout time.Duration
+	// Token, when not empty, is sent on every request as
+	// "Authorization: Bearer <Token>" (a server started with rlconform
+	// serve --token-file asks for it). It is never shown.
+	Token string
+}
+
+// RemoteWith is [Remote] with options. The addresses are shown (in the
+// target's name, its addresses and every error) with their secrets
+// redacted: a password, and the values of query parameters such as
+// api_key or token.
+func RemoteWith(ctx context.Context, urls []string, opts RemoteOptions) (suite.Target, error) {
 	if len(urls) == 0 {
 		return suite.Target{}, errors.New("no target URL")
 	}
 	clients := make([]*adapters.Client, len(urls))
 	for i, u := range urls {
-		if _, err := url.ParseRequestURI(u); err != nil || !strings.HasPrefix(u, "http") {
-			return suite.Target{}, fmt.Errorf("target %q is not an http(s) URL", u)
+		if p, err := url.ParseRequestURI(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") {
+			return suite.Target{}, fmt.Errorf("target %q is not an http(s) URL", redact.URL(u))
 		}
-		clients[i] = adapters.NewClient(u, adapters.ClientOptions{Timeout: timeout})
+		clients[i] = adapters.NewClient(u, adapters.ClientOptions{Timeout: opts.Timeout, Token: opts.Token})
 	}
 	caps, err := clients[0].Capabilities(ctx)
 	if err != nil {
-		return suite.Target{}, fmt.Errorf("target %s: %w", redacted(urls[0]), err)
+		return suite.Target{}, fmt.Errorf("target %s: %w", redact.URL(urls[0]), err)
 	}
 	alive := func(ctx context.Context) error {
 		probe := fmt.Sprintf("rlconform-probe-%d", time.Now().UnixNano())
 		for i, c := range clients {
 			if _, err := c.AllowRequest(ctx, probe); err != nil {
-				return fmt.Errorf("target %s does not answer AllowRequest: %w", redacted(urls[i]), err)
+				return fmt.Errorf("target %s does not answer AllowRequest: %w", redact.URL(urls[i]), err)
 			}
 			if caps.Remaining {
 				if _, err := c.GetRemainingRequests(ctx, probe); err != nil {
-					return fmt.Errorf("target %s does not answer GetRemainingRequests: %w", redacted(urls[i]), err)
+					return fmt.Errorf("target %s does not answer GetRemainingRequests: %w", redact.URL(urls[i]), err)
 				}
 			}
 		}
@@ -167,7 +186,7 @@ func Remote(ctx context.Context, urls []string, timeout time.Duration) (suite.Ta
 	// Reports show the addresses without credentials.
 	shown := make([]string, len(urls))
 	for i, u := range urls {
-		shown[i] = redacted(u)
+		shown[i] = redact.URL(u)
 	}
 	name := shown[0]
 	if len(urls) > 1 {
@@ -186,14 +205,6 @@ func Remote(ctx context.Context, urls []string, timeout time.Duration) (suite.Ta
 			return c, nil, nil
 		},
 	}, nil
-}
-
-// redacted is u without its password, for messages and reports.
-func redacted(u string) string {
-	if parsed, err := url.Parse(u); err == nil {
-		return parsed.Redacted()
-	}
-	return u
 }
 
 // EndpointOptions say how to grade a deployed HTTP service.
@@ -232,18 +243,18 @@ func Endpoint(ctx context.Context, urls []string, opts EndpointOptions) (t suite
 	}
 	for _, u := range urls {
 		if p, err := url.ParseRequestURI(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") {
-			return suite.Target{}, adapters.Policy{}, "", fmt.Errorf("endpoint %q is not an http(s) URL", u)
+			return suite.Target{}, adapters.Policy{}, "", fmt.Errorf("endpoint %q is not an http(s) URL", redact.URL(u))
 		}
 	}
 	probe := adapters.NewEndpoint(urls[0], opts.EndpointOptions)
 	first, err := probe.Do(ctx, fmt.Sprintf("rlconform-probe-%d", time.Now().UnixNano()))
 	if err != nil {
-		return suite.Target{}, adapters.Policy{}, "", fmt.Errorf("endpoint %s: %w", redacted(urls[0]), err)
+		return suite.Target{}, adapters.Policy{}, "", fmt.Errorf("endpoint %s: %w", redact.URL(urls[0]), err)
 	}
 	policy, from = opts.Policy, "--policy"
 	if policy.Limit == 0 {
 		if policy, err = announced(first.Fields); err != nil {
-			return suite.Target{}, adapters.Policy{}, "", fmt.Errorf("endpoint %s: give --policy N/W: %w", redacted(urls[0]), err)
+			return suite.Target{}, adapters.Policy{}, "", fmt.Errorf("endpoint %s: give --policy N/W: %w", redact.URL(urls[0]), err)
 		}
 		from = "the RateLimit-Policy field of its first answer"
 	}
@@ -258,7 +269,7 @@ func Endpoint(ctx context.Context, urls []string, opts EndpointOptions) (t suite
 	shown := make([]string, len(urls))
 	for i, u := range urls {
 		clients[i] = adapters.NewEndpoint(u, opts.EndpointOptions)
-		shown[i] = redacted(u)
+		shown[i] = redact.URL(u)
 	}
 	caps := contract.Capabilities{SharedStore: len(urls) > 1}
 	name := shown[0]

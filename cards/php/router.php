@@ -10,7 +10,8 @@
 //
 // The environment is rlconform run --exec's: PORT, RLCONFORM_REDIS_URL,
 // RLCONFORM_KEY_PREFIX. The configuration (limit, window) lives in a file
-// per instance, since every request runs in a fresh PHP state.
+// per instance in CARD_CONFIG_DIR, since every request runs in a fresh PHP
+// state.
 
 require_once '/usr/share/php/Symfony/Component/RateLimiter/autoload.php';
 require_once '/usr/share/php/Symfony/Component/Cache/autoload.php';
@@ -32,7 +33,10 @@ function answer(int $status, $body = null): void
 
 function configPath(): string
 {
-    return sys_get_temp_dir().'/rlconform-card-symfony-'.getenv('PORT').'.json';
+    // CARD_CONFIG_DIR is a directory of the instance's own (php/serve
+    // makes one): a known name in the shared temporary directory could be
+    // taken first by anyone.
+    return getenv('CARD_CONFIG_DIR').'/rlconform-card-symfony-'.getenv('PORT').'.json';
 }
 
 function config(): array

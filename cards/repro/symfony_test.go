@@ -32,7 +32,7 @@ func serveSymfony(t *testing.T, redisURL string, env ...string) string {
 	l.Close()
 	serve, _ := filepath.Abs("../php/serve")
 	cmd := exec.Command(serve)
-	cmd.Env = append(os.Environ(), append(env, fmt.Sprintf("PORT=%d", port), "RLCONFORM_REDIS_URL="+redisURL, "RLCONFORM_KEY_PREFIX=repro:")...)
+	cmd.Env = append(os.Environ(), append(env, fmt.Sprintf("PORT=%d", port), "RLCONFORM_REDIS_URL="+redisURL, "RLCONFORM_KEY_PREFIX=repro:", "CARD_CONFIG_DIR="+t.TempDir())...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -42,7 +42,6 @@ func serveSymfony(t *testing.T, redisURL string, env ...string) string {
 	t.Cleanup(func() {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
-		os.Remove(filepath.Join(os.TempDir(), fmt.Sprintf("rlconform-card-symfony-%d.json", port)))
 	})
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	for deadline := time.Now().Add(15 * time.Second); ; {

@@ -77,12 +77,17 @@ func (r *runner) noteRefusal(n int, w time.Duration, err error) {
 	}
 }
 
+// runIDBytes is the length of a run's random id, before hex.
+const runIDBytes = 8
+
 func newRunner(ctx context.Context, cfg Config, cat Catalogue, targets ...Target) (*runner, error) {
 	cfg, err := cat.validated(cfg)
 	if err != nil {
 		return nil, err
 	}
-	id := make([]byte, 3)
+	// The run id starts every user id and key: 8 random bytes, so that
+	// runs sharing a target or a Redis (concurrent CI jobs) never meet.
+	id := make([]byte, runIDBytes)
 	if _, err := rand.Read(id); err != nil {
 		return nil, fmt.Errorf("run id: %w", err)
 	}

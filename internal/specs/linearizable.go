@@ -3,9 +3,9 @@ package specs
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -201,26 +201,32 @@ func visualize(h *engine.Harness, m porcupine.Model, info porcupine.Linearizatio
 	if dir == "" {
 		dir = os.TempDir()
 	}
-	name := fmt.Sprintf("rlconform-%s-%s-%d.html", safeName(h.Target.Name), safeName(h.Spec.ID), h.Seed)
-	path := filepath.Join(dir, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Sprintf("(not written: %v)", err)
 	}
-	if err := visualizePath(m, info, path); err != nil {
+	// A name of its own that nobody can guess and take first: in a shared
+	// temporary directory, a link placed at a known name would have the
+	// grader write through it.
+	f, err := os.CreateTemp(dir, fmt.Sprintf("rlconform-%.60s-%s-%d-*.html", safeName(h.Target.Name), safeName(h.Spec.ID), h.Seed))
+	if err != nil {
 		return fmt.Sprintf("(not written: %v)", err)
 	}
-	return path
+	if err := errors.Join(visualizeTo(m, info, f), f.Close()); err != nil {
+		os.Remove(f.Name())
+		return fmt.Sprintf("(not written: %v)", err)
+	}
+	return f.Name()
 }
 
-// visualizePath is porcupine's visualisation, which must not take the
+// visualizeTo is porcupine's visualisation, which must not take the
 // grader down if it panics.
-func visualizePath(m porcupine.Model, info porcupine.LinearizationInfo, path string) (err error) {
+func visualizeTo(m porcupine.Model, info porcupine.LinearizationInfo, w io.Writer) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("porcupine's visualisation panicked: %v", r)
 		}
 	}()
-	return porcupine.VisualizePath(m, info, path)
+	return porcupine.Visualize(m, info, w)
 }
 
 func safeName(s string) string {
