@@ -22,13 +22,13 @@ func answers(a interface {
 	return out
 }
 
-func profile(t *testing.T, spec string, n int, w time.Duration) replayable {
+func profile(t *testing.T, spec string, n int, w time.Duration) Replayable {
 	t.Helper()
 	sp, err := ParseSpec(spec)
 	require.NoError(t, err)
 	p, err := sp.New(n, w)
 	require.NoError(t, err)
-	return p.(replayable)
+	return p.(Replayable)
 }
 
 func TestFixedWindowEpoch(t *testing.T) {

@@ -50,11 +50,12 @@ type Profile interface {
 	Lifetime(now time.Time, user string) time.Duration
 }
 
-// replayable is what rlconform's oracles and diagnosis need of a profile
-// beyond Profile, to fork it over the instants an answer may have had and
-// to explain a failure; every profile that Spec.New returns has it. It is
-// unexported: the methods are the grader's own, not the profile's API.
-type replayable interface {
+// Replayable is what rlconform's oracles, linearizability models and
+// diagnosis need of a profile beyond Profile, to fork it over the instants
+// an answer may have had and to explain a failure; every profile that
+// Spec.New returns has it (a type assertion gets it). Its methods serve the
+// grader, not a limiter built on a profile.
+type Replayable interface {
 	Profile
 	// Explain says what the profile holds of user at now, instants shown as
 	// offsets from base, for a failure message.

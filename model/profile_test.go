@@ -283,7 +283,7 @@ func (s *searchOracle) cloneUsers() map[string]*searchUser {
 	for u, su := range s.users {
 		c := &searchUser{off: su.off}
 		for _, x := range su.states {
-			c.states = append(c.states, cand{p: x.p.Clone().(replayable), low: x.low, n: x.n})
+			c.states = append(c.states, cand{p: x.p.Clone().(Replayable), low: x.low, n: x.n})
 		}
 		out[u] = c
 	}

@@ -42,7 +42,7 @@ type searchUser struct {
 
 // cand is one state the user may be in, after instants no earlier than low.
 type cand struct {
-	p   replayable
+	p   Replayable
 	low int64
 	n   int // bursts: how many were allowed so far
 }
@@ -77,9 +77,9 @@ func (s *searchOracle) user(u string) *searchUser {
 }
 
 // fresh is the profile's model with no history.
-func (s *searchOracle) fresh() replayable {
+func (s *searchOracle) fresh() Replayable {
 	p, _ := s.spec.New(s.n, s.w) // validated by NewSearch
-	return p.(replayable)
+	return p.(Replayable)
 }
 
 // Judge implements [Oracle].
@@ -133,7 +133,7 @@ func (s *searchOracle) judge(op TimedOp) (Judgement, string) {
 			return Undecided, ""
 		}
 		for t := from; t <= hi; t++ {
-			q := c.p.Clone().(replayable)
+			q := c.p.Clone().(Replayable)
 			var got string
 			if op.Kind == OpAllow {
 				ok, _ := q.Allow(time.UnixMilli(t), op.User)
@@ -252,7 +252,7 @@ func (s *searchOracle) JudgeBurst(user string, lo, hi time.Time, sent, allowed i
 				return Undecided, "any number"
 			}
 			for t := from; t <= h; t++ {
-				q := c.p.Clone().(replayable)
+				q := c.p.Clone().(Replayable)
 				n := c.n
 				if ok, _ := q.Allow(time.UnixMilli(t), user); ok {
 					n++

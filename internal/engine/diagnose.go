@@ -12,7 +12,7 @@ import (
 	"github.com/rlconform/rlconform/result"
 )
 
-// traceOp is one checked operation of a spec: at its instant on the fake
+// TraceOp is one checked operation of a spec: at its instant on the fake
 // clock, or in real time sent at at and answered at until.
 type TraceOp struct {
 	At    time.Time
@@ -76,24 +76,24 @@ type clue struct {
 // is replayed on its real-time oracle too, which admits any timing (see
 // admits).
 func (h *Harness) evidence(failed bool) (clues []clue, graded bool) {
-	if len(h.Trace) == 0 {
+	if len(h.trace) == 0 {
 		return nil, false
 	}
 	requested := false
-	for i, op := range h.Trace {
+	for i, op := range h.trace {
 		switch {
 		case op.Kind == 'C' && requested:
 			return nil, false
 		case op.Kind != 'C':
 			requested = true
 		}
-		if i > 0 && op.At.Before(h.Trace[i-1].At) {
+		if i > 0 && op.At.Before(h.trace[i-1].At) {
 			return nil, false // the clock stepped back: the alternatives do not say what happens then
 		}
 	}
-	traces := [][]TraceOp{slices.Clone(h.Trace)}
-	if h.Fake == nil {
-		traces = [][]TraceOp{timed(h.Trace, 0), timed(h.Trace, 1), timed(h.Trace, 2)}
+	traces := [][]TraceOp{slices.Clone(h.trace)}
+	if h.fake == nil {
+		traces = [][]TraceOp{timed(h.trace, 0), timed(h.trace, 1), timed(h.trace, 2)}
 	}
 	explains := func(replay func([]TraceOp) (bool, string)) (bool, string) {
 		for _, t := range traces {
@@ -103,7 +103,7 @@ func (h *Harness) evidence(failed bool) (clues []clue, graded bool) {
 		}
 		return false, ""
 	}
-	N, W := h.Env.MaxRequests, h.Env.Window
+	N, W := h.env.MaxRequests, h.env.Window
 	fresh := func() alternatives.Algorithm { p, _ := h.run.profile.New(N, W); return p }
 	graded, _ = explains(func(ops []TraceOp) (bool, string) { return replayAll(fresh(), false, ops), "" })
 	for _, t := range traces {
@@ -135,7 +135,7 @@ func (h *Harness) evidence(failed bool) (clues []clue, graded bool) {
 	}
 	for _, c := range cands {
 		ok, name := explains(c.replay)
-		if !ok && failed && h.Fake == nil && h.admits(c.spec, !c.varies) {
+		if !ok && failed && h.fake == nil && h.admits(c.spec, !c.varies) {
 			ok, name = true, c.name
 		}
 		silent := ok && name == ""
@@ -160,11 +160,11 @@ func (h *Harness) evidence(failed bool) (clues []clue, graded bool) {
 // concurrent burst, whose search would be slow for a diagnosis, or a
 // configuration changed under a history).
 func (h *Harness) admits(c model.Spec, remaining bool) bool {
-	if c.Name == "" || slices.ContainsFunc(h.Trace, func(op TraceOp) bool { return op.Kind == 'B' }) ||
-		slices.ContainsFunc(h.Trace[1:], func(op TraceOp) bool { return op.Kind == 'C' }) {
+	if c.Name == "" || slices.ContainsFunc(h.trace, func(op TraceOp) bool { return op.Kind == 'B' }) ||
+		slices.ContainsFunc(h.trace[1:], func(op TraceOp) bool { return op.Kind == 'C' }) {
 		return false
 	}
-	p := probe{n: h.Env.MaxRequests, w: h.Env.Window, realTime: true, trace: h.Trace}
+	p := probe{n: h.env.MaxRequests, w: h.env.Window, realTime: true, trace: h.trace}
 	out, _ := replayProbe(c, p, remaining, false)
 	return out == nil
 }

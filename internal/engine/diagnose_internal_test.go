@@ -22,9 +22,9 @@ func TestDiagnosisOfAFailedSpecAdmitsAnyTimingOfEachCall(t *testing.T) {
 		return TraceOp{At: ms(lo), until: ms(hi), Kind: 'A', User: "u", Got: got}
 	}
 	h := &Harness{
-		Env: Env{MaxRequests: 2, Window: time.Second},
+		env: Env{MaxRequests: 2, Window: time.Second},
 		run: &runner{profile: model.MustSpec("")},
-		Trace: []TraceOp{
+		trace: []TraceOp{
 			call(0, 100, "allowed"),     // opens the window at t ∈ [0, 100]
 			call(900, 901, "allowed"),   // its second
 			call(1080, 1085, "denied"),  // still in it: t > 80

@@ -18,46 +18,48 @@ import (
 	"github.com/rlconform/rlconform/result"
 )
 
-// harness is what a spec body gets: the target's instances, the clock, and the
+// Harness is what a spec body gets: the target's instances, the clock, and the
 // model they are checked against. Its checking methods must be called from
 // the spec's own goroutine; concurrent phases use the raw methods and assert
-// once they are back.
+// once they are back. It has no exported fields: a spec reads the run and
+// records what it judged itself through the methods of author.go, and every
+// count, trace and failure is kept by the harness.
 type Harness struct {
-	Ctx context.Context
+	ctx context.Context
 	// diag is what the answers say of the algorithms the limiter may be,
 	// set when the body has run (execute).
 	diag   *diagnosed
-	Spec   *Spec
-	Target Target
-	Env    Env
-	Fake   *fakeclock.Fake // nil in real time
-	Start  time.Time
-	// model is the profile graded against, on the fake clock.
-	Model replayable
+	spec   *Spec
+	target Target
+	env    Env
+	fake   *fakeclock.Fake // nil in real time
+	start  time.Time
+	// profileModel is the profile graded against, on the fake clock.
+	profileModel Model
 	// oracle judges answers in real time, where instants are intervals;
 	// decided and undecided count its judgements.
-	Oracle             model.Oracle
-	Decided, Undecided int
+	oracle             model.Oracle
+	decided, undecided int
 	// trace is every checked operation on the fake clock, with its answer,
 	// for naming the algorithm a failing history shows.
-	Trace []TraceOp
+	trace []TraceOp
 	// pending is the first wrong answer, reported when the spec ends.
-	Pending *failure
+	pending *failure
 	// failedUnder describes the model when the spec first went wrong (its
 	// configuration then), for the hint.
 	failedUnder string
 	// lastDivergence is the differential's last divergence, as evidence.
-	LastDivergence result.Failure
+	lastDivergence result.Failure
 	// passNote is what a passing spec has to say (the result's message).
-	PassNote string
+	passNote string
 	// sentAt is when the call being checked really left, when its instance
 	// says (see sentReporter).
 	sentAt   time.Time
-	Timeline Timeline
-	Rng      *rand.Rand
-	Seed     uint64
+	timeline Timeline
+	rng      *rand.Rand
+	seed     uint64
 	run      *runner
-	Tag      string // prefix of every user id of this spec
+	tag      string // prefix of every user id of this spec
 	// cfg and margin are the run's configuration and real-time margin as
 	// this spec runs them; measured is what it found of the target's
 	// round trips, for the run to adopt once the spec has returned (a
@@ -90,11 +92,11 @@ func (h *Harness) Failf(format string, args ...any) {
 // message summary (its first line becomes f.Summary). After a divergence
 // (see diverge), the first divergence is what the spec reports.
 func (h *Harness) FailWith(f result.Failure, summary string) {
-	if h.Pending != nil {
-		panic(*h.Pending)
+	if h.pending != nil {
+		panic(*h.pending)
 	}
 	if h.failedUnder == "" {
-		h.failedUnder = h.Model.Describe()
+		h.failedUnder = h.profileModel.Describe()
 	}
 	f.Summary = firstLine(summary)
 	panic(failure{msg: h.Report(summary), f: f})
@@ -105,19 +107,19 @@ func (h *Harness) FailWith(f result.Failure, summary string) {
 // name the algorithm the target really is; the first divergence is
 // reported when the spec ends.
 func (h *Harness) diverge(f result.Failure, summary string) {
-	if h.Pending != nil {
+	if h.pending != nil {
 		return
 	}
-	h.failedUnder = h.Model.Describe()
+	h.failedUnder = h.profileModel.Describe()
 	f.Summary = firstLine(summary)
-	h.Pending = &failure{msg: h.Report(summary), f: f}
+	h.pending = &failure{msg: h.Report(summary), f: f}
 }
 
-// failStep ends the spec at one operation that answered wrong (got is
+// FailStep ends the spec at one operation that answered wrong (got is
 // "error: ..." when it failed).
 func (h *Harness) FailStep(inst int, now time.Time, op, got, want, explanation string, err error) {
-	step, at := len(h.Timeline.events), FmtOffset(now.Sub(h.Start))
-	f := result.Failure{Kind: result.KindWrongAnswer, Step: step, At: now.Sub(h.Start), Instance: inst, Operation: op, Got: got, Want: want, Explanation: explanation}
+	step, at := len(h.timeline.events), FmtOffset(now.Sub(h.start))
+	f := result.Failure{Kind: result.KindWrongAnswer, Step: step, At: now.Sub(h.start), Instance: inst, Operation: op, Got: got, Want: want, Explanation: explanation}
 	if errors.Is(err, contract.ErrNoAnswer) {
 		h.NoAnswer(fmt.Sprintf("step %d at %s: %s", step, at, op), err)
 	}
@@ -139,14 +141,14 @@ func (h *Harness) FailStep(inst int, now time.Time, op, got, want, explanation s
 	h.diverge(f, msg)
 }
 
-// noAnswer ends the spec at a call whose answer never came (a dropped
+// NoAnswer ends the spec at a call whose answer never came (a dropped
 // connection, a timeout: see contract.ErrNoAnswer). Its outcome is
 // unknown, so what follows cannot be judged: a wrong answer found before
 // it still fails the spec; otherwise the spec decided what it could up to
 // there, and is inconclusive, never failed and never passed.
 func (h *Harness) NoAnswer(what string, err error) {
-	if h.Pending != nil {
-		panic(*h.Pending)
+	if h.pending != nil {
+		panic(*h.pending)
 	}
 	panic(Inconclusive{h.Report(fmt.Sprintf("%s got no answer (%v): its outcome is unknown, so the rest of the spec cannot be judged; this is a fault on the way to the target, not a verdict", what, err))})
 }
@@ -172,7 +174,7 @@ func (h *Harness) Skipf(format string, args ...any) {
 	panic(skipped{fmt.Sprintf(format, args...)})
 }
 
-// fault ends the spec as errored: the grader's own store or wait failed,
+// Fault ends the spec as errored: the grader's own store or wait failed,
 // which says nothing about the limiter.
 func (h *Harness) Fault(format string, args ...any) {
 	h.FailWith(result.Failure{Kind: result.KindFault}, fmt.Sprintf(format, args...))
@@ -186,24 +188,24 @@ func (h *Harness) divergef(format string, args ...any) {
 func (h *Harness) Report(msg string) string {
 	var b strings.Builder
 	b.WriteString(strings.TrimRight(msg, "\n"))
-	fmt.Fprintf(&b, "\n  limit %d, window %v; user ids carry the spec's tag %q", h.Model.Limit(), h.Model.Window(), h.Tag)
-	if h.Fake != nil {
+	fmt.Fprintf(&b, "\n  limit %d, window %v; user ids carry the spec's tag %q", h.profileModel.Limit(), h.profileModel.Window(), h.tag)
+	if h.fake != nil {
 		b.WriteString("\n  timeline (fake clock, ms since the spec's start):\n")
 	} else {
 		b.WriteString("\n  timeline (real clock, ms since the spec's start):\n")
 	}
-	b.WriteString(h.Timeline.String(h.InstanceCount()))
+	b.WriteString(h.timeline.String(h.InstanceCount()))
 	return b.String()
 }
 
 // N is the limit in force; W the window.
-func (h *Harness) N() int           { return h.Model.Limit() }
-func (h *Harness) W() time.Duration { return h.Model.Window() }
+func (h *Harness) N() int           { return h.profileModel.Limit() }
+func (h *Harness) W() time.Duration { return h.profileModel.Window() }
 
 // User returns the id this spec uses for name: name behind the spec's tag,
 // so that specs sharing one limiter never share a user.
 func (h *Harness) User(name string) string {
-	u := h.Tag + name
+	u := h.tag + name
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.users == nil {
@@ -213,7 +215,7 @@ func (h *Harness) User(name string) string {
 	return u
 }
 
-// usersSeen lists every user id the spec made, for cleanup by key name.
+// UsersSeen lists every user id the spec made, for cleanup by key name.
 func (h *Harness) UsersSeen() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -224,9 +226,9 @@ func (h *Harness) UsersSeen() []string {
 	return out
 }
 
-// short is the id as the timeline shows it.
+// Short is the id as the timeline shows it.
 func (h *Harness) Short(user string) string {
-	u := strings.TrimPrefix(user, h.Tag)
+	u := strings.TrimPrefix(user, h.tag)
 	if len(u) > 40 { // long ids: the head, the length and the tail
 		return fmt.Sprintf("%s…(%d bytes)…%s", strconv.Quote(u[:12]), len(user), strconv.Quote(u[len(u)-4:]))
 	}
@@ -234,10 +236,10 @@ func (h *Harness) Short(user string) string {
 }
 
 // Now is the instant the limiter sees.
-func (h *Harness) Now() time.Time { return h.Env.Clock.Now() }
+func (h *Harness) Now() time.Time { return h.env.Clock.Now() }
 
 // Elapsed is the time since the spec's start.
-func (h *Harness) Elapsed() time.Duration { return h.Now().Sub(h.Start) }
+func (h *Harness) Elapsed() time.Duration { return h.Now().Sub(h.start) }
 
 // Advance moves the fake clock by d.
 func (h *Harness) Advance(d time.Duration) { h.FakeClock().Advance(d) }
@@ -245,11 +247,11 @@ func (h *Harness) Advance(d time.Duration) { h.FakeClock().Advance(d) }
 // At moves the fake clock to the spec's start plus offset; in real time it
 // waits until that instant (at once when it has passed).
 func (h *Harness) At(offset time.Duration) {
-	if h.Fake != nil {
-		h.Fake.Set(h.Start.Add(offset))
+	if h.fake != nil {
+		h.fake.Set(h.start.Add(offset))
 		return
 	}
-	h.WaitUntil(h.Start.Add(offset))
+	h.WaitUntil(h.start.Add(offset))
 }
 
 // Before goes to just before the edge at offset, where an entry made at the
@@ -261,7 +263,7 @@ func (h *Harness) Before(offset time.Duration) { h.At(offset - h.Edge()) }
 // has just stopped counting: exactly there on the fake clock; in real time,
 // a margin after.
 func (h *Harness) After(offset time.Duration) {
-	if h.Fake != nil {
+	if h.fake != nil {
 		h.At(offset)
 		return
 	}
@@ -272,7 +274,7 @@ func (h *Harness) After(offset time.Duration) {
 // it an operation falls on: 1ms on the fake clock, the run's real-time
 // margin otherwise.
 func (h *Harness) Edge() time.Duration {
-	if h.Fake != nil {
+	if h.fake != nil {
 		return time.Millisecond
 	}
 	return h.margin
@@ -284,11 +286,11 @@ func (h *Harness) Granularity() time.Duration {
 	return max(time.Millisecond, h.run.granularity)
 }
 
-// phase starts a phase of a spec and returns its offset: fakeOffset on the
+// Phase starts a phase of a spec and returns its offset: fakeOffset on the
 // fake clock (the clock moves there); in real time, now becomes the
 // spec's start and the phase begins at 0.
 func (h *Harness) Phase(fakeOffset time.Duration) time.Duration {
-	if h.Fake != nil {
+	if h.fake != nil {
 		h.At(fakeOffset)
 		return fakeOffset
 	}
@@ -299,12 +301,12 @@ func (h *Harness) Phase(fakeOffset time.Duration) time.Duration {
 // Origin makes now the spec's start: in real time, specs measure their
 // edges from their first entries, not from when the spec began.
 func (h *Harness) Origin() {
-	if h.Fake == nil {
-		h.Start = time.Now()
+	if h.fake == nil {
+		h.start = time.Now()
 	}
 }
 
-// waitUntil blocks until t in real time, or until the spec ends.
+// WaitUntil blocks until t in real time, or until the spec ends.
 func (h *Harness) WaitUntil(t time.Time) {
 	d := time.Until(t)
 	if d <= 0 {
@@ -314,16 +316,16 @@ func (h *Harness) WaitUntil(t time.Time) {
 	defer timer.Stop()
 	select {
 	case <-timer.C:
-	case <-h.Ctx.Done():
+	case <-h.ctx.Done():
 		h.Fault("the spec ran out of time waiting for an instant")
 	}
 }
 
 func (h *Harness) FakeClock() *fakeclock.Fake {
-	if h.Fake == nil {
-		panic(fmt.Sprintf("rlconform: spec %s moves the fake clock, which only a target with clock control has (a bug of the catalogue)", h.Spec.ID))
+	if h.fake == nil {
+		panic(fmt.Sprintf("rlconform: spec %s moves the fake clock, which only a target with clock control has (a bug of the catalogue)", h.spec.ID))
 	}
-	return h.Fake
+	return h.fake
 }
 
 // Instance returns instance i of the target (0 is made when the spec starts),
@@ -360,8 +362,8 @@ func (h *Harness) failInstance(err error) {
 // a configuration the grader chose (a wrong answer found before still
 // fails it).
 func (h *Harness) refusedInconclusive(err error) {
-	if h.Pending != nil {
-		panic(*h.Pending)
+	if h.pending != nil {
+		panic(*h.pending)
 	}
 	panic(Inconclusive{h.Report(fmt.Sprintf("%v: the grader chose this configuration, which the contract takes, so this spec could not be graded; strict/config-range grades which configurations a limiter must take", err))})
 }
@@ -371,23 +373,23 @@ func (h *Harness) instance(i int) (contract.RateLimiterContract, error) {
 	defer h.mu.Unlock()
 	for len(h.instances) <= i {
 		n := len(h.instances) + 1
-		Env := h.Env
+		Env := h.env
 		Env.Instance = n - 1
-		lim, closer, err := h.Target.New(h.Ctx, Env)
+		lim, closer, err := h.target.New(h.ctx, Env)
 		if err != nil {
-			return nil, fmt.Errorf("making instance %d of %s: %w", n, h.Target.Name, err)
+			return nil, fmt.Errorf("making instance %d of %s: %w", n, h.target.Name, err)
 		}
 		if closer != nil {
 			h.closers = append(h.closers, closer)
 		}
 		lim = guarded{lim, &h.calls}
-		if h.Target.Capabilities.Configure {
-			if err := lim.Configure(h.Ctx, h.Model.Limit(), h.Model.Window()); err != nil {
-				h.run.noteRefusal(h.Model.Limit(), h.Model.Window(), err)
-				if refusedChoice(h.Model.Limit(), h.Model.Window(), err) {
-					return nil, fmt.Errorf("%w: Configure(%d, %v) on new instance %d: %w", errChoiceRefused, h.Model.Limit(), h.Model.Window(), n, err)
+		if h.target.Capabilities.Configure {
+			if err := lim.Configure(h.ctx, h.profileModel.Limit(), h.profileModel.Window()); err != nil {
+				h.run.noteRefusal(h.profileModel.Limit(), h.profileModel.Window(), err)
+				if refusedChoice(h.profileModel.Limit(), h.profileModel.Window(), err) {
+					return nil, fmt.Errorf("%w: Configure(%d, %v) on new instance %d: %w", errChoiceRefused, h.profileModel.Limit(), h.profileModel.Window(), n, err)
 				}
-				return nil, fmt.Errorf("Configure(%d, %v) on new instance %d: %w", h.Model.Limit(), h.Model.Window(), n, err)
+				return nil, fmt.Errorf("Configure(%d, %v) on new instance %d: %w", h.profileModel.Limit(), h.profileModel.Window(), n, err)
 			}
 		}
 		h.instances = append(h.instances, lim)
@@ -420,7 +422,7 @@ func (h *Harness) close() error {
 }
 
 func (h *Harness) Record(inst int, at time.Time, op, got string) {
-	h.Timeline.Add(Event{At: at.Sub(h.Start), inst: inst, Op: op, Got: got})
+	h.timeline.Add(Event{At: at.Sub(h.start), inst: inst, Op: op, Got: got})
 }
 
 func AllowedWord(ok bool) string {
@@ -437,9 +439,9 @@ func (h *Harness) Allow(user string) bool { return h.AllowOn(0, user) }
 // the model: the spec fails at the first answer the model would not give.
 func (h *Harness) AllowOn(i int, user string) bool {
 	got := h.checked(i, "AllowRequest", user,
-		func(now time.Time) string { ok, _ := h.Model.Allow(now, user); return AllowedWord(ok) },
+		func(now time.Time) string { ok, _ := h.profileModel.Allow(now, user); return AllowedWord(ok) },
 		func(lim contract.RateLimiterContract) (string, error) {
-			ok, sent, err := AllowSent(h.Ctx, lim, user)
+			ok, sent, err := AllowSent(h.ctx, lim, user)
 			h.sentAt = sent
 			return AllowedWord(ok), err
 		})
@@ -453,7 +455,7 @@ type sentReporter interface {
 	AllowRequestSent(Ctx context.Context, user string) (ok bool, sent time.Time, err error)
 }
 
-// allowSent is AllowRequest, with the instant the request left when the
+// AllowSent is AllowRequest, with the instant the request left when the
 // instance knows it (zero otherwise). Through the harness's wrapper
 // (guarded), the call is tracked and its panics recovered either way.
 func AllowSent(Ctx context.Context, lim contract.RateLimiterContract, user string) (bool, time.Time, error) {
@@ -470,9 +472,9 @@ func (h *Harness) Remaining(user string) int { return h.RemainingOn(0, user) }
 // RemainingOn sends GetRemainingRequests(user) to instance i and checks it.
 func (h *Harness) RemainingOn(i int, user string) int {
 	got := h.checked(i, "GetRemainingRequests", user,
-		func(now time.Time) string { n, _ := h.Model.Remaining(now, user); return strconv.Itoa(n) },
+		func(now time.Time) string { n, _ := h.profileModel.Remaining(now, user); return strconv.Itoa(n) },
 		func(lim contract.RateLimiterContract) (string, error) {
-			n, err := lim.GetRemainingRequests(h.Ctx, user)
+			n, err := lim.GetRemainingRequests(h.ctx, user)
 			return strconv.Itoa(n), err
 		})
 	n, _ := strconv.Atoi(got)
@@ -484,12 +486,12 @@ func (h *Harness) RemainingOn(i int, user string) int {
 // error, or at an answer the model would not give, explaining what the model
 // counted.
 func (h *Harness) checked(i int, name, user string, want func(time.Time) string, call func(contract.RateLimiterContract) (string, error)) string {
-	if h.Fake == nil {
+	if h.fake == nil {
 		return h.checkedRealTime(i, name, user, call)
 	}
 	lim := h.Instance(i)
 	now := h.Now()
-	before := h.Model.Explain(now, h.Start, user)
+	before := h.profileModel.Explain(now, h.start, user)
 	w := want(now)
 	got, err := call(lim)
 	op := name + "(" + h.Short(user) + ")"
@@ -498,11 +500,11 @@ func (h *Harness) checked(i int, name, user string, want func(time.Time) string,
 		h.FailStep(i, now, op, "", w, "", err)
 	}
 	h.Record(i, now, op, got)
-	h.Trace = append(h.Trace, TraceOp{At: now, inst: i, Kind: name[0], User: user, Got: got})
+	h.trace = append(h.trace, TraceOp{At: now, inst: i, Kind: name[0], User: user, Got: got})
 	if got != w {
 		h.FailStep(i, now, op, got, w, strings.ReplaceAll(before, user, h.Short(user)), nil)
 	}
-	h.Decided++
+	h.decided++
 	return got
 }
 
@@ -522,7 +524,7 @@ func (h *Harness) checkedRealTime(i int, name, user string, call func(contract.R
 	return h.JudgeRealTime(i, name, user, sent, returned, got, err)
 }
 
-// judgeRealTime judges an operation on instance i sent at sent and
+// JudgeRealTime judges an operation on instance i sent at sent and
 // answered (got, or err) at returned, as checkedRealTime does; the
 // http/ specs judge this way the calls their concurrent phases made.
 func (h *Harness) JudgeRealTime(i int, name, user string, sent, returned time.Time, got string, err error) string {
@@ -531,8 +533,8 @@ func (h *Harness) JudgeRealTime(i int, name, user string, sent, returned time.Ti
 		h.Record(i, sent, op, "error")
 		h.FailStep(i, sent, op, "", "an answer", "", err)
 	}
-	h.Timeline.Add(Event{At: sent.Sub(h.Start), Until: returned.Sub(h.Start), inst: i, Op: op, Got: got})
-	h.Trace = append(h.Trace, TraceOp{At: sent, until: returned, inst: i, Kind: name[0], User: user, Got: got})
+	h.timeline.Add(Event{At: sent.Sub(h.start), Until: returned.Sub(h.start), inst: i, Op: op, Got: got})
+	h.trace = append(h.trace, TraceOp{At: sent, until: returned, inst: i, Kind: name[0], User: user, Got: got})
 	t := model.TimedOp{User: user, Lo: sent, Hi: returned}
 	switch name {
 	case "AllowRequest":
@@ -541,7 +543,7 @@ func (h *Harness) JudgeRealTime(i int, name, user string, sent, returned time.Ti
 		t.Kind = model.OpRemaining
 		t.Remaining, _ = strconv.Atoi(got)
 	}
-	j, why, err := h.Oracle.Judge(t)
+	j, why, err := h.oracle.Judge(t)
 	if err != nil {
 		h.Fault("rlconform's real-time oracle refused the operation (a bug of the grader, please report it): %v", err)
 	}
@@ -554,11 +556,11 @@ func (h *Harness) JudgeRealTime(i int, name, user string, sent, returned time.Ti
 		case !t.Allowed:
 			want = "allowed"
 		}
-		h.FailStep(i, sent, op, got, want, fmt.Sprintf("the call took from %s to %s: %s", FmtOffset(sent.Sub(h.Start)), FmtOffset(returned.Sub(h.Start)), why), nil)
+		h.FailStep(i, sent, op, got, want, fmt.Sprintf("the call took from %s to %s: %s", FmtOffset(sent.Sub(h.start)), FmtOffset(returned.Sub(h.start)), why), nil)
 	case model.Undecided:
-		h.Undecided++
+		h.undecided++
 	default:
-		h.Decided++
+		h.decided++
 	}
 	return got
 }
@@ -568,18 +570,18 @@ func (h *Harness) Reset(user string) {
 	lim := h.Instance(0)
 	now := h.Now()
 	op := "Reset(" + h.Short(user) + ")"
-	if err := lim.Reset(h.Ctx, user); err != nil {
+	if err := lim.Reset(h.ctx, user); err != nil {
 		h.Record(0, now, op, "error")
 		h.FailStep(0, now, op, "", "ok", "", err)
 	}
-	if h.Fake == nil { // it took effect between sending and the answer
-		if _, _, err := h.Oracle.Judge(model.TimedOp{Kind: model.OpReset, User: user, Lo: now, Hi: time.Now()}); err != nil {
+	if h.fake == nil { // it took effect between sending and the answer
+		if _, _, err := h.oracle.Judge(model.TimedOp{Kind: model.OpReset, User: user, Lo: now, Hi: time.Now()}); err != nil {
 			h.Fault("rlconform's real-time oracle refused the reset (a bug of the grader, please report it): %v", err)
 		}
 	}
 	h.Record(0, now, op, "ok")
-	h.Model.Reset(user)
-	h.Trace = append(h.Trace, TraceOp{At: now, Kind: 'R', User: user})
+	h.profileModel.Reset(user)
+	h.trace = append(h.trace, TraceOp{At: now, Kind: 'R', User: user})
 }
 
 // Configure sends Configure(n, w) to every instance and to the model. A
@@ -598,7 +600,7 @@ func (h *Harness) configure(n int, w time.Duration, graded bool) {
 	now := h.Now()
 	op := fmt.Sprintf("Configure(%d, %v)", n, w)
 	for i, lim := range h.Instances(h.InstanceCount()) {
-		if err := lim.Configure(h.Ctx, n, w); err != nil {
+		if err := lim.Configure(h.ctx, n, w); err != nil {
 			h.run.noteRefusal(n, w, err)
 			h.Record(i, now, op, "error")
 			if refusedChoice(n, w, err) && !graded {
@@ -611,13 +613,13 @@ func (h *Harness) configure(n int, w time.Duration, graded bool) {
 		}
 	}
 	h.Record(0, now, op, "ok")
-	if err := h.Model.Configure(n, w); err != nil {
-		panic(fmt.Sprintf("rlconform: spec %s configures invalid values (a bug of the catalogue): %v", h.Spec.ID, err))
+	if err := h.profileModel.Configure(n, w); err != nil {
+		panic(fmt.Sprintf("rlconform: spec %s configures invalid values (a bug of the catalogue): %v", h.spec.ID, err))
 	}
-	if h.Oracle != nil {
-		h.Oracle.Judge(model.TimedOp{Kind: model.OpConfigure, Limit: n, Window: w})
+	if h.oracle != nil {
+		h.oracle.Judge(model.TimedOp{Kind: model.OpConfigure, Limit: n, Window: w})
 	}
-	h.Trace = append(h.Trace, TraceOp{At: now, Kind: 'C', N: n, W: w})
+	h.trace = append(h.trace, TraceOp{At: now, Kind: 'C', N: n, W: w})
 }
 
 // Note adds a line to the timeline for what a spec did outside the
@@ -667,7 +669,7 @@ func (h *Harness) Burst(users []string, perUser, goroutines int, instances []con
 			defer wg.Done()
 			<-Start
 			for r := range next {
-				ok, err := instances[r.inst].AllowRequest(h.Ctx, users[r.user])
+				ok, err := instances[r.inst].AllowRequest(h.ctx, users[r.user])
 				mu.Lock()
 				o := out[users[r.user]]
 				switch {
@@ -691,7 +693,7 @@ func (h *Harness) Burst(users []string, perUser, goroutines int, instances []con
 // user got exactly as many requests allowed as the model allows, then
 // brings the model up to date.
 func (h *Harness) CheckBurst(users []string, perUser, goroutines int, instances []contract.RateLimiterContract) {
-	if h.Fake == nil {
+	if h.fake == nil {
 		h.checkBurstRealTime(users, perUser, goroutines, instances)
 		return
 	}
@@ -699,7 +701,7 @@ func (h *Harness) CheckBurst(users []string, perUser, goroutines int, instances 
 	want := map[string]int{}
 	for _, u := range users {
 		for range perUser { // at one instant, the model's answers in any order
-			if ok, _ := h.Model.Allow(now, u); ok {
+			if ok, _ := h.profileModel.Allow(now, u); ok {
 				want[u]++
 			}
 		}
@@ -708,7 +710,7 @@ func (h *Harness) CheckBurst(users []string, perUser, goroutines int, instances 
 	for ui, u := range users {
 		op := fmt.Sprintf("%d goroutines on %d instance(s): AllowRequest(%s) ×%d", goroutines, len(instances), h.Short(u), perUser)
 		h.Record(0, now, op, out[u].String())
-		h.Trace = append(h.Trace, TraceOp{At: now, Kind: 'B', User: u, N: perUser, allowed: out[u].Allowed, inst: ui, instances: len(instances)})
+		h.trace = append(h.trace, TraceOp{At: now, Kind: 'B', User: u, N: perUser, allowed: out[u].Allowed, inst: ui, instances: len(instances)})
 	}
 	for _, u := range users {
 		o := out[u]
@@ -717,28 +719,28 @@ func (h *Harness) CheckBurst(users []string, perUser, goroutines int, instances 
 			// allowed than the model allows is proven anyway.
 			if o.Allowed > want[u] {
 				h.divergef("at %s: %d goroutines sent %d AllowRequest(%s) with the clock standing still: %d allowed (and %d without an answer), want at most %d (what %s allows at this instant): two requests passed the same check",
-					FmtOffset(now.Sub(h.Start)), goroutines, perUser, h.Short(u), o.Allowed, n, want[u], h.ProfileName())
-				panic(*h.Pending)
+					FmtOffset(now.Sub(h.start)), goroutines, perUser, h.Short(u), o.Allowed, n, want[u], h.ProfileName())
+				panic(*h.pending)
 			}
-			h.NoAnswer(fmt.Sprintf("at %s: %d of %d concurrent AllowRequest(%s)", FmtOffset(now.Sub(h.Start)), n, perUser, h.Short(u)), first)
+			h.NoAnswer(fmt.Sprintf("at %s: %d of %d concurrent AllowRequest(%s)", FmtOffset(now.Sub(h.start)), n, perUser, h.Short(u)), first)
 		}
 		if len(o.Errors) > 0 {
 			h.Failf("at %s: %d of %d concurrent AllowRequest(%s) failed, first: %v",
-				FmtOffset(now.Sub(h.Start)), len(o.Errors), perUser, h.Short(u), o.Errors[0])
+				FmtOffset(now.Sub(h.start)), len(o.Errors), perUser, h.Short(u), o.Errors[0])
 		}
-		h.Decided++
-		if o.Allowed != want[u] && h.Pending == nil {
+		h.decided++
+		if o.Allowed != want[u] && h.pending == nil {
 			h.divergef("at %s: %d goroutines on %d instance(s) sent %d AllowRequest(%s) with the clock standing still: "+
 				"%d allowed, want exactly %d (what %s allows at this instant); "+
 				"more means two requests passed the same check (a race, or instances not sharing one limit), "+
 				"fewer means allowed requests were lost",
-				FmtOffset(now.Sub(h.Start)), goroutines, len(instances), perUser, h.Short(u),
+				FmtOffset(now.Sub(h.start)), goroutines, len(instances), perUser, h.Short(u),
 				o.Allowed, want[u], h.ProfileName())
 		}
 	}
 }
 
-// profileName names the model answers are graded against.
+// ProfileName names the model answers are graded against.
 func (h *Harness) ProfileName() string {
 	if h.run.profile.IsSlidingLog() {
 		return "the model"
@@ -750,25 +752,25 @@ func (h *Harness) ProfileName() string {
 // sliding log, or for every profile when it holds for all; otherwise the
 // rules of the profile graded.
 func (h *Harness) hint() string {
-	hint := h.Spec.Hint
-	if h.Fake == nil && h.Spec.RealTimeHint != "" {
-		hint = h.Spec.RealTimeHint
+	hint := h.spec.Hint
+	if h.fake == nil && h.spec.RealTimeHint != "" {
+		hint = h.spec.RealTimeHint
 	}
-	if h.run.profile.IsSlidingLog() || h.Spec.HintAllProfiles {
+	if h.run.profile.IsSlidingLog() || h.spec.HintAllProfiles {
 		return hint
 	}
 	under := h.failedUnder
 	if under == "" {
-		under = h.Model.Describe()
+		under = h.profileModel.Describe()
 	}
 	return fmt.Sprintf("the limiter answered otherwise than %s (docs/profiles.md, profile %s): replay the timeline above against its rules", under, h.run.profile.Name)
 }
 
-// newRand returns a generator for a goroutine of a spec, seeded from the
+// NewRand returns a generator for a goroutine of a spec, seeded from the
 // spec's own generator so that a seed reproduces the run's choices.
 func NewRand(Seed uint64) *rand.Rand { return rand.New(rand.NewPCG(Seed, Seed^0x9e3779b97f4a7c15)) }
 
-// targetPanic is a panic of the target's code, recovered by guarded.
+// TargetPanic is a panic of the target's code, recovered by guarded.
 type TargetPanic struct {
 	value any
 	stack []byte
@@ -887,7 +889,7 @@ func (h *Harness) checkBurstRealTime(users []string, perUser, goroutines int, in
 	ended := time.Now()
 	for _, u := range users {
 		op := fmt.Sprintf("%d goroutines on %d instance(s): AllowRequest(%s) ×%d", goroutines, len(instances), h.Short(u), perUser)
-		h.Timeline.Add(Event{At: began.Sub(h.Start), Until: ended.Sub(h.Start), Op: op, Got: out[u].String()})
+		h.timeline.Add(Event{At: began.Sub(h.start), Until: ended.Sub(h.start), Op: op, Got: out[u].String()})
 	}
 	for ui, u := range users {
 		o := out[u]
@@ -897,22 +899,22 @@ func (h *Harness) checkBurstRealTime(users []string, perUser, goroutines int, in
 		if len(o.Errors) > 0 {
 			h.Failf("%d of %d concurrent AllowRequest(%s) failed, first: %v", len(o.Errors), perUser, h.Short(u), o.Errors[0])
 		}
-		h.Trace = append(h.Trace, TraceOp{At: began, until: ended, Kind: 'B', User: u, N: perUser, allowed: o.Allowed, inst: ui, instances: len(instances)})
-		switch j, want := h.Oracle.JudgeBurst(u, began, ended, perUser, o.Allowed); j {
+		h.trace = append(h.trace, TraceOp{At: began, until: ended, Kind: 'B', User: u, N: perUser, allowed: o.Allowed, inst: ui, instances: len(instances)})
+		switch j, want := h.oracle.JudgeBurst(u, began, ended, perUser, o.Allowed); j {
 		case model.Undecided:
-			h.Undecided++
+			h.undecided++
 		case model.Impossible:
 			h.divergef("%d goroutines on %d instance(s) sent %d AllowRequest(%s) within %v (window %v): %d allowed, want %s "+
 				"(what %s allows at any instants of the burst); more means two requests passed the same check (a race, or instances not sharing one limit), "+
 				"fewer means allowed requests were lost",
 				goroutines, len(instances), perUser, h.Short(u), ended.Sub(began).Round(time.Millisecond), h.W(), o.Allowed, want, h.ProfileName())
 		default:
-			h.Decided++
+			h.decided++
 		}
 	}
 }
 
-// unguarded is the target's own instance behind the harness's wrapper.
+// Unguarded is the target's own instance behind the harness's wrapper.
 func Unguarded(lim contract.RateLimiterContract) contract.RateLimiterContract {
 	if g, ok := lim.(guarded); ok {
 		return g.lim

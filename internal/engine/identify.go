@@ -44,7 +44,7 @@ func gridProbe() Spec {
 			u := h.User("grid")
 			w := h.W()
 			a := 12_345 * time.Millisecond
-			if h.Fake == nil {
+			if h.fake == nil {
 				h.Origin()
 				a = 0
 			}
@@ -54,7 +54,7 @@ func gridProbe() Spec {
 			for range h.N() + 1 {
 				h.Allow(u)
 			}
-			if h.Fake != nil {
+			if h.fake != nil {
 				h.At(2*w + time.Millisecond) // just after an epoch edge
 				h.Allow(u)
 			}
@@ -64,17 +64,17 @@ func gridProbe() Spec {
 			h.Allow(u)
 			h.After(a + 2*w + w/2)
 			h.Allow(u)
-			if x, then, ok := gridsApart(h.Now().Add(w), w, h.N()); ok && h.Fake != nil {
+			if x, then, ok := gridsApart(h.Now().Add(w), w, h.N()); ok && h.fake != nil {
 				// N just before an edge of one fixed grid, one a window's
 				// Nth after it: a new window on that grid (or a previous
 				// one weighing N×(1−1/N) at most), the same window on the
 				// other.
 				g := h.User("grid-go")
-				h.At(x.Sub(h.Start) - time.Millisecond)
+				h.At(x.Sub(h.start) - time.Millisecond)
 				for range h.N() {
 					h.Allow(g)
 				}
-				h.At(then.Sub(h.Start))
+				h.At(then.Sub(h.start))
 				h.Allow(g)
 			}
 		}}
@@ -129,11 +129,11 @@ func bucketProbe() Spec {
 			q, e := h.User("query-writes"), h.User("kept")
 			w, n := h.W(), h.N()
 			a := 23_456 * time.Millisecond
-			if h.Fake == nil {
+			if h.fake == nil {
 				h.Origin()
 				a = 0
 			}
-			queries := h.Target.Capabilities.Remaining
+			queries := h.target.Capabilities.Remaining
 			h.At(a)
 			if queries {
 				h.Remaining(q)
@@ -232,7 +232,7 @@ func identifyOnce(ctx context.Context, cat Catalogue, cfg Config, target Target,
 	}()
 	var probes []probe
 	r.probed = func(s *Spec, h *Harness) {
-		probes = append(probes, probe{id: s.ID, n: h.Env.MaxRequests, w: h.Env.Window, realTime: h.Fake == nil, start: h.Start, tag: h.Tag, trace: slices.Clone(h.Trace)})
+		probes = append(probes, probe{id: s.ID, n: h.env.MaxRequests, w: h.env.Window, realTime: h.fake == nil, start: h.start, tag: h.tag, trace: slices.Clone(h.trace)})
 	}
 	id = &result.Identification{Target: target.Name, Mode: result.FakeClock}
 	if !target.Capabilities.Clock {

@@ -7,34 +7,28 @@ import (
 	"github.com/rlconform/rlconform/model"
 )
 
-// replayable is a profile's model as the engine drives it: beyond
-// model.Profile, it explains a user's state for a failure, forks, and
-// names a user's state (the porcupine model keeps one of each). Every
-// model that model.Spec.New returns has these methods.
-type replayable interface {
-	model.Profile
-	Explain(now, base time.Time, user string) string
-	Clone() model.Profile
-	StateKey(user string) string
-}
+// Model is a profile's model as the engine drives it and a spec reads it
+// (Harness.Model): the profile, with what the grader needs of it to
+// replay and explain (model.Replayable).
+type Model = model.Replayable
 
 // newModel is spec's model with a configuration, as the engine drives it.
-func newModel(spec model.Spec, n int, w time.Duration) (replayable, error) {
+func newModel(spec model.Spec, n int, w time.Duration) (Model, error) {
 	p, err := spec.New(n, w)
 	if err != nil {
 		return nil, err
 	}
-	r, ok := p.(replayable)
+	r, ok := p.(Model)
 	if !ok {
 		return nil, fmt.Errorf("the model of profile %s cannot be replayed (a bug of the grader)", spec)
 	}
 	return r, nil
 }
 
-// slidingLogModel is the sliding log's model, whose entries the specs of
+// SlidingLogModel is the sliding log's model, whose entries the specs of
 // entries later than now and the differential read.
 type SlidingLogModel interface {
-	replayable
+	Model
 	// Log is the entries of user that count at now, oldest first.
 	Log(now time.Time, user string) []time.Time
 	// Active counts user's entries in (now-W, now]; Unexpired those

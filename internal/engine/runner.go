@@ -336,7 +336,7 @@ func (r *runner) timedOut(ctx context.Context, t Target, s *Spec, h *Harness, do
 		r.stuck = fmt.Sprintf("%s did not return within %v of its end (a call into %s ignores its cancelled context): the run stops here, its keys and instances left as they are",
 			s.ID, hangBound(r.cfg.SpecTimeout), t.Name)
 		if summary != "" {
-			res.Message = s.titleFor(r.profile) + ": " + summary + "\n  " + r.stuck + "\n  timeline so far:\n" + h.Timeline.String(0)
+			res.Message = s.titleFor(r.profile) + ": " + summary + "\n  " + r.stuck + "\n  timeline so far:\n" + h.timeline.String(0)
 		}
 	}
 }
@@ -347,7 +347,7 @@ func (r *runner) timedOut(ctx context.Context, t Target, s *Spec, h *Harness, do
 // errs only under a configuration the spec set is alive, and its error is
 // that spec's failure, not the end of the run.
 func (h *Harness) restoreConfig(ctx context.Context) {
-	if !h.Target.Capabilities.Configure {
+	if !h.target.Capabilities.Configure {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -356,7 +356,7 @@ func (h *Harness) restoreConfig(ctx context.Context) {
 	instances := slices.Clone(h.instances)
 	h.mu.Unlock()
 	for _, lim := range instances {
-		lim.Configure(ctx, h.Env.MaxRequests, h.Env.Window) //nolint:errcheck // the probe that follows tells
+		lim.Configure(ctx, h.env.MaxRequests, h.env.Window) //nolint:errcheck // the probe that follows tells
 	}
 }
 
@@ -419,14 +419,14 @@ func (r *runner) newH(ctx context.Context, t Target, s *Spec) *Harness {
 		MaxRequests: r.cfg.Limit,
 		Window:      r.cfg.Window,
 	}
-	h := &Harness{Ctx: ctx, Spec: s, Target: t, run: r, Tag: tag, Start: time.Now(), cfg: r.cfg, margin: r.margin}
+	h := &Harness{ctx: ctx, spec: s, target: t, run: r, tag: tag, start: time.Now(), cfg: r.cfg, margin: r.margin}
 	if t.Capabilities.Clock {
-		h.Fake = fakeclock.New(FakeStart)
-		env.Clock, h.Start = h.Fake, FakeStart
+		h.fake = fakeclock.New(FakeStart)
+		env.Clock, h.start = h.fake, FakeStart
 	} else {
 		// In real time, specs wait out their windows: short ones.
 		env.Window = r.cfg.RealTimeWindow
-		h.Oracle, _ = model.NewOracle(r.profile, env.MaxRequests, env.Window)
+		h.oracle, _ = model.NewOracle(r.profile, env.MaxRequests, env.Window)
 	}
 	if (t.NeedsRedis || t.Capabilities.StoreInspection) && r.redis != nil {
 		env.Redis, env.RedisURL = r.redis.Client, r.redis.URL
@@ -434,12 +434,12 @@ func (r *runner) newH(ctx context.Context, t Target, s *Spec) *Harness {
 	if r.cfg.StorePrefix != "" {
 		env.KeyPrefix = r.cfg.StorePrefix
 	}
-	h.Env = env
-	h.Model, _ = newModel(r.profile, env.MaxRequests, env.Window)
+	h.env = env
+	h.profileModel, _ = newModel(r.profile, env.MaxRequests, env.Window)
 	sum := fnv.New64a()
 	sum.Write([]byte(s.ID))
-	h.Seed = r.cfg.Seed
-	h.Rng = mrand.New(mrand.NewPCG(r.cfg.Seed, sum.Sum64()))
+	h.seed = r.cfg.Seed
+	h.rng = mrand.New(mrand.NewPCG(r.cfg.Seed, sum.Sum64()))
 	return h
 }
 
@@ -449,7 +449,7 @@ func (h *Harness) execute() (res result.Result) {
 	defer func() {
 		switch v := recover().(type) {
 		case nil:
-			res.Status, res.Message = result.Passed, h.PassNote
+			res.Status, res.Message = result.Passed, h.passNote
 			// What the answers say of the other algorithms a limiter may
 			// be: only a trace the graded profile gives in full says it.
 			if clues, graded := h.evidence(false); graded {
@@ -462,7 +462,7 @@ func (h *Harness) execute() (res result.Result) {
 			if f.Kind == result.KindFault { // the store or the grader, not the limiter
 				res.Status, f.Hint = result.Errored, ""
 			}
-			res.Message = h.Spec.titleFor(h.run.profile) + "\n  " + v.msg
+			res.Message = h.spec.titleFor(h.run.profile) + "\n  " + v.msg
 			if f.Kind == result.KindWrongAnswer || f.Kind == result.KindViolation {
 				// Name the algorithm the answers show, and give its hint
 				// rather than the spec's usual cause (render).
@@ -479,14 +479,14 @@ func (h *Harness) execute() (res result.Result) {
 		case skipped:
 			res.Status, res.Message = result.Skipped, v.reason
 		case Inconclusive:
-			res.Status, res.Message = result.Inconclusive, h.Spec.titleFor(h.run.profile)+"\n  "+v.Msg
+			res.Status, res.Message = result.Inconclusive, h.spec.titleFor(h.run.profile)+"\n  "+v.Msg
 			res.Failure = &result.Failure{Kind: result.KindInconclusive, Summary: firstLine(v.Msg)}
 		default:
 			// A panic in the grader's own code is a fault of ours, not a
 			// verdict; one in the target's code fails the spec.
 			where, ours := panicSite()
 			summary := fmt.Sprintf("panic in %s: %v", where, v)
-			res.Message = h.Report(fmt.Sprintf("%s\n  %s\n%s", h.Spec.titleFor(h.run.profile), summary, debug.Stack()))
+			res.Message = h.Report(fmt.Sprintf("%s\n  %s\n%s", h.spec.titleFor(h.run.profile), summary, debug.Stack()))
 			if ours {
 				res.Status, res.Failure = result.Errored, &result.Failure{Kind: result.KindFault, Summary: "rlconform's own " + summary + " (a bug of the grader, please report it)"}
 			} else {
@@ -497,27 +497,27 @@ func (h *Harness) execute() (res result.Result) {
 	if _, err := h.instance(0); err != nil {
 		h.failInstance(err)
 	}
-	if h.Fake == nil && h.margin == 0 {
+	if h.fake == nil && h.margin == 0 {
 		h.measured = h.measureMargin()
 		h.margin, h.cfg.RealTimeWindow = h.measured.margin, h.measured.window
-		if w := h.cfg.RealTimeWindow; w != h.W() && h.Target.Capabilities.Configure {
+		if w := h.cfg.RealTimeWindow; w != h.W() && h.target.Capabilities.Configure {
 			h.Configure(h.N(), w) // the window was raised for this run
 		}
 	}
-	if h.Target.SharedLimit {
+	if h.target.SharedLimit {
 		h.quiet()
 	}
-	h.Spec.Run(h)
-	if h.Pending != nil {
-		panic(*h.Pending)
+	h.spec.Run(h)
+	if h.pending != nil {
+		panic(*h.pending)
 	}
-	if h.Decided < h.Spec.MinDecided {
+	if h.decided < h.spec.MinDecided {
 		panic(Inconclusive{h.Report(fmt.Sprintf("the spec decided %d of the answers it judged (%d undecided), and needs at least %d: nothing it proved is enough to pass",
-			h.Decided, h.Undecided, h.Spec.MinDecided))})
+			h.decided, h.undecided, h.spec.MinDecided))})
 	}
-	if h.Fake == nil && h.Decided == 0 && h.Undecided > 0 {
+	if h.fake == nil && h.decided == 0 && h.undecided > 0 {
 		panic(Inconclusive{h.Report(fmt.Sprintf("in real time every one of the %d judged answers was undecided: the round trips (margin %v) were too slow for the window %v to tell; raise the real-time window",
-			h.Undecided, h.margin, h.W()))})
+			h.undecided, h.margin, h.W()))})
 	}
 	return res
 }
@@ -565,15 +565,15 @@ func (h *Harness) measureMargin() *roundTrips {
 	var slowest time.Duration
 	for range 5 {
 		began := time.Now()
-		if h.Target.Capabilities.Remaining {
-			lim.GetRemainingRequests(h.Ctx, probe)
+		if h.target.Capabilities.Remaining {
+			lim.GetRemainingRequests(h.ctx, probe)
 		} else {
-			lim.AllowRequest(h.Ctx, probe)
+			lim.AllowRequest(h.ctx, probe)
 		}
 		slowest = max(slowest, time.Since(began))
 	}
 	m := &roundTrips{margin: max(20*time.Millisecond, 8*slowest+10*time.Millisecond), at: time.Now(), window: h.cfg.RealTimeWindow}
-	if w := m.window; m.margin > w/5 && !h.Target.Capabilities.Configure {
+	if w := m.window; m.margin > w/5 && !h.target.Capabilities.Configure {
 		// The window is the target's own: it cannot be raised.
 		m.note = fmt.Sprintf("the slowest of 5 round trips took %v, slow for the window %v: answers near its edges will be undecided, and specs that decide nothing inconclusive",
 			slowest.Round(time.Millisecond), w)
@@ -652,9 +652,9 @@ func (r *runner) cleanKeys(h *Harness) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if keyOf := h.Target.KeyOf; keyOf != nil {
+	if keyOf := h.target.KeyOf; keyOf != nil {
 		for _, u := range h.UsersSeen() {
-			r.redis.Client.Del(ctx, keyOf(h.Env.KeyPrefix, u)) // one by one: keys may live in different cluster slots
+			r.redis.Client.Del(ctx, keyOf(h.env.KeyPrefix, u)) // one by one: keys may live in different cluster slots
 		}
 		if !r.redis.Owned() {
 			return
@@ -664,7 +664,7 @@ func (r *runner) cleanKeys(h *Harness) {
 		r.sweep = true
 		return
 	}
-	keys, _ := redisenv.ScanKeys(ctx, r.redis.Client, redisenv.GlobEscape(h.Env.KeyPrefix)+"*")
+	keys, _ := redisenv.ScanKeys(ctx, r.redis.Client, redisenv.GlobEscape(h.env.KeyPrefix)+"*")
 	for _, k := range keys {
 		r.redis.Client.Del(ctx, k)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/rlconform/rlconform/result"
 )
 
-// need is a capability, or a condition of the run, that a spec requires.
+// Need is a capability, or a condition of the run, that a spec requires.
 type Need string
 
 const (
@@ -26,7 +26,7 @@ const (
 	NeedUsers     Need = "users"       // several users, each with a limit of its own
 )
 
-// spec is one entry of the catalogue: a stable id, the rule it proves, and
+// Spec is one entry of the catalogue: a stable id, the rule it proves, and
 // the body that proves it.
 type Spec struct {
 	ID    string
@@ -34,25 +34,25 @@ type Spec struct {
 	Rule  string
 	Needs []Need
 	Run   func(h *Harness)
-	// hint is the usual cause of a failure of a sliding log, printed with it.
+	// Hint is the usual cause of a failure of a sliding log, printed with it.
 	Hint string
-	// hintAllProfiles: the hint holds whatever the algorithm (the rule is
+	// HintAllProfiles: the hint holds whatever the algorithm (the rule is
 	// not about when requests count), so it is given under every profile,
 	// not the profile's rules.
 	HintAllProfiles bool
-	// realTimeHint, when set, replaces hint without clock control, where
+	// RealTimeHint, when set, replaces hint without clock control, where
 	// more causes give the same failure.
 	RealTimeHint string
-	// general is the rule as every profile states it, when rule is the
+	// General is the rule as every profile states it, when rule is the
 	// sliding log's own wording.
 	General string
-	// logOnly, when set, is why the spec grades the sliding log alone;
+	// LogOnly, when set, is why the spec grades the sliding log alone;
 	// rtLogOnly why it does without clock control.
 	LogOnly, RTLogOnly string
-	// limitChange: the spec changes the limit under users with history,
+	// LimitChange: the spec changes the limit under users with history,
 	// which some profiles leave to the implementation.
 	LimitChange bool
-	// minDecided is how many answers (or rounds) the spec must decide to
+	// MinDecided is how many answers (or rounds) the spec must decide to
 	// pass: with fewer it is inconclusive, never passed. Specs that judge
 	// answers one by one decide each one on the fake clock; those whose
 	// answers can all turn out unknown (calls without an answer) or

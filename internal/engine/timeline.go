@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// event is one operation a spec performed, as the failure report shows it.
+// Event is one operation a spec performed, as the failure report shows it.
 type Event struct {
 	At    time.Duration // since the spec's start, on the spec's clock
 	Until time.Duration // in real time, when the answer came (0: at)
@@ -16,7 +16,7 @@ type Event struct {
 	Got   string        // allowed, denied, 3, ok, error: ...
 }
 
-// timeline is the record of a spec's operations. It is safe for concurrent
+// Timeline is the record of a spec's operations. It is safe for concurrent
 // use, so that concurrent phases can add their summary lines.
 type Timeline struct {
 	mu     sync.Mutex

@@ -59,8 +59,8 @@ func coreSpecs() []engine.Spec {
 // tick moves a fake clock by d; in real time it does nothing (specs that
 // only tick, never wait for expiry, run in both modes with a long window).
 func tick(h *engine.Harness, d time.Duration) {
-	if h.Fake != nil {
-		h.Fake.Advance(d)
+	if !h.RealTime() {
+		h.FakeClock().Advance(d)
 	}
 }
 

@@ -49,7 +49,7 @@ const (
 // the first divergence is shrunk to a minimal schedule and reported with the
 // seed that reproduces it.
 func differential(h *engine.Harness) {
-	if h.Fake == nil {
+	if h.RealTime() {
 		differentialRealTime(h)
 		return
 	}
@@ -59,15 +59,15 @@ func differential(h *engine.Harness) {
 			continue
 		}
 		min := shrink(h, ops)
-		h.Timeline = engine.Timeline{}
-		h.LastDivergence = result.Failure{}
+		h.ResetTimeline()
+		h.SetDivergence(result.Failure{})
 		bad, why := replay(h, min, "min.", true)
 		if bad < 0 {
-			h.Failf("schedule %d diverged from the model, but its shrunk form did not on replay (a flaky target?); seed %d", i, h.Seed)
+			h.Failf("schedule %d diverged from the model, but its shrunk form did not on replay (a flaky target?); seed %d", i, h.Seed())
 		}
-		h.FailWith(h.LastDivergence, fmt.Sprintf("%s (schedule %d of seed %d, shrunk from %d to %d operations)\n"+
+		h.FailWith(h.Divergence(), fmt.Sprintf("%s (schedule %d of seed %d, shrunk from %d to %d operations)\n"+
 			"  reproduce with seed %d (Config.Seed, -rlconform.seed under go test, or rlconform run --seed)",
-			why, i, h.Seed, len(ops), len(min), h.Seed))
+			why, i, h.Seed(), len(ops), len(min), h.Seed()))
 	}
 }
 
@@ -93,10 +93,10 @@ func genSchedule(h *engine.Harness, n int) []dop {
 	}
 	var ops []dop
 	for len(ops) < n {
-		u := h.Rng.IntN(diffUsers)
+		u := h.Rand().IntN(diffUsers)
 		w := sim.m.Window()
 		var o dop
-		switch r := h.Rng.IntN(100); {
+		switch r := h.Rand().IntN(100); {
 		case r < 25 && sim.fresh(u):
 			// A query of a user with no state is where profiles differ
 			// on what a query writes (query=write opens a window): half
@@ -109,15 +109,15 @@ func genSchedule(h *engine.Harness, n int) []dop {
 		case r < 66:
 			o = dop{kind: 'x', user: u}
 		case r < 70 && h.Profile().LimitChangeGraded():
-			o = dop{kind: 'c', n: 1 + h.Rng.IntN(2*h.N()), w: windows[h.Rng.IntN(len(windows))]}
+			o = dop{kind: 'c', n: 1 + h.Rand().IntN(2*h.N()), w: windows[h.Rand().IntN(len(windows))]}
 			if !sim.safe(o) {
 				o.w = w
 			}
 		default:
-			o = dop{kind: 't', advance: time.Duration(h.Rng.Int64N(int64(w/3/time.Millisecond))) * time.Millisecond}
-			if edges := sim.edges(u); len(edges) > 0 && h.Rng.IntN(2) == 0 {
-				edge := edges[h.Rng.IntN(len(edges))]
-				if h.Rng.IntN(3) == 0 {
+			o = dop{kind: 't', advance: time.Duration(h.Rand().Int64N(int64(w/3/time.Millisecond))) * time.Millisecond}
+			if edges := sim.edges(u); len(edges) > 0 && h.Rand().IntN(2) == 0 {
+				edge := edges[h.Rand().IntN(len(edges))]
+				if h.Rand().IntN(3) == 0 {
 					edge = edge.Add(-time.Millisecond)
 				}
 				o.advance = max(0, edge.Sub(sim.now))
@@ -221,8 +221,8 @@ func replay(h *engine.Harness, ops []dop, tag string, record bool) (int, string)
 	}
 	base := h.Now()
 	if record {
-		h.Start = base // the report counts from the schedule's start
-		h.Trace = []engine.TraceOp{{At: base, Kind: 'C', N: h.Config().Limit, W: h.W()}}
+		h.SetStart(base) // the report counts from the schedule's start
+		h.SetTrace(engine.TraceOp{At: base, Kind: 'C', N: h.Config().Limit, W: h.W()})
 	}
 	m, _ := h.Profile().New(h.Config().Limit, h.W())
 	users := make([]string, diffUsers)
@@ -242,16 +242,16 @@ func replay(h *engine.Harness, ops []dop, tag string, record bool) (int, string)
 		case 'a':
 			var ok, wok bool
 			wok, _ = m.Allow(now, users[o.user])
-			ok, err = lim.AllowRequest(h.Ctx, users[o.user])
+			ok, err = lim.AllowRequest(h.Context(), users[o.user])
 			got, want = engine.AllowedWord(ok), engine.AllowedWord(wok)
 		case 'r':
 			var n, wn int
 			wn, _ = m.Remaining(now, users[o.user])
-			n, err = lim.GetRemainingRequests(h.Ctx, users[o.user])
+			n, err = lim.GetRemainingRequests(h.Context(), users[o.user])
 			got, want = strconv.Itoa(n), strconv.Itoa(wn)
 		case 'x':
 			m.Reset(users[o.user])
-			err = lim.Reset(h.Ctx, users[o.user])
+			err = lim.Reset(h.Context(), users[o.user])
 			got, want = "ok", "ok"
 		case 'c':
 			m.Configure(o.n, o.w)
@@ -268,16 +268,17 @@ func replay(h *engine.Harness, ops []dop, tag string, record bool) (int, string)
 			got = "error: " + err.Error()
 		}
 		if record {
-			h.Timeline.Add(engine.Event{At: now.Sub(base), Op: o.String(), Got: got})
+			h.AddEvent(engine.Event{At: now.Sub(base), Op: o.String(), Got: got})
 			t := engine.TraceOp{At: now, User: users[o.user], Got: got, N: o.n, W: o.w}
 			t.Kind = map[byte]byte{'a': 'A', 'r': 'G', 'x': 'R', 'c': 'C'}[o.kind]
-			h.Trace = append(h.Trace, t)
+			h.AddTrace(t)
 		}
 		if got != want {
-			h.LastDivergence = result.Failure{Kind: result.KindWrongAnswer, Step: step, At: now.Sub(base), Operation: o.String(), Got: got, Want: want}
+			d := result.Failure{Kind: result.KindWrongAnswer, Step: step, At: now.Sub(base), Operation: o.String(), Got: got, Want: want}
 			if err != nil {
-				h.LastDivergence.Kind = result.KindTargetError
+				d.Kind = result.KindTargetError
 			}
+			h.SetDivergence(d)
 			return i, fmt.Sprintf("step %d at %s: %s = %s, want %s", step, at, o, got, want)
 		}
 	}
@@ -295,7 +296,7 @@ func shrink(h *engine.Harness, ops []dop) []dop {
 	}
 	// Shrinking also stops with a quarter of the spec's time left, so that a
 	// slow target still gets its (less shrunk) failure reported.
-	deadline, bounded := h.Ctx.Deadline()
+	deadline, bounded := h.Context().Deadline()
 	timeLeft := func() bool { return !bounded || time.Until(deadline) > h.Config().SpecTimeout/4 }
 	for changed := true; changed && budget > 0 && timeLeft(); {
 		changed = false
@@ -319,7 +320,7 @@ func shrink(h *engine.Harness, ops []dop) []dop {
 // configureAll configures every instance, without the model or timeline.
 func configureAll(h *engine.Harness, n int, w time.Duration) error {
 	for _, l := range h.Instances(h.InstanceCount()) {
-		if err := l.Configure(h.Ctx, n, w); err != nil {
+		if err := l.Configure(h.Context(), n, w); err != nil {
 			return err
 		}
 	}
@@ -365,12 +366,12 @@ type rtVerdict struct {
 // and reports each user whose schedule diverged from the model.
 func differentialRealTime(h *engine.Harness) {
 	lim := h.Instance(0)
-	caps := h.Target.Capabilities
+	caps := h.Target().Capabilities
 	h.Origin()
 	results := make([]rtVerdict, rtDiffUsers)
 	var wg sync.WaitGroup
 	for k := range rtDiffUsers {
-		seed := h.Rng.Uint64()
+		seed := h.Rand().Uint64()
 		u := h.User(fmt.Sprintf("rt%d", k))
 		wg.Add(1)
 		go func() {
@@ -380,19 +381,20 @@ func differentialRealTime(h *engine.Harness) {
 	}
 	wg.Wait()
 	for _, v := range results {
-		h.Decided += v.decided
-		h.Undecided += v.undecided
+		h.CountDecided(v.decided)
+		h.CountUndecided(v.undecided)
 		if v.unanswered != nil {
-			h.Undecided++
+			h.CountUndecided(1)
 		}
 	}
 	for _, v := range results {
 		if v.failed != "" {
 			h.Failf("the real-time schedule of %s diverged from the model: %s\n  its schedule (ms since the spec's start, each call from sending to answer):\n    %s\n  seed %d",
-				h.Short(v.user), v.failed, strings.Join(v.steps, "\n    "), h.Seed)
+				h.Short(v.user), v.failed, strings.Join(v.steps, "\n    "), h.Seed())
 		}
 	}
-	h.Note(fmt.Sprintf("%d users × %d operations in real time", rtDiffUsers, rtDiffOps), fmt.Sprintf("%d answers decided, %d undecided", h.Decided, h.Undecided))
+	decided, undecided := h.Counts()
+	h.Note(fmt.Sprintf("%d users × %d operations in real time", rtDiffUsers, rtDiffOps), fmt.Sprintf("%d answers decided, %d undecided", decided, undecided))
 }
 
 // rtSchedule plays user u's random real-time schedule, seeded with seed, on
@@ -405,7 +407,7 @@ func rtSchedule(h *engine.Harness, lim contract.RateLimiterContract, caps contra
 	oracle, _ := model.NewOracle(h.Profile(), h.N(), h.W())
 	var entries []time.Time // when each allowed request was sent
 	for range rtDiffOps {
-		if h.Ctx.Err() != nil {
+		if h.Context().Err() != nil {
 			return
 		}
 		sent := time.Now()
@@ -423,7 +425,7 @@ func rtSchedule(h *engine.Harness, lim contract.RateLimiterContract, caps contra
 		if op.Kind == model.OpAllow && op.Allowed {
 			entries = append(entries, sent)
 		}
-		step := fmt.Sprintf("%s…%s  %s(%s) = %s", engine.FmtOffset(sent.Sub(h.Start)), engine.FmtOffset(returned.Sub(h.Start)), name, h.Short(u), got)
+		step := fmt.Sprintf("%s…%s  %s(%s) = %s", engine.FmtOffset(sent.Sub(h.Started())), engine.FmtOffset(returned.Sub(h.Started())), name, h.Short(u), got)
 		if errors.Is(err, contract.ErrNoAnswer) {
 			// Its outcome is unknown: the rest of this user's
 			// schedule cannot be judged.
@@ -457,15 +459,15 @@ func rtCall(h *engine.Harness, lim contract.RateLimiterContract, caps contract.C
 	switch {
 	case r < 50:
 		op.Kind = model.OpAllow
-		op.Allowed, err = lim.AllowRequest(h.Ctx, u)
+		op.Allowed, err = lim.AllowRequest(h.Context(), u)
 		return op, "AllowRequest", true, err
 	case r < 65 && caps.Remaining:
 		op.Kind = model.OpRemaining
-		op.Remaining, err = lim.GetRemainingRequests(h.Ctx, u)
+		op.Remaining, err = lim.GetRemainingRequests(h.Context(), u)
 		return op, "GetRemainingRequests", true, err
 	case r < 70 && caps.Reset:
 		op.Kind = model.OpReset
-		err = lim.Reset(h.Ctx, u)
+		err = lim.Reset(h.Context(), u)
 		return op, "Reset", true, err
 	}
 	return op, "", false, nil
@@ -490,7 +492,7 @@ func rtPause(h *engine.Harness, rng *rand.Rand, entries []time.Time) {
 		t := time.NewTimer(d)
 		select {
 		case <-t.C:
-		case <-h.Ctx.Done():
+		case <-h.Context().Done():
 		}
 		t.Stop()
 	}

@@ -34,7 +34,7 @@ func httpSpecs() []engine.Spec {
 // goroutine judges each call afterwards (judged).
 func request(h *engine.Harness, user string) call {
 	c := call{sent: time.Now()}
-	c.a, c.err = h.Target.Request(h.Ctx, 0, user)
+	c.a, c.err = h.Target().Request(h.Context(), 0, user)
 	c.returned = time.Now()
 	if c.a.Sent.After(c.sent) { // it left after the grader's pacing
 		c.sent = c.a.Sent
@@ -113,7 +113,7 @@ func edgePhase(h *engine.Harness, user string, t time.Time) *phase {
 	}
 	at := edge.Add(time.Millisecond)
 	return &phase{user: h.User(user), at: at, edge: true,
-		name: "the burst at " + engine.FmtOffset(at.Sub(h.Start)) + ", just after " + grid}
+		name: "the burst at " + engine.FmtOffset(at.Sub(h.Started())) + ", just after " + grid}
 }
 
 // spreadPhases is how many of the http/ specs' phases are spread over the
@@ -133,11 +133,11 @@ const spreadPhases = 4
 // request.
 func phases(h *engine.Harness, burst int) (ps []*phase, note string) {
 	h.Origin()
-	start, w := h.Start, h.W()
+	start, w := h.Started(), h.W()
 	ps = []*phase{edgePhase(h, "phase0", start)}
 	at := []time.Time{ps[0].at}
 	note = "1 phase, just after an epoch-aligned window edge: every request shares one limit, so no two phases can run side by side"
-	if !h.Target.SharedLimit {
+	if !h.Target().SharedLimit {
 		for k := spreadPhases; k >= 0; k-- {
 			at = at[:1]
 			for i := range k {
@@ -147,7 +147,7 @@ func phases(h *engine.Harness, burst int) (ps []*phase, note string) {
 				}
 				at = append(at, start.Add(off))
 			}
-			if k == 0 || fitsRPS(at, burst, h.Target.MaxRPS) {
+			if k == 0 || fitsRPS(at, burst, h.Target().MaxRPS) {
 				break
 			}
 		}
@@ -156,7 +156,7 @@ func phases(h *engine.Harness, burst int) (ps []*phase, note string) {
 			note = "1 phase, just after an epoch-aligned window edge"
 		}
 		if len(at) <= spreadPhases {
-			note += fmt.Sprintf(" (not %d: --max-rps %d fits no more)", spreadPhases+1, h.Target.MaxRPS)
+			note += fmt.Sprintf(" (not %d: --max-rps %d fits no more)", spreadPhases+1, h.Target().MaxRPS)
 		}
 	}
 	for i, t := range at[1:] {
@@ -215,7 +215,7 @@ func runPhases(h *engine.Harness, ps []*phase, burst func(*phase), judge func(*p
 		h.Record(0, time.Now(), "http/ phases", fmt.Sprintf("%s probed %v into the window, past its first tenth (%v)", p.name, p.lateness().Round(time.Millisecond), bound))
 		// Another try waits for the next edge and, at most, a window
 		// more for the client to come back.
-		deadline, bounded := h.Ctx.Deadline()
+		deadline, bounded := h.Context().Deadline()
 		if try == edgeTries || bounded && time.Until(deadline) < 3*h.W() {
 			panic(engine.Inconclusive{Msg: h.Report(fmt.Sprintf(
 				"the burst just after an epoch-aligned window edge probed %s into the window (%d tries), never within its first tenth (%v): the round trips (or this machine) were too slow to see what a client is told at that phase, where a limiter with buckets on the epoch may lie; nothing was found at the other phases",
@@ -235,7 +235,7 @@ func runAtOnce(h *engine.Harness, ps []*phase, burst func(*phase), judge func(*p
 	back := make(chan *phase, 2*len(ps))
 	for _, p := range ps {
 		go func() {
-			if sleepUntil(h.Ctx, p.at) {
+			if sleepUntil(h.Context(), p.at) {
 				burst(p)
 			}
 			back <- p
@@ -243,14 +243,14 @@ func runAtOnce(h *engine.Harness, ps []*phase, burst func(*phase), judge func(*p
 	}
 	for n := len(ps); n > 0; n-- {
 		p := <-back
-		if h.Ctx.Err() != nil {
+		if h.Context().Err() != nil {
 			h.Fault("the spec ran out of time in its phases")
 		}
 		if t, ok := judge(p); ok && p.after == nil {
 			n++
 			p.due = t
 			go func() {
-				if sleepUntil(h.Ctx, t) {
+				if sleepUntil(h.Context(), t) {
 					c := request(h, p.user)
 					p.after = &c
 				}
@@ -289,7 +289,7 @@ func ceilSeconds(d time.Duration) time.Duration {
 // whole quota is back, as the real-time oracle knows it; false when it
 // does not.
 func quotaBack(h *engine.Harness, user string, lo, hi time.Time) (time.Duration, bool) {
-	o, ok := h.Oracle.(interface {
+	o, ok := h.Oracle().(interface {
 		QuotaBack(user string, lo, hi time.Time) (time.Duration, bool)
 	})
 	if !ok {
@@ -314,7 +314,7 @@ func retryAfterSpec(h *engine.Harness) {
 		refusal := p.burst[len(p.burst)-1].a
 		if p.after != nil {
 			if a := judged(h, p.user, *p.after); !a.Allowed {
-				h.Pending = nil // the broken promise is the finding, whatever the model says
+				h.DropPending() // the broken promise is the finding, whatever the model says
 				h.Failf("%s: Retry-After said %v, but a request sent %v after the refusal was received was refused: a client that obeys it is refused again",
 					p.name, *refusal.RetryAfter, a.Sent.Sub(refusal.Returned).Round(time.Millisecond))
 			}
@@ -323,9 +323,7 @@ func retryAfterSpec(h *engine.Harness) {
 		for _, c := range p.burst {
 			malformed(h, judged(h, p.user, c))
 		}
-		if h.Pending != nil {
-			panic(*h.Pending) // a wrong decision: reported as such
-		}
+		h.FailIfPending() // a wrong decision: reported as such
 		// A service that never refuses, or sends no Retry-After, is seen
 		// at the first phase: the others are not waited for.
 		if refusal.Allowed {
@@ -336,8 +334,8 @@ func retryAfterSpec(h *engine.Harness) {
 		}
 		graded++
 		d := *refusal.RetryAfter
-		_, most := h.Oracle.RetryBounds(p.user, refusal.Sent, refusal.Returned)
-		h.Record(0, refusal.Returned, fmt.Sprintf("  Retry-After of the refusal at %s", engine.FmtOffset(refusal.Sent.Sub(h.Start))), d.String())
+		_, most := h.Oracle().RetryBounds(p.user, refusal.Sent, refusal.Returned)
+		h.Record(0, refusal.Returned, fmt.Sprintf("  Retry-After of the refusal at %s", engine.FmtOffset(refusal.Sent.Sub(h.Started()))), d.String())
 		if d > ceilSeconds(most) {
 			h.Failf("%s: Retry-After: %v, but %s admits a request within %v at most (%v rounded up to whole seconds): clients wait longer than they must",
 				p.name, d.Seconds(), h.ProfileName(), ceilSeconds(most), most.Round(time.Millisecond))
@@ -346,7 +344,7 @@ func retryAfterSpec(h *engine.Harness) {
 		// it was received.
 		return refusal.Returned.Add(d), true
 	})
-	h.PassNote = fmt.Sprintf("%s%s; Retry-After obeyed after %d refusals", note, again, graded)
+	h.PassWith(fmt.Sprintf("%s%s; Retry-After obeyed after %d refusals", note, again, graded))
 }
 
 // noneLeft tells whether a says no quota is left and when more comes:
@@ -387,7 +385,7 @@ func rateLimitFieldsSpec(h *engine.Harness) {
 			// t is truthful: when it says no quota is left, a request
 			// sent t later is allowed.
 			if a := judged(h, p.user, *p.after); !a.Allowed {
-				h.Pending = nil // the broken promise is the finding, whatever the model says
+				h.DropPending() // the broken promise is the finding, whatever the model says
 				when := fmt.Sprintf("more in %v", *last.Reset)
 				if last.ResetAt != nil {
 					when = fmt.Sprintf("more at unix second %d (%v after the answer was received)", last.ResetAt.Unix(), last.ResetAt.Sub(last.Returned).Round(time.Millisecond))
@@ -407,7 +405,7 @@ func rateLimitFieldsSpec(h *engine.Harness) {
 		if !seen { // seen at the first phase: the others are not waited for
 			h.Skipf("the service sends no RateLimit fields (RateLimit/RateLimit-Policy, RateLimit-Limit/-Remaining/-Reset or X-RateLimit-*): not graded")
 		}
-		if h.Pending != nil {
+		if h.HasPending() {
 			return time.Time{}, false // a wrong decision: reported as such
 		}
 		t, ok := noneLeft(last)
@@ -416,7 +414,7 @@ func rateLimitFieldsSpec(h *engine.Harness) {
 		}
 		return t, ok
 	})
-	h.PassNote = fmt.Sprintf("%s%s; t obeyed after %d answers with no quota left", note, again, kept)
+	h.PassWith(fmt.Sprintf("%s%s; t obeyed after %d answers with no quota left", note, again, kept))
 }
 
 // checkFields checks the fields of answer i of a phase's burst: the
@@ -431,15 +429,15 @@ func checkFields(h *engine.Harness, p *phase, i int, a engine.HTTPAnswer) {
 	if a.Remaining != nil {
 		// r is what is left after this request: a remaining query at an
 		// instant no earlier than the request's.
-		j, why, _ := h.Oracle.Judge(model.TimedOp{Kind: model.OpRemaining, User: p.user, Lo: a.Sent, Hi: a.Returned, Remaining: *a.Remaining})
-		h.Timeline.Add(engine.Event{At: a.Sent.Sub(h.Start), Until: a.Returned.Sub(h.Start), Op: fmt.Sprintf("  its %s remaining field", a.Form), Got: fmt.Sprint(*a.Remaining)})
+		j, why, _ := h.Oracle().Judge(model.TimedOp{Kind: model.OpRemaining, User: p.user, Lo: a.Sent, Hi: a.Returned, Remaining: *a.Remaining})
+		h.AddEvent(engine.Event{At: a.Sent.Sub(h.Started()), Until: a.Returned.Sub(h.Started()), Op: fmt.Sprintf("  its %s remaining field", a.Form), Got: fmt.Sprint(*a.Remaining)})
 		switch j {
 		case model.Impossible:
 			h.Failf("%s, request %d: the %s fields say %d left, which no instant of the request gives: %s", p.name, i, a.Form, *a.Remaining, why)
 		case model.Undecided:
-			h.Undecided++
+			h.CountUndecided(1)
 		default:
-			h.Decided++
+			h.CountDecided(1)
 		}
 	}
 	if a.Reset == nil {

@@ -18,9 +18,9 @@ import (
 // earlier ones and the grader's probes left, under other windows, and
 // keys written by hashed ids cannot be told apart otherwise.
 func keyHygiene(h *engine.Harness) {
-	before, err := specKeys(h, h.Ctx)
+	before, err := specKeys(h, h.Context())
 	if err != nil {
-		h.Fault("listing the keys under %s: %v", h.Env.KeyPrefix, err)
+		h.Fault("listing the keys under %s: %v", h.Env().KeyPrefix, err)
 	}
 	users := []string{h.User("a"), h.User("b"), h.User("{c}")}
 	deadline := hygieneWrites(h, users)
@@ -72,10 +72,10 @@ func hygieneWrites(h *engine.Harness, users []string) map[string]time.Time {
 			}
 		}
 	}
-	if h.Target.Capabilities.Remaining {
+	if h.Target().Capabilities.Remaining {
 		h.Remaining(h.User("never-allowed"))
 	}
-	if h.Target.Capabilities.Reset {
+	if h.Target().Capabilities.Reset {
 		h.Reset(users[len(users)-1])
 		delete(last, users[len(users)-1])
 	}
@@ -83,8 +83,8 @@ func hygieneWrites(h *engine.Harness, users []string) map[string]time.Time {
 	now := time.Now()
 	for u, sent := range last {
 		switch {
-		case h.Fake != nil:
-			deadline[u] = h.Now().Add(h.Model.Lifetime(h.Now(), u) + ahead[u])
+		case !h.RealTime():
+			deadline[u] = h.Now().Add(h.Model().Lifetime(h.Now(), u) + ahead[u])
 		case h.Profile().IsSlidingLog():
 			deadline[u] = sent.Add(h.W()) // the newest entry lives W from its write
 		default:
@@ -103,15 +103,15 @@ func newKeys(h *engine.Harness, before []string) (keys []string, attributed bool
 	for _, k := range before {
 		known[k] = true
 	}
-	after, err := specKeys(h, h.Ctx)
+	after, err := specKeys(h, h.Context())
 	if err != nil {
-		h.Fault("listing the keys under %s: %v", h.Env.KeyPrefix, err)
+		h.Fault("listing the keys under %s: %v", h.Env().KeyPrefix, err)
 	}
 	var others []string
 	for _, k := range after {
 		switch {
 		case known[k]:
-		case strings.Contains(k, h.Tag):
+		case strings.Contains(k, h.Tag()):
 			keys = append(keys, k)
 		default:
 			others = append(others, k)
@@ -124,7 +124,7 @@ func newKeys(h *engine.Harness, before []string) (keys []string, attributed bool
 		return keys, true
 	}
 	if len(others) == 0 {
-		h.Failf("no key appeared under the prefix %q after allowed requests: the target declares store inspection but writes elsewhere", h.Env.KeyPrefix)
+		h.Failf("no key appeared under the prefix %q after allowed requests: the target declares store inspection but writes elsewhere", h.Env().KeyPrefix)
 	}
 	return others, false
 }
@@ -140,11 +140,11 @@ func judgeTTLs(h *engine.Harness, keys, users []string, deadline map[string]time
 	}
 	short, covered := map[string]shortKey{}, map[string]bool{}
 	for _, k := range keys {
-		ttl, read, err := pttl(h.Ctx, h.Env.Redis, k)
+		ttl, read, err := pttl(h.Context(), h.Env().Redis, k)
 		if err != nil {
 			h.Fault("PTTL %s: %v", k, err)
 		}
-		h.Note("PTTL "+strings.TrimPrefix(k, h.Env.KeyPrefix), ttl.String())
+		h.Note("PTTL "+strings.TrimPrefix(k, h.Env().KeyPrefix), ttl.String())
 		switch {
 		case ttl == -2: // gone since the SCAN
 			continue
@@ -186,13 +186,13 @@ func keysOutsidePrefix(h *engine.Harness) {
 		h.Note("keys outside the prefix", "not looked for: this Redis was not started by the run")
 		return
 	}
-	tagged, err := redisenv.ScanKeys(h.Ctx, h.Env.Redis, "*"+h.Tag+"*")
+	tagged, err := redisenv.ScanKeys(h.Context(), h.Env().Redis, "*"+h.Tag()+"*")
 	if err != nil {
-		h.Fault("SCAN *%s*: %v", h.Tag, err)
+		h.Fault("SCAN *%s*: %v", h.Tag(), err)
 	}
 	for _, k := range tagged {
-		if !strings.HasPrefix(k, h.Env.KeyPrefix) {
-			h.Failf("key %q holds one of this spec's users but is outside the prefix %q", k, h.Env.KeyPrefix)
+		if !strings.HasPrefix(k, h.Env().KeyPrefix) {
+			h.Failf("key %q holds one of this spec's users but is outside the prefix %q", k, h.Env().KeyPrefix)
 		}
 	}
 }
@@ -210,7 +210,7 @@ func ownerOf(key string, users []string) string {
 
 // stepBy moves the fake clock by d, or in real time waits d.
 func stepBy(h *engine.Harness, d time.Duration) {
-	if h.Fake != nil {
+	if !h.RealTime() {
 		h.Advance(d)
 		return
 	}
@@ -231,11 +231,11 @@ func pttl(ctx context.Context, red redis.UniversalClient, key string) (time.Dura
 func lifetimes(h *engine.Harness, users []string) (shortest, longest time.Duration) {
 	shortest = -1
 	for _, u := range users {
-		lo, hi := h.Model.Lifetime(h.Now(), u), h.Model.Lifetime(h.Now(), u)
+		lo, hi := h.Model().Lifetime(h.Now(), u), h.Model().Lifetime(h.Now(), u)
 		// The search oracle (every profile's but the log's) bounds them.
-		if s, ok := h.Oracle.(interface {
+		if s, ok := h.Oracle().(interface {
 			Lifetimes(now time.Time, user string) (shortest, longest time.Duration)
-		}); ok && h.Fake == nil {
+		}); ok && h.RealTime() {
 			lo, hi = s.Lifetimes(time.Now(), u)
 		}
 		if shortest < 0 || lo < shortest {
@@ -249,11 +249,11 @@ func lifetimes(h *engine.Harness, users []string) (shortest, longest time.Durati
 // specKeys lists the keys of the spec under its prefix: by name when the
 // target says how it names keys, else by scanning the prefix.
 func specKeys(h *engine.Harness, ctx context.Context) ([]string, error) {
-	red := h.Env.Redis
-	if keyOf := h.Target.KeyOf; keyOf != nil && h.Config().StorePrefix == "" {
+	red := h.Env().Redis
+	if keyOf := h.Target().KeyOf; keyOf != nil && h.Config().StorePrefix == "" {
 		var keys []string
 		for _, u := range h.UsersSeen() {
-			k := keyOf(h.Env.KeyPrefix, u)
+			k := keyOf(h.Env().KeyPrefix, u)
 			n, err := red.Exists(ctx, k).Result()
 			if err != nil {
 				return nil, err
@@ -264,5 +264,5 @@ func specKeys(h *engine.Harness, ctx context.Context) ([]string, error) {
 		}
 		return keys, nil
 	}
-	return redisenv.ScanKeys(ctx, red, redisenv.GlobEscape(h.Env.KeyPrefix)+"*")
+	return redisenv.ScanKeys(ctx, red, redisenv.GlobEscape(h.Env().KeyPrefix)+"*")
 }

@@ -81,7 +81,7 @@ func (r *recorder) history() []porcupine.Operation {
 func linearizable(h *engine.Harness) {
 	const goroutines, phases, opsPerPhase = 8, 5, 12
 	instances := []contract.RateLimiterContract{h.Instance(0)}
-	if h.Target.Capabilities.SharedStore {
+	if h.Target().Capabilities.SharedStore {
 		instances = h.Instances(2)
 	}
 	users := []string{h.User("a"), h.User("b"), h.User("c")}
@@ -91,7 +91,7 @@ func linearizable(h *engine.Harness) {
 		var wg sync.WaitGroup
 		for g := range goroutines {
 			wg.Add(1)
-			seed := h.Rng.Uint64()
+			seed := h.Rand().Uint64()
 			go func() {
 				defer wg.Done()
 				linClient(h, rec, g, seed, at, users, instances, opsPerPhase)
@@ -99,7 +99,7 @@ func linearizable(h *engine.Harness) {
 		}
 		wg.Wait()
 		h.Note(fmt.Sprintf("phase %d: %d goroutines × %d operations on %d users over %d instance(s)", phase+1, goroutines, opsPerPhase, len(users), len(instances)), "recorded")
-		if h.Fake != nil {
+		if !h.RealTime() {
 			h.Advance(h.W() / 3)
 		} else {
 			h.WaitUntil(time.Now().Add(h.W() / 3))
@@ -117,7 +117,7 @@ func linearizable(h *engine.Harness) {
 	// A failed call is an unknown outcome, which any history absorbs: a
 	// history of mostly unknowns proves nothing, and is no pass.
 	known := len(history) - len(rec.errs)
-	h.Decided += known
+	h.CountDecided(known)
 	if known == 0 || len(rec.errs) > known {
 		first := "none"
 		if len(rec.errs) > 0 {
@@ -127,7 +127,7 @@ func linearizable(h *engine.Harness) {
 			len(rec.errs), len(history), first))})
 	}
 	m := lincheck.SlidingLog(h.N(), h.W().Milliseconds(), h.Short)
-	if h.Fake == nil {
+	if h.RealTime() {
 		// Each operation took effect at an instant of its call's interval
 		// by the real-time rule (model.AdmissibleMillis); an unknown
 		// outcome any time after its call.
@@ -148,12 +148,12 @@ func linearizable(h *engine.Harness) {
 	}
 	var overflow atomic.Bool
 	if !h.Profile().IsSlidingLog() {
-		m = lincheck.Profile(h.Profile(), h.N(), h.W().Milliseconds(), h.Short, h.Fake == nil, &overflow)
+		m = lincheck.Profile(h.Profile(), h.N(), h.W().Milliseconds(), h.Short, h.RealTime(), &overflow)
 	}
 	// The check ends well within the spec's time, so that a slow check is
 	// the grader's inconclusive, never a slow target.
 	timeout := linCheckTimeout
-	if deadline, ok := h.Ctx.Deadline(); ok {
+	if deadline, ok := h.Context().Deadline(); ok {
 		timeout = max(time.Second, min(timeout, time.Until(deadline)/2))
 	}
 	res, info := porcupine.CheckOperationsVerbose(m, history, timeout)
@@ -173,22 +173,22 @@ func linearizable(h *engine.Harness) {
 
 func linClient(h *engine.Harness, rec *recorder, client int, seed uint64, at int64, users []string, instances []contract.RateLimiterContract, ops int) {
 	rng := engine.NewRand(seed)
-	caps := h.Target.Capabilities
+	caps := h.Target().Capabilities
 	for range ops {
 		u := users[rng.IntN(len(users))]
 		lim := instances[rng.IntN(len(instances))]
 		k := rng.IntN(20)
 		switch {
 		case k < 2 && caps.Reset:
-			rec.do(client, lincheck.Input{Op: 'x', User: u, At: at}, func() (lincheck.Output, error) { return lincheck.Output{}, lim.Reset(h.Ctx, u) })
+			rec.do(client, lincheck.Input{Op: 'x', User: u, At: at}, func() (lincheck.Output, error) { return lincheck.Output{}, lim.Reset(h.Context(), u) })
 		case k < 6 && caps.Remaining:
 			rec.do(client, lincheck.Input{Op: 'r', User: u, At: at}, func() (lincheck.Output, error) {
-				n, err := lim.GetRemainingRequests(h.Ctx, u)
+				n, err := lim.GetRemainingRequests(h.Context(), u)
 				return lincheck.Output{Remaining: n}, err
 			})
 		default:
 			rec.doSent(client, lincheck.Input{Op: 'a', User: u, At: at}, func() (lincheck.Output, time.Time, error) {
-				ok, sent, err := engine.AllowSent(h.Ctx, lim, u)
+				ok, sent, err := engine.AllowSent(h.Context(), lim, u)
 				return lincheck.Output{Allowed: ok}, sent, err
 			})
 		}
@@ -207,7 +207,7 @@ func visualize(h *engine.Harness, m porcupine.Model, info porcupine.Linearizatio
 	// A name of its own that nobody can guess and take first: in a shared
 	// temporary directory, a link placed at a known name would have the
 	// grader write through it.
-	f, err := os.CreateTemp(dir, fmt.Sprintf("rlconform-%.60s-%s-%d-*.html", safeName(h.Target.Name), safeName(h.Spec.ID), h.Seed))
+	f, err := os.CreateTemp(dir, fmt.Sprintf("rlconform-%.60s-%s-%d-*.html", safeName(h.Target().Name), safeName(h.SpecID()), h.Seed()))
 	if err != nil {
 		return fmt.Sprintf("(not written: %v)", err)
 	}
@@ -243,7 +243,7 @@ func safeName(s string) string {
 // Reset returned share one window, so at most N of them may be allowed.
 func resetRace(h *engine.Harness) {
 	instances := []contract.RateLimiterContract{h.Instance(0)}
-	if h.Target.Capabilities.SharedStore {
+	if h.Target().Capabilities.SharedStore {
 		instances = h.Instances(2)
 	}
 	for round := range 3 {
@@ -277,7 +277,7 @@ func resetRace(h *engine.Harness) {
 						return
 					}
 					began := time.Now()
-					ok, err := instances[(g+i)%len(instances)].AllowRequest(h.Ctx, u)
+					ok, err := instances[(g+i)%len(instances)].AllowRequest(h.Context(), u)
 					mu.Lock()
 					if err != nil {
 						errs = append(errs, err)
@@ -296,7 +296,7 @@ func resetRace(h *engine.Harness) {
 			}()
 		}
 		<-started
-		err := instances[0].Reset(h.Ctx, u)
+		err := instances[0].Reset(h.Context(), u)
 		mu.Lock()
 		resetEnd = time.Now()
 		mu.Unlock()
@@ -311,23 +311,23 @@ func resetRace(h *engine.Harness) {
 		}
 		if first, n := engine.NoAnswers(errs); n > 0 {
 			// Each may have been allowed or not: the round proves nothing.
-			h.Undecided++
+			h.CountUndecided(1)
 			h.Note(fmt.Sprintf("round %d: %d requests got no answer (first: %v)", round+1, n, first), "undecided")
 			continue
 		}
 		if len(errs) > 0 {
 			h.Failf("%d requests failed during the race, first: %v", len(errs), errs[0])
 		}
-		if h.Fake == nil {
+		if h.RealTime() {
 			// Without a clock the bounds hold only if no entry of the round
 			// left during it.
 			if took := time.Since(roundStart); took >= h.W()-h.Edge() {
-				h.Undecided++
+				h.CountUndecided(1)
 				h.Note(fmt.Sprintf("round %d took %v, not less than the window %v", round+1, took.Round(time.Millisecond), h.W()), "undecided")
 				continue
 			}
 		}
-		h.Decided++
+		h.CountDecided(1)
 		burst := burst(h)
 		if allowed > 2*burst {
 			h.Failf("%d requests were allowed in all, with the clock standing still and one Reset(%s): want at most %d (%d before the Reset, %d after it, in any serial order)",
@@ -337,7 +337,7 @@ func resetRace(h *engine.Harness) {
 			h.Failf("%d requests that began after Reset(%s) returned were allowed, with the clock standing still: want at most %d",
 				after, h.Short(u), burst)
 		}
-		if h.Fake != nil {
+		if !h.RealTime() {
 			h.Advance(h.W())
 		}
 	}
@@ -346,7 +346,7 @@ func resetRace(h *engine.Harness) {
 // burst is how many requests a fresh user gets at one instant: N for the
 // sliding log, the burst or capacity of a bucket.
 func burst(h *engine.Harness) int {
-	n, _ := h.Model.Clone().Remaining(h.Now(), h.User("fresh-burst-probe"))
+	n, _ := h.Model().Clone().Remaining(h.Now(), h.User("fresh-burst-probe"))
 	return n
 }
 
@@ -373,5 +373,5 @@ func busiest(h *engine.Harness, history []porcupine.Operation) string {
 		return "no request was allowed at all"
 	}
 	return fmt.Sprintf("the most allowed for one user at one instant: %d for %s at %s (limit %d; resets in between allow more)",
-		allowed[top], h.Short(top.user), engine.FmtOffset(time.UnixMilli(top.at).Sub(h.Start)), h.N())
+		allowed[top], h.Short(top.user), engine.FmtOffset(time.UnixMilli(top.at).Sub(h.Started())), h.N())
 }

@@ -59,7 +59,7 @@ func zoo(h *engine.Harness) []string {
 	}
 	// Two ids of the full 512 bytes that differ only in their last byte, and
 	// one that is a prefix of them.
-	pad := strings.Repeat("x", contract.MaxUserIDBytes-len(h.Tag)-1)
+	pad := strings.Repeat("x", contract.MaxUserIDBytes-len(h.Tag())-1)
 	ids = append(ids, h.User(pad+"1"), h.User(pad+"2"), h.User(pad))
 	return ids
 }
@@ -77,7 +77,7 @@ func userIDZoo(h *engine.Harness) {
 		h.Allow(u)
 		h.Allow(u)
 	}
-	if h.Target.Capabilities.Reset {
+	if h.Target().Capabilities.Reset {
 		for _, u := range []string{h.User("a"), h.User("*"), h.User("[a]"), ids[len(ids)-1]} {
 			h.Reset(u)
 			for _, v := range ids {
@@ -91,22 +91,22 @@ func emptyUserID(h *engine.Harness) {
 	u := h.User("u")
 	h.Allow(u)
 	lim := h.Instance(0)
-	ok, err := lim.AllowRequest(h.Ctx, "")
+	ok, err := lim.AllowRequest(h.Context(), "")
 	h.Note(`AllowRequest("")`, errWord(err, engine.AllowedWord(ok)))
 	if err == nil || ok {
 		h.Failf(`AllowRequest("") = %s, %v; want denied and an error (the empty id is not a user)`, engine.AllowedWord(ok), err)
 	}
 	wantSentinel(h, `AllowRequest("")`, err, contract.ErrInvalidUserID)
-	if h.Target.Capabilities.Remaining {
-		n, err := lim.GetRemainingRequests(h.Ctx, "")
+	if h.Target().Capabilities.Remaining {
+		n, err := lim.GetRemainingRequests(h.Context(), "")
 		h.Note(`GetRemainingRequests("")`, errWord(err, fmt.Sprint(n)))
 		if err == nil {
 			h.Failf(`GetRemainingRequests("") = %d, nil; want an error`, n)
 		}
 		wantSentinel(h, `GetRemainingRequests("")`, err, contract.ErrInvalidUserID)
 	}
-	if h.Target.Capabilities.Reset {
-		err := lim.Reset(h.Ctx, "")
+	if h.Target().Capabilities.Reset {
+		err := lim.Reset(h.Context(), "")
 		h.Note(`Reset("")`, errWord(err, "ok"))
 		if err == nil {
 			h.Failf(`Reset("") = nil; want an error`)
@@ -134,7 +134,7 @@ func invalidConfig(h *engine.Harness) {
 		n int
 		w time.Duration
 	}{{0, h.W()}, {-1, h.W()}, {h.N(), 0}, {h.N(), -time.Second}, {h.N(), 500 * time.Microsecond}, {0, 0}} {
-		err := lim.Configure(h.Ctx, bad.n, bad.w)
+		err := lim.Configure(h.Context(), bad.n, bad.w)
 		op := fmt.Sprintf("Configure(%d, %v)", bad.n, bad.w)
 		h.Note(op, errWord(err, "ok"))
 		if errors.Is(err, contract.ErrNoAnswer) {
@@ -149,7 +149,7 @@ func invalidConfig(h *engine.Harness) {
 	for range h.N() {
 		h.Allow(u)
 	}
-	if h.Target.Capabilities.Remaining {
+	if h.Target().Capabilities.Remaining {
 		h.Remaining(u)
 	}
 	// Above the range every limiter must honour, a limiter may refuse or
@@ -163,7 +163,7 @@ func invalidConfig(h *engine.Harness) {
 	for range h.N() + 1 {
 		h.Allow(after)
 	}
-	if h.Target.Capabilities.Remaining {
+	if h.Target().Capabilities.Remaining {
 		h.Remaining(after)
 	}
 }
@@ -175,7 +175,7 @@ func invalidConfig(h *engine.Harness) {
 func aboveRange(h *engine.Harness, n int, w time.Duration, inForce func(n int, w time.Duration)) {
 	lim := h.Instance(0)
 	op := fmt.Sprintf("Configure(%d, %v)", n, w)
-	err := lim.Configure(h.Ctx, n, w)
+	err := lim.Configure(h.Context(), n, w)
 	h.Note(op, errWord(err, "ok"))
 	if errors.Is(err, contract.ErrNoAnswer) {
 		h.NoAnswer(op, err)
@@ -192,7 +192,7 @@ func aboveRange(h *engine.Harness, n int, w time.Duration, inForce func(n int, w
 // configuration the model cannot hold is in force) and notes the answer.
 func rawAllow(h *engine.Harness, user, taken string) bool {
 	op := "AllowRequest(" + h.Short(user) + ")"
-	ok, err := h.Instance(0).AllowRequest(h.Ctx, user)
+	ok, err := h.Instance(0).AllowRequest(h.Context(), user)
 	h.Note(op, errWord(err, engine.AllowedWord(ok)))
 	if errors.Is(err, contract.ErrNoAnswer) {
 		h.NoAnswer(op, err)
@@ -200,7 +200,7 @@ func rawAllow(h *engine.Harness, user, taken string) bool {
 	if err != nil {
 		h.Failf("%s; then %s returned an error: %v", taken, op, err)
 	}
-	h.Decided++
+	h.CountDecided(1)
 	return ok
 }
 
@@ -226,10 +226,10 @@ func limitInForce(h *engine.Harness, n int, w time.Duration) {
 			h.Failf("%s, but request %d of a fresh user was denied: the limit taken is not in force", taken, i+1)
 		}
 	}
-	if !h.Target.Capabilities.Remaining {
+	if !h.Target().Capabilities.Remaining {
 		return
 	}
-	left, err := h.Instance(0).GetRemainingRequests(h.Ctx, v)
+	left, err := h.Instance(0).GetRemainingRequests(h.Context(), v)
 	op := "GetRemainingRequests(" + h.Short(v) + ")"
 	h.Note(op, errWord(err, fmt.Sprint(left)))
 	if errors.Is(err, contract.ErrNoAnswer) {
@@ -261,7 +261,7 @@ func windowInForce(h *engine.Harness, n int, w time.Duration) {
 			h.Failf("%s, but request %d of a fresh user was denied", taken, i+1)
 		}
 	}
-	if h.Fake != nil {
+	if !h.RealTime() {
 		h.Advance(h.W())
 	} else {
 		h.WaitUntil(time.Now().Add(h.W() + h.Edge()))
@@ -292,7 +292,7 @@ func storeOutage(h *engine.Harness) {
 	outageCalls(h, lim, u, "Redis stopped")
 
 	// Unresponsive: the server is frozen, connections hang.
-	if err := srv.Start(h.Ctx); err != nil {
+	if err := srv.Start(h.Context()); err != nil {
 		h.Fault("restarting Redis: %v", err)
 	}
 	if err := srv.Pause(); err == nil {
@@ -307,9 +307,9 @@ func storeOutage(h *engine.Harness) {
 	// server runs when it wakes), so u's state is unknown: a fresh user is
 	// graded instead.
 	probe := func() error {
-		ctx, cancel := context.WithTimeout(h.Ctx, time.Second)
+		ctx, cancel := context.WithTimeout(h.Context(), time.Second)
 		defer cancel()
-		if h.Target.Capabilities.Remaining {
+		if h.Target().Capabilities.Remaining {
 			_, err := lim.GetRemainingRequests(ctx, h.User("probe"))
 			return err
 		}
@@ -323,11 +323,11 @@ func storeOutage(h *engine.Harness) {
 		if err == nil {
 			break
 		}
-		if !time.Now().Before(deadline) || h.Ctx.Err() != nil {
+		if !time.Now().Before(deadline) || h.Context().Err() != nil {
 			h.FailWith(result.Failure{Kind: result.KindViolation}, fmt.Sprintf("10s after Redis came back the limiter still fails: it must reconnect by itself, without a restart; its last answer: %v", err))
 		}
 		select {
-		case <-h.Ctx.Done():
+		case <-h.Context().Done():
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -350,7 +350,7 @@ func outageCalls(h *engine.Harness, lim contract.RateLimiterContract, u, state s
 	}{
 		{"AllowRequest", func(ctx context.Context) answer { ok, err := lim.AllowRequest(ctx, u); return answer{ok, err} }},
 	}
-	if h.Target.Capabilities.Remaining {
+	if h.Target().Capabilities.Remaining {
 		calls = append(calls, struct {
 			op string
 			do func(ctx context.Context) answer
@@ -360,7 +360,7 @@ func outageCalls(h *engine.Harness, lim contract.RateLimiterContract, u, state s
 		}})
 	}
 	for _, c := range calls {
-		ctx, cancel := context.WithTimeout(h.Ctx, time.Second)
+		ctx, cancel := context.WithTimeout(h.Context(), time.Second)
 		done := make(chan answer, 1)
 		began := time.Now()
 		go func() {
@@ -385,7 +385,7 @@ func outageCalls(h *engine.Harness, lim contract.RateLimiterContract, u, state s
 		if a.err != nil && strings.HasPrefix(a.err.Error(), "panic: ") {
 			h.Failf("%s: %s(%s) panicked: %v", state, c.op, h.Short(u), a.err)
 		}
-		if a.ok && !h.Target.Capabilities.FailOpen {
+		if a.ok && !h.Target().Capabilities.FailOpen {
 			h.Failf("%s: AllowRequest(%s) = allowed (error: %v): the target does not declare fail-open, so an outage must deny, not switch the limiter off",
 				state, h.Short(u), a.err)
 		}
@@ -402,7 +402,7 @@ func outageCalls(h *engine.Harness, lim contract.RateLimiterContract, u, state s
 func contextCancel(h *engine.Harness) {
 	u := h.User("u")
 	lim := h.Instance(0)
-	ctx, cancel := context.WithCancel(h.Ctx)
+	ctx, cancel := context.WithCancel(h.Context())
 	cancel()
 	ok, err := lim.AllowRequest(ctx, u)
 	h.Note("AllowRequest("+h.Short(u)+") [cancelled context]", errWord(err, engine.AllowedWord(ok)))

@@ -17,9 +17,9 @@ import (
 // answer fails only when neither gives it: an admission past the literal
 // reading, a refusal past the conservative one.
 func clockStepBack(h *engine.Harness) {
-	log, ok := h.Model.(engine.SlidingLogModel)
+	log, ok := h.Model().(engine.SlidingLogModel)
 	if !ok {
-		panic(fmt.Sprintf("rlconform: spec %s grades the sliding log only, not %s (a bug of the catalogue)", h.Spec.ID, h.Model.Describe()))
+		panic(fmt.Sprintf("rlconform: spec %s grades the sliding log only, not %s (a bug of the catalogue)", h.SpecID(), h.Model().Describe()))
 	}
 	u := h.User("u")
 	h.At(10 * time.Second)
@@ -30,7 +30,7 @@ func clockStepBack(h *engine.Harness) {
 		// then denied. Conservatively it does: N-1. Either is honest.
 		allowEitherReading(h, log, u)
 	}
-	if h.Target.Capabilities.Remaining {
+	if h.Target().Capabilities.Remaining {
 		remainingEitherReading(h, log, u)
 	}
 	h.At(10 * time.Second)
@@ -47,7 +47,7 @@ func clockStepBack(h *engine.Harness) {
 
 // readings says what both readings count for user at now, for a failure.
 func readings(h *engine.Harness, log engine.SlidingLogModel, now time.Time, user string) string {
-	lit := strings.ReplaceAll(log.Explain(now, h.Start, user), user, h.Short(user))
+	lit := strings.ReplaceAll(log.Explain(now, h.Started(), user), user, h.Short(user))
 	later := log.Unexpired(now, user) - log.Active(now, user)
 	return fmt.Sprintf("%s; %d entr%s later than now, which the conservative reading (ZCARD) counts too",
 		lit, later, map[bool]string{true: "y", false: "ies"}[later == 1])
@@ -62,21 +62,21 @@ func allowEitherReading(h *engine.Harness, log engine.SlidingLogModel, user stri
 	op := "AllowRequest(" + h.Short(user) + ")"
 	literal, conservative := log.Active(now, user), log.Unexpired(now, user)
 	explain := readings(h, log, now, user)
-	ok, err := lim.AllowRequest(h.Ctx, user)
+	ok, err := lim.AllowRequest(h.Context(), user)
 	if err != nil {
 		h.Record(0, now, op, "error")
 		h.FailStep(0, now, op, "", "an answer", "", err)
 	}
 	got := engine.AllowedWord(ok)
 	h.Record(0, now, op, got)
-	h.Trace = append(h.Trace, engine.TraceOp{At: now, Kind: 'A', User: user, Got: got})
+	h.AddTrace(engine.TraceOp{At: now, Kind: 'A', User: user, Got: got})
 	switch {
 	case ok && literal >= h.N():
 		h.FailStep(0, now, op, got, "denied", "both readings deny: "+explain, nil)
 	case !ok && conservative < h.N():
 		h.FailStep(0, now, op, got, "allowed", "both readings allow: "+explain, nil)
 	}
-	h.Decided++
+	h.CountDecided(1)
 	if ok {
 		log.Allow(now, user)
 	}
@@ -91,14 +91,14 @@ func remainingEitherReading(h *engine.Harness, log engine.SlidingLogModel, user 
 	literal := max(0, h.N()-log.Active(now, user))
 	conservative := max(0, h.N()-log.Unexpired(now, user))
 	explain := readings(h, log, now, user)
-	n, err := lim.GetRemainingRequests(h.Ctx, user)
+	n, err := lim.GetRemainingRequests(h.Context(), user)
 	if err != nil {
 		h.Record(0, now, op, "error")
 		h.FailStep(0, now, op, "", "an answer", "", err)
 	}
 	got := strconv.Itoa(n)
 	h.Record(0, now, op, got)
-	h.Trace = append(h.Trace, engine.TraceOp{At: now, Kind: 'G', User: user, Got: got})
+	h.AddTrace(engine.TraceOp{At: now, Kind: 'G', User: user, Got: got})
 	if n != literal && n != conservative {
 		want := strconv.Itoa(literal)
 		if conservative != literal {
@@ -106,5 +106,5 @@ func remainingEitherReading(h *engine.Harness, log engine.SlidingLogModel, user 
 		}
 		h.FailStep(0, now, op, got, want, explain, nil)
 	}
-	h.Decided++
+	h.CountDecided(1)
 }

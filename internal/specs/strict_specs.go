@@ -126,7 +126,7 @@ func boundaryBurstEpoch(h *engine.Harness) {
 // answers carry now_ms the offset of its clock is measured (and noted),
 // else its clock is taken to be this machine's.
 func alignEpoch(h *engine.Harness) {
-	if h.Fake != nil {
+	if !h.RealTime() {
 		return
 	}
 	w := h.W()
@@ -147,7 +147,7 @@ func alignEpoch(h *engine.Harness) {
 	for time.Until(at.Add(w)) < 3*h.Edge() {
 		at = at.Add(w)
 	}
-	h.Start = at
+	h.SetStart(at)
 }
 
 func boundaryBurstFirst(h *engine.Harness) {
@@ -155,7 +155,7 @@ func boundaryBurstFirst(h *engine.Harness) {
 	// lands off every epoch edge.
 	u := h.User("u")
 	first := 12_345 * time.Millisecond
-	if h.Fake == nil {
+	if h.RealTime() {
 		h.Origin()
 		first = 0
 	}
@@ -189,7 +189,7 @@ func rollingExpiry(h *engine.Harness) {
 	for _, s := range entries {
 		h.Before(s + h.W())
 		h.Allow(u) // s still counts
-		if h.Target.Capabilities.Remaining {
+		if h.Target().Capabilities.Remaining {
 			h.Remaining(u)
 		}
 		h.After(s + h.W())
@@ -200,7 +200,7 @@ func rollingExpiry(h *engine.Harness) {
 
 func sameMillisecondBurst(h *engine.Harness) {
 	u := h.User("u")
-	if h.Fake == nil {
+	if h.RealTime() {
 		// Without a clock, one millisecond is a concurrent burst: requests
 		// that land in the same millisecond must all count.
 		h.Origin()
@@ -256,7 +256,7 @@ func sharedStore(h *engine.Harness) {
 		h.AllowOn(0, u)
 		h.AllowOn(1, u)
 	}
-	if h.Target.Capabilities.Remaining {
+	if h.Target().Capabilities.Remaining {
 		h.RemainingOn(1, h.User("a"))
 	}
 }
@@ -284,7 +284,7 @@ func loweredLimit(h *engine.Harness) {
 	h.Remaining(u)
 	h.Configure(1, h.W())
 	h.Remaining(u)
-	if h.Fake != nil {
+	if !h.RealTime() {
 		for i := range 5 { // entries leave one by one; remaining stays 0 until fewer than 1 are active
 			h.At(h.W() + time.Duration(i)*time.Millisecond)
 			h.Remaining(u)
@@ -306,7 +306,7 @@ func raisedLimit(h *engine.Harness) {
 	for range 4 {
 		h.Allow(u)
 	}
-	if h.Target.Capabilities.Remaining {
+	if h.Target().Capabilities.Remaining {
 		h.Remaining(u)
 	}
 }
@@ -319,7 +319,7 @@ const smallWindow = 10 * time.Second
 // configRange sweeps the limit and the window over their range, each on a
 // fresh user, with a concurrent burst for large limits.
 func configRange(h *engine.Harness) {
-	if h.Fake == nil {
+	if h.RealTime() {
 		configRangeRealTime(h)
 		return
 	}
@@ -355,7 +355,7 @@ func configRange(h *engine.Harness) {
 			// Redis may have expired already.
 			h.Allow(u) // all N left at s+W: allowed
 		}
-		if c.w >= smallWindow && h.Target.Capabilities.Remaining {
+		if c.w >= smallWindow && h.Target().Capabilities.Remaining {
 			h.Remaining(u) // with a short window, the key may have expired for real
 		}
 		at += c.w
@@ -371,14 +371,14 @@ func configRange(h *engine.Harness) {
 // than the other's model here. A log denies each: the N entries at at
 // count until at+W.
 func gridEdges(h *engine.Harness, u string, at, w time.Duration) {
-	t, wms := h.Start.Add(at), w.Milliseconds()
+	t, wms := h.Started().Add(at), w.Milliseconds()
 	edges := []time.Time{
 		time.UnixMilli((t.UnixMilli()/wms + 1) * wms), // t is after 1970
 		t.Truncate(w).Add(w),
 	}
 	slices.SortFunc(edges, time.Time.Compare)
 	for i, e := range edges {
-		off := e.Sub(h.Start)
+		off := e.Sub(h.Started())
 		if i > 0 && e.Equal(edges[i-1]) || off-time.Millisecond <= at || off >= at+w-time.Millisecond {
 			continue
 		}

@@ -219,7 +219,7 @@ const MaxStates = 512
 // profState is one state a user may be in: the profile's model holding
 // that user alone, after instants no earlier than low.
 type profState struct {
-	p   replayable
+	p   model.Replayable
 	low int64
 	key string // the model's state and low: states with one key are one
 }
@@ -242,9 +242,9 @@ type profStates struct {
 // not proven.
 func Profile(spec model.Spec, n int, w int64, short func(string) string, realTime bool, overflow *atomic.Bool) porcupine.Model {
 	base := SlidingLog(n, w, short)
-	fresh := func() replayable {
+	fresh := func() model.Replayable {
 		p, _ := spec.New(n, time.Duration(w)*time.Millisecond) // the caller's configuration is valid
-		return p.(replayable)
+		return p.(model.Replayable)
 	}
 	set := func(m map[string]profState) profStates {
 		keys := make([]string, 0, len(m))
@@ -269,7 +269,7 @@ func Profile(spec model.Spec, n int, w int64, short func(string) string, realTim
 				return true, s
 			}
 			next := map[string]profState{}
-			keep := func(p replayable, t int64) {
+			keep := func(p model.Replayable, t int64) {
 				k := p.StateKey(i.User)
 				if realTime {
 					k += fmt.Sprintf("@%d", t)
@@ -290,7 +290,7 @@ func Profile(spec model.Spec, n int, w int64, short func(string) string, realTim
 					}
 					switch i.Op {
 					case 'a':
-						q := c.p.Clone().(replayable)
+						q := c.p.Clone().(model.Replayable)
 						ok, _ := q.Allow(now, i.User)
 						if o.Unknown || ok == o.Allowed {
 							keep(q, t)
@@ -345,14 +345,6 @@ func TooWide(history []porcupine.Operation) string {
 		}
 	}
 	return ""
-}
-
-// replayable is what the model of a profile needs beyond model.Profile:
-// every model that model.Spec.New returns has these methods.
-type replayable interface {
-	model.Profile
-	Clone() model.Profile
-	StateKey(user string) string
 }
 
 // allowedWord is how a decision reads in a history.
