@@ -1,8 +1,9 @@
 // Package bench drives load at a rate limiter and measures its cost and its
 // exactness at once: throughput, latency percentiles from an HDR
 // histogram, errors by kind, and every decision judged against the
-// sliding-window log it promises ([Check]). The rlconform bench command
-// is built on it.
+// algorithm it claims ([Judge]; the sliding-window log by default,
+// [Check]). It judges load that another tool drove and recorded the same
+// way ([Replay]). The rlconform bench command is built on it.
 package bench
 
 import (
