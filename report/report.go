@@ -1,6 +1,7 @@
 // Package report renders a run's results: the plain-text table people read,
 // and the formats CI systems read (JUnit XML, JSON, a Markdown summary).
-// Every format says the same verdict, from result.Report.Verdict.
+// Every format says the same verdict, from result.Report.Verdict. It renders
+// what rlconform identify found too ([Identification]).
 package report
 
 import (
