@@ -334,8 +334,6 @@ func cut(b []byte) string {
 	return s
 }
 
-// refuseRedirects keeps the grader on the address it was given: a target
-// that redirects elsewhere would have another host graded in its name.
 // pooledTransport is http.DefaultTransport keeping as many idle connections
 // to one host as concurrent callers use: the default two make every other
 // call of a loaded grader open a connection (thousands in TIME_WAIT within
@@ -346,6 +344,8 @@ func pooledTransport() *http.Transport {
 	return t
 }
 
+// refuseRedirects keeps the grader on the address it was given: a target
+// that redirects elsewhere would have another host graded in its name.
 func refuseRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // statusError is what a status of the protocol means ([contract.ErrStore]

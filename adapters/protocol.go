@@ -34,8 +34,9 @@ type (
 	userBody struct {
 		UserID string `json:"user_id"`
 	}
-	// NowMs, optional in answers, is the instant the target decided at on
-	// its own clock (unix ms): it tells the grader the target's clock phase.
+	// allowBody is the answer to allow. NowMs, optional in answers (in
+	// remainingBody's too), is the instant the target decided at on its
+	// own clock (unix ms): it tells the grader the target's clock phase.
 	allowBody struct {
 		Allowed *bool  `json:"allowed"`
 		NowMs   *int64 `json:"now_ms,omitempty"`

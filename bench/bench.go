@@ -1,8 +1,9 @@
 // Package bench drives load at a rate limiter and measures its cost and its
 // exactness at once: throughput, latency percentiles from an HDR
 // histogram, errors by kind, and every decision judged against the
-// sliding-window log it promises ([Check]). The rlconform bench command
-// is built on it.
+// algorithm it claims ([Judge]; the sliding-window log by default,
+// [Check]). It judges load that another tool drove and recorded the same
+// way ([Replay]). The rlconform bench command is built on it.
 package bench
 
 import (
@@ -168,148 +169,218 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		fmt.Errorf("the call outlived the run's grace period (%v after the end): %w", grace, context.DeadlineExceeded))
 	defer cancel()
 
-	var (
-		stop                    atomic.Bool
-		done, allowed, errCount atomic.Int64
-		wg                      sync.WaitGroup
-		callers                 = make([]*caller, cfg.Concurrency)
-		due                     chan time.Duration // open loop: when each request is due
-		backlog                 atomic.Int64
-		expected                = int(float64(cfg.Duration.Seconds()) * max(cfg.Rate, 1000))
-		// Each caller starts small and grows as it records: reserving
-		// for the whole expected load up front would reserve gigabytes
-		// for a long run that an interrupt may cut short.
-		perCaller = min(256, expected/cfg.Concurrency+16)
-	)
-	if cfg.Rate > 0 {
-		due = make(chan time.Duration, min(1<<20, int(cfg.Rate)+1))
-	}
-	start := time.Now()
-	for k := range callers {
-		c := &caller{decisions: make([]Decision, 0, perCaller), latency: make([]time.Duration, 0, perCaller),
-			errs: map[string]int{}, example: map[string]string{}}
-		callers[k] = c
+	l := newLoad(cfg, users)
+	var wg sync.WaitGroup
+	l.start = time.Now()
+	for k := range l.callers {
+		c := newCaller(l.perCaller)
+		l.callers[k] = c
 		lim := cfg.Instances[k%len(cfg.Instances)]
 		timed, _ := lim.(SentTimer)
 		pick := picker(cfg, uint64(k))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for !stop.Load() {
-				if due == nil && time.Since(start) >= cfg.Duration {
-					return // the main goroutine may be late to say so
-				}
-				var dueAt time.Duration
-				if due != nil {
-					var ok bool
-					select {
-					case dueAt, ok = <-due:
-					case <-callCtx.Done():
-					}
-					if !ok {
-						return
-					}
-					// A request taken from the queue is sent, even if the
-					// end came meanwhile: what is left is the backlog.
-				}
-				u := pick()
-				before := time.Since(start)
-				var (
-					ok   bool
-					err  error
-					sent = before
-				)
-				if timed != nil {
-					var at time.Time
-					ok, at, err = timed.AllowRequestSent(callCtx, users[u])
-					if err == nil {
-						sent = at.Sub(start)
-					}
-				} else {
-					ok, err = lim.AllowRequest(callCtx, users[u])
-				}
-				returned := time.Since(start)
-				d := Decision{User: int32(u), Sent: sent, Returned: returned}
-				switch {
-				case err != nil:
-					// An interrupted call may have taken effect too.
-					d.Outcome = Errored
-					kind := "interrupted"
-					if ctx.Err() == nil {
-						kind = errorKind(err)
-					}
-					c.errs[kind]++
-					if _, seen := c.example[kind]; !seen {
-						c.example[kind] = err.Error()
-					}
-					errCount.Add(1)
-				case ok:
-					d.Outcome = Allowed
-					allowed.Add(1)
-				default:
-					d.Outcome = Denied
-				}
-				from := sent
-				if due != nil {
-					from = dueAt
-				}
-				c.decisions = append(c.decisions, d)
-				c.latency = append(c.latency, returned-from)
-				done.Add(1)
-			}
+			l.call(ctx, callCtx, c, lim, timed, pick)
 		}()
 	}
 	progressDone := make(chan struct{})
 	go func() {
 		defer close(progressDone)
-		tick := time.NewTicker(250 * time.Millisecond)
-		defer tick.Stop()
-		last, lastAt := int64(0), time.Duration(0)
-		for {
-			select {
-			case <-tick.C:
-			case <-callCtx.Done():
-				return
-			}
-			el := time.Since(start)
-			if stop.Load() {
-				return
-			}
-			n := done.Load()
-			if cfg.Progress != nil {
-				cfg.Progress(Progress{Elapsed: el, Decisions: n, Allowed: allowed.Load(), Errors: errCount.Load(),
-					Rate: float64(n-last) / (el - lastAt).Seconds()})
-			}
-			last, lastAt = n, el
-		}
+		l.progress(callCtx)
 	}()
-	if due != nil {
-		dispatch(callCtx, cfg, start, due)
-		drain(callCtx, cfg, due)
-	} else {
-		select {
-		case <-time.After(cfg.Duration):
-		case <-ctx.Done():
-		}
-	}
-	stop.Store(true)
-	if due != nil {
-		// What is still queued was never sent: the target fell behind.
-		close(due)
-		for range due {
-			backlog.Add(1)
-		}
-	}
-	sent := time.Since(start)
+	l.send(ctx, callCtx)
+	l.stop.Store(true)
+	backlog := l.backlog()
+	sent := time.Since(l.start)
 	wg.Wait()
 	cancel()
 	<-progressDone
-	r := collect(cfg, callers, start, sent, time.Since(start), backlog.Load())
+	r := collect(cfg, l.callers, l.start, sent, time.Since(l.start), backlog)
 	if ctx.Err() != nil {
 		r.Interrupted = true
 		return r, fmt.Errorf("the bench was interrupted after %v: %w", sent.Round(time.Millisecond), context.Cause(ctx))
 	}
 	return r, nil
+}
+
+// load is what a running bench's goroutines share: its callers, the open
+// loop's queue and the counts the progress reports.
+type load struct {
+	cfg     Config
+	users   []string
+	callers []*caller
+	// perCaller is the room for decisions each caller starts with.
+	perCaller int
+	// due is the open loop's queue: when each request is due (nil in a
+	// closed loop).
+	due   chan time.Duration
+	start time.Time
+	// stop says the sending is over.
+	stop                    atomic.Bool
+	done, allowed, errCount atomic.Int64
+}
+
+// newLoad prepares the run of cfg: room for its callers, and the open
+// loop's queue.
+func newLoad(cfg Config, users []string) *load {
+	l := &load{cfg: cfg, users: users, callers: make([]*caller, cfg.Concurrency)}
+	expected := int(float64(cfg.Duration.Seconds()) * max(cfg.Rate, 1000))
+	// Each caller starts small and grows as it records: reserving for the
+	// whole expected load up front would reserve gigabytes for a long run
+	// that an interrupt may cut short.
+	l.perCaller = min(256, expected/cfg.Concurrency+16)
+	if cfg.Rate > 0 {
+		l.due = make(chan time.Duration, min(1<<20, int(cfg.Rate)+1))
+	}
+	return l
+}
+
+// newCaller returns a caller with room for n decisions to begin with.
+func newCaller(n int) *caller {
+	return &caller{decisions: make([]Decision, 0, n), latency: make([]time.Duration, 0, n),
+		errs: map[string]int{}, example: map[string]string{}}
+}
+
+// call is caller c's loop: it sends requests to lim (timed from when
+// they were sent, by timed when lim is a SentTimer) for the users pick
+// draws, one at a time, until the sending is over: in an open loop one
+// per due instant it takes from the queue.
+func (l *load) call(ctx, callCtx context.Context, c *caller, lim Limiter, timed SentTimer, pick func() int) {
+	for !l.stop.Load() {
+		if l.due == nil && time.Since(l.start) >= l.cfg.Duration {
+			return // the main goroutine may be late to say so
+		}
+		var dueAt time.Duration
+		if l.due != nil {
+			var ok bool
+			select {
+			case dueAt, ok = <-l.due:
+			case <-callCtx.Done():
+			}
+			if !ok {
+				return
+			}
+			// A request taken from the queue is sent, even if the end
+			// came meanwhile: what is left is the backlog.
+		}
+		d, err := l.decide(callCtx, lim, timed, pick())
+		from := d.Sent
+		if l.due != nil {
+			from = dueAt
+		}
+		l.record(ctx, c, d, err, from)
+	}
+}
+
+// decide sends one request for user u to lim and returns its decision:
+// sent when the call began, or when timed says the request left.
+func (l *load) decide(callCtx context.Context, lim Limiter, timed SentTimer, u int) (Decision, error) {
+	before := time.Since(l.start)
+	var (
+		ok   bool
+		err  error
+		sent = before
+	)
+	if timed != nil {
+		var at time.Time
+		ok, at, err = timed.AllowRequestSent(callCtx, l.users[u])
+		if err == nil {
+			sent = at.Sub(l.start)
+		}
+	} else {
+		ok, err = lim.AllowRequest(callCtx, l.users[u])
+	}
+	d := Decision{User: int32(u), Sent: sent, Returned: time.Since(l.start)}
+	switch {
+	case err != nil:
+		// An interrupted call may have taken effect too.
+		d.Outcome = Errored
+	case ok:
+		d.Outcome = Allowed
+	default:
+		d.Outcome = Denied
+	}
+	return d, err
+}
+
+// record keeps decision d in caller c, with its latency counted from
+// from, and counts it: an error (err) by its kind, "interrupted" once ctx
+// ended.
+func (l *load) record(ctx context.Context, c *caller, d Decision, err error, from time.Duration) {
+	switch d.Outcome {
+	case Errored:
+		kind := "interrupted"
+		if ctx.Err() == nil {
+			kind = errorKind(err)
+		}
+		c.errs[kind]++
+		if _, seen := c.example[kind]; !seen {
+			c.example[kind] = err.Error()
+		}
+		l.errCount.Add(1)
+	case Allowed:
+		l.allowed.Add(1)
+	}
+	c.decisions = append(c.decisions, d)
+	c.latency = append(c.latency, d.Returned-from)
+	l.done.Add(1)
+}
+
+// progress calls cfg.Progress (when set) about every 250ms with the
+// counts so far, until the sending is over or callCtx ends.
+func (l *load) progress(callCtx context.Context) {
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	last, lastAt := int64(0), time.Duration(0)
+	for {
+		select {
+		case <-tick.C:
+		case <-callCtx.Done():
+			return
+		}
+		el := time.Since(l.start)
+		if l.stop.Load() {
+			return
+		}
+		n := l.done.Load()
+		if l.cfg.Progress != nil {
+			l.cfg.Progress(Progress{Elapsed: el, Decisions: n, Allowed: l.allowed.Load(), Errors: l.errCount.Load(),
+				Rate: float64(n-last) / (el - lastAt).Seconds()})
+		}
+		last, lastAt = n, el
+	}
+}
+
+// send lasts as long as the sending: in an open loop it queues the due
+// requests, then gives the callers a moment to take the last ones; in a
+// closed loop it waits for cfg.Duration. An interrupt (ctx) ends it
+// early.
+func (l *load) send(ctx, callCtx context.Context) {
+	if l.due != nil {
+		dispatch(callCtx, l.cfg, l.start, l.due)
+		drain(callCtx, l.cfg, l.due)
+		return
+	}
+	select {
+	case <-time.After(l.cfg.Duration):
+	case <-ctx.Done():
+	}
+}
+
+// backlog closes the open loop's queue and counts the requests still in
+// it: they were never sent, as the target fell behind (0 in a closed
+// loop).
+func (l *load) backlog() int64 {
+	if l.due == nil {
+		return 0
+	}
+	close(l.due)
+	var n int64
+	for range l.due {
+		n++
+	}
+	return n
 }
 
 // drain gives the callers a moment to take the open loop's last due

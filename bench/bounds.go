@@ -299,11 +299,12 @@ func (r rules) linearCheck(ex *Exactness, b linearBound, allowed []Decision, fla
 	}
 }
 
-// epochWindows assigns each allowed call to a window [kW, (k+1)W) of the
-// epoch that its admissible span meets, at most N to a window, earliest
-// last window first: a maximum assignment (windows are taken in order,
-// and a call that can wait for a later window leaves its place to one
-// that cannot). A call left over is past the limit whatever the instants;
+// epochWindows assigns each allowed call to a window [o+kW, o+(k+1)W) of
+// the fixed grid (origin o: the epoch's, or Go's zero time's for
+// align=go-zero) that its admissible span meets, at most N to a window,
+// earliest last window first: a maximum assignment (windows are taken in
+// order, and a call that can wait for a later window leaves its place to
+// one that cannot). A call left over is past the limit whatever the instants;
 // the worst window is reported with the windows j..k it proves full
 // (Hall's condition: more calls whose spans lie within them than N each).
 func (r rules) epochWindows(ex *Exactness, allowed []Decision, flagged []bool) {
@@ -317,15 +318,15 @@ func (r rules) epochWindows(ex *Exactness, allowed []Decision, flagged []bool) {
 	r.reportEpochProof(ex, a.worstProof(allowed))
 }
 
-// epochRecord is one window of the epoch the assignment visited.
+// epochRecord is one window of the fixed grid the assignment visited.
 type epochRecord struct {
 	k, maxLast int64 // the window, and the last window of any call assigned to it
 	full       bool
 	from       int // the first call assigned to it, in assignedOrder
 }
 
-// epochAssignment is the outcome of assigning allowed calls to the epoch's
-// windows: which call went where and which were left over, kept so that a
+// epochAssignment is the outcome of assigning allowed calls to the fixed
+// grid's windows: which call went where and which were left over, kept so that a
 // call left over can be proved past the limit.
 type epochAssignment struct {
 	first, last   []int64 // each call's first and last admissible window
@@ -436,8 +437,8 @@ func (a *epochAssignment) proof(at int, allowed []Decision) epochProof {
 	return p
 }
 
-// reportEpochProof reports the calls of best as breaking the epoch's
-// limit, naming the windows they fill.
+// reportEpochProof reports the calls of best as breaking the fixed grid's
+// limit, naming the grid and the windows they fill.
 func (r rules) reportEpochProof(ex *Exactness, best *epochProof) {
 	set := best.set
 	slices.SortStableFunc(set, func(a, b Decision) int { return int(a.Sent - b.Sent) })

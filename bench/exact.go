@@ -38,8 +38,9 @@ const (
 // Window is a set of one user's allowed calls that the check proves broke
 // a bound of the profile whatever their instants: more than N within less
 // than one window for the sliding log, more than a bucket's burst and
-// refill for GCRA, more than N each in the windows of the epoch their
-// spans lie in for a fixed window. It comes with the calls, for the
+// refill for GCRA, more than N each in the windows of a fixed grid (the
+// epoch's, or Go's zero time's) their spans lie in for a fixed window or
+// a weighted counter on such a grid. It comes with the calls, for the
 // report's timeline.
 type Window struct {
 	User   int32  `json:"user"`

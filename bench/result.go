@@ -43,8 +43,8 @@ type Result struct {
 	Allowed   int `json:"allowed"`
 	Denied    int `json:"denied"`
 	// Errors counts the calls that failed, by kind (timeout, store,
-	// connection, status, other); ErrorExamples has the first message of
-	// each kind.
+	// connection, status, other, and interrupted for those an interrupt
+	// cut short); ErrorExamples has the first message of each kind.
 	Errors        map[string]int    `json:"errors"`
 	ErrorExamples map[string]string `json:"error_examples,omitempty"`
 	// Backlog counts the open loop's requests that were due but never

@@ -256,8 +256,11 @@ func unexercised(res *bench.Result) string {
 	return ""
 }
 
-// benchInstances builds the limiter's instances into cfg and names the
-// target; the returned func releases what they hold (a Redis started here).
+// benchInstances builds the limiter's instances into cfg (configured to
+// its limit, or to an --endpoint's policy) and returns the target's name,
+// a func that releases what they hold (the --exec service, a Redis
+// obtained here, each instance's own), and ExitConformant, or the exit
+// code of why it could not, said on stderr.
 func benchInstances(ctx context.Context, f *benchFlags, spec model.Spec, token string, cfg *bench.Config, stderr io.Writer) (string, func(), int) {
 	closeAll := func() {}
 	var target suite.Target

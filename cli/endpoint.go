@@ -17,8 +17,8 @@ import (
 	"github.com/rlconform/rlconform/targets"
 )
 
-// endpointFlags are the flags of a black-box HTTP service, shared by run
-// and identify.
+// endpointFlags are the flags of a black-box HTTP service, shared by run,
+// identify and bench.
 type endpointFlags struct {
 	endpoints     list
 	policy        string

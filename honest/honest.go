@@ -48,7 +48,7 @@ type Limiter struct {
 	KeyOf func(prefix, userID string) string
 }
 
-// All lists the in-process limiters. [HashedService] and [GCRAMiddleware]
+// All lists the in-process limiters. [NewHashedService] and [GCRAMiddleware]
 // are HTTP services, graded over the protocol and as an endpoint.
 func All() []Limiter {
 	return []Limiter{

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// every profile and parameter combination the tests cover.
+// everySpec is every profile and parameter combination the tests cover.
 var everySpec = []string{
 	"sliding-log",
 	"fixed-window:align=epoch", "fixed-window:align=epoch,count-denied=true,query=read",

@@ -78,7 +78,7 @@ func (s *searchOracle) user(u string) *searchUser {
 
 // fresh is the profile's model with no history.
 func (s *searchOracle) fresh() Replayable {
-	p, _ := s.spec.New(s.n, s.w) // validated by NewSearch
+	p, _ := s.spec.New(s.n, s.w) // validated by newSearch
 	return p.(Replayable)
 }
 

@@ -1,5 +1,7 @@
 // Package reference is rlconform's reference limiter: an exact sliding-window
-// log in Redis, one Lua script per decision.
+// log in Redis, one Lua script per decision ([New], or the compact log of
+// [NewCompact]), and the exact Redis implementation of every other profile
+// ([NewProfile]).
 package reference
 
 import (

@@ -1,6 +1,7 @@
 // Package report renders a run's results: the plain-text table people read,
 // and the formats CI systems read (JUnit XML, JSON, a Markdown summary).
-// Every format says the same verdict, from result.Report.Verdict.
+// Every format says the same verdict, from result.Report.Verdict. It renders
+// what rlconform identify found too ([Identification]).
 package report
 
 import (
@@ -191,6 +192,61 @@ func JSON(w io.Writer, rep *result.Report, meta Meta) error {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
+// junitFailure is a testcase's failure or error element.
+type junitFailure struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr,omitempty"`
+	Text    string `xml:",chardata"`
+}
+
+// junitSkipped is a testcase's skipped element.
+type junitSkipped struct {
+	Message string `xml:"message,attr"`
+}
+
+// junitCase is the testcase of one spec (or of the run).
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitFailure `xml:"failure,omitempty"`
+	Error     *junitFailure `xml:"error,omitempty"`
+	Skipped   *junitSkipped `xml:"skipped,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+// junitProperty is a property of a testsuite.
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+// junitTotals are the counts of a testsuite, and of all of them.
+type junitTotals struct {
+	Tests    int           `xml:"tests,attr"`
+	Failures int           `xml:"failures,attr"`
+	Errors   int           `xml:"errors,attr"`
+	Skipped  int           `xml:"skipped,attr"`
+	Time     string        `xml:"time,attr"`
+	dur      time.Duration `xml:"-"`
+}
+
+// junitSuite is the testsuite of one level (or of the run).
+type junitSuite struct {
+	Name string `xml:"name,attr"`
+	junitTotals
+	Properties []junitProperty `xml:"properties>property"`
+	Cases      []junitCase     `xml:"testcase"`
+}
+
+// junitSuites is the document's root.
+type junitSuites struct {
+	XMLName xml.Name `xml:"testsuites"`
+	Name    string   `xml:"name,attr"`
+	junitTotals
+	Suites []junitSuite `xml:"testsuite"`
+}
+
 // JUnit writes rep as JUnit XML: one testsuite per level, one testcase per
 // spec. A failed spec is a failure; one that could not be graded is an
 // error; skipped, inconclusive and interrupted specs are skipped, with a
@@ -200,110 +256,12 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // why. The target's addresses, the seed and the grader's version are
 // properties of every testsuite.
 func JUnit(w io.Writer, rep *result.Report, meta Meta) error {
-	type failure struct {
-		Message string `xml:"message,attr"`
-		Type    string `xml:"type,attr,omitempty"`
-		Text    string `xml:",chardata"`
-	}
-	type skipped struct {
-		Message string `xml:"message,attr"`
-	}
-	type testcase struct {
-		Name      string   `xml:"name,attr"`
-		Classname string   `xml:"classname,attr"`
-		Time      string   `xml:"time,attr"`
-		Failure   *failure `xml:"failure,omitempty"`
-		Error     *failure `xml:"error,omitempty"`
-		Skipped   *skipped `xml:"skipped,omitempty"`
-		SystemOut string   `xml:"system-out,omitempty"`
-	}
-	type property struct {
-		Name  string `xml:"name,attr"`
-		Value string `xml:"value,attr"`
-	}
-	// totals are the counts of a testsuite, and of all of them.
-	type totals struct {
-		Tests    int           `xml:"tests,attr"`
-		Failures int           `xml:"failures,attr"`
-		Errors   int           `xml:"errors,attr"`
-		Skipped  int           `xml:"skipped,attr"`
-		Time     string        `xml:"time,attr"`
-		dur      time.Duration `xml:"-"`
-	}
-	type testsuite struct {
-		Name string `xml:"name,attr"`
-		totals
-		Properties []property `xml:"properties>property"`
-		Cases      []testcase `xml:"testcase"`
-	}
-	type testsuites struct {
-		XMLName xml.Name `xml:"testsuites"`
-		Name    string   `xml:"name,attr"`
-		totals
-		Suites []testsuite `xml:"testsuite"`
-	}
-	props := []property{{"target", rep.Target}, {"seed", fmt.Sprint(rep.Seed)}, {"level", string(rep.Level)},
-		{"profile", rep.Profile}, {"verdict", rep.Verdict().String()}}
-	for i, t := range rep.Targets {
-		props = append(props, property{fmt.Sprintf("target.%d", i+1), t})
-	}
-	if meta.Version != "" {
-		props = append(props, property{"rlconform.version", meta.Version})
-	}
-	all := testsuites{Name: "rlconform"}
-	index := map[result.Level]int{}
-	for _, r := range rep.Results {
-		i, ok := index[r.Level]
-		if !ok {
-			i = len(all.Suites)
-			index[r.Level] = i
-			all.Suites = append(all.Suites, testsuite{Name: "rlconform." + string(r.Level), Properties: props})
-		}
-		s := &all.Suites[i]
-		c := testcase{Name: r.ID, Classname: "rlconform." + string(r.Level), Time: secs(r.Duration)}
-		switch {
-		case r.ExpectedFailure && r.Status == result.Failed:
-			c.SystemOut = "expected failure:\n" + r.Message
-		case r.ExpectedFailure && r.Status == result.Passed:
-			c.Failure = &failure{Message: "expected to fail but passed: remove it from the expected failures", Text: r.Rule}
-			s.Failures++
-		case r.Status == result.Failed:
-			c.Failure = &failure{Message: summary(r), Type: kind(r), Text: r.Message}
-			s.Failures++
-		case r.Status == result.Errored:
-			c.Error = &failure{Message: "could not be graded: " + summary(r), Type: kind(r), Text: r.Message}
-			s.Errors++
-		case r.Status == result.Inconclusive:
-			c.Skipped = &skipped{Message: "inconclusive (not a pass): " + summary(r)}
-			s.Skipped++
-		case r.Status == result.Interrupted, r.Status == result.NotRun:
-			c.Skipped = &skipped{Message: string(r.Status) + ": " + r.Message}
-			s.Skipped++
-		case r.Status == result.Skipped:
-			c.Skipped = &skipped{Message: r.Message}
-			s.Skipped++
-		}
-		s.Tests++
-		s.dur += r.Duration
-		s.Cases = append(s.Cases, c)
-	}
+	props := junitProperties(rep, meta)
+	all := junitSuites{Name: "rlconform", Suites: junitLevels(rep.Results, props)}
 	if rep.Aborted != "" {
-		// The run stopped early, or could not begin: an error CI shows.
-		all.Suites = append(all.Suites, testsuite{Name: "rlconform.run", Properties: props,
-			totals: totals{Tests: 1, Errors: 1},
-			Cases: []testcase{{Name: "the run", Classname: "rlconform.run", Time: secs(0),
-				Error: &failure{Message: rep.Aborted, Type: "aborted", Text: rep.Aborted}}}})
+		all.Suites = append(all.Suites, junitAborted(rep.Aborted, props))
 	}
-	for i := range all.Suites {
-		s := &all.Suites[i].totals
-		s.Time = secs(s.dur)
-		all.Tests += s.Tests
-		all.Failures += s.Failures
-		all.Errors += s.Errors
-		all.Skipped += s.Skipped
-		all.dur += s.dur
-	}
-	all.Time = secs(all.dur)
+	all.sum()
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
 	}
@@ -314,6 +272,96 @@ func JUnit(w io.Writer, rep *result.Report, meta Meta) error {
 	}
 	_, err := io.WriteString(w, "\n")
 	return err
+}
+
+// junitProperties are the properties every testsuite has: the target's
+// addresses, the seed, the level, the profile, the verdict and the
+// grader's version.
+func junitProperties(rep *result.Report, meta Meta) []junitProperty {
+	props := []junitProperty{{"target", rep.Target}, {"seed", fmt.Sprint(rep.Seed)}, {"level", string(rep.Level)},
+		{"profile", rep.Profile}, {"verdict", rep.Verdict().String()}}
+	for i, t := range rep.Targets {
+		props = append(props, junitProperty{fmt.Sprintf("target.%d", i+1), t})
+	}
+	if meta.Version != "" {
+		props = append(props, junitProperty{"rlconform.version", meta.Version})
+	}
+	return props
+}
+
+// junitLevels are the testsuites of results, one per level in the order
+// the levels first appear, each with its testcases and counts.
+func junitLevels(results []result.Result, props []junitProperty) []junitSuite {
+	var suites []junitSuite
+	index := map[result.Level]int{}
+	for _, r := range results {
+		i, ok := index[r.Level]
+		if !ok {
+			i = len(suites)
+			index[r.Level] = i
+			suites = append(suites, junitSuite{Name: "rlconform." + string(r.Level), Properties: props})
+		}
+		s := &suites[i]
+		c := junitCaseOf(r)
+		switch {
+		case c.Failure != nil:
+			s.Failures++
+		case c.Error != nil:
+			s.Errors++
+		case c.Skipped != nil:
+			s.Skipped++
+		}
+		s.Tests++
+		s.dur += r.Duration
+		s.Cases = append(s.Cases, c)
+	}
+	return suites
+}
+
+// junitCaseOf is the testcase of r: a failure, an error, skipped, or
+// passed (with an expected failure's message in system-out).
+func junitCaseOf(r result.Result) junitCase {
+	c := junitCase{Name: r.ID, Classname: "rlconform." + string(r.Level), Time: secs(r.Duration)}
+	switch {
+	case r.ExpectedFailure && r.Status == result.Failed:
+		c.SystemOut = "expected failure:\n" + r.Message
+	case r.ExpectedFailure && r.Status == result.Passed:
+		c.Failure = &junitFailure{Message: "expected to fail but passed: remove it from the expected failures", Text: r.Rule}
+	case r.Status == result.Failed:
+		c.Failure = &junitFailure{Message: summary(r), Type: kind(r), Text: r.Message}
+	case r.Status == result.Errored:
+		c.Error = &junitFailure{Message: "could not be graded: " + summary(r), Type: kind(r), Text: r.Message}
+	case r.Status == result.Inconclusive:
+		c.Skipped = &junitSkipped{Message: "inconclusive (not a pass): " + summary(r)}
+	case r.Status == result.Interrupted, r.Status == result.NotRun:
+		c.Skipped = &junitSkipped{Message: string(r.Status) + ": " + r.Message}
+	case r.Status == result.Skipped:
+		c.Skipped = &junitSkipped{Message: r.Message}
+	}
+	return c
+}
+
+// junitAborted is the testsuite of a run that stopped early, or could
+// not begin: one testcase, "the run", with an error CI shows.
+func junitAborted(why string, props []junitProperty) junitSuite {
+	return junitSuite{Name: "rlconform.run", Properties: props,
+		junitTotals: junitTotals{Tests: 1, Errors: 1},
+		Cases: []junitCase{{Name: "the run", Classname: "rlconform.run", Time: secs(0),
+			Error: &junitFailure{Message: why, Type: "aborted", Text: why}}}}
+}
+
+// sum sets each testsuite's time, and the totals of all of them.
+func (all *junitSuites) sum() {
+	for i := range all.Suites {
+		s := &all.Suites[i].junitTotals
+		s.Time = secs(s.dur)
+		all.Tests += s.Tests
+		all.Failures += s.Failures
+		all.Errors += s.Errors
+		all.Skipped += s.Skipped
+		all.dur += s.dur
+	}
+	all.Time = secs(all.dur)
 }
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.3f", d.Seconds()) }

@@ -1,6 +1,8 @@
 // Package targets holds the limiters rlconform grades out of the box: the
-// reference Redis limiter, the model itself, and any limiter speaking the
-// HTTP control protocol v1. The rlconform command grades them; tests use
+// reference Redis limiter (of any profile), the model itself, any limiter
+// speaking the HTTP control protocol v1 (and the processes of a service
+// it starts for a run: [Exec]), and a deployed HTTP service graded as a
+// black box ([Endpoint]). The rlconform command grades them; tests use
 // them as known-good targets.
 package targets
 
@@ -236,7 +238,8 @@ func DefaultRPS(p adapters.Policy) int { return min(DefaultMaxRPS, max(50, 2*p.L
 // must share one limit) by its answers: 2xx allowed, the refusal status
 // denied, anything else an error of the service. It probes the first URL
 // once, and takes the policy from its RateLimit-Policy field when none is
-// given (policy says where it came from); without either it is an error.
+// given (from says where the policy came from); without either it is an
+// error.
 func Endpoint(ctx context.Context, urls []string, opts EndpointOptions) (t suite.Target, policy adapters.Policy, from string, err error) {
 	if len(urls) == 0 {
 		return suite.Target{}, adapters.Policy{}, "", errors.New("no endpoint URL")

@@ -199,20 +199,10 @@ func (r *Reader) Read(name string, in io.Reader) error {
 	sc := bufio.NewScanner(br)
 	sc.Buffer(make([]byte, 0, 1<<16), 64<<20)
 	var (
-		open     []*pending // oldest first
-		free     []*pending
-		p        point
-		f        fields
-		line     int64
-		lastTime []byte // the time last parsed, and its instant
-		lastEnd  int64
+		ps   parser
+		g    = gatherer{r: r}
+		line int64
 	)
-	finish := func(q *pending) error {
-		err := r.request(q)
-		q.tags = q.tags[:0]
-		free = append(free, q)
-		return err
-	}
 	for sc.Scan() {
 		line++
 		b := sc.Bytes()
@@ -220,126 +210,217 @@ func (r *Reader) Read(name string, in io.Reader) error {
 		if !interesting(b) {
 			continue
 		}
-		var (
-			end        int64
-			value      float64
-			tags       []byte
-			metric, tp []byte
-		)
-		err := scanPoint(b, &f)
-		switch {
-		case err == nil:
-			metric, tp, tags = f.metric, f.typ, f.tags
-			if string(tp) != "Point" {
-				continue // a metric's declaration
-			}
-			if len(f.time) == 0 {
-				return fmt.Errorf("line %d: a point without its time: %.200s", line, b)
-			}
-			if !bytes.Equal(f.time, lastTime) {
-				at, err := time.Parse(time.RFC3339Nano, string(f.time))
-				if err != nil {
-					return fmt.Errorf("line %d: time: %w", line, err)
-				}
-				ns, err := instant(at)
-				if err != nil {
-					return fmt.Errorf("line %d: %w", line, err)
-				}
-				lastTime, lastEnd = append(lastTime[:0], f.time...), ns
-			}
-			end = lastEnd
-			if value, err = strconv.ParseFloat(string(f.value), 64); err != nil {
-				return fmt.Errorf("line %d: value: %w", line, err)
-			}
-		case errors.Is(err, errSlow):
-			// Escapes: encoding/json reads it.
-			raw := p.Data.Tags[:0]
-			p = point{}
-			p.Data.Tags = raw
-			if err := json.Unmarshal(b, &p); err != nil {
-				return fmt.Errorf("line %d: %w", line, err)
-			}
-			if p.Type != "Point" {
-				continue
-			}
-			if p.Data.Time.IsZero() {
-				return fmt.Errorf("line %d: a point without its time: %.200s", line, b)
-			}
-			metric, tags = []byte(p.Metric), p.Data.Tags
-			if end, err = instant(p.Data.Time); err != nil {
-				return fmt.Errorf("line %d: %w", line, err)
-			}
-			value = p.Data.Value
-		default:
-			return fmt.Errorf("line %d: %w: %.200s", line, err, b)
+		p, ok, err := ps.parse(b)
+		if err != nil {
+			return fmt.Errorf("line %d: %w", line, err)
 		}
-		var bit uint8
-		switch string(metric) {
-		case "http_req_duration":
-			bit = hasDuration
-		case "http_req_blocked":
-			bit = hasBlocked
-		case "http_req_connecting":
-			bit = hasConnecting
-		case "http_req_tls_handshaking":
-			bit = hasTLS
-		default:
+		if !ok {
+			continue // a metric's declaration
+		}
+		bit := metricBit(p.metric)
+		if bit == 0 {
 			continue
 		}
-		if !(value >= 0 && value <= maxMillis) { // NaN too
+		if !(p.value >= 0 && p.value <= maxMillis) { // NaN too
 			return fmt.Errorf("line %d: not a point of a duration in ms (0 to %.0f, a day): %.200s", line, maxMillis, b)
 		}
-		var q *pending
-		for i := len(open) - 1; i >= 0; i-- {
-			if open[i].end == end && bytes.Equal(open[i].tags, tags) {
-				q = open[i]
-				break
-			}
-		}
-		if q == nil {
-			if len(open) == maxPending {
-				r.stats.Incomplete++
-				if err := finish(open[0]); err != nil {
-					return fmt.Errorf("line %d: %w", line, err)
-				}
-				open = open[1:]
-			}
-			if n := len(free); n > 0 {
-				q, free = free[n-1], free[:n-1]
-			} else {
-				q = &pending{}
-			}
-			q.end, q.tags, q.has, q.duration, q.before = end, append(q.tags, tags...), 0, 0, 0
-			open = append(open, q)
-		}
-		if q.has&bit != 0 {
-			return fmt.Errorf("line %d: a second %s point of one request (same time and tags)", line, metric)
-		}
-		q.has |= bit
-		if bit == hasDuration {
-			q.duration = value
-		} else {
-			q.before += value
-		}
-		if q.has == hasAll {
-			for i := len(open) - 1; i >= 0; i-- {
-				if open[i] == q {
-					open = append(open[:i], open[i+1:]...)
-					break
-				}
-			}
-			if err := finish(q); err != nil {
-				return fmt.Errorf("line %d: %w", line, err)
-			}
+		if err := g.add(p, bit); err != nil {
+			return fmt.Errorf("line %d: %w", line, err)
 		}
 	}
 	r.stats.Lines += line
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("after line %d: %w", line, err)
 	}
-	for _, q := range open {
-		r.stats.Incomplete++
-		if err := finish(q); err != nil {
+	return g.finishAll()
+}
+
+// reading is what a point says: its metric, its time (Unix ns), its
+// value and its tags.
+type reading struct {
+	metric []byte
+	end    int64
+	value  float64
+	tags   []byte
+}
+
+// parser reads the points of one output's lines, keeping from line to
+// line what the next may reuse. What a reading holds is valid until the
+// next line is read.
+type parser struct {
+	f fields
+	p point
+	// lastTime is the time last parsed, lastEnd its instant.
+	lastTime []byte
+	lastEnd  int64
+}
+
+// parse reads the point on line b: with the fast scanner, or with
+// encoding/json when the line has escapes. ok is false for a line that is
+// not a point (a metric's declaration).
+func (ps *parser) parse(b []byte) (p reading, ok bool, err error) {
+	err = scanPoint(b, &ps.f)
+	switch {
+	case err == nil:
+		return ps.scanned(b)
+	case errors.Is(err, errSlow):
+		return ps.decoded(b)
+	}
+	return reading{}, false, fmt.Errorf("%w: %.200s", err, b)
+}
+
+// scanned is the point on line b that the fast scanner read into ps.f.
+func (ps *parser) scanned(b []byte) (reading, bool, error) {
+	f := &ps.f
+	if string(f.typ) != "Point" {
+		return reading{}, false, nil
+	}
+	if len(f.time) == 0 {
+		return reading{}, false, fmt.Errorf("a point without its time: %.200s", b)
+	}
+	if !bytes.Equal(f.time, ps.lastTime) {
+		at, err := time.Parse(time.RFC3339Nano, string(f.time))
+		if err != nil {
+			return reading{}, false, fmt.Errorf("time: %w", err)
+		}
+		ns, err := instant(at)
+		if err != nil {
+			return reading{}, false, err
+		}
+		ps.lastTime, ps.lastEnd = append(ps.lastTime[:0], f.time...), ns
+	}
+	value, err := strconv.ParseFloat(string(f.value), 64)
+	if err != nil {
+		return reading{}, false, fmt.Errorf("value: %w", err)
+	}
+	return reading{metric: f.metric, end: ps.lastEnd, value: value, tags: f.tags}, true, nil
+}
+
+// decoded is the point on line b as encoding/json reads it (a line with
+// escapes).
+func (ps *parser) decoded(b []byte) (reading, bool, error) {
+	raw := ps.p.Data.Tags[:0]
+	ps.p = point{}
+	ps.p.Data.Tags = raw
+	if err := json.Unmarshal(b, &ps.p); err != nil {
+		return reading{}, false, err
+	}
+	if ps.p.Type != "Point" {
+		return reading{}, false, nil
+	}
+	if ps.p.Data.Time.IsZero() {
+		return reading{}, false, fmt.Errorf("a point without its time: %.200s", b)
+	}
+	end, err := instant(ps.p.Data.Time)
+	if err != nil {
+		return reading{}, false, err
+	}
+	return reading{metric: []byte(ps.p.Metric), end: end, value: ps.p.Data.Value, tags: ps.p.Data.Tags}, true, nil
+}
+
+// metricBit is the bit of metric among the four of an interval, 0 for
+// any other.
+func metricBit(metric []byte) uint8 {
+	switch string(metric) {
+	case "http_req_duration":
+		return hasDuration
+	case "http_req_blocked":
+		return hasBlocked
+	case "http_req_connecting":
+		return hasConnecting
+	case "http_req_tls_handshaking":
+		return hasTLS
+	}
+	return 0
+}
+
+// gatherer gathers the points of the requests of one output, at most
+// maxPending at once, and hands each request to the Reader once it has
+// all four (or when it is given up on, incomplete).
+type gatherer struct {
+	r    *Reader
+	open []*pending // oldest first
+	free []*pending
+}
+
+// add adds point p, of the metric bit, to its request (the one open with
+// its time and tags, or a new one), and finishes the request when it is
+// complete.
+func (g *gatherer) add(p reading, bit uint8) error {
+	q := g.find(p.end, p.tags)
+	if q == nil {
+		var err error
+		if q, err = g.begin(p.end, p.tags); err != nil {
+			return err
+		}
+	}
+	if q.has&bit != 0 {
+		return fmt.Errorf("a second %s point of one request (same time and tags)", p.metric)
+	}
+	q.has |= bit
+	if bit == hasDuration {
+		q.duration = p.value
+	} else {
+		q.before += p.value
+	}
+	if q.has != hasAll {
+		return nil
+	}
+	for i := len(g.open) - 1; i >= 0; i-- {
+		if g.open[i] == q {
+			g.open = append(g.open[:i], g.open[i+1:]...)
+			break
+		}
+	}
+	return g.finish(q)
+}
+
+// find is the open request with time end and tags, the newest first; nil
+// when none.
+func (g *gatherer) find(end int64, tags []byte) *pending {
+	for i := len(g.open) - 1; i >= 0; i-- {
+		if g.open[i].end == end && bytes.Equal(g.open[i].tags, tags) {
+			return g.open[i]
+		}
+	}
+	return nil
+}
+
+// begin opens a request with time end and tags; when maxPending are
+// open, the oldest is given up on first (incomplete).
+func (g *gatherer) begin(end int64, tags []byte) (*pending, error) {
+	if len(g.open) == maxPending {
+		g.r.stats.Incomplete++
+		if err := g.finish(g.open[0]); err != nil {
+			return nil, err
+		}
+		g.open = g.open[1:]
+	}
+	var q *pending
+	if n := len(g.free); n > 0 {
+		q, g.free = g.free[n-1], g.free[:n-1]
+	} else {
+		q = &pending{}
+	}
+	q.end, q.tags, q.has, q.duration, q.before = end, append(q.tags, tags...), 0, 0, 0
+	g.open = append(g.open, q)
+	return q, nil
+}
+
+// finish hands request q to the Reader and keeps it for reuse.
+func (g *gatherer) finish(q *pending) error {
+	err := g.r.request(q)
+	q.tags = q.tags[:0]
+	g.free = append(g.free, q)
+	return err
+}
+
+// finishAll hands the requests still open to the Reader, incomplete: the
+// output ended before their every point.
+func (g *gatherer) finishAll() error {
+	for _, q := range g.open {
+		g.r.stats.Incomplete++
+		if err := g.finish(q); err != nil {
 			return err
 		}
 	}

@@ -27,7 +27,8 @@ import (
 	"github.com/rlconform/rlconform/reference"
 )
 
-// record rewrites testdata/ from live runs: go test ./bench/k6 -run TestRecordFixtures -record
+// recordFlag (-record) rewrites testdata/ from live runs: go test
+// ./bench/k6 -run TestRecordFixtures -record
 var recordFlag = flag.Bool("record", false, "rewrite testdata/ from live runs")
 
 // The load of every recording: limit 5 per 100ms, 3 users, two

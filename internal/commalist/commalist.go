@@ -1,5 +1,5 @@
 // Package commalist is a command-line flag of comma-separated values that
-// may also be repeated: -id core/,strict/reset -id robust/.
+// may also be repeated: -id core/,strict/reset-race -id robust/.
 package commalist
 
 import "strings"

@@ -10,8 +10,8 @@ import (
 	"strings"
 )
 
-// A verdict line of expected.txt: card, what was graded (identify, or a
-// run's profile), and what it said:
+// verdictLine is a line of expected.txt: card, what was graded (identify,
+// or a run's profile), and what it said:
 //
 //	redis_rate	identify	identified gcra:burst=limit
 //	redis_rate	run gcra	fails: -
