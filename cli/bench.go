@@ -182,7 +182,7 @@ func runBench(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) 
 	fmt.Fprintf(stderr, "rlconform: benching %s for %v (%s, seed %d)\n", name, f.duration, mode, f.seed)
 	finish := progressLine(f.progress, cfg.Duration, stderr, &cfg)
 	res, err := bench.Run(sigCtx, cfg)
-	finish()
+	finish(res)
 	if res == nil {
 		fmt.Fprintf(stderr, "rlconform: %v\n", err)
 		return ExitCannotRun
@@ -353,8 +353,9 @@ func benchInstances(ctx context.Context, f *benchFlags, spec model.Spec, token s
 
 // progressLine shows a live line on stderr while the bench runs (a bar of
 // the duration, decisions/s, allowed and errors), when mode and the
-// terminal allow; the returned func ends it.
-func progressLine(mode string, d time.Duration, stderr io.Writer, cfg *bench.Config) func() {
+// terminal allow; the returned func ends it on the run's result (nil: the
+// run could not start), whether or not a progress snapshot came before.
+func progressLine(mode string, d time.Duration, stderr io.Writer, cfg *bench.Config) func(*bench.Result) {
 	file, isFile := underlying(stderr).(*os.File)
 	terminal := false
 	if isFile {
@@ -363,7 +364,7 @@ func progressLine(mode string, d time.Duration, stderr io.Writer, cfg *bench.Con
 		}
 	}
 	if mode == "never" || (mode == "auto" && !terminal) {
-		return func() {}
+		return func(*bench.Result) {}
 	}
 	var line atomic.Value
 	line.Store("starting")
@@ -379,7 +380,14 @@ func progressLine(mode string, d time.Duration, stderr io.Writer, cfg *bench.Con
 		line.Store(fmt.Sprintf("%8.0f decisions/s  %d decided, %d allowed, %d errors", s.Rate, s.Decisions, s.Allowed, s.Errors))
 		bar.SetCurrent(min(d, s.Elapsed).Milliseconds())
 	}
-	return func() {
+	return func(res *bench.Result) {
+		if res != nil {
+			errs := 0
+			for _, n := range res.Errors {
+				errs += n
+			}
+			line.Store(fmt.Sprintf("%8.0f decisions/s  %d decided, %d allowed, %d errors", res.Throughput, res.Decisions, res.Allowed, errs))
+		}
 		// A bar with a total completes when it reaches it (SetTotal(-1,
 		// true) completes only bars made without one: Wait then hung).
 		bar.SetCurrent(d.Milliseconds())

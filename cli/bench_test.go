@@ -134,14 +134,16 @@ func TestBenchProgressLineEnds(t *testing.T) {
 	done := make(chan string, 1)
 	go func() {
 		var out, errOut strings.Builder
-		Main(append(short[:len(short)-1], "always", "--duration", "300ms"), &out, &errOut)
+		// Shorter than a progress snapshot's interval (250ms): the line
+		// ends on the run's result, never on "starting".
+		Main(append(short[:len(short)-1], "always", "--duration", "100ms"), &out, &errOut)
 		done <- errOut.String()
 	}()
 	select {
 	case errOut := <-done:
 		assert.Contains(t, errOut, "decisions/s")
 	case <-time.After(time.Minute):
-		t.Fatal("rlconform bench --progress always did not end a minute after a 300ms run")
+		t.Fatal("rlconform bench --progress always did not end a minute after a 100ms run")
 	}
 }
 
