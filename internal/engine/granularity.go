@@ -46,7 +46,7 @@ func (r *runner) learnGranularity(ctx context.Context, t Target) {
 	case g > time.Millisecond:
 		r.granularity, from = g, "as it declares"
 	case g == 0 && t.Capabilities.Configure:
-		if refusal := r.probeGranularity(ctx, t); refusal != nil {
+		if refusal := r.probeGranularityBounded(ctx, t); refusal != nil {
 			r.granularity = time.Second
 			from = fmt.Sprintf("it refused Configure(%d, %v) (%v) and took Configure(%d, %v)", r.cfg.Limit, probeFineWindow, refusal, r.cfg.Limit, probeWholeWindow)
 		}
@@ -68,13 +68,12 @@ func (r *runner) learnGranularity(ctx context.Context, t Target) {
 	r.notes = append(r.notes, note)
 }
 
-// probeGranularity returns the error with which a fresh instance of t
-// refuses a window that is not a whole number of seconds, when it takes
-// one that is; otherwise nil. Anything else (both taken, both refused,
-// another error) says nothing: the specs then grade what the target does.
-func (r *runner) probeGranularity(ctx context.Context, t Target) error {
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.SpecTimeout)
-	defer cancel()
+// probeGranularityBounded is probeGranularity in a goroutine of its own,
+// waited for at most the spec timeout and a hang's bound: a target whose
+// Configure ignores its context leaves the probe behind, saying nothing,
+// and the first spec then fails it as hung (it runs apart, as every spec
+// does).
+func (r *runner) probeGranularityBounded(ctx context.Context, t Target) error {
 	env := Env{Clock: fakeclock.Real{}, KeyPrefix: r.runPrefix() + "granularity:", MaxRequests: r.cfg.Limit, Window: probeWholeWindow}
 	if t.Capabilities.Clock {
 		env.Clock = fakeclock.New(FakeStart)
@@ -85,6 +84,28 @@ func (r *runner) probeGranularity(ctx context.Context, t Target) error {
 	if r.cfg.StorePrefix != "" {
 		env.KeyPrefix = r.cfg.StorePrefix
 	}
+	probeCtx, cancel := context.WithTimeout(ctx, r.cfg.SpecTimeout)
+	done := make(chan error, 1)
+	go func() {
+		defer cancel()
+		done <- probeGranularity(probeCtx, t, env)
+	}()
+	wait := time.NewTimer(r.cfg.SpecTimeout + hangBound(r.cfg.SpecTimeout))
+	defer wait.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-wait.C:
+		return nil
+	}
+}
+
+// probeGranularity returns the error with which a fresh instance of t,
+// made with env, refuses a window that is not a whole number of seconds,
+// when it takes one that is; otherwise nil. Anything else (both taken,
+// both refused, another error) says nothing: the specs then grade what
+// the target does.
+func probeGranularity(ctx context.Context, t Target, env Env) error {
 	lim, closer, err := t.New(ctx, env)
 	if err != nil {
 		return nil // the first spec reports it
@@ -92,8 +113,8 @@ func (r *runner) probeGranularity(ctx context.Context, t Target) error {
 	if closer != nil {
 		defer closer()
 	}
-	fine := lim.Configure(ctx, r.cfg.Limit, probeFineWindow)
-	if !errors.Is(fine, contract.ErrInvalidConfig) || lim.Configure(ctx, r.cfg.Limit, probeWholeWindow) != nil {
+	fine := lim.Configure(ctx, env.MaxRequests, probeFineWindow)
+	if !errors.Is(fine, contract.ErrInvalidConfig) || lim.Configure(ctx, env.MaxRequests, probeWholeWindow) != nil {
 		return nil
 	}
 	return fine
