@@ -39,6 +39,11 @@ const (
 	OpRemaining
 	OpReset
 	OpConfigure
+	// OpBurst (a concurrent burst of AllowRequest calls) and OpAdvance
+	// (the clock moving on) appear in the grader's traces and schedules,
+	// never in an operation an oracle judges.
+	OpBurst
+	OpAdvance
 )
 
 // TimedOp is one operation of a history whose instants are only known to

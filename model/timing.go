@@ -112,10 +112,14 @@ func (op TimedOp) validate() error {
 			return fmt.Errorf("%w: %s of %q", ErrNoInterval, op.Kind, op.User)
 		}
 		return nil
+	case OpBurst, OpAdvance:
+		return fmt.Errorf("model: %s is not an operation an oracle judges", op.Kind)
 	}
 	return fmt.Errorf("model: unknown operation kind %d", op.Kind)
 }
 
+// String names the operation as the contract does (a burst and a clock
+// step as the traces say them).
 func (k OpKind) String() string {
 	switch k {
 	case OpAllow:
@@ -126,6 +130,10 @@ func (k OpKind) String() string {
 		return "Reset"
 	case OpConfigure:
 		return "Configure"
+	case OpBurst:
+		return "burst"
+	case OpAdvance:
+		return "advance"
 	}
 	return fmt.Sprintf("OpKind(%d)", int(k))
 }

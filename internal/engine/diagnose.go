@@ -18,7 +18,7 @@ type TraceOp struct {
 	At    time.Time
 	until time.Time // real time: when the answer came; zero on the fake clock
 	inst  int       // the instance; for a burst, the user's index in it
-	Kind  byte      // 'A' allow, 'G' remaining, 'R' reset, 'C' configure, 'B' burst
+	Kind  model.OpKind
 	User  string
 	Got   string        // allowed, denied, or the remaining count
 	N     int           // configure: the limit; burst: requests per user
@@ -82,9 +82,9 @@ func (h *Harness) evidence(failed bool) (clues []clue, graded bool) {
 	requested := false
 	for i, op := range h.trace {
 		switch {
-		case op.Kind == 'C' && requested:
+		case op.Kind == model.OpConfigure && requested:
 			return nil, false
-		case op.Kind != 'C':
+		case op.Kind != model.OpConfigure:
 			requested = true
 		}
 		if i > 0 && op.At.Before(h.trace[i-1].At) {
@@ -145,7 +145,7 @@ func (h *Harness) evidence(failed bool) (clues []clue, graded bool) {
 		fits := ok
 		if !ok && c.varies {
 			fits, _ = explains(func(ops []TraceOp) (bool, string) {
-				return c.replay(slices.DeleteFunc(slices.Clone(ops), func(op TraceOp) bool { return op.Kind == 'G' }))
+				return c.replay(slices.DeleteFunc(slices.Clone(ops), func(op TraceOp) bool { return op.Kind == model.OpRemaining }))
 			})
 		}
 		clues = append(clues, clue{key: c.key, name: name, hint: c.hint, explains: ok, fits: fits, silent: silent})
@@ -160,8 +160,8 @@ func (h *Harness) evidence(failed bool) (clues []clue, graded bool) {
 // concurrent burst, whose search would be slow for a diagnosis, or a
 // configuration changed under a history).
 func (h *Harness) admits(c model.Spec, remaining bool) bool {
-	if c.Name == "" || slices.ContainsFunc(h.trace, func(op TraceOp) bool { return op.Kind == 'B' }) ||
-		slices.ContainsFunc(h.trace[1:], func(op TraceOp) bool { return op.Kind == 'C' }) {
+	if c.Name == "" || slices.ContainsFunc(h.trace, func(op TraceOp) bool { return op.Kind == model.OpBurst }) ||
+		slices.ContainsFunc(h.trace[1:], func(op TraceOp) bool { return op.Kind == model.OpConfigure }) {
 		return false
 	}
 	p := probe{n: h.env.MaxRequests, w: h.env.Window, realTime: true, trace: h.trace}
@@ -203,7 +203,7 @@ func replayAll(a alternatives.Algorithm, varies bool, ops []TraceOp) bool {
 func markWrong(a alternatives.Algorithm, ops []TraceOp) {
 	for i := range ops {
 		op := &ops[i]
-		if op.Kind == 'G' {
+		if op.Kind == model.OpRemaining {
 			N, _ := a.Remaining(op.At, op.User)
 			op.wrong = strconv.Itoa(N) != op.Got
 			continue
@@ -244,17 +244,17 @@ func replayPerInstance(fresh func() alternatives.Algorithm, ops []TraceOp) (ok, 
 	}
 	for _, op := range ops {
 		switch {
-		case op.Kind == 'C':
+		case op.Kind == model.OpConfigure:
 			configured = append(configured, op)
 			for _, a := range logs {
 				a.Configure(op.N, op.W)
 			}
-		case op.Kind == 'R': // Reset reached instance 0: the others keep their logs
+		case op.Kind == model.OpReset: // Reset reached instance 0: the others keep their logs
 			of(0).Reset(op.User)
 		case !step(op, of, false):
 			return false, multi
 		}
-		if op.Kind == 'B' && op.instances > 1 {
+		if op.Kind == model.OpBurst && op.instances > 1 {
 			multi = true
 		}
 	}
@@ -267,22 +267,22 @@ func replayPerInstance(fresh func() alternatives.Algorithm, ops []TraceOp) (ok, 
 // what went wrong.
 func step(op TraceOp, of func(int) alternatives.Algorithm, varies bool) bool {
 	switch op.Kind {
-	case 'A':
+	case model.OpAllow:
 		ok, _ := of(op.inst).Allow(op.At, op.User)
 		return AllowedWord(ok) == op.Got
-	case 'G':
+	case model.OpRemaining:
 		if varies {
 			return !op.wrong
 		}
 		N, _ := of(op.inst).Remaining(op.At, op.User)
 		return strconv.Itoa(N) == op.Got
-	case 'R':
+	case model.OpReset:
 		of(0).Reset(op.User)
 		return true
-	case 'C':
+	case model.OpConfigure:
 		of(0).Configure(op.N, op.W)
 		return true
-	case 'B':
+	case model.OpBurst:
 		allowed := 0
 		k := max(1, op.instances)
 		for i := range op.N {

@@ -19,7 +19,7 @@ func TestDiagnosisOfAFailedSpecAdmitsAnyTimingOfEachCall(t *testing.T) {
 	base := time.Unix(1_700_000_000, 0)
 	ms := func(m int) time.Time { return base.Add(time.Duration(m) * time.Millisecond) }
 	call := func(lo, hi int, got string) TraceOp {
-		return TraceOp{At: ms(lo), until: ms(hi), Kind: 'A', User: "u", Got: got}
+		return TraceOp{At: ms(lo), until: ms(hi), Kind: model.OpAllow, User: "u", Got: got}
 	}
 	h := &Harness{
 		env: Env{MaxRequests: 2, Window: time.Second},

@@ -500,7 +500,7 @@ func (h *Harness) checked(i int, name, user string, want func(time.Time) string,
 		h.FailStep(i, now, op, "", w, "", err)
 	}
 	h.Record(i, now, op, got)
-	h.trace = append(h.trace, TraceOp{At: now, inst: i, Kind: name[0], User: user, Got: got})
+	h.trace = append(h.trace, TraceOp{At: now, inst: i, Kind: kindOf(name), User: user, Got: got})
 	if got != w {
 		h.FailStep(i, now, op, got, w, strings.ReplaceAll(before, user, h.Short(user)), nil)
 	}
@@ -534,7 +534,7 @@ func (h *Harness) JudgeRealTime(i int, name, user string, sent, returned time.Ti
 		h.FailStep(i, sent, op, "", "an answer", "", err)
 	}
 	h.timeline.Add(Event{At: sent.Sub(h.start), Until: returned.Sub(h.start), inst: i, Op: op, Got: got})
-	h.trace = append(h.trace, TraceOp{At: sent, until: returned, inst: i, Kind: name[0], User: user, Got: got})
+	h.trace = append(h.trace, TraceOp{At: sent, until: returned, inst: i, Kind: kindOf(name), User: user, Got: got})
 	t := model.TimedOp{User: user, Lo: sent, Hi: returned}
 	switch name {
 	case "AllowRequest":
@@ -581,7 +581,7 @@ func (h *Harness) Reset(user string) {
 	}
 	h.Record(0, now, op, "ok")
 	h.profileModel.Reset(user)
-	h.trace = append(h.trace, TraceOp{At: now, Kind: 'R', User: user})
+	h.trace = append(h.trace, TraceOp{At: now, Kind: model.OpReset, User: user})
 }
 
 // Configure sends Configure(n, w) to every instance and to the model. A
@@ -619,7 +619,7 @@ func (h *Harness) configure(n int, w time.Duration, graded bool) {
 	if h.oracle != nil {
 		h.oracle.Judge(model.TimedOp{Kind: model.OpConfigure, Limit: n, Window: w})
 	}
-	h.trace = append(h.trace, TraceOp{At: now, Kind: 'C', N: n, W: w})
+	h.trace = append(h.trace, TraceOp{At: now, Kind: model.OpConfigure, N: n, W: w})
 }
 
 // Note adds a line to the timeline for what a spec did outside the
@@ -710,7 +710,7 @@ func (h *Harness) CheckBurst(users []string, perUser, goroutines int, instances 
 	for ui, u := range users {
 		op := fmt.Sprintf("%d goroutines on %d instance(s): AllowRequest(%s) ×%d", goroutines, len(instances), h.Short(u), perUser)
 		h.Record(0, now, op, out[u].String())
-		h.trace = append(h.trace, TraceOp{At: now, Kind: 'B', User: u, N: perUser, allowed: out[u].Allowed, inst: ui, instances: len(instances)})
+		h.trace = append(h.trace, TraceOp{At: now, Kind: model.OpBurst, User: u, N: perUser, allowed: out[u].Allowed, inst: ui, instances: len(instances)})
 	}
 	for _, u := range users {
 		o := out[u]
@@ -899,7 +899,7 @@ func (h *Harness) checkBurstRealTime(users []string, perUser, goroutines int, in
 		if len(o.Errors) > 0 {
 			h.Failf("%d of %d concurrent AllowRequest(%s) failed, first: %v", len(o.Errors), perUser, h.Short(u), o.Errors[0])
 		}
-		h.trace = append(h.trace, TraceOp{At: began, until: ended, Kind: 'B', User: u, N: perUser, allowed: o.Allowed, inst: ui, instances: len(instances)})
+		h.trace = append(h.trace, TraceOp{At: began, until: ended, Kind: model.OpBurst, User: u, N: perUser, allowed: o.Allowed, inst: ui, instances: len(instances)})
 		switch j, want := h.oracle.JudgeBurst(u, began, ended, perUser, o.Allowed); j {
 		case model.Undecided:
 			h.undecided++
@@ -940,3 +940,12 @@ func (h *Harness) Profile() model.Spec { return h.run.profile }
 
 // Redis is the store the run provisioned (nil when no target needs one).
 func (h *Harness) Redis() *redisenv.Redis { return h.run.redis }
+
+// kindOf is the operation a checked call's name says: AllowRequest or
+// GetRemainingRequests.
+func kindOf(name string) model.OpKind {
+	if name == "GetRemainingRequests" {
+		return model.OpRemaining
+	}
+	return model.OpAllow
+}

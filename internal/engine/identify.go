@@ -260,7 +260,7 @@ func identifyOnce(ctx context.Context, cat Catalogue, cfg Config, target Target,
 	for _, p := range probes {
 		id.Probes = append(id.Probes, p.id)
 		for _, op := range p.trace {
-			if p.id == "identify/burst" && op.Kind == 'B' {
+			if p.id == "identify/burst" && op.Kind == model.OpBurst {
 				id.Burst = op.allowed
 			}
 		}
@@ -292,7 +292,7 @@ func cause(res result.Result) string {
 // history.
 func changesConfig(probes []probe) bool {
 	return slices.ContainsFunc(probes, func(p probe) bool {
-		return len(p.trace) > 1 && slices.ContainsFunc(p.trace[1:], func(o TraceOp) bool { return o.Kind == 'C' })
+		return len(p.trace) > 1 && slices.ContainsFunc(p.trace[1:], func(o TraceOp) bool { return o.Kind == model.OpConfigure })
 	})
 }
 
@@ -469,10 +469,10 @@ func judgeFits(id *result.Identification, cands []model.Spec, probes []probe, fr
 	// Group the fits that decide alike on every history: the first names
 	// the group.
 	queries := slices.ContainsFunc(probes, func(p probe) bool {
-		return slices.ContainsFunc(p.trace, func(o TraceOp) bool { return o.Kind == 'G' })
+		return slices.ContainsFunc(p.trace, func(o TraceOp) bool { return o.Kind == model.OpRemaining })
 	})
 	oneGrid := !slices.ContainsFunc(probes, func(p probe) bool {
-		return !sameGrids(p.w) || slices.ContainsFunc(p.trace, func(o TraceOp) bool { return o.Kind == 'C' && !sameGrids(o.W) })
+		return !sameGrids(p.w) || slices.ContainsFunc(p.trace, func(o TraceOp) bool { return o.Kind == model.OpConfigure && !sameGrids(o.W) })
 	})
 	used := make([]bool, len(fits))
 	for i := range fits {
@@ -508,7 +508,7 @@ func boolInt(b bool) int {
 // every user's history forgotten.
 func replayProbe(c model.Spec, p probe, remaining, fresh bool) (*result.RuledOut, int) {
 	decided := 0
-	if !fresh && !c.LimitChangeGraded() && slices.ContainsFunc(p.trace[1:], func(o TraceOp) bool { return o.Kind == 'C' }) && !settledChange(c, p) {
+	if !fresh && !c.LimitChangeGraded() && slices.ContainsFunc(p.trace[1:], func(o TraceOp) bool { return o.Kind == model.OpConfigure }) && !settledChange(c, p) {
 		return nil, 0 // a limit changed under a history: not evidence for this profile
 	}
 	var exact model.Profile
@@ -522,7 +522,7 @@ func replayProbe(c model.Spec, p probe, remaining, fresh bool) (*result.RuledOut
 		var want string
 		bad := false
 		switch op.Kind {
-		case 'C':
+		case model.OpConfigure:
 			switch {
 			case fresh && exact != nil:
 				exact, _ = c.New(op.N, op.W)
@@ -534,14 +534,14 @@ func replayProbe(c model.Spec, p probe, remaining, fresh bool) (*result.RuledOut
 				oracle.Judge(model.TimedOp{Kind: model.OpConfigure, Limit: op.N, Window: op.W})
 			}
 			continue
-		case 'R':
+		case model.OpReset:
 			if exact != nil {
 				exact.Reset(op.User)
 			} else {
 				oracle.Judge(model.TimedOp{Kind: model.OpReset, User: op.User, Lo: op.At, Hi: op.At})
 			}
 			continue
-		case 'G':
+		case model.OpRemaining:
 			switch {
 			case remaining:
 			case c.Params["query"] != "write":
@@ -557,13 +557,13 @@ func replayProbe(c model.Spec, p probe, remaining, fresh bool) (*result.RuledOut
 		}
 		if exact != nil {
 			switch op.Kind {
-			case 'A':
+			case model.OpAllow:
 				ok, _ := exact.Allow(op.At, op.User)
 				want = AllowedWord(ok)
-			case 'G':
+			case model.OpRemaining:
 				n, _ := exact.Remaining(op.At, op.User)
 				want = strconv.Itoa(n)
-			case 'B':
+			case model.OpBurst:
 				allowed := 0
 				for range op.N {
 					if ok, _ := exact.Allow(op.At, op.User); ok {
@@ -573,7 +573,7 @@ func replayProbe(c model.Spec, p probe, remaining, fresh bool) (*result.RuledOut
 				want = fmt.Sprintf("%d allowed", allowed)
 				bad = allowed != op.allowed
 			}
-			if op.Kind != 'B' {
+			if op.Kind != model.OpBurst {
 				bad = want != op.Got
 			}
 			decided++
@@ -581,18 +581,18 @@ func replayProbe(c model.Spec, p probe, remaining, fresh bool) (*result.RuledOut
 			var j model.Judgement
 			var why string
 			switch op.Kind {
-			case 'A':
+			case model.OpAllow:
 				j, why, _ = oracle.Judge(model.TimedOp{Kind: model.OpAllow, User: op.User, Lo: op.At, Hi: op.until, Allowed: op.Got == AllowedWord(true)})
 				want = map[bool]string{true: "denied", false: "allowed"}[op.Got == AllowedWord(true)]
-			case 'G':
+			case model.OpRemaining:
 				n, _ := strconv.Atoi(op.Got)
 				j, why, _ = oracle.Judge(model.TimedOp{Kind: model.OpRemaining, User: op.User, Lo: op.At, Hi: op.until, Remaining: n})
 				want = "another count"
-			case 'B':
+			case model.OpBurst:
 				j, why = oracle.JudgeBurst(op.User, op.At, op.until, op.N, op.allowed)
 				want = why + " allowed"
 			}
-			if why != "" && op.Kind != 'B' {
+			if why != "" && op.Kind != model.OpBurst {
 				want += " (" + why + ")"
 			}
 			bad = j == model.Impossible
@@ -624,7 +624,7 @@ func settledChange(c model.Spec, p probe) bool {
 	w := p.w
 	for i, op := range p.trace {
 		switch op.Kind {
-		case 'C':
+		case model.OpConfigure:
 			if i > 0 && op.W != w {
 				return false
 			}
@@ -634,7 +634,7 @@ func settledChange(c model.Spec, p probe) bool {
 					return false
 				}
 			}
-		case 'R':
+		case model.OpReset:
 			delete(last, op.User)
 		default:
 			last[op.User] = op.At
@@ -650,13 +650,13 @@ func (p probe) ruledOut(i int, want string) *result.RuledOut {
 	short := func(u string) string { return strconv.Quote(strings.TrimPrefix(u, p.tag)) }
 	describe := func(o TraceOp) (string, string) {
 		switch o.Kind {
-		case 'A':
+		case model.OpAllow:
 			return "AllowRequest(" + short(o.User) + ")", o.Got
-		case 'G':
+		case model.OpRemaining:
 			return "GetRemainingRequests(" + short(o.User) + ")", o.Got
-		case 'R':
+		case model.OpReset:
 			return "Reset(" + short(o.User) + ")", "ok"
-		case 'B':
+		case model.OpBurst:
 			return fmt.Sprintf("AllowRequest(%s) ×%d at once", short(o.User), o.N), fmt.Sprintf("%d allowed", o.allowed)
 		}
 		return fmt.Sprintf("Configure(%d, %v)", o.N, o.W), "ok"
@@ -664,7 +664,7 @@ func (p probe) ruledOut(i int, want string) *result.RuledOut {
 	name, got := describe(op)
 	out := &result.RuledOut{Probe: p.id, Step: i + 1, At: op.At.Sub(p.start), Operation: name, Got: got, Want: want}
 	for _, o := range p.trace[:i+1] {
-		if o.User != op.User && o.Kind != 'C' {
+		if o.User != op.User && o.Kind != model.OpConfigure {
 			continue
 		}
 		n, g := describe(o)

@@ -17,7 +17,7 @@ import (
 
 // dop is one operation of a differential schedule.
 type dop struct {
-	kind    byte          // 'a' allow, 'r' remaining, 'x' reset, 'c' configure, 't' advance
+	kind    model.OpKind  // OpAdvance: the clock moves on by advance
 	user    int           // index into the schedule's users
 	n       int           // configure: the new limit
 	w       time.Duration // configure: the new window
@@ -26,13 +26,13 @@ type dop struct {
 
 func (o dop) String() string {
 	switch o.kind {
-	case 'a':
+	case model.OpAllow:
 		return fmt.Sprintf("AllowRequest(u%d)", o.user)
-	case 'r':
+	case model.OpRemaining:
 		return fmt.Sprintf("GetRemainingRequests(u%d)", o.user)
-	case 'x':
+	case model.OpReset:
 		return fmt.Sprintf("Reset(u%d)", o.user)
-	case 'c':
+	case model.OpConfigure:
 		return fmt.Sprintf("Configure(%d, %v)", o.n, o.w)
 	}
 	return fmt.Sprintf("advance %dms", o.advance.Milliseconds())
@@ -101,20 +101,20 @@ func genSchedule(h *engine.Harness, n int) []dop {
 			// A query of a user with no state is where profiles differ
 			// on what a query writes (query=write opens a window): half
 			// of a fresh user's requests are a query first.
-			o = dop{kind: 'r', user: u}
+			o = dop{kind: model.OpRemaining, user: u}
 		case r < 50:
-			o = dop{kind: 'a', user: u}
+			o = dop{kind: model.OpAllow, user: u}
 		case r < 62:
-			o = dop{kind: 'r', user: u}
+			o = dop{kind: model.OpRemaining, user: u}
 		case r < 66:
-			o = dop{kind: 'x', user: u}
+			o = dop{kind: model.OpReset, user: u}
 		case r < 70 && h.Profile().LimitChangeGraded():
-			o = dop{kind: 'c', n: 1 + h.Rand().IntN(2*h.N()), w: windows[h.Rand().IntN(len(windows))]}
+			o = dop{kind: model.OpConfigure, n: 1 + h.Rand().IntN(2*h.N()), w: windows[h.Rand().IntN(len(windows))]}
 			if !sim.safe(o) {
 				o.w = w
 			}
 		default:
-			o = dop{kind: 't', advance: time.Duration(h.Rand().Int64N(int64(w/3/time.Millisecond))) * time.Millisecond}
+			o = dop{kind: model.OpAdvance, advance: time.Duration(h.Rand().Int64N(int64(w/3/time.Millisecond))) * time.Millisecond}
 			if edges := sim.edges(u); len(edges) > 0 && h.Rand().IntN(2) == 0 {
 				edge := edges[h.Rand().IntN(len(edges))]
 				if h.Rand().IntN(3) == 0 {
@@ -172,21 +172,21 @@ func (s *sim) fresh(u int) bool {
 // safe reports whether o is not a raise of the window that the contract
 // leaves unpromised.
 func (s *sim) safe(o dop) bool {
-	return o.kind != 'c' || o.w <= s.m.Window() || safeRaise(s.allowed, s.now, s.m.Window(), o.w)
+	return o.kind != model.OpConfigure || o.w <= s.m.Window() || safeRaise(s.allowed, s.now, s.m.Window(), o.w)
 }
 
 func (s *sim) apply(o dop) {
 	switch o.kind {
-	case 'a':
+	case model.OpAllow:
 		if ok, _ := s.m.Allow(s.now, "u"+strconv.Itoa(o.user)); ok {
 			s.allowed[o.user] = append(s.allowed[o.user], s.now)
 		}
-	case 'x':
+	case model.OpReset:
 		s.m.Reset("u" + strconv.Itoa(o.user))
 		s.allowed[o.user] = nil
-	case 'c':
+	case model.OpConfigure:
 		s.m.Configure(o.n, o.w)
-	case 't':
+	case model.OpAdvance:
 		s.now = s.now.Add(o.advance)
 	}
 }
@@ -222,7 +222,7 @@ func replay(h *engine.Harness, ops []dop, tag string, record bool) (int, string)
 	base := h.Now()
 	if record {
 		h.SetStart(base) // the report counts from the schedule's start
-		h.SetTrace(engine.TraceOp{At: base, Kind: 'C', N: h.Config().Limit, W: h.W()})
+		h.SetTrace(engine.TraceOp{At: base, Kind: model.OpConfigure, N: h.Config().Limit, W: h.W()})
 	}
 	m, _ := h.Profile().New(h.Config().Limit, h.W())
 	users := make([]string, diffUsers)
@@ -231,7 +231,7 @@ func replay(h *engine.Harness, ops []dop, tag string, record bool) (int, string)
 	}
 	step := 0
 	for i, o := range ops {
-		if o.kind != 't' {
+		if o.kind != model.OpAdvance {
 			step++
 		}
 		now := h.Now()
@@ -239,25 +239,25 @@ func replay(h *engine.Harness, ops []dop, tag string, record bool) (int, string)
 		var got, want string
 		var err error
 		switch o.kind {
-		case 'a':
+		case model.OpAllow:
 			var ok, wok bool
 			wok, _ = m.Allow(now, users[o.user])
 			ok, err = lim.AllowRequest(h.Context(), users[o.user])
 			got, want = engine.AllowedWord(ok), engine.AllowedWord(wok)
-		case 'r':
+		case model.OpRemaining:
 			var n, wn int
 			wn, _ = m.Remaining(now, users[o.user])
 			n, err = lim.GetRemainingRequests(h.Context(), users[o.user])
 			got, want = strconv.Itoa(n), strconv.Itoa(wn)
-		case 'x':
+		case model.OpReset:
 			m.Reset(users[o.user])
 			err = lim.Reset(h.Context(), users[o.user])
 			got, want = "ok", "ok"
-		case 'c':
+		case model.OpConfigure:
 			m.Configure(o.n, o.w)
 			err = configureAll(h, o.n, o.w)
 			got, want = "ok", "ok"
-		case 't':
+		case model.OpAdvance:
 			h.Advance(o.advance)
 			continue
 		}
@@ -269,8 +269,7 @@ func replay(h *engine.Harness, ops []dop, tag string, record bool) (int, string)
 		}
 		if record {
 			h.AddEvent(engine.Event{At: now.Sub(base), Op: o.String(), Got: got})
-			t := engine.TraceOp{At: now, User: users[o.user], Got: got, N: o.n, W: o.w}
-			t.Kind = map[byte]byte{'a': 'A', 'r': 'G', 'x': 'R', 'c': 'C'}[o.kind]
+			t := engine.TraceOp{At: now, Kind: o.kind, User: users[o.user], Got: got, N: o.n, W: o.w}
 			h.AddTrace(t)
 		}
 		if got != want {

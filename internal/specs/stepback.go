@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rlconform/rlconform/internal/engine"
+	"github.com/rlconform/rlconform/model"
 )
 
 // clockStepBack steps the clock back and forth. Entries later than now
@@ -69,7 +70,7 @@ func allowEitherReading(h *engine.Harness, log engine.SlidingLogModel, user stri
 	}
 	got := engine.AllowedWord(ok)
 	h.Record(0, now, op, got)
-	h.AddTrace(engine.TraceOp{At: now, Kind: 'A', User: user, Got: got})
+	h.AddTrace(engine.TraceOp{At: now, Kind: model.OpAllow, User: user, Got: got})
 	switch {
 	case ok && literal >= h.N():
 		h.FailStep(0, now, op, got, "denied", "both readings deny: "+explain, nil)
@@ -98,7 +99,7 @@ func remainingEitherReading(h *engine.Harness, log engine.SlidingLogModel, user 
 	}
 	got := strconv.Itoa(n)
 	h.Record(0, now, op, got)
-	h.AddTrace(engine.TraceOp{At: now, Kind: 'G', User: user, Got: got})
+	h.AddTrace(engine.TraceOp{At: now, Kind: model.OpRemaining, User: user, Got: got})
 	if n != literal && n != conservative {
 		want := strconv.Itoa(literal)
 		if conservative != literal {
