@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/result"
 )
@@ -24,9 +23,6 @@ func (h *Harness) SpecID() string { return h.spec.ID }
 
 // Target is the target graded (a copy: what it declares, how it is reached).
 func (h *Harness) Target() Target { return h.target }
-
-// Capabilities are what the target declares.
-func (h *Harness) Capabilities() contract.Capabilities { return h.target.Capabilities }
 
 // Env is what the target's factory was given for this spec.
 func (h *Harness) Env() Env { return h.env }

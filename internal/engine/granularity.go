@@ -74,15 +74,10 @@ func (r *runner) learnGranularity(ctx context.Context, t Target) {
 // and the first spec then fails it as hung (it runs apart, as every spec
 // does).
 func (r *runner) probeGranularityBounded(ctx context.Context, t Target) error {
-	env := Env{Clock: fakeclock.Real{}, KeyPrefix: r.runPrefix() + "granularity:", MaxRequests: r.cfg.Limit, Window: probeWholeWindow}
+	env := r.baseEnv(t, r.runPrefix()+"granularity:")
+	env.Window = probeWholeWindow
 	if t.Capabilities.Clock {
 		env.Clock = fakeclock.New(FakeStart)
-	}
-	if (t.NeedsRedis || t.Capabilities.StoreInspection) && r.redis != nil {
-		env.Redis, env.RedisURL = r.redis.Client, r.redis.URL
-	}
-	if r.cfg.StorePrefix != "" {
-		env.KeyPrefix = r.cfg.StorePrefix
 	}
 	probeCtx, cancel := context.WithTimeout(ctx, r.cfg.SpecTimeout)
 	done := make(chan error, 1)

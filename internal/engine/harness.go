@@ -603,13 +603,15 @@ func (h *Harness) configure(n int, w time.Duration, graded bool) {
 		if err := lim.Configure(h.ctx, n, w); err != nil {
 			h.run.noteRefusal(n, w, err)
 			h.Record(i, now, op, "error")
-			if refusedChoice(n, w, err) && !graded {
+			refused := refusedChoice(n, w, err)
+			if refused && !graded {
 				h.refusedInconclusive(fmt.Errorf("%s was refused: %w", op, err))
 			}
-			if refusedChoice(n, w, err) && h.run.granularity > time.Millisecond && w%h.run.granularity != 0 {
-				h.FailStep(i, now, op, "", "ok", fmt.Sprintf("the target takes only windows in whole multiples of %v, and the contract takes any window from 1ms to %v: a limiter that works in coarser units must still take finer windows (or round them up, saying so in its docs)", h.run.granularity, contract.MaxWindow), err)
+			why := ""
+			if g := h.Granularity(); refused && w%g != 0 {
+				why = fmt.Sprintf("the target takes only windows in whole multiples of %v, and the contract takes any window from 1ms to %v: a limiter that works in coarser units must still take finer windows (or round them up, saying so in its docs)", g, contract.MaxWindow)
 			}
-			h.FailStep(i, now, op, "", "ok", "", err)
+			h.FailStep(i, now, op, "", "ok", why, err)
 		}
 	}
 	h.Record(0, now, op, "ok")

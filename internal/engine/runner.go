@@ -413,12 +413,7 @@ func (r *runner) afterSpec(ctx context.Context, t Target, res *result.Result) st
 
 func (r *runner) newH(ctx context.Context, t Target, s *Spec) *Harness {
 	tag := fmt.Sprintf("%s-%02d:", r.runID, r.count)
-	env := Env{
-		Clock:       fakeclock.Real{},
-		KeyPrefix:   r.runPrefix() + fmt.Sprintf("%02d:", r.count),
-		MaxRequests: r.cfg.Limit,
-		Window:      r.cfg.Window,
-	}
+	env := r.baseEnv(t, r.runPrefix()+fmt.Sprintf("%02d:", r.count))
 	h := &Harness{ctx: ctx, spec: s, target: t, run: r, tag: tag, start: time.Now(), cfg: r.cfg, margin: r.margin}
 	if t.Capabilities.Clock {
 		h.fake = fakeclock.New(FakeStart)
@@ -428,12 +423,6 @@ func (r *runner) newH(ctx context.Context, t Target, s *Spec) *Harness {
 		env.Window = r.cfg.RealTimeWindow
 		h.oracle, _ = model.NewOracle(r.profile, env.MaxRequests, env.Window)
 	}
-	if (t.NeedsRedis || t.Capabilities.StoreInspection) && r.redis != nil {
-		env.Redis, env.RedisURL = r.redis.Client, r.redis.URL
-	}
-	if r.cfg.StorePrefix != "" {
-		env.KeyPrefix = r.cfg.StorePrefix
-	}
 	h.env = env
 	h.profileModel, _ = newModel(r.profile, env.MaxRequests, env.Window)
 	sum := fnv.New64a()
@@ -441,6 +430,21 @@ func (r *runner) newH(ctx context.Context, t Target, s *Spec) *Harness {
 	h.seed = r.cfg.Seed
 	h.rng = mrand.New(mrand.NewPCG(r.cfg.Seed, sum.Sum64()))
 	return h
+}
+
+// baseEnv is what t's factory gets for instances under prefix (the run's
+// StorePrefix instead, when set): the run's limit and window, the real
+// clock, and the run's store when t needs one. The caller sets a fake
+// clock or another window.
+func (r *runner) baseEnv(t Target, prefix string) Env {
+	env := Env{Clock: fakeclock.Real{}, KeyPrefix: prefix, MaxRequests: r.cfg.Limit, Window: r.cfg.Window}
+	if (t.NeedsRedis || t.Capabilities.StoreInspection) && r.redis != nil {
+		env.Redis, env.RedisURL = r.redis.Client, r.redis.URL
+	}
+	if r.cfg.StorePrefix != "" {
+		env.KeyPrefix = r.cfg.StorePrefix
+	}
+	return env
 }
 
 // execute runs the body, turning the panics of Failf, Skipf, and of the
