@@ -60,7 +60,7 @@ type Config struct {
 	Window time.Duration
 	// Profile is the algorithm the target claims, whose rules the check
 	// holds its decisions to ([Judge]); the zero Spec is the sliding log.
-	Profile model.Spec
+	Profile model.Variant
 	// UserPrefix starts every user id (a fresh one per run keeps runs on a
 	// shared store apart).
 	UserPrefix string

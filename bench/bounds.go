@@ -4,19 +4,18 @@ import (
 	"container/heap"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/rlconform/rlconform/model"
 )
 
 // Judge is what a run's decisions are judged against: the profile the
-// limiter claims ([model.Spec]; the zero Spec is the sliding log), the
+// limiter claims ([model.Variant]; the zero Spec is the sliding log), the
 // limit N and window W it was configured with, and the wall-clock instant
 // of the run's offset 0 (a window aligned to the epoch has its edges on
 // the Unix epoch, so the check needs to know where the run lies on it).
 type Judge struct {
-	Profile model.Spec
+	Profile model.Variant
 	Limit   int
 	Window  time.Duration
 	Start   time.Time
@@ -38,8 +37,8 @@ func (j Judge) Check(decisions []Decision, end time.Duration) (Exactness, error)
 
 // profileName is the profile judged, with every parameter.
 func (j Judge) profileName() string {
-	if spec, err := model.ParseSpec(j.Profile.String()); err == nil {
-		return spec.String()
+	if full, err := j.Profile.Complete(); err == nil {
+		return full.String()
 	}
 	return j.Profile.String()
 }
@@ -105,87 +104,26 @@ type underRule struct {
 }
 
 func (j Judge) rules() (rules, error) {
-	spec, err := model.ParseSpec(j.Profile.String())
-	if err != nil {
-		return rules{}, fmt.Errorf("bench: the profile judged: %w", err)
-	}
 	if j.Limit < 1 || j.Window <= 0 {
 		return rules{}, fmt.Errorf("bench: limit %d per %v: want at least 1 per 1ns", j.Limit, j.Window)
 	}
 	n, w := int64(j.Limit), int64(j.Window)
-	r := rules{profile: spec.String(), n: n, w: w, start: j.Start.UnixNano()}
-	win := j.Window
-	logUnder := func(limit, lookback int64, countDenied bool, why string) underRule {
-		return underRule{limit: limit, lookback: lookback, countDenied: countDenied, rule: why}
+	env, err := j.Profile.Envelope(n, j.Window)
+	if err != nil {
+		return rules{}, fmt.Errorf("bench: the profile judged: %w", err)
 	}
-	param := func(name string) int64 {
-		if v, err := strconv.ParseInt(spec.Params[name], 10, 64); err == nil {
-			return v
-		}
-		return n // "limit"
+	r := rules{profile: j.profileName(), n: n, w: w, start: j.Start.UnixNano(), epoch: env.Grid}
+	if grid, ok := j.Profile.Grid(); ok && env.Grid {
+		// An edge near the run's start: Go's zero time in ns is out of
+		// an int64's range.
+		r.origin, r.grid = grid.Floor(time.Unix(0, r.start), j.Window).UnixNano(), grid.Name
 	}
-	switch spec.Name {
-	case model.ProfileFixedWindow:
-		if r.fixedGrid(spec.Params["align"]) {
-			r.epoch = true
-		} else {
-			r.linear = append(r.linear,
-				linearBound{0, mul128(2*n, w), w + 1, fmt.Sprintf("at most 2×%d allowed within any %v (two windows of unknown alignment)", n, win)},
-				linearBound{n, mul128(2*n, w), 0, fmt.Sprintf("at most 2×%d + %d×E/%v allowed within any span E (at most ⌈E/W⌉+1 windows)", n, n, win)})
-		}
-		r.under = logUnder(n, w, false, fmt.Sprintf("a denial needs %d allowed requests in its window: within less than %v before it", n, win))
-	case model.ProfileSlidingCounter:
-		r.epoch = r.fixedGrid(spec.Params["align"])
-		r.linear = append(r.linear, linearBound{n, mul128(n+1, w).sub(i128{lo: 1}), w,
-			fmt.Sprintf("at most %d + ⌈%d×E/%v⌉ allowed within any span E < %v (the weighted counter's own bound)", n, n, win, win)})
-		if !r.epoch {
-			r.linear = append(r.linear, linearBound{n, mul128(2*n, w), 0,
-				fmt.Sprintf("at most 2×%d + %d×E/%v allowed within any span E (%d per window of unknown alignment)", n, n, win, n)})
-		}
-		counted := "allowed requests"
-		if spec.Params["count-denied"] == "true" {
-			counted = "requests counted (denied ones too)"
-		}
-		r.under = logUnder(n, 2*w, spec.Params["count-denied"] == "true",
-			fmt.Sprintf("a denial needs %d %s in its window and the one before: within less than 2×%v before it", n, counted, win))
-	case model.ProfileGCRA, model.ProfileTokenBucket:
-		c := param("burst")
-		what := fmt.Sprintf("a GCRA of burst %d", c)
-		if spec.Name == model.ProfileTokenBucket {
-			c = param("capacity")
-			what = fmt.Sprintf("a token bucket of %d", c)
-		}
-		if spec.Params["refill"] == "interval" {
-			r.linear = append(r.linear,
-				linearBound{0, mul128(c+n-1, w), w, fmt.Sprintf("at most %d + %d − 1 allowed within any span shorter than %v (%s and one refill; its maker spent a token)", c, n, win, what)},
-				linearBound{n, mul128(c+n, w), 0, fmt.Sprintf("at most %d + %d + %d×E/%v allowed within any span E (at most ⌈E/W⌉ refills)", c, n, n, win)})
-			r.under = logUnder(min(n, c), w, false, fmt.Sprintf("a denial needs the %d tokens of its last refill (less than %v before it) spent", min(n, c), win))
-			break
-		}
-		r.linear = append(r.linear, linearBound{n, mul128(c, w), 0,
-			fmt.Sprintf("at most %d + %d×E/%v allowed within any span E (%s refilled at %d per %v)", c, n, win, what, n, win)})
-		r.under = underRule{bucket: true, capacity: c,
-			rule: fmt.Sprintf("%s refilled at %d per %v holds a token whatever the timing", what, n, win)}
-	default:
-		r.linear = append(r.linear, linearBound{0, mul128(n, w), w, fmt.Sprintf("at most %d allowed within less than %v", n, win)})
-		r.under = logUnder(n, w, false, fmt.Sprintf("a denial needs %d allowed requests within less than %v before it", n, win))
+	for _, b := range env.Linear {
+		r.linear = append(r.linear, linearBound{rate: b.Rate, k: mul128(b.Windows, w).sub(i128{lo: uint64(b.Less)}), within: b.Within*w + b.WithinPlus, rule: b.Rule})
 	}
+	u := env.Under
+	r.under = underRule{bucket: u.Bucket, capacity: u.Capacity, limit: u.Limit, lookback: u.LookbackWindows * w, countDenied: u.CountDenied, rule: u.Rule}
 	return r, nil
-}
-
-// fixedGrid reports whether align names a grid fixed in time, and sets
-// the origin of its windows: the epoch's, or Go's zero time's (an edge
-// near the run's start: 0001-01-01 in ns is out of an int64's range).
-func (r *rules) fixedGrid(align string) bool {
-	switch align {
-	case "epoch":
-		r.origin, r.grid = 0, "the epoch"
-		return true
-	case "go-zero":
-		r.origin, r.grid = time.Unix(0, r.start).Truncate(time.Duration(r.w)).UnixNano(), "Go's zero time (time.Time.Truncate's)"
-		return true
-	}
-	return false
 }
 
 // check is Check on decisions already grouped by [byUser].

@@ -75,7 +75,7 @@ func makeHistory(t *testing.T, r *rand.Rand, p model.Profile, n int, gap time.Du
 
 func profileOf(t *testing.T, spec string, n int, w time.Duration) model.Profile {
 	t.Helper()
-	p, err := model.MustSpec(spec).New(n, w)
+	p, err := model.MustVariant(spec).New(n, w)
 	require.NoError(t, err)
 	return p
 }
@@ -96,7 +96,7 @@ func TestEveryProfileIsNeverFailedByItsOwnRules(t *testing.T) {
 		w := time.Duration(2+r.IntN(60)) * ms
 		gap := time.Duration(100+r.IntN(3000)) * time.Microsecond
 		h := makeHistory(t, r, profileOf(t, spec, n, w), 200, gap)
-		ex, err := Judge{Profile: model.MustSpec(spec), Limit: n, Window: w, Start: h.start}.Check(h.calls, h.end+time.Second)
+		ex, err := Judge{Profile: model.MustVariant(spec), Limit: n, Window: w, Start: h.start}.Check(h.calls, h.end+time.Second)
 		require.NoError(t, err)
 		require.True(t, ex.Exact(), "round %d: %s, %d per %v, gaps up to %v: a correct history failed: overshoot %d %+v, under %d %+v",
 			round, spec, n, w, gap, ex.Overshoot, ex.Worst, ex.UnderAdmitted, ex.WorstUnder)
@@ -143,7 +143,7 @@ func TestOverAdmissionIsCaught(t *testing.T) {
 			n := 2 + r.IntN(4)
 			w := time.Duration(20+r.IntN(40)) * ms
 			h := makeHistory(t, r, profileOf(t, tc.made, tc.limit(n), w), 300, time.Duration(300+r.IntN(1500))*time.Microsecond)
-			ex, err := Judge{Profile: model.MustSpec(tc.claimed), Limit: n, Window: w, Start: h.start}.Check(h.calls, h.end)
+			ex, err := Judge{Profile: model.MustVariant(tc.claimed), Limit: n, Window: w, Start: h.start}.Check(h.calls, h.end)
 			require.NoError(t, err)
 			if tc.over && ex.Overshoot > 0 || !tc.over && ex.UnderAdmitted > 0 {
 				caught++
@@ -178,7 +178,7 @@ func TestAFixedWindowOnGosGridIsJudgedOnIt(t *testing.T) {
 		}
 		right = append(right, call(0, Allowed, at, at+500*time.Microsecond))
 	}
-	judge := Judge{Profile: model.MustSpec("fixed-window:align=go-zero"), Limit: 3, Window: w, Start: start}
+	judge := Judge{Profile: model.MustVariant("fixed-window:align=go-zero"), Limit: 3, Window: w, Start: start}
 	ex, err := judge.Check(over, 3*time.Second)
 	require.NoError(t, err)
 	assert.Equal(t, 3, ex.Overshoot)
@@ -187,7 +187,7 @@ func TestAFixedWindowOnGosGridIsJudgedOnIt(t *testing.T) {
 	ex, err = judge.Check(right, 3*time.Second)
 	require.NoError(t, err)
 	assert.True(t, ex.Exact(), "%+v", ex.Worst)
-	ex, err = Judge{Profile: model.MustSpec("fixed-window:align=epoch"), Limit: 3, Window: w, Start: start}.Check(right, 3*time.Second)
+	ex, err = Judge{Profile: model.MustVariant("fixed-window:align=epoch"), Limit: 3, Window: w, Start: start}.Check(right, 3*time.Second)
 	require.NoError(t, err)
 	assert.False(t, ex.Exact(), "on the epoch's grid 6 of them lie in one window")
 }
@@ -205,7 +205,7 @@ func TestAFixedWindowOfNPlusOneIsCaughtAtEachEdge(t *testing.T) {
 			ds = append(ds, call(0, Allowed, at, at+500*time.Microsecond))
 		}
 	}
-	ex, err := Judge{Profile: model.MustSpec("fixed-window"), Limit: 3, Window: 100 * ms, Start: start}.Check(ds, 400*ms)
+	ex, err := Judge{Profile: model.MustVariant("fixed-window"), Limit: 3, Window: 100 * ms, Start: start}.Check(ds, 400*ms)
 	require.NoError(t, err)
 	assert.Equal(t, 3, ex.Overshoot)
 	require.NotNil(t, ex.Worst)
@@ -216,12 +216,12 @@ func TestAFixedWindowOfNPlusOneIsCaughtAtEachEdge(t *testing.T) {
 	// Shifted so that each burst straddles an edge: 2 and 2 on either
 	// side could be 2 in each window... and 4 in a window is proven only
 	// when the spans say so.
-	ex, err = Judge{Profile: model.MustSpec("fixed-window"), Limit: 3, Window: 100 * ms, Start: start.Add(-11*ms - 700*time.Microsecond)}.Check(ds, 400*ms)
+	ex, err = Judge{Profile: model.MustVariant("fixed-window"), Limit: 3, Window: 100 * ms, Start: start.Add(-11*ms - 700*time.Microsecond)}.Check(ds, 400*ms)
 	require.NoError(t, err)
 	assert.Zero(t, ex.Overshoot, "%+v", ex.Worst)
 
 	// With an unknown alignment, the same history is within 2N per window.
-	ex, err = Judge{Profile: model.MustSpec("fixed-window:align=first-hit"), Limit: 3, Window: 100 * ms, Start: start}.Check(ds, 400*ms)
+	ex, err = Judge{Profile: model.MustVariant("fixed-window:align=first-hit"), Limit: 3, Window: 100 * ms, Start: start}.Check(ds, 400*ms)
 	require.NoError(t, err)
 	assert.Zero(t, ex.Overshoot)
 }
@@ -231,7 +231,7 @@ func TestAFixedWindowOfNPlusOneIsCaughtAtEachEdge(t *testing.T) {
 // first three is past its bound, a fourth 104ms after is not (3 + 10 ×
 // 104ms/1s = 4.04, with the 3ms of slack in the spans).
 func TestABucketBurstIsBoundedByItsRate(t *testing.T) {
-	judge := Judge{Profile: model.MustSpec("gcra:burst=3"), Limit: 10, Window: time.Second}
+	judge := Judge{Profile: model.MustVariant("gcra:burst=3"), Limit: 10, Window: time.Second}
 	burst := []Decision{call(0, Allowed, 0, ms/2), call(0, Allowed, ms, 2*ms), call(0, Allowed, 2*ms, 3*ms)}
 	ex, err := judge.Check(append(burst, call(0, Allowed, 90*ms, 91*ms)), time.Second)
 	require.NoError(t, err)
@@ -256,9 +256,9 @@ func TestABucketBurstIsBoundedByItsRate(t *testing.T) {
 }
 
 func TestJudgeRefusesAnUnknownProfile(t *testing.T) {
-	_, err := Judge{Profile: model.Spec{Name: "leaky"}, Limit: 1, Window: time.Second}.Check(nil, 0)
+	_, err := Judge{Profile: model.Variant{Name: "leaky"}, Limit: 1, Window: time.Second}.Check(nil, 0)
 	assert.ErrorContains(t, err, "unknown profile")
-	rules, err := Judge{Profile: model.MustSpec("sliding-counter"), Limit: 5, Window: time.Second}.Rules()
+	rules, err := Judge{Profile: model.MustVariant("sliding-counter"), Limit: 5, Window: time.Second}.Rules()
 	require.NoError(t, err)
 	assert.Contains(t, rules, "at most 5 allowed in each window [kW, (k+1)W) of the epoch")
 }

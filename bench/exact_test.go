@@ -96,7 +96,7 @@ func TestTheReferenceModelIsNeverFailed(t *testing.T) {
 	for round := 0; round < 200; round++ {
 		limit := 1 + r.IntN(5)
 		window := time.Duration(5+r.IntN(50)) * ms
-		m, err := model.Spec{}.New(limit, window)
+		m, err := model.Variant{}.New(limit, window)
 		require.NoError(t, err)
 		start := time.Unix(1_700_000_000, 0)
 		var ds []Decision
@@ -125,7 +125,7 @@ func TestTheReferenceModelIsNeverFailed(t *testing.T) {
 // TestAnOffByOneIsCaught: the same schedules on a log that admits N+1 are
 // reported, so the property test above can fail.
 func TestAnOffByOneIsCaught(t *testing.T) {
-	m, err := model.Spec{}.New(4, 100*ms) // the limiter admits 4; the contract says 3
+	m, err := model.Variant{}.New(4, 100*ms) // the limiter admits 4; the contract says 3
 	require.NoError(t, err)
 	start := time.Unix(1_700_000_000, 0)
 	var ds []Decision
@@ -160,7 +160,7 @@ func BenchmarkCheck(b *testing.B) {
 	}
 	for _, spec := range []string{"sliding-log", "fixed-window", "fixed-window:align=first-hit", "sliding-counter", "gcra", "token-bucket:refill=interval"} {
 		b.Run(spec, func(b *testing.B) {
-			judge := Judge{Profile: model.MustSpec(spec), Limit: 100, Window: time.Second, Start: time.Unix(1_700_000_000, 0)}
+			judge := Judge{Profile: model.MustVariant(spec), Limit: 100, Window: time.Second, Start: time.Unix(1_700_000_000, 0)}
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := judge.Check(ds, time.Minute); err != nil {
@@ -186,9 +186,9 @@ func TestNeverStricterThanTheTruth(t *testing.T) {
 		limit := 2 + r.IntN(4)
 		window := time.Duration(10+r.IntN(40)) * ms
 		made := limit - 1 + r.IntN(3)
-		m, err := model.Spec{}.New(made, window)
+		m, err := model.Variant{}.New(made, window)
 		require.NoError(t, err)
-		oracle, err := model.NewOracle(model.MustSpec(model.ProfileSlidingLog), limit, window)
+		oracle, err := model.NewOracle(model.MustVariant(model.ProfileSlidingLog), limit, window)
 		require.NoError(t, err)
 		var ds []Decision
 		impossible := false

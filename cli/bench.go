@@ -76,7 +76,7 @@ func parseBench(args []string, stderr io.Writer) (*benchFlags, error) {
 	fs.StringVar(&f.compare, "compare", "", "a `BASELINE.json` written by --json: show the change in throughput and p99 against it")
 	fs.Float64Var(&f.maxRegression, "max-regression", 0, "with --compare: exit 3 when throughput falls, or p99 rises, by more than `PERCENT`")
 	fs.StringVar(&f.progress, "progress", "auto", "a live progress line: auto (when stderr is a terminal), always or never")
-	fs.StringVar(&f.profile, "profile", "sliding-log", "the algorithm the limiter claims, `NAME[:key=value,...]`: the exactness check holds its decisions to that profile's bounds (sliding-log, fixed-window, sliding-counter, gcra, token-bucket, with their parameters as for run); with no --target, --endpoint or --exec it also picks the built-in limiter benched")
+	fs.StringVar(&f.profile, "profile", model.ProfileSlidingLog, "the algorithm the limiter claims, `NAME[:key=value,...]`: the exactness check holds its decisions to that profile's bounds ("+strings.Join(model.Builtin().Names(), ", ")+", with their parameters as for run); with no --target, --endpoint or --exec it also picks the built-in limiter benched")
 	fs.BoolVar(&f.requireExact, "require-exactness", false, "exit 2, with the reason, when exactness was not checked (a target stamped with our clock) or not exercised (no user was ever denied): a gate that checked nothing fails")
 	f.endpointFlags.register(fs)
 	f.execFlags.register(fs)
@@ -125,7 +125,7 @@ func runBench(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) 
 	if err != nil {
 		return parseFailed(stderr, "bench", err, true)
 	}
-	spec, err := model.ParseSpec(f.profile)
+	spec, err := model.ParseVariant(f.profile)
 	if err != nil {
 		fmt.Fprintf(stderr, "rlconform bench: --profile: %v\n", err)
 		return ExitCannotRun
@@ -261,7 +261,7 @@ func unexercised(res *bench.Result) string {
 // a func that releases what they hold (the --exec service, a Redis
 // obtained here, each instance's own), and ExitConformant, or the exit
 // code of why it could not, said on stderr.
-func benchInstances(ctx context.Context, f *benchFlags, spec model.Spec, token string, cfg *bench.Config, stderr io.Writer) (string, func(), int) {
+func benchInstances(ctx context.Context, f *benchFlags, spec model.Variant, token string, cfg *bench.Config, stderr io.Writer) (string, func(), int) {
 	closeAll := func() {}
 	var target suite.Target
 	// No clock of ours: a limiter stamped with the caller's clock sees

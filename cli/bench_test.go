@@ -192,7 +192,7 @@ func TestServeBuildsTheCompactLog(t *testing.T) {
 // profile).
 func serveReferenceProfile(t *testing.T, red *redisenv.Redis, spec string, extra int) string {
 	t.Helper()
-	lim, err := reference.NewProfile(red.Client, model.MustSpec(spec), reference.Options{MaxRequests: 5, Window: time.Second,
+	lim, err := reference.NewProfile(red.Client, model.MustVariant(spec), reference.Options{MaxRequests: 5, Window: time.Second,
 		Prefix: fmt.Sprintf("rlc-bench-profile:%d:", time.Now().UnixNano())})
 	require.NoError(t, err)
 	srv, err := adapters.NewServer(raised{lim, extra}, nil)

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"github.com/rlconform/rlconform/internal/commalist"
+	"github.com/rlconform/rlconform/model"
 	"io"
 	"runtime/debug"
 	"strings"
@@ -87,7 +88,7 @@ func listSpecs(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("rlconform list", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print the catalogue as JSON")
-	profile := fs.String("profile", "sliding-log", "list the rules as `PROFILE` states them, and which specs do not grade it")
+	profile := fs.String("profile", model.ProfileSlidingLog, "list the rules as `PROFILE` states them, and which specs do not grade it")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: rlconform list [--json] [--profile PROFILE] [LEVEL | ID-PREFIX]...")
 		fs.PrintDefaults()

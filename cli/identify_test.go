@@ -29,7 +29,7 @@ func serveProfile(t *testing.T, spec string, withClock bool) string {
 		clock = fakeclock.New(time.Now())
 		read = clock
 	}
-	p, err := model.MustSpec(spec).New(5, time.Minute)
+	p, err := model.MustVariant(spec).New(5, time.Minute)
 	require.NoError(t, err)
 	srv, err := adapters.NewServer(model.NewProfileLimiter(read, p), clock)
 	require.NoError(t, err)
@@ -56,7 +56,7 @@ func TestIdentifyOverTheProtocol(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "id.json")
 			code, out, errOut := rlconform(t, "identify", "--target", serveProfile(t, c.spec, c.withClock), "--json", path)
 			require.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
-			assert.Contains(t, out, "fits      "+model.MustSpec(c.spec).String())
+			assert.Contains(t, out, "fits      "+model.MustVariant(c.spec).String())
 			var got struct {
 				Outcome string `json:"outcome"`
 				Fits    []struct {
@@ -71,14 +71,14 @@ func TestIdentifyOverTheProtocol(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, json.Unmarshal(data, &got))
 			assert.NotEmpty(t, got.RuledOut)
-			want := model.MustSpec(c.spec)
+			want := model.MustVariant(c.spec)
 			if !c.withClock && got.Outcome == "ambiguous" {
 				// In real time the probe that tells a query that writes
 				// from one that reads (identify/bucket) may decide
 				// nothing when its calls are slow: ambiguous between the
 				// two readings is honest, anything else is not.
 				for _, f := range got.Fits {
-					other := model.MustSpec(f.Profile)
+					other := model.MustVariant(f.Profile)
 					other.Params["query"] = want.Params["query"]
 					assert.Equal(t, want.String(), other.String(), "ambiguous beyond the query readings:\n%s", out)
 				}
@@ -117,7 +117,7 @@ func (l hourOnly) Configure(ctx context.Context, n int, w time.Duration) error {
 // target's own error, not only the probe's title.
 func TestIdentifySaysWhichWindowTheTargetRefused(t *testing.T) {
 	clock := fakeclock.New(time.Now())
-	p, err := model.MustSpec("gcra").New(5, time.Hour)
+	p, err := model.MustVariant("gcra").New(5, time.Hour)
 	require.NoError(t, err)
 	srv, err := adapters.NewServer(hourOnly{model.NewProfileLimiter(clock, p)}, clock)
 	require.NoError(t, err)

@@ -78,7 +78,7 @@ func (f *k6Flags) check(set map[string]bool) error {
 }
 
 // fromK6 judges k6's outputs and reports as bench does.
-func fromK6(f *benchFlags, spec model.Spec, baseline *bench.Result, files *benchFiles, text, stderr io.Writer) int {
+func fromK6(f *benchFlags, spec model.Variant, baseline *bench.Result, files *benchFiles, text, stderr io.Writer) int {
 	policy, err := adapters.ParsePolicy(f.policy)
 	if err != nil {
 		fmt.Fprintf(stderr, "rlconform bench: --policy: %v\n", err)

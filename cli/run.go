@@ -66,7 +66,7 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.DurationVar(&f.maxDuration, "max-duration", 15*time.Minute, "bound on the whole run: past it, the run stops with what finished (exit 2)")
 	fs.DurationVar(&f.rtWindow, "realtime-window", time.Second, "window of the specs graded in real time (targets without clock control); raised by itself when the target's round trips are too slow for it")
 	fs.BoolVar(&f.failOnSkip, "fail-on-skip", false, "a run with a spec skipped for a capability the target does not declare, or a flag not given, is not conformant enough: exit 2 (for CI jobs that demand the whole level); skips no target of its kind can avoid (an in-process context over HTTP, an endpoint's fields) do not count")
-	fs.StringVar(&f.profile, "profile", "sliding-log", "the algorithm to grade against, `NAME[:key=value,...]`: sliding-log, fixed-window (align=epoch|go-zero|first-grid|first-hit, count-denied=false|true, query=read|write), sliding-counter (align, count-denied, admit), gcra (burst=N|limit), token-bucket (capacity=N|limit, refill=continuous|interval, expire=full|idle, query=read|write); 'rlconform list --profile NAME' says what it grades")
+	fs.StringVar(&f.profile, "profile", model.ProfileSlidingLog, "the algorithm to grade against, `NAME[:key=value,...]`: "+profileNames()+"; 'rlconform list --profile NAME' says what it grades")
 	f.endpointFlags.register(fs)
 	f.execFlags.register(fs)
 	f.token.register(fs)
@@ -355,7 +355,7 @@ func (f *runFlags) endpoint(cfg *suite.Config, said io.Writer) (*suite.Target, i
 // release stops and closes what it started, and is never nil.
 func (f *runFlags) limiter(ctx context.Context, cfg *suite.Config, token string, stderr io.Writer) (suite.Target, func(), error) {
 	release := func() {}
-	target, err := targets.ReferenceProfile(model.MustSpec(f.profile))
+	target, err := targets.ReferenceProfile(model.MustVariant(f.profile))
 	if err != nil {
 		return suite.Target{}, release, err
 	}

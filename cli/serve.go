@@ -97,12 +97,12 @@ func serve(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) int
 // model). A nil clock means real time: the server's TIME for Redis
 // limiters.
 func build(ctx context.Context, impl string, clock fakeclock.Clock, prefix string, n int, w time.Duration) (contract.RateLimiterContract, *redisenv.Redis, error) {
-	var profile model.Spec
+	var profile model.Variant
 	if sp, ok := strings.CutPrefix(impl, "model:"); ok || impl == "model" {
 		if !ok {
 			sp = "" // the sliding log
 		}
-		spec, err := model.ParseSpec(sp)
+		spec, err := model.ParseVariant(sp)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--impl %s: %w", impl, err)
 		}
@@ -118,7 +118,7 @@ func build(ctx context.Context, impl string, clock fakeclock.Clock, prefix strin
 	var mutant *mutants.Mutant
 	compact := impl == "reference-compact"
 	if sp, ok := strings.CutPrefix(impl, "reference:"); ok {
-		spec, err := model.ParseSpec(sp)
+		spec, err := model.ParseVariant(sp)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--impl %s: %w", impl, err)
 		}

@@ -534,7 +534,7 @@ func TestHAProxyHTTPReqRateIsAnAnchoredWeightedCounter(t *testing.T) {
 	t.Run("identify", func(t *testing.T) {
 		id := identify(t, url)
 		require.NotEmpty(t, id.Fits, "the anchored weighted counter explains every answer")
-		assert.Equal(t, model.MustSpec(haproxyProfile).String(), id.Fits[0].Profile)
+		assert.Equal(t, model.MustVariant(haproxyProfile).String(), id.Fits[0].Profile)
 		assert.Subset(t, ruledOut(id), []string{"sliding-log", "sliding-counter:admit=below,align=epoch,count-denied=false", "sliding-counter:admit=below,align=epoch,count-denied=true",
 			"fixed-window:align=first-grid,count-denied=true,query=read", "gcra:burst=limit"})
 	})
@@ -616,7 +616,7 @@ func explainsAll(answers []answer, countDenied bool) int {
 // rlconform grades with in real time): the index of the first answer it
 // rules out, or -1.
 func firstImpossible(t *testing.T, profile string, answers []answer) int {
-	o, err := model.NewOracle(model.MustSpec(profile), limit, window)
+	o, err := model.NewOracle(model.MustVariant(profile), limit, window)
 	require.NoError(t, err)
 	for i, a := range answers {
 		if j, _, _ := o.Judge(model.TimedOp{Kind: model.OpAllow, User: "u", Lo: a.sent, Hi: a.returned, Allowed: a.allowed}); j == model.Impossible {

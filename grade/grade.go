@@ -13,6 +13,7 @@ import (
 
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/fakeclock"
+	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/redisenv"
 	"github.com/rlconform/rlconform/result"
 )
@@ -53,14 +54,27 @@ type Config struct {
 	// ReportDir receives artefacts of failures (linearizability
 	// visualisations); default the system's temp directory.
 	ReportDir string
-	// Profile is the algorithm the target is graded against, as
-	// model.ParseSpec reads it: NAME[:key=value,...], e.g.
-	// "fixed-window:align=first-hit,count-denied=true" (default
+	// Profile is the algorithm the target is graded against, with its
+	// parameters, as Algorithms.Parse reads it: NAME[:key=value,...],
+	// e.g. "fixed-window:align=first-hit,count-denied=true" (default
 	// "sliding-log", the contract's exact log). docs/profiles.md gives
 	// each profile's rules.
 	Profile string
+	// Algorithms are the algorithms Profile may name; nil means
+	// model.Builtin(). To grade a limiter against an algorithm rlconform
+	// does not ship, register its model.Algorithm in a set of your own.
+	Algorithms *model.Algorithms
 	// Progress, when set, is called after each spec.
 	Progress func(result.Result)
+}
+
+// Variant is the profile graded: Profile, parsed against Algorithms.
+func (c Config) Variant() (model.Variant, error) {
+	set := c.Algorithms
+	if set == nil {
+		set = model.Builtin()
+	}
+	return set.Parse(c.Profile)
 }
 
 // Target is a limiter to grade: a name, the capabilities it declares, and a

@@ -37,7 +37,7 @@ type Store struct {
 type Limiter struct {
 	// Name is how the tests call it.
 	Name string
-	// Profile is the algorithm it implements, as model.ParseSpec reads it
+	// Profile is the algorithm it implements, as model.ParseVariant reads it
 	// ("" is the sliding log): it is graded against that profile.
 	Profile string
 	// Once is the rule that once failed it, with no harm to show.

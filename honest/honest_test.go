@@ -98,7 +98,7 @@ func TestIdentifyNamesEach(t *testing.T) {
 			t.Log("\n" + b.String())
 			require.Len(t, id.Fits, 1, "one profile, or one group, fits")
 			names := append([]string{id.Fits[0].Profile}, id.Fits[0].SameDecisions...)
-			assert.Contains(t, names, model.MustSpec(l.Profile).String())
+			assert.Contains(t, names, model.MustVariant(l.Profile).String())
 			assert.Empty(t, id.Fits[0].RemainingDiffers)
 		})
 	}

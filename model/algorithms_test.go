@@ -24,11 +24,11 @@ func answers(a interface {
 
 func profile(t *testing.T, spec string, n int, w time.Duration) Replayable {
 	t.Helper()
-	sp, err := ParseSpec(spec)
+	sp, err := ParseVariant(spec)
 	require.NoError(t, err)
 	p, err := sp.New(n, w)
 	require.NoError(t, err)
-	return p.(Replayable)
+	return p
 }
 
 func TestFixedWindowEpoch(t *testing.T) {

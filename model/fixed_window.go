@@ -44,15 +44,6 @@ type fixedState struct {
 	count  int
 }
 
-// Spec implements [Profile].
-func (f *fixedWindow) Spec() Spec {
-	query := "read"
-	if f.writes {
-		query = "write"
-	}
-	return Spec{Name: ProfileFixedWindow, Params: map[string]string{"align": f.align, "count-denied": fmt.Sprint(f.countDenied), "query": query}}
-}
-
 // Describe implements [Profile].
 func (f *fixedWindow) Describe() string {
 	s := fmt.Sprintf("a fixed window of %v aligned to the epoch", ms(f.w))
@@ -209,4 +200,100 @@ func (f *fixedWindow) StateKey(user string) string {
 		return ""
 	}
 	return fmt.Sprintf("%d/%d/%d", st.anchor, st.start, st.count)
+}
+
+// fixedWindowAlgorithm describes fixed windows.
+func fixedWindowAlgorithm() Algorithm {
+	return Algorithm{
+		Name:    ProfileFixedWindow,
+		Summary: "a counter per fixed window of W: allowed while the window's count is below N",
+		Params: []ParamInfo{
+			{"align", "epoch", []string{"epoch", "go-zero", "first-grid", "first-hit"}, "epoch: windows [kW, (k+1)W) on the epoch; go-zero: windows [kW, (k+1)W) counted from Go's zero time, 0001-01-01 UTC, as time.Time.Truncate makes them; first-grid: a grid anchored at the user's first request; first-hit: a window opened by the first request after the previous one ended (INCR + EXPIRE)"},
+			{"count-denied", "false", []string{"false", "true"}, "denied requests are counted too (INCR before the check)"},
+			{"query", "read", []string{"read", "write"}, "read: a query of what remains changes nothing; write: it saves the state as a request does, without counting (a user with none gets a window or grid at the query's instant: Symfony's consume(0))"},
+		},
+		New: func(p map[string]string, n int, w time.Duration) Replayable {
+			return &fixedWindow{align: p["align"], countDenied: p["count-denied"] == "true", writes: p["query"] == "write", n: n, w: w.Milliseconds()}
+		},
+		GradesLimitChange: true,
+		Candidates: func([]string) []string {
+			var list []string
+			for _, align := range []string{"epoch", "go-zero", "first-grid", "first-hit"} {
+				for _, d := range []string{"false", "true"} {
+					list = append(list, "align="+align+",count-denied="+d)
+					if _, grid := alignedGrid(align); !grid { // a query moves no window on a fixed grid
+						list = append(list, "align="+align+",count-denied="+d+",query=write")
+					}
+				}
+			}
+			return list
+		},
+		Alike: func(p map[string]string, _ int, queries, oneGrid bool) string {
+			align, query := sameGrid(p["align"], oneGrid), p["query"]
+			if !queries {
+				query = "read"
+			}
+			if _, grid := alignedGrid(align); grid {
+				return "fixed-window/" + align // a query cannot move a window on a fixed grid
+			}
+			// A window whose count reached N denies until its end whether
+			// denied requests count or not.
+			return "fixed-window/" + align + "/" + query
+		},
+		Suspects:    crossed([]string{"epoch", "first-hit", "first-grid", "go-zero"}, []string{"false", "true"}, nil),
+		Remedy:      "a counter per window lets N requests just before a window edge and N just after through: keep a log of the instants of allowed requests (a ZSET pruned to now-W) instead",
+		Grid:        func(p map[string]string) (Grid, bool) { return alignedGrid(p["align"]) },
+		QueryWrites: func(p map[string]string) bool { return p["query"] == "write" },
+		Envelope:    fixedWindowEnvelope,
+	}
+}
+
+// fixedWindowEnvelope bounds fixed windows under load: N per window of a
+// fixed grid, or 2N within any W when the windows' alignment is unknown.
+func fixedWindowEnvelope(p map[string]string, n int64, w time.Duration) Envelope {
+	e := Envelope{Under: UnderRule{Limit: n, LookbackWindows: 1, Rule: fmt.Sprintf("a denial needs %d allowed requests in its window: within less than %v before it", n, w)}}
+	if _, e.Grid = alignedGrid(p["align"]); !e.Grid {
+		e.Linear = []LinearBound{
+			{Windows: 2 * n, Within: 1, WithinPlus: 1, Rule: fmt.Sprintf("at most 2×%d allowed within any %v (two windows of unknown alignment)", n, w)},
+			{Rate: n, Windows: 2 * n, Rule: fmt.Sprintf("at most 2×%d + %d×E/%v allowed within any span E (at most ⌈E/W⌉+1 windows)", n, n, w)},
+		}
+	}
+	return e
+}
+
+// alignedGrid is the fixed grid an align parameter names, if it names one.
+func alignedGrid(align string) (Grid, bool) {
+	switch align {
+	case "epoch":
+		return EpochGrid(), true
+	case "go-zero":
+		return GoZeroGrid(), true
+	}
+	return Grid{}, false
+}
+
+// sameGrid is align, or the epoch for Go's zero time when every window
+// lies alike on both (oneGrid).
+func sameGrid(align string, oneGrid bool) string {
+	if oneGrid && align == "go-zero" {
+		return "epoch"
+	}
+	return align
+}
+
+// crossed is every "align=a,count-denied=d[,admit=x]" of the values given,
+// in order.
+func crossed(aligns, denied, admits []string) []string {
+	var out []string
+	for _, a := range aligns {
+		for _, d := range denied {
+			if admits == nil {
+				out = append(out, "align="+a+",count-denied="+d)
+			}
+			for _, x := range admits {
+				out = append(out, "align="+a+",count-denied="+d+",admit="+x)
+			}
+		}
+	}
+	return out
 }

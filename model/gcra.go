@@ -27,18 +27,6 @@ type gcraModel struct {
 	tat   map[string]*big.Rat // ms
 }
 
-// Spec implements [Profile].
-func (g *gcraModel) Spec() Spec {
-	return Spec{Name: ProfileGCRA, Params: map[string]string{"burst": limitParam(g.burst)}}
-}
-
-func limitParam(n int) string {
-	if n == 0 {
-		return "limit"
-	}
-	return fmt.Sprint(n)
-}
-
 // Describe implements [Profile].
 func (g *gcraModel) Describe() string {
 	return fmt.Sprintf("GCRA (a token bucket of %d refilled continuously at %d per %v, one every %v)", g.b(), g.n, ms(g.w), g.interval())
@@ -178,4 +166,70 @@ func (g *gcraModel) StateKey(user string) string {
 		return tat.RatString()
 	}
 	return ""
+}
+
+// gcraAlgorithm describes GCRA.
+func gcraAlgorithm() Algorithm {
+	return Algorithm{
+		Name:    ProfileGCRA,
+		Summary: "the generic cell rate algorithm (leaky bucket as a meter): one request every W/N, a burst of B",
+		Params: []ParamInfo{
+			{"burst", "limit", nil, "the burst B: requests allowed at once from idle (limit: follow N)"},
+		},
+		New: func(p map[string]string, n int, w time.Duration) Replayable {
+			return &gcraModel{burst: fixedParam(p["burst"]), n: n, w: w.Milliseconds()}
+		},
+		Candidates: func(bursts []string) []string {
+			var list []string
+			for _, b := range bursts {
+				list = append(list, "burst="+b)
+			}
+			return list
+		},
+		Alike: func(p map[string]string, n int, _, _ bool) string {
+			return "bucket/" + sizeKey(p["burst"], n)
+		},
+		Suspects:        []string{""},
+		Remedy:          "a rate with a burst lets requests through as soon as the bucket refills, one every W/N, not when an entry leaves the window: keep a log of the instants of allowed requests instead",
+		RemainingVaries: true,
+		Envelope: func(p map[string]string, n int64, w time.Duration) Envelope {
+			b := sizeParam(p["burst"], n)
+			return bucketEnvelope(b, n, w, false, fmt.Sprintf("a GCRA of burst %d", b))
+		},
+	}
+}
+
+// sizeKey is a burst or capacity parameter as identify compares it under
+// limit n: "limit" when it is n.
+func sizeKey(v string, n int) string {
+	if v == fmt.Sprint(n) {
+		return "limit"
+	}
+	return v
+}
+
+// sizeParam is a burst or capacity parameter under limit n.
+func sizeParam(v string, n int64) int64 {
+	if c := fixedParam(v); c > 0 {
+		return int64(c)
+	}
+	return n
+}
+
+// bucketEnvelope bounds a bucket of capacity c refilled with n per w
+// under load: continuously, or (interval) n at once every w.
+func bucketEnvelope(c, n int64, w time.Duration, interval bool, what string) Envelope {
+	if interval {
+		return Envelope{
+			Linear: []LinearBound{
+				{Windows: c + n - 1, Within: 1, Rule: fmt.Sprintf("at most %d + %d − 1 allowed within any span shorter than %v (%s and one refill; its maker spent a token)", c, n, w, what)},
+				{Rate: n, Windows: c + n, Rule: fmt.Sprintf("at most %d + %d + %d×E/%v allowed within any span E (at most ⌈E/W⌉ refills)", c, n, n, w)},
+			},
+			Under: UnderRule{Limit: min(n, c), LookbackWindows: 1, Rule: fmt.Sprintf("a denial needs the %d tokens of its last refill (less than %v before it) spent", min(n, c), w)},
+		}
+	}
+	return Envelope{
+		Linear: []LinearBound{{Rate: n, Windows: c, Rule: fmt.Sprintf("at most %d + %d×E/%v allowed within any span E (%s refilled at %d per %v)", c, n, w, what, n, w)}},
+		Under:  UnderRule{Bucket: true, Capacity: c, Rule: fmt.Sprintf("%s refilled at %d per %v holds a token whatever the timing", what, n, w)},
+	}
 }

@@ -1,11 +1,14 @@
 // Package model is the executable specification every rlconform check
 // compares with: the exact sliding-window log of the contract and the
-// profiles of the other honest algorithms (fixed windows, the weighted
-// two-window counter, GCRA, token buckets), each a [Profile] built from a
-// [Spec] (ParseSpec: NAME[:key=value,...]); a concurrency-safe [Limiter]
-// over any of them; and the real-time rule with its oracles
-// ([NewOracle]), which judge answers whose instants are only known to lie
-// between a call's sending and its answer.
+// other honest algorithms (fixed windows, the weighted two-window
+// counter, GCRA, token buckets), each described by one [Algorithm] (its
+// parameters, its model, and what identify, the diagnosis and the bench
+// need of it) in a set a caller may extend ([Builtin],
+// [Algorithms.Register]); a [Variant] (an algorithm with its parameters:
+// NAME[:key=value,...]) makes the [Profile] that decides; a
+// concurrency-safe [Limiter] over any of them; and the real-time rule
+// with its oracles ([NewOracle]), which judge answers whose instants are
+// only known to lie between a call's sending and its answer.
 package model
 
 import (
@@ -234,9 +237,6 @@ func (s *slidingLog) Log(now time.Time, user string) []time.Time {
 	return out
 }
 
-// Spec implements [Profile]: the sliding log.
-func (s *slidingLog) Spec() Spec { return Spec{Name: ProfileSlidingLog} }
-
 // Describe implements [Profile].
 func (s *slidingLog) Describe() string {
 	return fmt.Sprintf("the exact sliding log of %d per %v", s.max, s.Window())
@@ -297,3 +297,25 @@ func (s *slidingLog) Clone() Profile {
 
 // StateKey implements [Profile].
 func (s *slidingLog) StateKey(user string) string { return fmt.Sprint(s.logs[user]) }
+
+// slidingLogAlgorithm describes the contract's own algorithm.
+func slidingLogAlgorithm() Algorithm {
+	return Algorithm{
+		Name:    ProfileSlidingLog,
+		Summary: "the exact sliding-window log: at t the allowed requests in (t-W, t] count; allowed while fewer than N count",
+		New: func(_ map[string]string, n int, w time.Duration) Replayable {
+			s, _ := newSlidingLog(n, w) // Variant.New validated the configuration
+			return s
+		},
+		GradesLimitChange: true,
+		Candidates:        func([]string) []string { return []string{""} },
+		Suspects:          []string{""},
+		Remedy:            "grade this limiter against the profile it implements (--profile), or fix it to the profile it is graded against",
+		Envelope: func(_ map[string]string, n int64, w time.Duration) Envelope {
+			return Envelope{
+				Linear: []LinearBound{{Windows: n, Within: 1, Rule: fmt.Sprintf("at most %d allowed within less than %v", n, w)}},
+				Under:  UnderRule{Limit: n, LookbackWindows: 1, Rule: fmt.Sprintf("a denial needs %d allowed requests within less than %v before it", n, w)},
+			}
+		},
+	}
+}

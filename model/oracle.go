@@ -56,7 +56,7 @@ func (o *intervalOracle) RetryBounds(user string, lo, hi time.Time) (least, most
 // are the grader's sent and returned instants, judged by the real-time
 // rule ([Admissible]): an [intervalOracle] for the sliding log, a [searchOracle] for
 // the others.
-func NewOracle(spec Spec, maxRequests int, window time.Duration) (Oracle, error) {
+func NewOracle(spec Variant, maxRequests int, window time.Duration) (Oracle, error) {
 	if spec.IsSlidingLog() {
 		o, err := newInterval(maxRequests, window)
 		if err != nil {

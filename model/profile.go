@@ -2,7 +2,6 @@ package model
 
 import (
 	"fmt"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,8 +25,6 @@ import (
 //
 // A Profile is not safe for concurrent use.
 type Profile interface {
-	// Spec is the profile and its parameters.
-	Spec() Spec
 	// Describe says what the profile is with its configuration, e.g. "a
 	// fixed window of 1s aligned to the epoch, not counting denied requests".
 	Describe() string
@@ -52,9 +49,9 @@ type Profile interface {
 
 // Replayable is what rlconform's oracles, linearizability models and
 // diagnosis need of a profile beyond Profile, to fork it over the instants
-// an answer may have had and to explain a failure; every profile that
-// Spec.New returns has it (a type assertion gets it). Its methods serve the
-// grader, not a limiter built on a profile.
+// an answer may have had and to explain a failure: Variant.New returns
+// one, and an [Algorithm]'s New makes one. Its methods serve the grader,
+// not a limiter built on a profile.
 type Replayable interface {
 	Profile
 	// Explain says what the profile holds of user at now, instants shown as
@@ -68,14 +65,17 @@ type Replayable interface {
 	StateKey(user string) string
 }
 
-// Spec names a profile and its parameters, as written on the command
-// line: NAME or NAME:key=value,key=value. The zero Spec is the sliding log.
-type Spec struct {
+// Variant is an algorithm with a value for each of its parameters: what a
+// profile names on the command line, NAME or NAME:key=value,key=value.
+// Make one with [ParseVariant] or [Algorithms.Parse]; the zero Variant is
+// the sliding log.
+type Variant struct {
 	Name   string
 	Params map[string]string
+	alg    *Algorithm
 }
 
-// The profile names.
+// The names of the built-in algorithms ([Builtin]).
 const (
 	ProfileSlidingLog     = "sliding-log"
 	ProfileFixedWindow    = "fixed-window"
@@ -84,7 +84,7 @@ const (
 	ProfileTokenBucket    = "token-bucket"
 )
 
-// ParamInfo describes one parameter of a profile.
+// ParamInfo describes one parameter of an algorithm.
 type ParamInfo struct {
 	Name    string
 	Default string
@@ -94,174 +94,131 @@ type ParamInfo struct {
 	Doc    string
 }
 
-// ProfileInfo describes a profile for listings and errors.
-type ProfileInfo struct {
-	Name    string
-	Summary string
-	Params  []ParamInfo
-}
+// ParseVariant parses NAME or NAME:key=value,... ("" is the sliding log)
+// against the built-in algorithms ([Builtin]), checking every parameter,
+// and fills in the defaults.
+func ParseVariant(s string) (Variant, error) { return Builtin().Parse(s) }
 
-// Profiles lists every profile, the default first.
-func Profiles() []ProfileInfo {
-	bools := []string{"false", "true"}
-	return []ProfileInfo{
-		{ProfileSlidingLog, "the exact sliding-window log: at t the allowed requests in (t-W, t] count; allowed while fewer than N count", nil},
-		{ProfileFixedWindow, "a counter per fixed window of W: allowed while the window's count is below N", []ParamInfo{
-			{"align", "epoch", []string{"epoch", "go-zero", "first-grid", "first-hit"}, "epoch: windows [kW, (k+1)W) on the epoch; go-zero: windows [kW, (k+1)W) counted from Go's zero time, 0001-01-01 UTC, as time.Time.Truncate makes them; first-grid: a grid anchored at the user's first request; first-hit: a window opened by the first request after the previous one ended (INCR + EXPIRE)"},
-			{"count-denied", "false", bools, "denied requests are counted too (INCR before the check)"},
-			{"query", "read", []string{"read", "write"}, "read: a query of what remains changes nothing; write: it saves the state as a request does, without counting (a user with none gets a window or grid at the query's instant: Symfony's consume(0))"},
-		}},
-		{ProfileSlidingCounter, "the two-window weighted counter: previous window's count × the part of it still inside (t-W, t], plus the current count, below N", []ParamInfo{
-			{"align", "epoch", []string{"epoch", "go-zero", "first-grid"}, "epoch: windows [kW, (k+1)W) on the epoch; go-zero: windows [kW, (k+1)W) counted from Go's zero time, 0001-01-01 UTC, as time.Time.Truncate makes them; first-grid: a grid anchored at the user's first request, forgotten after a whole window with none (HAProxy's http_req_rate)"},
-			{"count-denied", "false", bools, "denied requests are counted too"},
-			{"admit", "below", []string{"below", "at-most"}, "below: allowed while the estimate is below N; at-most: allowed while the estimate including this request is at most N (estimate + 1 <= N)"},
-		}},
-		{ProfileGCRA, "the generic cell rate algorithm (leaky bucket as a meter): one request every W/N, a burst of B", []ParamInfo{
-			{"burst", "limit", nil, "the burst B: requests allowed at once from idle (limit: follow N)"},
-		}},
-		{ProfileTokenBucket, "a token bucket of capacity C refilled with N tokens per W", []ParamInfo{
-			{"capacity", "limit", nil, "the capacity C (limit: follow N)"},
-			{"refill", "continuous", []string{"continuous", "interval"}, "continuous: N/W tokens per ms, exactly; interval: N tokens at once every whole W since the bucket was made"},
-			{"expire", "full", []string{"full", "idle"}, "full: a bucket is forgotten when refills make it full (a key whose TTL is the time until full); idle: W*ceil(C/N) after its last write, and an interval bucket keeps its grid until then (Symfony's TokenBucket)"},
-			{"query", "read", []string{"read", "write"}, "read: a query of what remains changes nothing; write: it saves the bucket as an allowed request does, without a token (a user with none gets one at the query's instant)"},
-		}},
-	}
-}
-
-func profileInfo(name string) (ProfileInfo, bool) {
-	for _, p := range Profiles() {
-		if p.Name == name {
-			return p, true
-		}
-	}
-	return ProfileInfo{}, false
-}
-
-// ParseSpec parses NAME or NAME:key=value,... ("" is the sliding log),
-// checking every parameter, and fills in the defaults.
-func ParseSpec(s string) (Spec, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		s = ProfileSlidingLog
-	}
-	name, rest, _ := strings.Cut(s, ":")
-	info, ok := profileInfo(name)
-	if !ok {
-		var names []string
-		for _, p := range Profiles() {
-			names = append(names, p.Name)
-		}
-		return Spec{}, fmt.Errorf("unknown profile %q: want one of %s", name, strings.Join(names, ", "))
-	}
-	sp := Spec{Name: name, Params: map[string]string{}}
-	for _, p := range info.Params {
-		sp.Params[p.Name] = p.Default
-	}
-	if rest == "" {
-		return sp, nil
-	}
-	for _, kv := range strings.Split(rest, ",") {
-		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
-		i := slices.IndexFunc(info.Params, func(p ParamInfo) bool { return p.Name == k })
-		switch {
-		case !ok:
-			return Spec{}, fmt.Errorf("profile %s: parameter %q: want key=value", name, kv)
-		case i < 0:
-			return Spec{}, fmt.Errorf("profile %s has no parameter %q (%s)", name, k, paramNames(info))
-		}
-		p := info.Params[i]
-		switch {
-		case p.Values != nil && !slices.Contains(p.Values, v):
-			return Spec{}, fmt.Errorf("profile %s: %s=%q: want one of %s", name, k, v, strings.Join(p.Values, ", "))
-		case p.Values == nil && v != "limit":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > contract.MaxLimit {
-				return Spec{}, fmt.Errorf("profile %s: %s=%q: want a whole number from 1 to %d, or limit", name, k, v, contract.MaxLimit)
-			}
-			v = strconv.Itoa(n)
-		}
-		sp.Params[k] = v
-	}
-	return sp, nil
-}
-
-func paramNames(info ProfileInfo) string {
-	if len(info.Params) == 0 {
-		return "it takes none"
-	}
-	var out []string
-	for _, p := range info.Params {
-		out = append(out, p.Name)
-	}
-	return "it takes " + strings.Join(out, ", ")
-}
-
-// MustSpec is ParseSpec for specs written in code; it panics on an error.
-func MustSpec(s string) Spec {
-	sp, err := ParseSpec(s)
+// MustVariant is ParseVariant for variants written in code; it panics on
+// an error.
+func MustVariant(s string) Variant {
+	v, err := ParseVariant(s)
 	if err != nil {
 		panic(err)
 	}
-	return sp
+	return v
 }
 
-// String is the spec with every parameter, in a stable order:
-// "fixed-window:align=epoch,count-denied=false,query=read".
-func (s Spec) String() string {
-	name := s.Name
+// Algorithm is the variant's algorithm: the one it was parsed against, or
+// for a Variant written as a literal the built-in one of its name (nil
+// when there is none).
+func (v Variant) Algorithm() *Algorithm {
+	if v.alg != nil {
+		return v.alg
+	}
+	name := v.Name
 	if name == "" {
 		name = ProfileSlidingLog
 	}
-	if len(s.Params) == 0 {
+	return Builtin().Lookup(name)
+}
+
+// String is the variant with every parameter, in a stable order:
+// "fixed-window:align=epoch,count-denied=false,query=read".
+func (v Variant) String() string {
+	name := v.Name
+	if name == "" {
+		name = ProfileSlidingLog
+	}
+	if len(v.Params) == 0 {
 		return name
 	}
-	keys := make([]string, 0, len(s.Params))
-	for k := range s.Params {
+	keys := make([]string, 0, len(v.Params))
+	for k := range v.Params {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for i, k := range keys {
-		keys[i] = k + "=" + s.Params[k]
+		keys[i] = k + "=" + v.Params[k]
 	}
 	return name + ":" + strings.Join(keys, ",")
 }
 
-// LimitChangeGraded reports whether the profile says how a user's state
-// reads after the limit changes: the sliding log, fixed windows and the
-// weighted counter keep their entries or counts and compare them with the
-// new N. A bucket's tokens or a GCRA's arrival time may be settled at the
-// old rate up to the change, or refilled at the new rate from the last
-// decision: both are honest, so GCRA and token buckets are graded on users
-// whose history began under the limit in force.
-func (s Spec) LimitChangeGraded() bool {
-	return s.Name != ProfileGCRA && s.Name != ProfileTokenBucket
+// Complete is v with a checked value for every parameter, the defaults
+// filled in, parsed against its algorithm.
+func (v Variant) Complete() (Variant, error) {
+	alg := v.Algorithm()
+	if alg == nil {
+		return Variant{}, fmt.Errorf("unknown profile %q", v.Name)
+	}
+	set := &Algorithms{list: []*Algorithm{alg}}
+	if v.Name == "" {
+		return set.Parse(alg.Name)
+	}
+	return set.Parse(v.String())
 }
 
-// IsSlidingLog reports whether s is the contract's own sliding log.
-func (s Spec) IsSlidingLog() bool { return s.Name == "" || s.Name == ProfileSlidingLog }
+// LimitChangeGraded reports whether the algorithm says how a user's state
+// reads after the limit changes ([Algorithm.GradesLimitChange]): the
+// sliding log, fixed windows and the weighted counter keep their entries
+// or counts and compare them with the new N. A bucket's tokens or a
+// GCRA's arrival time may be settled at the old rate up to the change,
+// or refilled at the new rate from the last decision: both are honest, so
+// GCRA and token buckets are graded on users whose history began under
+// the limit in force.
+func (v Variant) LimitChangeGraded() bool {
+	alg := v.Algorithm()
+	return alg != nil && alg.GradesLimitChange
+}
 
-// New returns the profile's model, empty, with a configuration.
-func (s Spec) New(maxRequests int, window time.Duration) (Profile, error) {
+// IsSlidingLog reports whether v is the contract's own sliding log.
+func (v Variant) IsSlidingLog() bool { return v.Name == "" || v.Name == ProfileSlidingLog }
+
+// Grid is the fixed grid of windows the variant's decisions follow, if
+// any ([Algorithm.Grid]).
+func (v Variant) Grid() (Grid, bool) {
+	if alg := v.Algorithm(); alg != nil && alg.Grid != nil {
+		return alg.Grid(v.Params)
+	}
+	return Grid{}, false
+}
+
+// QueryWrites reports whether the variant's query of what remains saves
+// the user's state as a request does ([Algorithm.QueryWrites]).
+func (v Variant) QueryWrites() bool {
+	alg := v.Algorithm()
+	return alg != nil && alg.QueryWrites != nil && alg.QueryWrites(v.Params)
+}
+
+// Envelope is what a limiter following v with limit n per window w may
+// decide under load ([Algorithm.Envelope]).
+func (v Variant) Envelope(n int64, w time.Duration) (Envelope, error) {
+	full, err := v.Complete()
+	if err != nil {
+		return Envelope{}, err
+	}
+	if full.alg.Envelope == nil {
+		return Envelope{}, fmt.Errorf("profile %s: its algorithm states no bounds under load", full)
+	}
+	return full.alg.Envelope(full.Params, n, w), nil
+}
+
+// New returns the variant's model, empty, with a configuration.
+func (v Variant) New(maxRequests int, window time.Duration) (Replayable, error) {
 	if err := contract.ValidateConfig(maxRequests, window); err != nil {
 		return nil, err
 	}
-	full, err := ParseSpec(s.String())
+	if v.alg != nil { // parsed: every parameter is there, checked
+		return v.alg.New(v.Params, maxRequests, window), nil
+	}
+	if v.IsSlidingLog() {
+		return newSlidingLog(maxRequests, window)
+	}
+	full, err := v.Complete()
 	if err != nil {
 		return nil, err
 	}
-	p := full.Params
-	n, w := maxRequests, window.Milliseconds()
-	switch full.Name {
-	case ProfileFixedWindow:
-		return &fixedWindow{align: p["align"], countDenied: p["count-denied"] == "true", writes: p["query"] == "write", n: n, w: w}, nil
-	case ProfileSlidingCounter:
-		return &slidingCounter{countDenied: p["count-denied"] == "true", align: p["align"], atMost: p["admit"] == "at-most", n: n, w: w}, nil
-	case ProfileGCRA:
-		return &gcraModel{burst: fixedParam(p["burst"]), n: n, w: w}, nil
-	case ProfileTokenBucket:
-		return &tokenBucket{capacity: fixedParam(p["capacity"]), interval: p["refill"] == "interval", idle: p["expire"] == "idle", writes: p["query"] == "write", n: n, w: w}, nil
-	}
-	return newSlidingLog(maxRequests, window)
+	return full.alg.New(full.Params, maxRequests, window), nil
 }
 
 // goZeroMs is Go's zero time, 0001-01-01 UTC (time.Time{}), in Unix ms:

@@ -27,21 +27,22 @@ var everySpec = []string{
 	"token-bucket", "token-bucket:capacity=2", "token-bucket:refill=interval", "token-bucket:refill=interval,capacity=9",
 }
 
-func TestParseSpec(t *testing.T) {
+func TestParseVariant(t *testing.T) {
 	for _, s := range everySpec {
-		sp, err := ParseSpec(s)
+		sp, err := ParseVariant(s)
 		require.NoError(t, err, s)
-		again, err := ParseSpec(sp.String())
+		again, err := ParseVariant(sp.String())
 		require.NoError(t, err)
-		assert.Equal(t, sp, again, "String round-trips")
-		p, err := sp.New(5, time.Second)
+		assert.Equal(t, sp.String(), again.String(), "String round-trips")
+		assert.Equal(t, sp.Params, again.Params)
+		assert.Equal(t, sp.Name, sp.Algorithm().Name, "the variant knows its algorithm")
+		_, err = sp.New(5, time.Second)
 		require.NoError(t, err)
-		assert.Equal(t, sp.String(), p.Spec().String(), "the model says which profile it is")
 	}
-	def, err := ParseSpec("")
+	def, err := ParseVariant("")
 	require.NoError(t, err)
 	assert.True(t, def.IsSlidingLog())
-	assert.Equal(t, "fixed-window:align=first-hit,count-denied=true,query=read", MustSpec("fixed-window:count-denied=true,align=first-hit").String())
+	assert.Equal(t, "fixed-window:align=first-hit,count-denied=true,query=read", MustVariant("fixed-window:count-denied=true,align=first-hit").String())
 	for bad, want := range map[string]string{
 		"fixed":                           `unknown profile "fixed"`,
 		"fixed-window:align=sideways":     "want one of epoch, go-zero, first-grid, first-hit",
@@ -51,7 +52,7 @@ func TestParseSpec(t *testing.T) {
 		"sliding-log:x=1":                 "it takes none",
 		"token-bucket:refill=continuous,": "key=value",
 	} {
-		_, err := ParseSpec(bad)
+		_, err := ParseVariant(bad)
 		if assert.Error(t, err, bad) {
 			assert.Contains(t, err.Error(), want, bad)
 		}
@@ -191,7 +192,7 @@ func TestSearchExactOnPoints(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 11))
 			n, w := 1+rng.IntN(5), time.Duration(50+rng.IntN(500))*time.Millisecond
 			p := profile(t, spec, n, w)
-			o, err := newSearch(MustSpec(spec), n, w)
+			o, err := newSearch(MustVariant(spec), n, w)
 			require.NoError(t, err)
 			now := time.UnixMilli(epochMs)
 			for step := range 120 {
@@ -215,7 +216,7 @@ func TestSearchExactOnPoints(t *testing.T) {
 				if op.Kind == OpAllow {
 					bad := op
 					bad.Allowed = !op.Allowed
-					probe, _ := newSearch(MustSpec(spec), n, w)
+					probe, _ := newSearch(MustVariant(spec), n, w)
 					probe.users = o.cloneUsers()
 					j, _, _ := probe.Judge(bad)
 					require.Equal(t, Impossible, j, "%s seed %d step %d: the opposite of %+v", spec, seed, step, op)
@@ -237,7 +238,7 @@ func TestSearchSoundOnIntervals(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 13))
 			n, w := 1+rng.IntN(5), time.Duration(50+rng.IntN(500))*time.Millisecond
 			p := profile(t, spec, n, w)
-			o, _ := newSearch(MustSpec(spec), n, w)
+			o, _ := newSearch(MustVariant(spec), n, w)
 			now := time.UnixMilli(epochMs)
 			for step := range 100 {
 				u := fmt.Sprint("u", rng.IntN(2))
@@ -301,7 +302,7 @@ func TestSearchSoundForSubMillisecondLimiters(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 17))
 			n, w := 1+rng.IntN(5), time.Duration(50+rng.IntN(300))*time.Millisecond
 			micro := profile(t, spec, n, w*1000) // its "ms" are µs
-			o, err := NewOracle(MustSpec(spec), n, w)
+			o, err := NewOracle(MustVariant(spec), n, w)
 			require.NoError(t, err)
 			us := int64(epochMs) * 1000
 			for step := range 200 {

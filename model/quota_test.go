@@ -31,7 +31,7 @@ func TestIntervalQuotaBack(t *testing.T) {
 	// In real time the instants are the real-time rule's: the entry may be
 	// 1 ms later than seen returned, the operation 2 ms earlier than sent,
 	// and an entry exactly W old may still count.
-	rt, err := NewOracle(Spec{}, 3, time.Second)
+	rt, err := NewOracle(Variant{}, 3, time.Second)
 	require.NoError(t, err)
 	rt.(*intervalOracle).Log("u", at(100), at(110))
 	d, _ = rt.(*intervalOracle).QuotaBack("u", at(300), at(310))
@@ -40,7 +40,7 @@ func TestIntervalQuotaBack(t *testing.T) {
 
 // The whole quota of a GCRA is back at TAT: its lifetime.
 func TestSearchQuotaBack(t *testing.T) {
-	s, err := newSearch(MustSpec("gcra"), 4, 4*time.Second)
+	s, err := newSearch(MustVariant("gcra"), 4, 4*time.Second)
 	require.NoError(t, err)
 	j, want := s.JudgeBurst("u", at(1000), at(1000), 4, 4)
 	require.NotEqual(t, Impossible, j, want)

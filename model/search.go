@@ -18,7 +18,7 @@ import (
 // grow past its bounds, that user's later answers are undecided, never
 // failed.
 type searchOracle struct {
-	spec  Spec
+	spec  Variant
 	n     int
 	w     time.Duration
 	users map[string]*searchUser
@@ -54,7 +54,7 @@ type cand struct {
 func (s *searchOracle) millis(lo, hi time.Time) (int64, int64) { return spanMillis(lo, hi, s.realTime) }
 
 // newSearch returns an empty search oracle for a profile.
-func newSearch(spec Spec, maxRequests int, window time.Duration) (*searchOracle, error) {
+func newSearch(spec Variant, maxRequests int, window time.Duration) (*searchOracle, error) {
 	if _, err := spec.New(maxRequests, window); err != nil {
 		return nil, err
 	}
@@ -79,7 +79,7 @@ func (s *searchOracle) user(u string) *searchUser {
 // fresh is the profile's model with no history.
 func (s *searchOracle) fresh() Replayable {
 	p, _ := s.spec.New(s.n, s.w) // validated by newSearch
-	return p.(Replayable)
+	return p
 }
 
 // Judge implements [Oracle].

@@ -42,15 +42,6 @@ type counterState struct {
 	prev, cur int64
 }
 
-// Spec implements [Profile].
-func (s *slidingCounter) Spec() Spec {
-	admit := "below"
-	if s.atMost {
-		admit = "at-most"
-	}
-	return Spec{Name: ProfileSlidingCounter, Params: map[string]string{"admit": admit, "align": s.align, "count-denied": fmt.Sprint(s.countDenied)}}
-}
-
 // Describe implements [Profile].
 func (s *slidingCounter) Describe() string {
 	d := "not counting"
@@ -245,4 +236,52 @@ func (s *slidingCounter) StateKey(user string) string {
 		return ""
 	}
 	return fmt.Sprintf("%d/%d/%d/%d", st.a, st.k, st.prev, st.cur)
+}
+
+// slidingCounterAlgorithm describes the two-window weighted counter.
+func slidingCounterAlgorithm() Algorithm {
+	return Algorithm{
+		Name:    ProfileSlidingCounter,
+		Summary: "the two-window weighted counter: previous window's count × the part of it still inside (t-W, t], plus the current count, below N",
+		Params: []ParamInfo{
+			{"align", "epoch", []string{"epoch", "go-zero", "first-grid"}, "epoch: windows [kW, (k+1)W) on the epoch; go-zero: windows [kW, (k+1)W) counted from Go's zero time, 0001-01-01 UTC, as time.Time.Truncate makes them; first-grid: a grid anchored at the user's first request, forgotten after a whole window with none (HAProxy's http_req_rate)"},
+			{"count-denied", "false", []string{"false", "true"}, "denied requests are counted too"},
+			{"admit", "below", []string{"below", "at-most"}, "below: allowed while the estimate is below N; at-most: allowed while the estimate including this request is at most N (estimate + 1 <= N)"},
+		},
+		New: func(p map[string]string, n int, w time.Duration) Replayable {
+			return &slidingCounter{countDenied: p["count-denied"] == "true", align: p["align"], atMost: p["admit"] == "at-most", n: n, w: w.Milliseconds()}
+		},
+		GradesLimitChange: true,
+		Candidates: func([]string) []string {
+			return crossed([]string{"epoch", "go-zero", "first-grid"}, []string{"false", "true"}, []string{"below", "at-most"})
+		},
+		Alike: func(p map[string]string, _ int, _, oneGrid bool) string {
+			p = maps.Clone(p)
+			p["align"] = sameGrid(p["align"], oneGrid)
+			return Variant{Name: ProfileSlidingCounter, Params: p}.String()
+		},
+		Suspects:        crossed([]string{"epoch", "first-grid", "go-zero"}, []string{"false", "true"}, []string{"below", "at-most"}),
+		Remedy:          "a weighted estimate of the previous window lets more than N through when its requests came late in it: keep a log of the instants of allowed requests instead",
+		RemainingVaries: true,
+		Grid:            func(p map[string]string) (Grid, bool) { return alignedGrid(p["align"]) },
+		Envelope:        slidingCounterEnvelope,
+	}
+}
+
+// slidingCounterEnvelope bounds the weighted counter under load: its own
+// bound within a window, and N per window of unknown alignment.
+func slidingCounterEnvelope(p map[string]string, n int64, w time.Duration) Envelope {
+	e := Envelope{Linear: []LinearBound{{Rate: n, Windows: n + 1, Less: 1, Within: 1,
+		Rule: fmt.Sprintf("at most %d + ⌈%d×E/%v⌉ allowed within any span E < %v (the weighted counter's own bound)", n, n, w, w)}}}
+	if _, e.Grid = alignedGrid(p["align"]); !e.Grid {
+		e.Linear = append(e.Linear, LinearBound{Rate: n, Windows: 2 * n,
+			Rule: fmt.Sprintf("at most 2×%d + %d×E/%v allowed within any span E (%d per window of unknown alignment)", n, n, w, n)})
+	}
+	counted := "allowed requests"
+	if p["count-denied"] == "true" {
+		counted = "requests counted (denied ones too)"
+	}
+	e.Under = UnderRule{Limit: n, LookbackWindows: 2, CountDenied: p["count-denied"] == "true",
+		Rule: fmt.Sprintf("a denial needs %d %s in its window and the one before: within less than 2×%v before it", n, counted, w)}
+	return e
 }

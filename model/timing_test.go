@@ -17,7 +17,7 @@ import (
 // correctly denies at its ms 1000 a call seen in [1000.35, 1000.45].
 func TestTheIssuesEdgeCase(t *testing.T) {
 	at := func(us int64) time.Time { return time.UnixMicro(1_700_000_000_000_000 + us) }
-	for _, spec := range []Spec{MustSpec(ProfileSlidingLog), MustSpec("fixed-window:align=first-hit")} {
+	for _, spec := range []Variant{MustVariant(ProfileSlidingLog), MustVariant("fixed-window:align=first-hit")} {
 		o, err := NewOracle(spec, 1, time.Second)
 		require.NoError(t, err)
 		j, why, err := o.Judge(TimedOp{Kind: OpAllow, User: "u", Allowed: true, Lo: at(550), Hi: at(650)})
@@ -70,9 +70,9 @@ func TestRealTimeRuleOnAMicrosecondClock(t *testing.T) {
 	judged := 0
 	for round := range rounds {
 		lim := &microLimiter{offset: time.Duration(r.IntN(1900)-950) * time.Microsecond, n: 1 + r.IntN(3), w: w}
-		interval, err := NewOracle(MustSpec(ProfileSlidingLog), lim.n, w)
+		interval, err := NewOracle(MustVariant(ProfileSlidingLog), lim.n, w)
 		require.NoError(t, err)
-		search, err := newSearch(MustSpec(ProfileSlidingLog), lim.n, w)
+		search, err := newSearch(MustVariant(ProfileSlidingLog), lim.n, w)
 		require.NoError(t, err)
 		search.realTime = true
 		began := time.Now()
@@ -107,7 +107,7 @@ func allowedWordTest(ok bool) string {
 // TestNoIntervalIsAnError: an answer without its interval is refused with
 // ErrNoInterval by both oracles, and leaves them as they were.
 func TestNoIntervalIsAnError(t *testing.T) {
-	for _, spec := range []Spec{MustSpec(ProfileSlidingLog), MustSpec("gcra")} {
+	for _, spec := range []Variant{MustVariant(ProfileSlidingLog), MustVariant("gcra")} {
 		o, err := NewOracle(spec, 2, time.Second)
 		require.NoError(t, err)
 		now := time.Now()
@@ -135,7 +135,7 @@ func TestNoIntervalIsAnError(t *testing.T) {
 // longHistory judges k answers of one user of a correct log of 5 per 100
 // ms, one call every millisecond, each seen over 300 µs, in real time.
 func longHistory(tb testing.TB, k int) {
-	o, err := NewOracle(MustSpec(ProfileSlidingLog), 5, 100*time.Millisecond)
+	o, err := NewOracle(MustVariant(ProfileSlidingLog), 5, 100*time.Millisecond)
 	require.NoError(tb, err)
 	m, err := newSlidingLog(5, 100*time.Millisecond)
 	require.NoError(tb, err)
@@ -167,7 +167,7 @@ func BenchmarkIntervalLongHistory(b *testing.B) {
 // end (settling keeps what can still change an answer).
 func TestIntervalSettles(t *testing.T) {
 	longHistory(t, 3000)
-	o, err := NewOracle(MustSpec(ProfileSlidingLog), 2, 100*time.Millisecond)
+	o, err := NewOracle(MustVariant(ProfileSlidingLog), 2, 100*time.Millisecond)
 	require.NoError(t, err)
 	base := time.UnixMilli(1_700_000_000_000)
 	for i := range 3000 { // allowed every 60 ms: a correct log of 2 per 100 ms

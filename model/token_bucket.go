@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"maps"
 	"math/big"
 	"time"
 
@@ -55,22 +56,6 @@ type bucket struct {
 	// expires is when a store forgets the bucket (expire=idle): W*ceil(C/N)
 	// after its last write.
 	expires int64
-}
-
-// Spec implements [Profile].
-func (b *tokenBucket) Spec() Spec {
-	refill := "continuous"
-	if b.interval {
-		refill = "interval"
-	}
-	expire, query := "full", "read"
-	if b.idle {
-		expire = "idle"
-	}
-	if b.writes {
-		query = "write"
-	}
-	return Spec{Name: ProfileTokenBucket, Params: map[string]string{"capacity": limitParam(b.capacity), "refill": refill, "expire": expire, "query": query}}
 }
 
 func (b *tokenBucket) c() int64 {
@@ -251,4 +236,55 @@ func (b *tokenBucket) StateKey(user string) string {
 		return st.tokens.RatString() + "@" + fmt.Sprint(st.last) + "/" + fmt.Sprint(st.expires)
 	}
 	return st.tokens.RatString() + "@" + fmt.Sprint(st.last)
+}
+
+// tokenBucketAlgorithm describes token buckets.
+func tokenBucketAlgorithm() Algorithm {
+	return Algorithm{
+		Name:    ProfileTokenBucket,
+		Summary: "a token bucket of capacity C refilled with N tokens per W",
+		Params: []ParamInfo{
+			{"capacity", "limit", nil, "the capacity C (limit: follow N)"},
+			{"refill", "continuous", []string{"continuous", "interval"}, "continuous: N/W tokens per ms, exactly; interval: N tokens at once every whole W since the bucket was made"},
+			{"expire", "full", []string{"full", "idle"}, "full: a bucket is forgotten when refills make it full (a key whose TTL is the time until full); idle: W*ceil(C/N) after its last write, and an interval bucket keeps its grid until then (Symfony's TokenBucket)"},
+			{"query", "read", []string{"read", "write"}, "read: a query of what remains changes nothing; write: it saves the bucket as an allowed request does, without a token (a user with none gets one at the query's instant)"},
+		},
+		New: func(p map[string]string, n int, w time.Duration) Replayable {
+			return &tokenBucket{capacity: fixedParam(p["capacity"]), interval: p["refill"] == "interval", idle: p["expire"] == "idle", writes: p["query"] == "write", n: n, w: w.Milliseconds()}
+		},
+		SettledLimitChange: true,
+		Candidates: func(bursts []string) []string {
+			var list []string
+			for _, b := range bursts {
+				c := "capacity=" + b
+				list = append(list, c+",refill=continuous", c+",refill=interval", c+",refill=interval,query=write", c+",refill=interval,expire=idle,query=write")
+			}
+			return list
+		},
+		Alike:       tokenBucketAlike,
+		QueryWrites: func(p map[string]string) bool { return p["query"] == "write" },
+		Envelope: func(p map[string]string, n int64, w time.Duration) Envelope {
+			c := sizeParam(p["capacity"], n)
+			return bucketEnvelope(c, n, w, p["refill"] == "interval", fmt.Sprintf("a token bucket of %d", c))
+		},
+	}
+}
+
+// tokenBucketAlike keys a token bucket's decisions (see [Algorithm.Alike]).
+func tokenBucketAlike(p map[string]string, n int, queries, _ bool) string {
+	p = maps.Clone(p)
+	if !queries {
+		p["query"] = "read"
+	}
+	switch {
+	case p["refill"] == "continuous":
+		// A continuous bucket refilled exactly decides alike whenever it
+		// is forgotten or written, and as a GCRA of the same burst.
+		return "bucket/" + sizeKey(p["capacity"], n)
+	case sizeKey(p["capacity"], n) == "limit" && p["expire"] == "full":
+		// Every refill fills it: forgotten, the next request (or a query
+		// that writes) opens a new window.
+		return "fixed-window/first-hit/" + p["query"]
+	}
+	return Variant{Name: ProfileTokenBucket, Params: p}.String()
 }

@@ -47,7 +47,7 @@ type Mutant struct {
 	NeedsRedis bool
 	// New makes one instance.
 	New func(Store) (contract.RateLimiterContract, error)
-	// Profile is the profile the mutant claims, as model.ParseSpec reads
+	// Profile is the profile the mutant claims, as model.ParseVariant reads
 	// it ("" is the sliding log): the self-test grades it against that
 	// profile.
 	Profile string

@@ -178,7 +178,7 @@ func TestDocsMutantTable(t *testing.T) {
 		if why, ok := mutants.NotInRealTime()[m.Name]; ok {
 			rt = "not graded: " + why
 		}
-		fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s | %s |\n", m.Name, model.MustSpec(m.Profile), m.Breaks, strings.Join(ids, ", "), rt)
+		fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s | %s |\n", m.Name, model.MustVariant(m.Profile), m.Breaks, strings.Join(ids, ", "), rt)
 	}
 	// In the order of the ids: a map's order changes from run to run.
 	uncatchable := mutants.Uncatchable()

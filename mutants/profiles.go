@@ -52,7 +52,7 @@ func mutated(s Store, profile string, rewrite func(string) (string, error)) (con
 	if s.Redis == nil {
 		return nil, fmt.Errorf("mutant needs Redis")
 	}
-	spec, err := model.ParseSpec(profile)
+	spec, err := model.ParseVariant(profile)
 	if err != nil {
 		return nil, err
 	}

@@ -37,7 +37,7 @@ func checkBatchOf(t *testing.T, newLimiter func(redis.UniversalClient, Options) 
 	require.NoError(t, err)
 	single, err := newLimiter(client, Options{MaxRequests: 2, Window: time.Minute, Prefix: prefixOf("single"), Clock: clk})
 	require.NoError(t, err)
-	m, _ := model.Spec{}.New(2, time.Minute)
+	m, _ := model.Variant{}.New(2, time.Minute)
 	for round := range 2 {
 		allowed, err := batch.AllowRequests(ctx, batchIDs)
 		require.Len(t, allowed, len(batchIDs))

@@ -64,7 +64,7 @@ func TestCompactMatchesTheModelAndTheZSET(t *testing.T) {
 	c, clk := newCompactFake(t, n, w)
 	z, err := New(store.Client, Options{MaxRequests: n, Window: w, Prefix: prefix(t) + "zset:", Clock: clk})
 	require.NoError(t, err)
-	m, err := model.Spec{}.New(n, w)
+	m, err := model.Variant{}.New(n, w)
 	require.NoError(t, err)
 	users := []string{"a", "b", "c"}
 	for step := range 3000 {

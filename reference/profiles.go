@@ -28,21 +28,51 @@ var gcraBody string
 //go:embed token-bucket.lua
 var tokenBucketBody string
 
-// The profiles' scripts as Redis runs them: the prelude, then the file.
-var (
-	fixedWindowSource    = luaprelude.Source(fixedWindowBody)
-	slidingCounterSource = luaprelude.Source(slidingCounterBody)
-	gcraSource           = luaprelude.Source(gcraBody)
-	tokenBucketSource    = luaprelude.Source(tokenBucketBody)
-)
+// luaProfile is how the reference implements one algorithm on Redis:
+// its script, the arguments its parameters become, and the products of a
+// configuration it computes with.
+type luaProfile struct {
+	source string // the script as Redis runs it: the prelude, then the file
+	// sizedBy names the parameter of the burst or capacity ("limit":
+	// follow N) that the script takes after N; "" for none.
+	sizedBy string
+	// args are the script's arguments after the common ones.
+	args func(p map[string]string) []any
+	// exact refuses a configuration (N, C the burst or capacity, W in ms)
+	// the script could not compute exactly; nil when it has no products.
+	exact func(n, c, w int64) error
+}
 
-// The profile scripts, hashed once; Run tries EVALSHA and falls back to EVAL.
-var (
-	fixedWindowScript    = redis.NewScript(fixedWindowSource)
-	slidingCounterScript = redis.NewScript(slidingCounterSource)
-	gcraScript           = redis.NewScript(gcraSource)
-	tokenBucketScript    = redis.NewScript(tokenBucketSource)
-)
+// luaProfileOf is the reference's implementation of the algorithm name,
+// one entry per profile script: the one place this package knows them.
+func luaProfileOf(name string) (luaProfile, bool) {
+	switch name {
+	case model.ProfileFixedWindow:
+		return luaProfile{source: luaprelude.Source(fixedWindowBody), args: func(p map[string]string) []any {
+			return []any{p["align"], flag(p["count-denied"] == "true"), p["query"]}
+		}}, true
+	case model.ProfileSlidingCounter:
+		return luaProfile{source: luaprelude.Source(slidingCounterBody), args: func(p map[string]string) []any {
+			return []any{flag(p["count-denied"] == "true"), p["align"], p["admit"]}
+		}, exact: func(n, _, w int64) error { return overBound("N×W", n, w) }}, true
+	case model.ProfileGCRA:
+		return luaProfile{source: luaprelude.Source(gcraBody), sizedBy: "burst", args: func(map[string]string) []any { return nil },
+			exact: func(n, c, w int64) error { return errors.Join(overBound("B×W", c, w), overBound("N", n, 1)) }}, true
+	case model.ProfileTokenBucket:
+		return luaProfile{source: luaprelude.Source(tokenBucketBody), sizedBy: "capacity", args: func(p map[string]string) []any {
+			return []any{p["refill"], p["expire"], p["query"]}
+		}, exact: func(n, c, w int64) error { return errors.Join(overBound("C×W", c, w), overBound("N", n, 1)) }}, true
+	}
+	return luaProfile{}, false
+}
+
+// overBound is an error when a×b is above [ExactBound].
+func overBound(what string, a, b int64) error {
+	if a > ExactBound/b {
+		return fmt.Errorf("%w: %s = %d×%d is above 2^52, the largest it computes exactly", contract.ErrInvalidConfig, what, a, b)
+	}
+	return nil
+}
 
 // ExactBound is the largest product of a configuration the profile scripts
 // compute with: 2^52. Redis runs Lua with double-precision numbers, whole
@@ -60,7 +90,7 @@ var (
 const ExactBound = 1 << 52
 
 // NewProfile returns a Redis limiter implementing the profile spec exactly
-// as its model (model.Spec.New) decides, one Lua script per decision: the
+// as its model (model.Variant.New) decides, one Lua script per decision: the
 // sliding log is [New]; fixed windows (align=epoch, go-zero, first-grid, first-hit,
 // count-denied, query), the two-window weighted counter (align, count-denied,
 // admit), GCRA and token buckets
@@ -77,7 +107,7 @@ const ExactBound = 1 << 52
 // as with [Limiter]). Like [Limiter], the limiter fails closed, bounds
 // every call by its context and opts.Timeout, and reads "now" from
 // opts.Clock, or the Redis server's TIME when it is nil.
-func NewProfile(client redis.UniversalClient, spec model.Spec, opts Options) (contract.RateLimiterContract, error) {
+func NewProfile(client redis.UniversalClient, spec model.Variant, opts Options) (contract.RateLimiterContract, error) {
 	// rlconform's mutants plant their faults in the script this way.
 	var rewrite func(string) (string, error)
 	if h, ok := client.(scripthook.Client); ok {
@@ -86,34 +116,24 @@ func NewProfile(client redis.UniversalClient, spec model.Spec, opts Options) (co
 	if spec.IsSlidingLog() {
 		return New(client, opts)
 	}
-	full, err := model.ParseSpec(spec.String())
+	full, err := spec.Complete()
 	if err != nil {
 		return nil, fmt.Errorf("reference: %w", err)
+	}
+	impl, ok := luaProfileOf(full.Name)
+	if !ok {
+		return nil, fmt.Errorf("reference: profile %q has no Redis implementation", full.Name)
 	}
 	base, err := New(client, opts)
 	if err != nil {
 		return nil, err
 	}
-	p := &profileLimiter{base: base, spec: full}
-	switch full.Name {
-	case model.ProfileFixedWindow:
-		p.script, p.source = fixedWindowScript, fixedWindowSource
-		p.fixedArgs = []any{full.Params["align"], flag(full.Params["count-denied"] == "true"), full.Params["query"]}
-	case model.ProfileSlidingCounter:
-		p.script, p.source = slidingCounterScript, slidingCounterSource
-		p.fixedArgs = []any{flag(full.Params["count-denied"] == "true"), full.Params["align"], full.Params["admit"]}
-	case model.ProfileGCRA:
-		p.script, p.source = gcraScript, gcraSource
-		p.param = paramOf(full.Params["burst"])
-	case model.ProfileTokenBucket:
-		p.script, p.source = tokenBucketScript, tokenBucketSource
-		p.param = paramOf(full.Params["capacity"])
-		p.fixedArgs = []any{full.Params["refill"], full.Params["expire"], full.Params["query"]}
-	default:
-		return nil, fmt.Errorf("reference: profile %q has no Redis implementation", full.Name)
+	p := &profileLimiter{base: base, spec: full, impl: impl, script: redis.NewScript(impl.source), fixedArgs: impl.args(full.Params)}
+	if impl.sizedBy != "" {
+		p.param = paramOf(full.Params[impl.sizedBy])
 	}
 	if rewrite != nil {
-		src, err := rewrite(p.source)
+		src, err := rewrite(impl.source)
 		if err != nil {
 			return nil, fmt.Errorf("reference: rewriting the %s script: %w", full.Name, err)
 		}
@@ -131,12 +151,12 @@ func NewProfile(client redis.UniversalClient, spec model.Spec, opts Options) (co
 // configuration in force.
 type profileLimiter struct {
 	base      *Limiter
-	spec      model.Spec
+	spec      model.Variant
 	name      string
+	impl      luaProfile
 	script    *redis.Script
-	source    string // the script's Lua
-	param     int64  // gcra: the burst; token-bucket: the capacity; 0 = N
-	fixedArgs []any  // the script's arguments after the common ones
+	param     int64 // the burst or capacity (impl.sizedBy); 0 = N
+	fixedArgs []any // the script's arguments after the common ones
 }
 
 func flag(b bool) string {
@@ -169,21 +189,11 @@ func (p *profileLimiter) check(n int, w int64) error {
 	if err := contract.ValidateConfig(n, time.Duration(w)*time.Millisecond); err != nil {
 		return err
 	}
-	over := func(what string, a, b int64) error {
-		if a > ExactBound/b {
-			return fmt.Errorf("%w: %s = %d×%d is above 2^52, the largest this %s limiter computes exactly",
-				contract.ErrInvalidConfig, what, a, b, p.spec.Name)
-		}
+	if p.impl.exact == nil {
 		return nil
 	}
-	nn := int64(n)
-	switch p.spec.Name {
-	case model.ProfileSlidingCounter:
-		return over("N×W", nn, w)
-	case model.ProfileGCRA:
-		return errors.Join(over("B×W", p.sized(nn), w), over("N", nn, 1))
-	case model.ProfileTokenBucket:
-		return errors.Join(over("C×W", p.sized(nn), w), over("N", nn, 1))
+	if err := p.impl.exact(int64(n), p.sized(int64(n)), w); err != nil {
+		return fmt.Errorf("this %s limiter: %w", p.spec.Name, err)
 	}
 	return nil
 }
@@ -232,7 +242,7 @@ func (p *profileLimiter) run(ctx context.Context, op, userID string, record bool
 		now = strconv.FormatInt(p.base.clock.Now().UnixMilli(), 10)
 	}
 	args := []any{now, cfg.window, cfg.max, flag(record)}
-	if p.spec.Name == model.ProfileGCRA || p.spec.Name == model.ProfileTokenBucket {
+	if p.impl.sizedBy != "" {
 		args = []any{now, cfg.window, cfg.max, p.sized(int64(cfg.max)), flag(record)}
 	}
 	args = append(args, p.fixedArgs...)

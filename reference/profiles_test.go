@@ -55,7 +55,7 @@ func allBut(ids ...string) []string {
 // fake clock (targets.ReferenceProfile).
 func profileTarget(t *testing.T, p string) suite.Target {
 	t.Helper()
-	tg, err := targets.ReferenceProfile(model.MustSpec(p))
+	tg, err := targets.ReferenceProfile(model.MustVariant(p))
 	require.NoError(t, err)
 	return tg
 }
@@ -125,7 +125,7 @@ func TestProfileImplementationsFailOtherProfiles(t *testing.T) {
 		{"fixed-window:align=epoch", "fixed-window:align=go-zero", "strict/config-range"},
 		{"sliding-counter:align=go-zero,admit=at-most,count-denied=true", "sliding-counter:admit=at-most,count-denied=true", "strict/config-range"},
 	} {
-		t.Run(c.impl+" as "+model.MustSpec(c.graded).String(), func(t *testing.T) {
+		t.Run(c.impl+" as "+model.MustVariant(c.graded).String(), func(t *testing.T) {
 			rep, err := suite.Check(context.Background(), suite.Config{Profile: c.graded, Redis: r, IDs: []string{c.spec}, ReportDir: t.TempDir()}, profileTarget(t, c.impl))
 			require.NoError(t, err)
 			require.Len(t, rep.Results, 1)
@@ -175,7 +175,7 @@ func TestProfileImplementationsInRealTime(t *testing.T) {
 	for _, p := range testtier.Sample(t, []string{"fixed-window:align=first-hit", "gcra:burst=2"}, 1, func(p string) string { return p }) {
 		t.Run(p, func(t *testing.T) {
 			t.Parallel() // real time mostly waits
-			spec := model.MustSpec(p)
+			spec := model.MustVariant(p)
 			caps := contract.All()
 			caps.Clock = false
 			tg := suite.Target{Name: "reference:" + p + " on Redis TIME", Capabilities: caps, NeedsRedis: true,
@@ -212,18 +212,18 @@ func TestProfileImplementationsInRealTime(t *testing.T) {
 func TestProfileExactBound(t *testing.T) {
 	r := obtainRedis(t)
 	ctx := context.Background()
-	lim, err := reference.NewProfile(r.Client, model.MustSpec("gcra"), reference.Options{MaxRequests: 10, Window: contract.MaxWindow, Prefix: "rlc-bound:"})
+	lim, err := reference.NewProfile(r.Client, model.MustVariant("gcra"), reference.Options{MaxRequests: 10, Window: contract.MaxWindow, Prefix: "rlc-bound:"})
 	require.NoError(t, err)
 	err = lim.Configure(ctx, 10_000, contract.MaxWindow)
 	require.ErrorIs(t, err, contract.ErrInvalidConfig)
 	require.NoError(t, lim.Configure(ctx, 2, contract.MaxWindow))
-	_, err = reference.NewProfile(r.Client, model.MustSpec("sliding-counter"), reference.Options{MaxRequests: 1 << 40, Window: contract.MaxWindow})
+	_, err = reference.NewProfile(r.Client, model.MustVariant("sliding-counter"), reference.Options{MaxRequests: 1 << 40, Window: contract.MaxWindow})
 	require.ErrorIs(t, err, contract.ErrInvalidConfig)
-	_, err = reference.NewProfile(r.Client, model.MustSpec("fixed-window"), reference.Options{MaxRequests: contract.MaxLimit, Window: contract.MaxWindow})
+	_, err = reference.NewProfile(r.Client, model.MustVariant("fixed-window"), reference.Options{MaxRequests: contract.MaxLimit, Window: contract.MaxWindow})
 	require.NoError(t, err, "fixed windows compute no products")
-	_, err = reference.NewProfile(r.Client, model.MustSpec("gcra"), reference.Options{MaxRequests: 1, Window: 0})
+	_, err = reference.NewProfile(r.Client, model.MustVariant("gcra"), reference.Options{MaxRequests: 1, Window: 0})
 	require.ErrorIs(t, err, contract.ErrInvalidConfig)
-	_, err = reference.NewProfile(r.Client, model.MustSpec("gcra"), reference.Options{MaxRequests: 1, Window: 1, Prefix: "a{b}"})
+	_, err = reference.NewProfile(r.Client, model.MustVariant("gcra"), reference.Options{MaxRequests: 1, Window: 1, Prefix: "a{b}"})
 	require.Error(t, err)
 }
 
@@ -241,7 +241,7 @@ func TestIdentifyNamesEachImplementation(t *testing.T) {
 			id, err := suite.Identify(context.Background(), suite.Config{Redis: r}, profileTarget(t, p))
 			require.NoError(t, err)
 			require.Len(t, id.Fits, 1, "identified: %+v", id.Fits)
-			assert.Contains(t, append([]string{id.Fits[0].Profile}, id.Fits[0].SameDecisions...), model.MustSpec(p).String())
+			assert.Contains(t, append([]string{id.Fits[0].Profile}, id.Fits[0].SameDecisions...), model.MustVariant(p).String())
 		})
 	}
 	t.Run("fixed-window:align=first-hit,count-denied=true,query=read without Configure", func(t *testing.T) {

@@ -177,7 +177,7 @@ func TestServerTimeIsTheClockWhenNoneIsGiven(t *testing.T) {
 func TestDecisionMatchesTheModel(t *testing.T) {
 	ctx := context.Background()
 	l, clk := newFake(t, 3, 10*time.Second)
-	m, _ := model.Spec{}.New(3, 10*time.Second)
+	m, _ := model.Variant{}.New(3, 10*time.Second)
 	check := func(step string) {
 		now := clk.Now()
 		wantOK, _ := m.Allow(now, "u")

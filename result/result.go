@@ -163,7 +163,7 @@ type Report struct {
 	Targets []string
 	Seed    uint64
 	Level   Level
-	// Profile is the algorithm graded against (model.Spec.String, e.g.
+	// Profile is the algorithm graded against (model.Variant.String, e.g.
 	// "sliding-log" or "gcra:burst=limit").
 	Profile string
 	Results []Result

@@ -83,7 +83,7 @@ func TestEachSpecGivesItsOwnHintUnderAProfile(t *testing.T) {
 
 // gcra is the GCRA model of env's configuration, burst N.
 func gcra(env suite.Env) model.Profile {
-	p, err := model.MustSpec("gcra").New(env.MaxRequests, env.Window)
+	p, err := model.MustVariant("gcra").New(env.MaxRequests, env.Window)
 	if err != nil {
 		panic(err) // the suite gives only valid configurations
 	}

@@ -25,7 +25,7 @@ func fitsOnly(t *testing.T, id *result.Identification, want string) {
 	require.NotEmpty(t, id.Fits, "%s: nothing fits; ruled out: %+v", want, id.RuledOut)
 	got := id.Fits[0]
 	names := append([]string{got.Profile}, got.SameDecisions...)
-	assert.Contains(t, names, model.MustSpec(want).String(), "%s is identified: %+v", want, id.Fits)
+	assert.Contains(t, names, model.MustVariant(want).String(), "%s is identified: %+v", want, id.Fits)
 	assert.Len(t, id.Fits, 1, "%s alone fits: %+v", want, id.Fits)
 	assert.Empty(t, got.RemainingDiffers)
 	for _, r := range id.RuledOut {
@@ -41,7 +41,7 @@ func TestIdentifyNamesEveryProfileModel(t *testing.T) {
 		"token-bucket:refill=interval", "token-bucket:refill=interval,expire=idle,query=write", "token-bucket:refill=interval,query=write",
 		"fixed-window:align=first-hit,query=write", "fixed-window:align=first-grid,query=write", "fixed-window:align=first-hit,count-denied=true,query=read", "fixed-window:align=epoch", "sliding-counter:admit=at-most") {
 		t.Run(p, func(t *testing.T) {
-			id, err := suite.Identify(context.Background(), suite.Config{}, targets.ProfileModel(model.MustSpec(p)))
+			id, err := suite.Identify(context.Background(), suite.Config{}, targets.ProfileModel(model.MustVariant(p)))
 			require.NoError(t, err)
 			fitsOnly(t, id, p)
 		})
@@ -57,7 +57,7 @@ func TestIdentifyGroupsProfilesThatDecideAlike(t *testing.T) {
 	group := []string{"fixed-window:align=first-hit,count-denied=false,query=read", "fixed-window:align=first-hit,count-denied=true,query=read", "token-bucket:capacity=limit,expire=full,query=read,refill=interval"}
 	for _, p := range group {
 		t.Run(p+" without Configure", func(t *testing.T) {
-			tg := targets.ProfileModel(model.MustSpec(p))
+			tg := targets.ProfileModel(model.MustVariant(p))
 			tg.Capabilities.Configure = false
 			id, err := suite.Identify(context.Background(), suite.Config{}, tg)
 			require.NoError(t, err)
@@ -65,7 +65,7 @@ func TestIdentifyGroupsProfilesThatDecideAlike(t *testing.T) {
 			assert.ElementsMatch(t, group, append([]string{id.Fits[0].Profile}, id.Fits[0].SameDecisions...))
 		})
 		t.Run(p+" with Configure", func(t *testing.T) {
-			id, err := suite.Identify(context.Background(), suite.Config{}, targets.ProfileModel(model.MustSpec(p)))
+			id, err := suite.Identify(context.Background(), suite.Config{}, targets.ProfileModel(model.MustVariant(p)))
 			require.NoError(t, err)
 			require.Len(t, id.Fits, 1, "%+v", id.Fits)
 			assert.Equal(t, p, id.Fits[0].Profile)
@@ -92,14 +92,14 @@ func TestIdentifyTellsGoZeroFromTheEpochWhereTheyDiffer(t *testing.T) {
 		{"sliding-counter:align=go-zero", "sliding-counter:align=epoch"},
 		{"sliding-counter:align=epoch,admit=at-most,count-denied=true", "sliding-counter:align=go-zero,admit=at-most,count-denied=true"},
 	} {
-		p, twin := model.MustSpec(c[0]).String(), model.MustSpec(c[1]).String()
+		p, twin := model.MustVariant(c[0]).String(), model.MustVariant(c[1]).String()
 		t.Run(p, func(t *testing.T) {
-			id, err := suite.Identify(context.Background(), suite.Config{}, targets.ProfileModel(model.MustSpec(p)))
+			id, err := suite.Identify(context.Background(), suite.Config{}, targets.ProfileModel(model.MustVariant(p)))
 			require.NoError(t, err)
 			fitsOnly(t, id, p)
 			assert.Contains(t, append([]string{id.Fits[0].Profile}, id.Fits[0].SameDecisions...), twin, "one grid under a window of a minute")
 			for _, w := range []time.Duration{7 * time.Second, 40657 * time.Millisecond, 1835039 * time.Millisecond} {
-				id, err = suite.Identify(context.Background(), suite.Config{Window: w}, targets.ProfileModel(model.MustSpec(p)))
+				id, err = suite.Identify(context.Background(), suite.Config{Window: w}, targets.ProfileModel(model.MustVariant(p)))
 				require.NoError(t, err)
 				fitsOnly(t, id, p)
 				i := slices.IndexFunc(id.RuledOut, func(r result.RuledOut) bool { return r.Profile == twin })
@@ -145,7 +145,7 @@ func onlyWholeSeconds(t suite.Target, only time.Duration) suite.Target {
 // that refuses the whole-second windows too fails with the configuration
 // it refused and its own error, not with the probe's title alone.
 func TestIdentifyChoosesWindowsTheTargetAccepts(t *testing.T) {
-	tg := onlyWholeSeconds(targets.ProfileModel(model.MustSpec("gcra")), 0)
+	tg := onlyWholeSeconds(targets.ProfileModel(model.MustVariant("gcra")), 0)
 	id, err := suite.Identify(context.Background(), suite.Config{Window: 1500 * time.Millisecond}, tg)
 	require.NoError(t, err)
 	fitsOnly(t, id, "gcra")
@@ -155,7 +155,7 @@ func TestIdentifyChoosesWindowsTheTargetAccepts(t *testing.T) {
 	assert.Contains(t, id.Notes[0], "only whole seconds")
 	assert.Contains(t, id.Notes[0], "rounded up from 1.5s to 2s")
 
-	tg = onlyWholeSeconds(targets.ProfileModel(model.MustSpec("gcra")), time.Hour)
+	tg = onlyWholeSeconds(targets.ProfileModel(model.MustVariant("gcra")), time.Hour)
 	_, err = suite.Identify(context.Background(), suite.Config{Window: 1500 * time.Millisecond}, tg)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "the target refused Configure(5, 2s)")
@@ -172,7 +172,7 @@ func TestIdentifyChoosesWindowsTheTargetAccepts(t *testing.T) {
 // group, not an ambiguity (ulule's stdlib middleware was reported
 // ambiguous between them).
 func TestIdentifyGroupsQueryReadingsWithoutQueries(t *testing.T) {
-	tg := targets.ProfileModel(model.MustSpec("fixed-window:align=first-hit"))
+	tg := targets.ProfileModel(model.MustVariant("fixed-window:align=first-hit"))
 	tg.Capabilities.Remaining = false
 	id, err := suite.Identify(context.Background(), suite.Config{}, tg)
 	require.NoError(t, err)

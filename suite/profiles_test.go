@@ -35,7 +35,7 @@ func TestProfileModelsPassTheirProfile(t *testing.T) {
 	t.Parallel() // in memory
 	for _, p := range profileSpecs {
 		t.Run(p, func(t *testing.T) {
-			rep, err := suite.Check(context.Background(), suite.Config{Profile: p, ReportDir: t.TempDir()}, targets.ProfileModel(model.MustSpec(p)))
+			rep, err := suite.Check(context.Background(), suite.Config{Profile: p, ReportDir: t.TempDir()}, targets.ProfileModel(model.MustVariant(p)))
 			require.NoError(t, err)
 			for _, r := range rep.Results {
 				assert.NotEqual(t, result.Failed, r.Status, "%s under %s:\n%s", r.ID, p, r.Message)
@@ -99,7 +99,7 @@ func TestProfileLinearizabilityCatchesARace(t *testing.T) {
 		caps.StoreInspection, caps.SharedStore, caps.Clock = false, false, clock
 		tg := suite.Target{Name: "racy gcra", Capabilities: caps,
 			New: func(_ context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
-				p, err := model.MustSpec("gcra").New(env.MaxRequests, env.Window)
+				p, err := model.MustVariant("gcra").New(env.MaxRequests, env.Window)
 				return racyProfile{&sync.Mutex{}, p, env.Clock}, nil, err
 			}}
 		rep, err := suite.Check(context.Background(), suite.Config{Profile: "gcra", IDs: []string{"strict/linearizable"}, ReportDir: t.TempDir()}, tg)

@@ -75,7 +75,7 @@ func Specs() []SpecInfo {
 }
 
 // ProfileSpecs lists the catalogue as it grades a profile
-// (model.ParseSpec: NAME[:key=value,...]; "" is the sliding log): each
+// (model.ParseVariant: NAME[:key=value,...]; "" is the sliding log): each
 // rule as the profile states it, and why a spec does not grade it.
 func ProfileSpecs(profile string) ([]SpecInfo, error) {
 	return specs.All().ProfileSpecs(profile)

@@ -64,7 +64,7 @@ func ReferenceCompact() suite.Target {
 // ReferenceProfile is the reference Redis implementation of a profile
 // (reference.NewProfile), like Reference: it must pass every spec that
 // grades that profile.
-func ReferenceProfile(spec model.Spec) (suite.Target, error) {
+func ReferenceProfile(spec model.Variant) (suite.Target, error) {
 	if spec.IsSlidingLog() {
 		return Reference(), nil
 	}
@@ -88,11 +88,11 @@ func ReferenceProfile(spec model.Spec) (suite.Target, error) {
 // Model is the model itself, in memory: it must pass every spec that
 // does not need a store. Several instances share one model, as instances of
 // a limiter share one store.
-func Model() suite.Target { return ProfileModel(model.Spec{}) }
+func Model() suite.Target { return ProfileModel(model.Variant{}) }
 
 // ProfileModel is the model of a profile in memory, like Model: graded
 // against its own profile, it must pass every spec that grades it.
-func ProfileModel(spec model.Spec) suite.Target {
+func ProfileModel(spec model.Variant) suite.Target {
 	name := "model"
 	if !spec.IsSlidingLog() {
 		name = "model:" + spec.String()

@@ -67,7 +67,7 @@ func (b *intervalBucket) remaining(now time.Time) int {
 func TestIntervalBucketKeepsItsGrid(t *testing.T) {
 	start := time.UnixMilli(1767225600000)
 	clock := fakeclock.New(start)
-	p, err := model.MustSpec("token-bucket:refill=interval,expire=idle,query=write").New(5, time.Second)
+	p, err := model.MustVariant("token-bucket:refill=interval,expire=idle,query=write").New(5, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,9 @@
 package alternatives
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/rlconform/rlconform/model"
@@ -29,61 +31,37 @@ type Alternative struct {
 	Algorithm
 	Hint string
 	// Key names it the same whatever the configuration: the profile
-	// (Spec.String) or "mistake:" and the mistake's name. A run's specs
+	// (Variant.String) or "mistake:" and the mistake's name. A run's specs
 	// are configured differently; Key says which answers of theirs are
 	// the same alternative's.
 	Key string
-	// Spec is the profile it is; zero for a sliding log with a mistake.
-	Spec model.Spec
+	// Variant is the profile it is; zero for a sliding log with a mistake.
+	Variant model.Variant
 	// RemainingVaries: honest implementations of it report remaining
 	// differently (an estimate rounded either way), so a diagnosis does not
 	// compare those answers.
 	RemainingVaries bool
 }
 
-// For returns the algorithms a limiter graded against the profile
-// graded, configured with n and w, may really be, each fresh: the other
-// profiles, and, for a limiter graded as a sliding log, the usual ways a
-// sliding log goes wrong. The well-known
-// algorithms come first: the first that explains a history gives its hint.
-func For(graded model.Spec, n int, w time.Duration) []Alternative {
-	const (
-		window  = "a counter per window lets N requests just before a window edge and N just after through: keep a log of the instants of allowed requests (a ZSET pruned to now-W) instead"
-		counter = "a weighted estimate of the previous window lets more than N through when its requests came late in it: keep a log of the instants of allowed requests instead"
-		rate    = "a rate with a burst lets requests through as soon as the bucket refills, one every W/N, not when an entry leaves the window: keep a log of the instants of allowed requests instead"
-		logHint = "grade this limiter against the profile it implements (--profile), or fix it to the profile it is graded against"
-	)
+// For returns the algorithms a limiter graded against the variant graded,
+// configured with n and w, may really be, each fresh: the suspects of
+// every algorithm of set ([model.Algorithm.Suspects]), the contract's
+// sliding log last, and, for a limiter graded as a sliding log, the usual
+// ways a sliding log goes wrong. The well-known algorithms come first:
+// the first that explains a history gives its hint.
+func For(set *model.Algorithms, graded model.Variant, n int, w time.Duration) []Alternative {
+	algs := set.All()
+	slices.SortStableFunc(algs, func(a, b *model.Algorithm) int {
+		return cmp.Compare(b2i(a.Name == model.ProfileSlidingLog), b2i(b.Name == model.ProfileSlidingLog))
+	})
 	var out []Alternative
-	add := func(spec, hint string, varies bool) {
-		sp := model.MustSpec(spec)
-		if sp.String() == graded.String() {
-			return
-		}
-		p, err := sp.New(n, w)
-		if err != nil {
-			return
-		}
-		if !graded.IsSlidingLog() && graded.Name != "" {
-			// A log's remedy says nothing to a limiter graded as another
-			// profile: it implements this one, or should implement that.
-			hint = fmt.Sprintf("the answers are %s's: grade the limiter against the profile it implements (--profile %s), or make it decide as %s", sp.Name, sp, graded)
-		}
-		out = append(out, Alternative{Algorithm: p, Hint: hint, Key: sp.String(), Spec: sp, RemainingVaries: varies})
-	}
-	for _, align := range []string{"epoch", "first-hit", "first-grid", "go-zero"} {
-		for _, denied := range []string{"false", "true"} {
-			add("fixed-window:align="+align+",count-denied="+denied, window, false)
-		}
-	}
-	for _, align := range []string{"epoch", "first-grid", "go-zero"} {
-		for _, denied := range []string{"false", "true"} {
-			for _, admit := range []string{"below", "at-most"} {
-				add("sliding-counter:align="+align+",count-denied="+denied+",admit="+admit, counter, true)
+	for _, alg := range algs {
+		for _, params := range alg.Suspects {
+			if a, ok := suspect(set, alg, params, graded, n, w); ok {
+				out = append(out, a)
 			}
 		}
 	}
-	add("gcra", rate, true)
-	add("sliding-log", logHint, false)
 	if !graded.IsSlidingLog() {
 		return out // a log's mistakes say nothing of a limiter that is not one
 	}
@@ -93,6 +71,37 @@ func For(graded model.Spec, n int, w time.Duration) []Alternative {
 	// judges decisions).
 	v := &logVariant{kind: "truncated-start", n: n, w: w}
 	return append(out, Alternative{Algorithm: v, Hint: v.hint(), Key: "mistake:" + v.kind})
+}
+
+// suspect is the variant of alg with params as an alternative to graded,
+// unless it is graded itself or cannot be made.
+func suspect(set *model.Algorithms, alg *model.Algorithm, params string, graded model.Variant, n int, w time.Duration) (Alternative, bool) {
+	s := alg.Name
+	if params != "" {
+		s += ":" + params
+	}
+	sp, err := set.Parse(s)
+	if err != nil || sp.String() == graded.String() {
+		return Alternative{}, false
+	}
+	p, err := sp.New(n, w)
+	if err != nil {
+		return Alternative{}, false
+	}
+	hint := alg.Remedy
+	if !graded.IsSlidingLog() {
+		// A log's remedy says nothing to a limiter graded as another
+		// profile: it implements this one, or should implement that.
+		hint = fmt.Sprintf("the answers are %s's: grade the limiter against the profile it implements (--profile %s), or make it decide as %s", sp.Name, sp, graded)
+	}
+	return Alternative{Algorithm: p, Hint: hint, Key: sp.String(), Variant: sp, RemainingVaries: alg.RemainingVaries}, true
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Mistakes returns the classic mistakes of a sliding log configured with n

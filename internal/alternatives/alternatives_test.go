@@ -22,7 +22,7 @@ func answers(a Algorithm, user string, offsets ...int64) []bool {
 }
 
 func TestLogVariants(t *testing.T) {
-	alts := For(model.Spec{}, 2, time.Second)
+	alts := For(model.Builtin(), model.Variant{}, 2, time.Second)
 	byKind := map[string]Algorithm{}
 	for _, a := range alts {
 		if l, ok := a.Algorithm.(*logVariant); ok {
@@ -46,8 +46,8 @@ func TestLogVariants(t *testing.T) {
 	for _, a := range alts {
 		assert.NotEmpty(t, a.Describe())
 		assert.NotEmpty(t, a.Hint)
-		if a.Spec.Name != "" {
-			assert.NotEqual(t, model.ProfileSlidingLog, a.Spec.String(), "the graded profile is not its own alternative")
+		if a.Variant.Name != "" {
+			assert.NotEqual(t, model.ProfileSlidingLog, a.Variant.String(), "the graded profile is not its own alternative")
 		}
 	}
 }

@@ -10,12 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rlconform/rlconform/internal/commalist"
-	"github.com/rlconform/rlconform/result"
-
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/grade"
+	"github.com/rlconform/rlconform/internal/commalist"
 	"github.com/rlconform/rlconform/model"
+	"github.com/rlconform/rlconform/result"
 )
 
 // Config, Target, Env and HTTPAnswer are package grade's, under the
@@ -51,6 +50,14 @@ func withDefaults(c Config) Config {
 	return c
 }
 
+// algorithmsOf is the set of algorithms cfg's profile is parsed against.
+func algorithmsOf(cfg Config) *model.Algorithms {
+	if cfg.Algorithms != nil {
+		return cfg.Algorithms
+	}
+	return model.Builtin()
+}
+
 // Validate reports every problem of c: an unknown level, id, label or
 // expected failure (with the nearest valid name), a selection that matches no
 // spec, a configuration out of range.
@@ -72,7 +79,7 @@ func (cat Catalogue) validated(c Config) (Config, error) {
 	if c.Limit > 10_000 {
 		errs = append(errs, fmt.Errorf("Config.Limit %d: specs send several times the limit, keep it at most 10000", c.Limit))
 	}
-	if _, err := model.ParseSpec(c.Profile); err != nil {
+	if _, err := c.Variant(); err != nil {
 		errs = append(errs, fmt.Errorf("Config.Profile: %w", err))
 	}
 	if c.RealTimeWindow < 10*time.Millisecond || c.RealTimeWindow > 24*time.Hour {

@@ -42,7 +42,7 @@ type candidate struct {
 	// so its remaining answers name it but never rule it out.
 	varies bool
 	// spec is the profile it is; zero for a sliding log with a mistake.
-	spec model.Spec
+	spec model.Variant
 }
 
 // clue is what one spec's answers say of one candidate: whether it gives
@@ -123,15 +123,17 @@ func (h *Harness) evidence(failed bool) (clues []clue, graded bool) {
 				return ok, "" // one instance: the graded profile itself, which names nothing
 			}
 			return ok, perInstance
-		}, false, model.Spec{},
+		}, false, model.Variant{},
 	}}
 	// Each replay on fresh algorithms: a replay changes the one it runs on.
-	alternatives := func() []alternatives.Alternative { return alternatives.For(h.run.profile, N, W) }
+	alternatives := func() []alternatives.Alternative {
+		return alternatives.For(algorithmsOf(h.run.cfg), h.run.profile, N, W)
+	}
 	for i, a := range alternatives() {
 		cands = append(cands, candidate{a.Key, a.Describe(), a.Hint, func(ops []TraceOp) (bool, string) {
 			fresh := alternatives()[i]
 			return replayAll(fresh.Algorithm, fresh.RemainingVaries, ops), fresh.Describe()
-		}, a.RemainingVaries, a.Spec})
+		}, a.RemainingVaries, a.Variant})
 	}
 	for _, c := range cands {
 		ok, name := explains(c.replay)
@@ -159,7 +161,7 @@ func (h *Harness) evidence(failed bool) (clues []clue, graded bool) {
 // (a mistake's sliding log), and for a trace it does not judge alone (a
 // concurrent burst, whose search would be slow for a diagnosis, or a
 // configuration changed under a history).
-func (h *Harness) admits(c model.Spec, remaining bool) bool {
+func (h *Harness) admits(c model.Variant, remaining bool) bool {
 	if c.Name == "" || slices.ContainsFunc(h.trace, func(op TraceOp) bool { return op.Kind == model.OpBurst }) ||
 		slices.ContainsFunc(h.trace[1:], func(op TraceOp) bool { return op.Kind == model.OpConfigure }) {
 		return false

@@ -23,7 +23,7 @@ func TestDiagnosisOfAFailedSpecAdmitsAnyTimingOfEachCall(t *testing.T) {
 	}
 	h := &Harness{
 		env: Env{MaxRequests: 2, Window: time.Second},
-		run: &runner{profile: model.MustSpec("")},
+		run: &runner{profile: model.MustVariant("")},
 		trace: []TraceOp{
 			call(0, 100, "allowed"),     // opens the window at t ∈ [0, 100]
 			call(900, 901, "allowed"),   // its second

@@ -238,9 +238,6 @@ func (h *Harness) Short(user string) string {
 // Now is the instant the limiter sees.
 func (h *Harness) Now() time.Time { return h.env.Clock.Now() }
 
-// Elapsed is the time since the spec's start.
-func (h *Harness) Elapsed() time.Duration { return h.Now().Sub(h.start) }
-
 // Advance moves the fake clock by d.
 func (h *Harness) Advance(d time.Duration) { h.FakeClock().Advance(d) }
 
@@ -642,12 +639,12 @@ func (o burstOutcome) String() string {
 	return s
 }
 
-// Burst sends perUser AllowRequest to each of users from goroutines
+// sendBurst sends perUser AllowRequest to each of users from goroutines
 // goroutines and returns each user's answers. Every user's requests are
 // spread over every instance (request i of user u goes to instance
 // (i+u) mod k), so instances that keep their own state are seen. It does not
 // consult the model or move the clock.
-func (h *Harness) Burst(users []string, perUser, goroutines int, instances []contract.RateLimiterContract) map[string]*burstOutcome {
+func (h *Harness) sendBurst(users []string, perUser, goroutines int, instances []contract.RateLimiterContract) map[string]*burstOutcome {
 	type req struct{ user, inst int }
 	next := make(chan req, len(users)*perUser)
 	for i := range perUser {
@@ -708,7 +705,7 @@ func (h *Harness) CheckBurst(users []string, perUser, goroutines int, instances 
 			}
 		}
 	}
-	out := h.Burst(users, perUser, goroutines, instances)
+	out := h.sendBurst(users, perUser, goroutines, instances)
 	for ui, u := range users {
 		op := fmt.Sprintf("%d goroutines on %d instance(s): AllowRequest(%s) ×%d", goroutines, len(instances), h.Short(u), perUser)
 		h.Record(0, now, op, out[u].String())
@@ -887,7 +884,7 @@ func (g guarded) Configure(Ctx context.Context, n int, w time.Duration) (err err
 // those certainly active; a longer burst is undecided.
 func (h *Harness) checkBurstRealTime(users []string, perUser, goroutines int, instances []contract.RateLimiterContract) {
 	began := time.Now()
-	out := h.Burst(users, perUser, goroutines, instances)
+	out := h.sendBurst(users, perUser, goroutines, instances)
 	ended := time.Now()
 	for _, u := range users {
 		op := fmt.Sprintf("%d goroutines on %d instance(s): AllowRequest(%s) ×%d", goroutines, len(instances), h.Short(u), perUser)
@@ -938,7 +935,7 @@ func firstLine(s string) string {
 func (h *Harness) Config() Config { return h.cfg }
 
 // Profile is the profile the run grades against.
-func (h *Harness) Profile() model.Spec { return h.run.profile }
+func (h *Harness) Profile() model.Variant { return h.run.profile }
 
 // Redis is the store the run provisioned (nil when no target needs one).
 func (h *Harness) Redis() *redisenv.Redis { return h.run.redis }

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -265,7 +264,10 @@ func identifyOnce(ctx context.Context, cat Catalogue, cfg Config, target Target,
 			}
 		}
 	}
-	cands := candidateSpecs(id.Limit, id.Burst)
+	cands, err := candidates(algorithmsOf(cfg), id.Limit, id.Burst)
+	if err != nil {
+		return nil, nil, err
+	}
 	judgeFits(id, cands, probes, false)
 	if len(id.Fits) == 0 && changesConfig(probes) {
 		configureApart(id, cands, probes)
@@ -302,7 +304,7 @@ func changesConfig(probes []probe) bool {
 // configuration starts on keys of its own). When a profile fits then, it
 // is the algorithm in steady state, and Configure is reported apart, with
 // the answer the profile's own Configure would not give.
-func configureApart(id *result.Identification, cands []model.Spec, probes []probe) {
+func configureApart(id *result.Identification, cands []model.Variant, probes []probe) {
 	fresh := &result.Identification{Limit: id.Limit, Window: id.Window}
 	judgeFits(fresh, cands, probes, true)
 	if len(fresh.Fits) == 0 {
@@ -346,87 +348,51 @@ func mistakes(n int, w time.Duration, probes []probe) []string {
 	return out
 }
 
-// candidateSpecs are the profiles and parameters worth trying: each
-// profile with its defaults, and the buckets with the burst seen.
-func candidateSpecs(n, burst int) []model.Spec {
-	list := []string{"sliding-log"}
-	for _, align := range []string{"epoch", "go-zero", "first-grid", "first-hit"} {
-		for _, d := range []string{"false", "true"} {
-			list = append(list, "fixed-window:align="+align+",count-denied="+d)
-			if align != "epoch" && align != "go-zero" { // a query moves no window on a fixed grid
-				list = append(list, "fixed-window:align="+align+",count-denied="+d+",query=write")
-			}
-		}
-	}
-	for _, align := range []string{"epoch", "go-zero", "first-grid"} {
-		for _, d := range []string{"false", "true"} {
-			for _, admit := range []string{"below", "at-most"} {
-				list = append(list, "sliding-counter:align="+align+",count-denied="+d+",admit="+admit)
-			}
-		}
-	}
+// candidates are the variants worth trying: each algorithm's own
+// ([model.Algorithm.Candidates]), the buckets with the burst seen too.
+func candidates(set *model.Algorithms, n, burst int) ([]model.Variant, error) {
 	bursts := []string{"limit"}
 	if burst > 0 && burst != n {
 		bursts = append(bursts, strconv.Itoa(burst))
 	}
-	for _, b := range bursts {
-		list = append(list, "gcra:burst="+b, "token-bucket:capacity="+b+",refill=continuous", "token-bucket:capacity="+b+",refill=interval",
-			"token-bucket:capacity="+b+",refill=interval,query=write", "token-bucket:capacity="+b+",refill=interval,expire=idle,query=write")
+	var out []model.Variant
+	for _, alg := range set.All() {
+		if alg.Candidates == nil {
+			continue
+		}
+		for _, params := range alg.Candidates(bursts) {
+			s := alg.Name
+			if params != "" {
+				s += ":" + params
+			}
+			v, err := set.Parse(s)
+			if err != nil {
+				return nil, fmt.Errorf("identify: algorithm %s names a candidate it cannot parse: %w", alg.Name, err)
+			}
+			out = append(out, v)
+		}
 	}
-	out := make([]model.Spec, len(list))
-	for i, s := range list {
-		out[i] = model.MustSpec(s)
-	}
-	return out
+	return out, nil
 }
 
 // sameDecisions reports whether a and b decide alike, and answer
 // GetRemainingRequests alike, on every history whose configuration does
-// not change (the equivalences docs/profiles.md proves), under limit n;
-// with oneGrid (every window the probes used divides the offset between
-// Go's zero time and the epoch), windows on either fixed grid too.
-// Where a change of the limit tells them apart, and the probes made one
-// both are graded on, the probes have already ruled one out; two fits in
-// one group are profiles no answer of these probes tells apart, and no
-// other history with one configuration would. Without queries (a target
-// with no GetRemainingRequests: its histories have none), whether a query
-// writes changes nothing either.
-func sameDecisions(a, b model.Spec, n int, queries, oneGrid bool) bool {
-	key := func(s model.Spec) string {
-		p := maps.Clone(s.Params)
-		if !queries && p["query"] != "" {
-			p["query"] = "read"
+// not change (the equivalences docs/profiles.md proves, which each
+// algorithm's [model.Algorithm.Alike] keys), under limit n; with oneGrid
+// (every window the probes used divides the offset between Go's zero
+// time and the epoch), windows on either fixed grid too. Where a change
+// of the limit tells them apart, and the probes made one both are graded
+// on, the probes have already ruled one out; two fits in one group are
+// profiles no answer of these probes tells apart, and no other history
+// with one configuration would. Without queries (a target with no
+// GetRemainingRequests: its histories have none), whether a query writes
+// changes nothing either.
+func sameDecisions(a, b model.Variant, n int, queries, oneGrid bool) bool {
+	key := func(v model.Variant) string {
+		if alg := v.Algorithm(); alg != nil && alg.Alike != nil {
+			return alg.Alike(v.Params, n, queries, oneGrid)
 		}
-		if oneGrid && p["align"] == "go-zero" {
-			p["align"] = "epoch" // the same windows
-		}
-		s = model.Spec{Name: s.Name, Params: p}
-		capacity := func(v string) string {
-			if v == strconv.Itoa(n) {
-				return "limit"
-			}
-			return v
-		}
-		switch {
-		case s.Name == model.ProfileGCRA:
-			return "bucket/" + capacity(p["burst"])
-		case s.Name == model.ProfileTokenBucket && p["refill"] == "continuous":
-			// A continuous bucket refilled exactly decides alike whenever
-			// it is forgotten or written.
-			return "bucket/" + capacity(p["capacity"])
-		case s.Name == model.ProfileTokenBucket && capacity(p["capacity"]) == "limit" && p["expire"] == "full":
-			// Every refill fills it: forgotten, the next request (or a
-			// query that writes) opens a new window.
-			return "fixed-window/first-hit/" + p["query"]
-		case s.Name == model.ProfileFixedWindow && (p["align"] == "epoch" || p["align"] == "go-zero"):
-			// A query cannot move a window on a fixed grid.
-			return "fixed-window/" + p["align"]
-		case s.Name == model.ProfileFixedWindow:
-			// A window whose count reached N denies until its end whether
-			// denied requests count or not.
-			return "fixed-window/" + p["align"] + "/" + p["query"]
-		}
-		return s.String()
+		return v.String()
 	}
 	return key(a) == key(b)
 }
@@ -434,9 +400,9 @@ func sameDecisions(a, b model.Spec, n int, queries, oneGrid bool) bool {
 // judge replays every probe on every candidate.
 // With fresh, every Configure forgets every user's history (see
 // configureApart).
-func judgeFits(id *result.Identification, cands []model.Spec, probes []probe, fresh bool) {
+func judgeFits(id *result.Identification, cands []model.Variant, probes []probe, fresh bool) {
 	var fits []result.Fit
-	var fitSpecs []model.Spec
+	var fitSpecs []model.Variant
 	for _, c := range cands {
 		desc := ""
 		if p, err := c.New(id.Limit, id.Window); err == nil {
@@ -506,7 +472,7 @@ func boolInt(b bool) int {
 // answers it decided. Remaining answers are judged only with remaining.
 // With fresh, every Configure starts c afresh under the new configuration,
 // every user's history forgotten.
-func replayProbe(c model.Spec, p probe, remaining, fresh bool) (*result.RuledOut, int) {
+func replayProbe(c model.Variant, p probe, remaining, fresh bool) (*result.RuledOut, int) {
 	decided := 0
 	if !fresh && !c.LimitChangeGraded() && slices.ContainsFunc(p.trace[1:], func(o TraceOp) bool { return o.Kind == model.OpConfigure }) && !settledChange(c, p) {
 		return nil, 0 // a limit changed under a history: not evidence for this profile
@@ -544,7 +510,7 @@ func replayProbe(c model.Spec, p probe, remaining, fresh bool) (*result.RuledOut
 		case model.OpRemaining:
 			switch {
 			case remaining:
-			case c.Params["query"] != "write":
+			case !c.QueryWrites():
 				continue
 			case exact != nil:
 				// A query that writes is a decision too: applied, its
@@ -616,8 +582,8 @@ func replayProbe(c model.Spec, p probe, remaining, fresh bool) (*result.RuledOut
 // the last decision are then the same tokens (no time passed to refill
 // at either rate), kept, and capped at the new capacity when read. A
 // GCRA's arrival time is not: read at the new rate it is other tokens.
-func settledChange(c model.Spec, p probe) bool {
-	if c.Name != model.ProfileTokenBucket || p.realTime {
+func settledChange(c model.Variant, p probe) bool {
+	if alg := c.Algorithm(); alg == nil || !alg.SettledLimitChange || p.realTime {
 		return false
 	}
 	last := map[string]time.Time{}

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/rlconform/rlconform/model"
@@ -13,16 +12,8 @@ import (
 type Model = model.Replayable
 
 // newModel is spec's model with a configuration, as the engine drives it.
-func newModel(spec model.Spec, n int, w time.Duration) (Model, error) {
-	p, err := spec.New(n, w)
-	if err != nil {
-		return nil, err
-	}
-	r, ok := p.(Model)
-	if !ok {
-		return nil, fmt.Errorf("the model of profile %s cannot be replayed (a bug of the grader)", spec)
-	}
-	return r, nil
+func newModel(spec model.Variant, n int, w time.Duration) (Model, error) {
+	return spec.New(n, w)
 }
 
 // SlidingLogModel is the sliding log's model, whose entries the specs of

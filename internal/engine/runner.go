@@ -36,7 +36,7 @@ type runner struct {
 	sweep    bool     // keys were left for finish to sweep
 	notes    []string // what the run has to say beyond results
 	// profile is what targets are graded against.
-	profile model.Spec
+	profile model.Variant
 	// probed, when set, gets every spec's harness once it has run (identify
 	// reads their traces).
 	probed func(s *Spec, h *Harness)
@@ -91,7 +91,11 @@ func newRunner(ctx context.Context, cfg Config, cat Catalogue, targets ...Target
 	if _, err := rand.Read(id); err != nil {
 		return nil, fmt.Errorf("run id: %w", err)
 	}
-	r := &runner{cfg: cfg, cat: cat, redis: cfg.Redis, runID: hex.EncodeToString(id), profile: model.MustSpec(cfg.Profile), diags: map[string]*diagnosed{}}
+	profile, err := cfg.Variant()
+	if err != nil {
+		return nil, fmt.Errorf("Config.Profile: %w", err)
+	}
+	r := &runner{cfg: cfg, cat: cat, redis: cfg.Redis, runID: hex.EncodeToString(id), profile: profile, diags: map[string]*diagnosed{}}
 	needsRedis := false
 	for _, t := range targets {
 		if err := validGranularity(t); err != nil {

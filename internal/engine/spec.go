@@ -61,7 +61,7 @@ type Spec struct {
 }
 
 // ruleFor is the rule the spec checks under a profile.
-func (s *Spec) ruleFor(p model.Spec) string {
+func (s *Spec) ruleFor(p model.Variant) string {
 	if !p.IsSlidingLog() && s.General != "" {
 		return s.General
 	}
@@ -70,7 +70,7 @@ func (s *Spec) ruleFor(p model.Spec) string {
 
 // outside says why the spec does not grade profile p (with or without a
 // clock), or "" when it does.
-func (s *Spec) outside(p model.Spec, clock bool) string {
+func (s *Spec) outside(p model.Variant, clock bool) string {
 	switch {
 	case p.IsSlidingLog():
 		return ""
@@ -96,10 +96,10 @@ var retired = map[string]string{
 type Catalogue []Spec
 
 // ProfileSpecs lists the catalogue as it grades a profile
-// (model.ParseSpec: NAME[:key=value,...]; "" is the sliding log): each
+// (model.ParseVariant: NAME[:key=value,...]; "" is the sliding log): each
 // rule as the profile states it, and why a spec does not grade it.
 func (cat Catalogue) ProfileSpecs(profile string) ([]SpecInfo, error) {
-	p, err := model.ParseSpec(profile)
+	p, err := model.ParseVariant(profile)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +130,7 @@ func (s *Spec) labels() []string {
 func (s *Spec) title() string { return s.ID + ": " + s.Rule }
 
 // titleFor is the title under profile p.
-func (s *Spec) titleFor(p model.Spec) string { return s.ID + ": " + s.ruleFor(p) }
+func (s *Spec) titleFor(p model.Variant) string { return s.ID + ": " + s.ruleFor(p) }
 
 // hasLabel reports whether the spec carries any of labels (empty: all).
 func (s *Spec) hasLabel(labels []string) bool {

@@ -101,16 +101,17 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
-// edgePhase is the phase of user that starts just after the first
-// epoch-aligned window edge after t; under a profile on Go's grid
-// (align=go-zero), just after that grid's edge (time.Time.Truncate's:
-// the same for every window that divides a day).
+// edgePhase is the phase of user that starts just after the first window
+// edge after t of the profile's fixed grid (model.Variant.Grid: Go's
+// zero time's for align=go-zero, the same as the epoch's for every window
+// that divides a day), or of the epoch's for a profile with none.
 func edgePhase(h *engine.Harness, user string, t time.Time) *phase {
 	w := h.W()
-	edge, grid := time.Unix(0, (t.UnixNano()/int64(w)+1)*int64(w)), "an epoch-aligned window edge"
-	if h.Profile().Params["align"] == "go-zero" {
-		edge, grid = t.Truncate(w).Add(w), "a window edge of Go's zero time"
+	g, ok := h.Profile().Grid()
+	if !ok {
+		g = model.EpochGrid()
 	}
+	edge, grid := g.Floor(t, w).Add(w), "a window edge of "+g.Name
 	at := edge.Add(time.Millisecond)
 	return &phase{user: h.User(user), at: at, edge: true,
 		name: "the burst at " + engine.FmtOffset(at.Sub(h.Started())) + ", just after " + grid}
@@ -205,7 +206,7 @@ func fitsRPS(starts []time.Time, burst, rps int) bool {
 func runPhases(h *engine.Harness, ps []*phase, burst func(*phase), judge func(*phase) (time.Time, bool)) (note string) {
 	runAtOnce(h, ps, burst, judge)
 	i := slices.IndexFunc(ps, func(p *phase) bool { return p.edge })
-	if align := h.Profile().Params["align"]; i < 0 || align != "epoch" && align != "go-zero" {
+	if _, grid := h.Profile().Grid(); i < 0 || !grid {
 		return ""
 	}
 	p, bound := ps[i], h.W()/10

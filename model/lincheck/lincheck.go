@@ -240,11 +240,11 @@ type profStates struct {
 // tried (exact, so sound). An unknown outcome may have happened or not.
 // overflow is set when a user's states passed MaxStates: a pass is then
 // not proven.
-func Profile(spec model.Spec, n int, w int64, short func(string) string, realTime bool, overflow *atomic.Bool) porcupine.Model {
+func Profile(spec model.Variant, n int, w int64, short func(string) string, realTime bool, overflow *atomic.Bool) porcupine.Model {
 	base := SlidingLog(n, w, short)
 	fresh := func() model.Replayable {
 		p, _ := spec.New(n, time.Duration(w)*time.Millisecond) // the caller's configuration is valid
-		return p.(model.Replayable)
+		return p
 	}
 	set := func(m map[string]profState) profStates {
 		keys := make([]string, 0, len(m))

@@ -37,7 +37,7 @@ func TestSlidingLog(t *testing.T) {
 // whose interval spans the window's edge may have been decided after it.
 func TestProfileRealTime(t *testing.T) {
 	var overflow atomic.Bool
-	m := lincheck.Profile(model.MustSpec("fixed-window:align=epoch"), 1, 1000, same, true, &overflow)
+	m := lincheck.Profile(model.MustVariant("fixed-window:align=epoch"), 1, 1000, same, true, &overflow)
 	first := op(0, 0, 1, lincheck.Input{Op: 'a', User: "u", Lo: 1_767_225_600_990, Hi: 1_767_225_600_995}, lincheck.Output{Allowed: true})
 	across := op(0, 2, 3, lincheck.Input{Op: 'a', User: "u", Lo: 1_767_225_600_996, Hi: 1_767_225_601_005}, lincheck.Output{Allowed: true})
 	within := op(0, 2, 3, lincheck.Input{Op: 'a', User: "u", Lo: 1_767_225_600_996, Hi: 1_767_225_600_999}, lincheck.Output{Allowed: true})

@@ -1,0 +1,275 @@
+package model
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rlconform/rlconform/contract"
+)
+
+// Algorithm is everything rlconform knows of one rate-limiting algorithm,
+// in one value: its name and parameters, its model, and what each part of
+// the grader needs of it (identify's candidates, the diagnosis's
+// suspects, the bench's bounds). An [Algorithms] set holds the algorithms
+// a run may grade against; [Builtin] returns the five rlconform ships,
+// and a caller may register its own.
+//
+// Only Name, Summary and New are required; every other field has a
+// neutral zero value (the algorithm is then graded, but never suggested
+// by a diagnosis or by identify, and the bench has no bounds for it).
+type Algorithm struct {
+	// Name is the profile's name on the command line: lower-case letters,
+	// digits and '-'.
+	Name string
+	// Summary says what the algorithm decides, in one line.
+	Summary string
+	// Params are its parameters, each with a default: a Variant holds a
+	// value for every one.
+	Params []ParamInfo
+	// New returns the model of a variant, empty: params holds a valid
+	// value for every parameter, and the configuration is valid
+	// ([contract.ValidateConfig]).
+	New func(params map[string]string, maxRequests int, window time.Duration) Replayable
+	// GradesLimitChange says that the algorithm states how a user's state
+	// reads after the limit changes; when false, specs grade only users
+	// whose history began under the limit in force.
+	GradesLimitChange bool
+	// SettledLimitChange says that a change of the limit alone, on the
+	// fake clock, at the very instant of each user's last operation,
+	// reads alike in every honest implementation (nothing had time to
+	// refill at either rate), though GradesLimitChange is false.
+	SettledLimitChange bool
+	// Candidates are the parameter sets identify tries, each as
+	// "key=value,...", given the bursts worth trying ("limit", and the
+	// burst a probe saw when it differs).
+	Candidates func(bursts []string) []string
+	// Alike keys a variant's decisions: two variants with equal keys
+	// decide alike, and answer what remains alike, on every history whose
+	// configuration does not change, under limit n; with queries false
+	// the histories have no queries, with oneGrid every window divides
+	// the offset between the grids of the epoch and of Go's zero time.
+	// Keys compare across algorithms. Nil keys a variant by its String.
+	Alike func(params map[string]string, n int, queries, oneGrid bool) string
+	// Suspects are the parameter sets a diagnosis replays a failing
+	// history on, "" for the defaults; Remedy is what to change in a
+	// limiter graded as the sliding log whose history one of them
+	// explains; RemainingVaries says that honest implementations report
+	// what remains differently (an estimate rounded either way), so a
+	// diagnosis does not compare those answers.
+	Suspects        []string
+	Remedy          string
+	RemainingVaries bool
+	// Grid is the fixed grid of windows a variant's decisions follow, if
+	// any: its windows then lie at the same instants for every user.
+	Grid func(params map[string]string) (Grid, bool)
+	// QueryWrites says that a variant's query of what remains saves the
+	// user's state as a request does: it is a decision, though it counts
+	// nothing.
+	QueryWrites func(params map[string]string) bool
+	// Envelope is what a variant with limit n per window w may decide
+	// under load, whatever the timing of its calls: the bench's bounds.
+	Envelope func(params map[string]string, n int64, w time.Duration) Envelope
+}
+
+// Grid is a fixed grid of windows [o+kW, o+(k+1)W) for every whole k.
+type Grid struct {
+	// Origin is o, an edge of every grid whatever W.
+	Origin time.Time
+	// Name names the origin: "the epoch".
+	Name string
+}
+
+// Floor is the edge of the grid's window of w at or before t.
+func (g Grid) Floor(t time.Time, w time.Duration) time.Time {
+	// Truncate counts from Go's zero time: shift by the origin's phase.
+	phase := g.Origin.Sub(g.Origin.Truncate(w))
+	return t.Add(-phase).Truncate(w).Add(phase)
+}
+
+// EpochGrid is the grid on the Unix epoch.
+func EpochGrid() Grid { return Grid{Origin: time.Unix(0, 0), Name: "the epoch"} }
+
+// GoZeroGrid is the grid on Go's zero time, 0001-01-01 UTC: the windows
+// time.Time.Truncate makes.
+func GoZeroGrid() Grid {
+	return Grid{Origin: time.Time{}, Name: "Go's zero time (time.Time.Truncate's)"}
+}
+
+// Envelope is what a limiter following a variant may decide under load,
+// whatever the timing of its calls (the bench's exactness check).
+type Envelope struct {
+	// Grid: at most N allowed in each window of the variant's Grid.
+	Grid bool
+	// Linear bounds the allowed calls of one user within any span.
+	Linear []LinearBound
+	// Under is what a denial needs.
+	Under UnderRule
+}
+
+// LinearBound bounds the allowed calls of one user whose instants all lie
+// within a span of E: count × W − Rate × E ≤ Windows × W − Less (W and E
+// in ns), over spans E shorter than Within × W + WithinPlus ns, or over
+// any span when both are 0.
+type LinearBound struct {
+	Rate, Windows, Less int64
+	Within, WithinPlus  int64
+	// Rule states the bound in words.
+	Rule string
+}
+
+// UnderRule is what a denial needs: for a log, at least Limit allowed
+// calls (or, CountDenied, calls of any outcome) within less than
+// LookbackWindows × W before it; for a bucket, a bucket of Capacity
+// holding less than one token whatever the timing.
+type UnderRule struct {
+	Bucket          bool
+	Capacity        int64
+	Limit           int64
+	LookbackWindows int64
+	CountDenied     bool
+	// Rule states it in words.
+	Rule string
+}
+
+// Algorithms is a set of algorithms, in the order they were registered:
+// the profiles a run may grade against. The zero value is empty; it is
+// not safe for concurrent Register.
+type Algorithms struct {
+	list []*Algorithm
+}
+
+// Builtin returns a new set of the algorithms rlconform ships: the
+// sliding log (the contract's), fixed windows, the weighted counter, GCRA
+// and token buckets.
+func Builtin() *Algorithms {
+	a := &Algorithms{}
+	for _, alg := range []Algorithm{slidingLogAlgorithm(), fixedWindowAlgorithm(), slidingCounterAlgorithm(), gcraAlgorithm(), tokenBucketAlgorithm()} {
+		if err := a.Register(alg); err != nil {
+			panic(err) // the built-in descriptors are written in this package
+		}
+	}
+	return a
+}
+
+// Register adds alg to the set. It is an error for the name to be taken,
+// malformed, or for a required field or a parameter's default to be
+// missing.
+func (a *Algorithms) Register(alg Algorithm) error {
+	switch {
+	case !validName(alg.Name):
+		return fmt.Errorf("model: algorithm name %q: want lower-case letters, digits and '-'", alg.Name)
+	case a.Lookup(alg.Name) != nil:
+		return fmt.Errorf("model: algorithm %q is registered already", alg.Name)
+	case alg.New == nil || alg.Summary == "":
+		return fmt.Errorf("model: algorithm %q: New and Summary are required", alg.Name)
+	}
+	for _, p := range alg.Params {
+		if !validName(p.Name) || p.Default == "" {
+			return fmt.Errorf("model: algorithm %q: parameter %q: want a name of lower-case letters, digits and '-', and a default", alg.Name, p.Name)
+		}
+	}
+	alg.Params = slices.Clone(alg.Params)
+	alg.Suspects = slices.Clone(alg.Suspects)
+	a.list = append(a.list, &alg)
+	return nil
+}
+
+func validName(s string) bool {
+	return s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == ""
+}
+
+// Lookup returns the algorithm named name, or nil.
+func (a *Algorithms) Lookup(name string) *Algorithm {
+	if a == nil {
+		return nil
+	}
+	for _, alg := range a.list {
+		if alg.Name == name {
+			return alg
+		}
+	}
+	return nil
+}
+
+// All returns the algorithms in the order they were registered.
+func (a *Algorithms) All() []*Algorithm {
+	if a == nil {
+		return nil
+	}
+	return slices.Clone(a.list)
+}
+
+// Names returns the algorithms' names, in order.
+func (a *Algorithms) Names() []string {
+	var out []string
+	for _, alg := range a.All() {
+		out = append(out, alg.Name)
+	}
+	return out
+}
+
+// Parse parses NAME or NAME:key=value,... ("" is the sliding log) against
+// the set, checking every parameter, and fills in the defaults.
+func (a *Algorithms) Parse(s string) (Variant, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		s = ProfileSlidingLog
+	}
+	name, rest, _ := strings.Cut(s, ":")
+	alg := a.Lookup(name)
+	if alg == nil {
+		return Variant{}, fmt.Errorf("unknown profile %q: want one of %s", name, strings.Join(a.Names(), ", "))
+	}
+	v := Variant{Name: name, Params: map[string]string{}, alg: alg}
+	for _, p := range alg.Params {
+		v.Params[p.Name] = p.Default
+	}
+	if rest == "" {
+		return v, nil
+	}
+	for _, kv := range strings.Split(rest, ",") {
+		k, val, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		i := slices.IndexFunc(alg.Params, func(p ParamInfo) bool { return p.Name == k })
+		switch {
+		case !ok:
+			return Variant{}, fmt.Errorf("profile %s: parameter %q: want key=value", name, kv)
+		case i < 0:
+			return Variant{}, fmt.Errorf("profile %s has no parameter %q (%s)", name, k, paramNames(alg))
+		}
+		val, err := alg.Params[i].check(val)
+		if err != nil {
+			return Variant{}, fmt.Errorf("profile %s: %s=%q: %w", name, k, val, err)
+		}
+		v.Params[k] = val
+	}
+	return v, nil
+}
+
+// check returns v as the parameter holds it, or why it is not a value.
+func (p ParamInfo) check(v string) (string, error) {
+	switch {
+	case p.Values != nil && !slices.Contains(p.Values, v):
+		return v, fmt.Errorf("want one of %s", strings.Join(p.Values, ", "))
+	case p.Values == nil && v != "limit":
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > contract.MaxLimit {
+			return v, fmt.Errorf("want a whole number from 1 to %d, or limit", contract.MaxLimit)
+		}
+		return strconv.Itoa(n), nil
+	}
+	return v, nil
+}
+
+func paramNames(alg *Algorithm) string {
+	if len(alg.Params) == 0 {
+		return "it takes none"
+	}
+	var out []string
+	for _, p := range alg.Params {
+		out = append(out, p.Name)
+	}
+	return "it takes " + strings.Join(out, ", ")
+}
