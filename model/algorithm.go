@@ -37,6 +37,13 @@ type Algorithm struct {
 	// reads after the limit changes; when false, specs grade only users
 	// whose history began under the limit in force.
 	GradesLimitChange bool
+	// Readings are the honest readings of a change of configuration for a
+	// user with history (what Configure(N', W') makes of a stored count,
+	// window, arrival time or bucket), the model's default first. With
+	// two or more, Register adds the parameter "reconfigure": "any" (the
+	// default) grades against every reading, a reading's name pins it;
+	// New is given the reading to model ("any" means the first).
+	Readings []Reading
 	// SettledLimitChange says that a change of the limit alone, on the
 	// fake clock, at the very instant of each user's last operation,
 	// reads alike in every honest implementation (nothing had time to
@@ -73,6 +80,24 @@ type Algorithm struct {
 	// under load, whatever the timing of its calls: the bench's bounds.
 	Envelope func(params map[string]string, n int64, w time.Duration) Envelope
 }
+
+// Reading is one honest reading of a change of configuration.
+type Reading struct {
+	// Name is its value of the parameter "reconfigure": "settle".
+	Name string
+	// Doc states it, with formulas.
+	Doc string
+	// Seen names libraries that read a change this way.
+	Seen string
+}
+
+// ReconfigureParam is the parameter that pins a reading of a change of
+// configuration ([Algorithm.Readings]); ReadingAny, its default, grades
+// against every reading.
+const (
+	ReconfigureParam = "reconfigure"
+	ReadingAny       = "any"
+)
 
 // Grid is a fixed grid of windows [o+kW, o+(k+1)W) for every whole k.
 type Grid struct {
@@ -173,6 +198,21 @@ func (a *Algorithms) Register(alg Algorithm) error {
 	}
 	alg.Params = slices.Clone(alg.Params)
 	alg.Suspects = slices.Clone(alg.Suspects)
+	alg.Readings = slices.Clone(alg.Readings)
+	if len(alg.Readings) > 1 {
+		if slices.ContainsFunc(alg.Params, func(p ParamInfo) bool { return p.Name == ReconfigureParam }) {
+			return fmt.Errorf("model: algorithm %q: the parameter %q is made from its Readings", alg.Name, ReconfigureParam)
+		}
+		values, docs := []string{ReadingAny}, []string{ReadingAny + ": every reading (a user's answers after a change must all be one reading's)"}
+		for _, r := range alg.Readings {
+			if !validName(r.Name) || r.Name == ReadingAny {
+				return fmt.Errorf("model: algorithm %q: reading %q: want a name of lower-case letters, digits and '-', not %q", alg.Name, r.Name, ReadingAny)
+			}
+			values, docs = append(values, r.Name), append(docs, r.Name+": "+r.Doc)
+		}
+		alg.Params = append(alg.Params, ParamInfo{Name: ReconfigureParam, Default: ReadingAny, Values: values,
+			Doc: "how a change of the limit or the window reads a user's state; " + strings.Join(docs, "; ")})
+	}
 	a.list = append(a.list, &alg)
 	return nil
 }

@@ -171,7 +171,7 @@ func (f *fixedWindow) Reset(user string) error {
 
 // Configure implements [Profile]: the counts are kept and read against the
 // new limit; windows are laid out with the new W from the next decision.
-func (f *fixedWindow) Configure(n int, w time.Duration) error {
+func (f *fixedWindow) Configure(_ time.Time, n int, w time.Duration) error {
 	if err := contract.ValidateConfig(n, w); err != nil {
 		return err
 	}

@@ -131,7 +131,7 @@ func (g *gcraModel) Reset(user string) error {
 }
 
 // Configure implements [Profile]: TAT is kept; T and B follow N and W.
-func (g *gcraModel) Configure(n int, w time.Duration) error {
+func (g *gcraModel) Configure(_ time.Time, n int, w time.Duration) error {
 	if err := contract.ValidateConfig(n, w); err != nil {
 		return err
 	}

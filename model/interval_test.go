@@ -38,7 +38,7 @@ func TestIntervalAgreesWithStateOnPoints(t *testing.T) {
 				op = TimedOp{Kind: OpReset, User: u}
 			case r < 75:
 				nn, ww := 1+rng.IntN(5), min(s.Window(), time.Duration(10+rng.IntN(1000))*time.Millisecond)
-				s.Configure(nn, ww)
+				s.Configure(now, nn, ww)
 				op = TimedOp{Kind: OpConfigure, Limit: nn, Window: ww}
 			default:
 				if log := s.Log(now, u); len(log) > 0 && rng.IntN(2) == 0 {

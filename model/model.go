@@ -138,7 +138,7 @@ func (s *slidingLog) Reset(user string) error {
 
 // Configure sets the limit and window for every later decision; invalid
 // values leave the old ones in force.
-func (s *slidingLog) Configure(maxRequests int, window time.Duration) error {
+func (s *slidingLog) Configure(_ time.Time, maxRequests int, window time.Duration) error {
 	if err := contract.ValidateConfig(maxRequests, window); err != nil {
 		return err
 	}
@@ -204,7 +204,7 @@ func (l *Limiter) Configure(ctx context.Context, maxRequests int, window time.Du
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.state.Configure(maxRequests, window)
+	return l.state.Configure(l.clock.Now(), maxRequests, window)
 }
 
 // GetRemainingRequests implements [contract.RateLimiterContract].

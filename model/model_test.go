@@ -103,7 +103,7 @@ func TestStateRules(t *testing.T) {
 				case "reset":
 					require.NoError(t, s.Reset(o.user))
 				case "configure":
-					require.NoError(t, s.Configure(o.n, time.Duration(o.w)*time.Millisecond))
+					require.NoError(t, s.Configure(at, o.n, time.Duration(o.w)*time.Millisecond))
 				}
 			}
 		})
@@ -122,7 +122,7 @@ func TestInvalidInput(t *testing.T) {
 		n int
 		w time.Duration
 	}{{0, time.Second}, {-1, time.Second}, {1, 0}, {1, -time.Second}, {1, time.Microsecond}} {
-		assert.ErrorIs(t, s.Configure(bad.n, bad.w), contract.ErrInvalidConfig, "Configure(%d, %v)", bad.n, bad.w)
+		assert.ErrorIs(t, s.Configure(time.Time{}, bad.n, bad.w), contract.ErrInvalidConfig, "Configure(%d, %v)", bad.n, bad.w)
 	}
 	assert.Equal(t, 1, s.Limit(), "an invalid Configure keeps the old limit")
 	assert.Equal(t, time.Second, s.Window(), "an invalid Configure keeps the old window")
@@ -151,7 +151,7 @@ func TestRetryAfter(t *testing.T) {
 	s.Allow(time.UnixMilli(100), "u")
 	s.Allow(time.UnixMilli(300), "u")
 	assert.Equal(t, 800*time.Millisecond, s.RetryAfter(time.UnixMilli(300), "u"), "the entry at 100 leaves at 1100")
-	require.NoError(t, s.Configure(1, time.Second))
+	require.NoError(t, s.Configure(time.UnixMilli(300), 1, time.Second))
 	assert.Equal(t, 900*time.Millisecond, s.RetryAfter(time.UnixMilli(400), "u"),
 		"with the limit lowered to 1, both entries must go: the later one leaves at 1300")
 }

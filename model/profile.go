@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -41,7 +42,7 @@ type Profile interface {
 	// Reset forgets user.
 	Reset(user string) error
 	// Configure sets N and W for every later decision.
-	Configure(maxRequests int, window time.Duration) error
+	Configure(now time.Time, maxRequests int, window time.Duration) error
 	// Lifetime is how long from now user's state still matters: from then
 	// on the user answers as a fresh one would, so a store may forget it.
 	Lifetime(now time.Time, user string) time.Duration
@@ -169,6 +170,32 @@ func (v Variant) Complete() (Variant, error) {
 func (v Variant) LimitChangeGraded() bool {
 	alg := v.Algorithm()
 	return alg != nil && alg.GradesLimitChange
+}
+
+// Readings are the variants v is graded as after a change of
+// configuration: one per reading of its algorithm when v's parameter
+// "reconfigure" is "any" (the model's default reading first), else v.
+func (v Variant) Readings() []Variant {
+	full, err := v.Complete()
+	if err != nil || full.Params[ReconfigureParam] != ReadingAny {
+		return []Variant{v}
+	}
+	var out []Variant
+	for _, r := range full.alg.Readings {
+		p := maps.Clone(full.Params)
+		p[ReconfigureParam] = r.Name
+		out = append(out, Variant{Name: full.Name, Params: p, alg: full.alg})
+	}
+	return out
+}
+
+// Reading is the reading of a change of configuration v pins, "" for
+// every reading (or an algorithm with one).
+func (v Variant) Reading() string {
+	if r := v.Params[ReconfigureParam]; r != ReadingAny {
+		return r
+	}
+	return ""
 }
 
 // IsSlidingLog reports whether v is the contract's own sliding log.

@@ -173,7 +173,7 @@ func TestRaisedLimitTellsTheFirstHitGroupApart(t *testing.T) {
 		p := profile(t, spec, 2, time.Minute)
 		allowed[spec] = 0
 		answers(p, "u", 0, 0, 0)
-		require.NoError(t, p.Configure(5, time.Minute))
+		require.NoError(t, p.Configure(time.UnixMilli(0), 5, time.Minute))
 		for _, ok := range answers(p, "u", 0, 0, 0, 0) {
 			if ok {
 				allowed[spec]++

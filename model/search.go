@@ -97,7 +97,7 @@ func (s *searchOracle) judge(op TimedOp) (Judgement, string) {
 			s.n, s.w = op.Limit, op.Window
 			for _, su := range s.users {
 				for _, c := range su.states {
-					c.p.Configure(op.Limit, op.Window)
+					c.p.Configure(op.Lo, op.Limit, op.Window)
 				}
 			}
 		}

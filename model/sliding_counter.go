@@ -200,7 +200,7 @@ func (s *slidingCounter) Reset(user string) error {
 }
 
 // Configure implements [Profile]: counts are kept, windows laid out anew.
-func (s *slidingCounter) Configure(n int, w time.Duration) error {
+func (s *slidingCounter) Configure(_ time.Time, n int, w time.Duration) error {
 	if err := contract.ValidateConfig(n, w); err != nil {
 		return err
 	}

@@ -199,7 +199,7 @@ func (b *tokenBucket) Reset(user string) error {
 
 // Configure implements [Profile]: tokens are kept; later refills use the
 // new rate and capacity.
-func (b *tokenBucket) Configure(n int, w time.Duration) error {
+func (b *tokenBucket) Configure(_ time.Time, n int, w time.Duration) error {
 	if err := contract.ValidateConfig(n, w); err != nil {
 		return err
 	}

@@ -96,7 +96,7 @@ func TestCompactMatchesTheModelAndTheZSET(t *testing.T) {
 			}
 			require.NoError(t, c.Configure(ctx, limit, window))
 			require.NoError(t, z.Configure(ctx, limit, window))
-			require.NoError(t, m.Configure(limit, window))
+			require.NoError(t, m.Configure(now, limit, window))
 		case r < 74:
 			require.NoError(t, c.Reset(ctx, u))
 			require.NoError(t, z.Reset(ctx, u))

@@ -203,7 +203,7 @@ func TestDecisionMatchesTheModel(t *testing.T) {
 		clk.Advance(time.Second)
 	}
 	require.NoError(t, l.Configure(ctx, 1, 10*time.Second))
-	m.Configure(1, 10*time.Second)
+	m.Configure(clk.Now(), 1, 10*time.Second)
 	check("after lowering the limit")
 	clk.Advance(8 * time.Second)
 	check("after 8s more")

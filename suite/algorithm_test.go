@@ -142,7 +142,7 @@ func (t *toyWindow) Reset(user string) error {
 	return nil
 }
 
-func (t *toyWindow) Configure(n int, w time.Duration) error {
+func (t *toyWindow) Configure(_ time.Time, n int, w time.Duration) error {
 	if err := contract.ValidateConfig(n, w); err != nil {
 		return err
 	}

@@ -83,7 +83,7 @@ func (r racyProfile) Reset(_ context.Context, u string) error {
 func (r racyProfile) Configure(_ context.Context, n int, w time.Duration) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.p.Configure(n, w)
+	return r.p.Configure(r.clock.Now(), n, w)
 }
 
 // The linearizability check under a profile can fail: a check-then-add

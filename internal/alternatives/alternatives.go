@@ -22,7 +22,7 @@ type Algorithm interface {
 	Allow(now time.Time, user string) (bool, error)
 	Remaining(now time.Time, user string) (int, error)
 	Reset(user string) error
-	Configure(maxRequests int, window time.Duration) error
+	Configure(now time.Time, maxRequests int, window time.Duration) error
 }
 
 // Alternative is an algorithm a failing history may show, with what to
@@ -230,4 +230,4 @@ func (l *logVariant) Remaining(now time.Time, user string) (int, error) {
 
 func (l *logVariant) Reset(user string) error { delete(l.logs, user); return nil }
 
-func (l *logVariant) Configure(n int, w time.Duration) error { l.n, l.w = n, w; return nil }
+func (l *logVariant) Configure(_ time.Time, n int, w time.Duration) error { l.n, l.w = n, w; return nil }

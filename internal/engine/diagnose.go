@@ -239,7 +239,7 @@ func replayPerInstance(fresh func() alternatives.Algorithm, ops []TraceOp) (ok, 
 		if logs[i] == nil {
 			logs[i] = fresh()
 			for _, c := range configured {
-				logs[i].Configure(c.N, c.W)
+				logs[i].Configure(c.At, c.N, c.W)
 			}
 		}
 		return logs[i]
@@ -249,7 +249,7 @@ func replayPerInstance(fresh func() alternatives.Algorithm, ops []TraceOp) (ok, 
 		case op.Kind == model.OpConfigure:
 			configured = append(configured, op)
 			for _, a := range logs {
-				a.Configure(op.N, op.W)
+				a.Configure(op.At, op.N, op.W)
 			}
 		case op.Kind == model.OpReset: // Reset reached instance 0: the others keep their logs
 			of(0).Reset(op.User)
@@ -282,7 +282,7 @@ func step(op TraceOp, of func(int) alternatives.Algorithm, varies bool) bool {
 		of(0).Reset(op.User)
 		return true
 	case model.OpConfigure:
-		of(0).Configure(op.N, op.W)
+		of(0).Configure(op.At, op.N, op.W)
 		return true
 	case model.OpBurst:
 		allowed := 0

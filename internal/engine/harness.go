@@ -612,11 +612,12 @@ func (h *Harness) configure(n int, w time.Duration, graded bool) {
 		}
 	}
 	h.Record(0, now, op, "ok")
-	if err := h.profileModel.Configure(n, w); err != nil {
+	if err := h.profileModel.Configure(now, n, w); err != nil {
 		panic(fmt.Sprintf("rlconform: spec %s configures invalid values (a bug of the catalogue): %v", h.spec.ID, err))
 	}
 	if h.oracle != nil {
-		h.oracle.Judge(model.TimedOp{Kind: model.OpConfigure, Limit: n, Window: w})
+		// Every instance took it between now and its last answer.
+		h.oracle.Judge(model.TimedOp{Kind: model.OpConfigure, Limit: n, Window: w, Lo: now, Hi: h.Now()})
 	}
 	h.trace = append(h.trace, TraceOp{At: now, Kind: model.OpConfigure, N: n, W: w})
 }

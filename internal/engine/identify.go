@@ -495,9 +495,9 @@ func replayProbe(c model.Variant, p probe, remaining, fresh bool) (*result.Ruled
 			case fresh:
 				oracle, _ = model.NewOracle(c, op.N, op.W)
 			case exact != nil:
-				exact.Configure(op.N, op.W)
+				exact.Configure(op.At, op.N, op.W)
 			default:
-				oracle.Judge(model.TimedOp{Kind: model.OpConfigure, Limit: op.N, Window: op.W})
+				oracle.Judge(model.TimedOp{Kind: model.OpConfigure, Limit: op.N, Window: op.W, Lo: op.At, Hi: op.At})
 			}
 			continue
 		case model.OpReset:

@@ -185,7 +185,7 @@ func (s *sim) apply(o dop) {
 		s.m.Reset("u" + strconv.Itoa(o.user))
 		s.allowed[o.user] = nil
 	case model.OpConfigure:
-		s.m.Configure(o.n, o.w)
+		s.m.Configure(s.now, o.n, o.w)
 	case model.OpAdvance:
 		s.now = s.now.Add(o.advance)
 	}
@@ -254,7 +254,7 @@ func replay(h *engine.Harness, ops []dop, tag string, record bool) (int, string)
 			err = lim.Reset(h.Context(), users[o.user])
 			got, want = "ok", "ok"
 		case model.OpConfigure:
-			m.Configure(o.n, o.w)
+			m.Configure(now, o.n, o.w)
 			err = configureAll(h, o.n, o.w)
 			got, want = "ok", "ok"
 		case model.OpAdvance:
