@@ -230,4 +230,7 @@ func (l *logVariant) Remaining(now time.Time, user string) (int, error) {
 
 func (l *logVariant) Reset(user string) error { delete(l.logs, user); return nil }
 
-func (l *logVariant) Configure(_ time.Time, n int, w time.Duration) error { l.n, l.w = n, w; return nil }
+func (l *logVariant) Configure(_ time.Time, n int, w time.Duration) error {
+	l.n, l.w = n, w
+	return nil
+}
