@@ -138,6 +138,11 @@ func listSpecs(args []string, stdout, stderr io.Writer) int {
 		}
 		return ExitConformant
 	}
+	profileSet := false
+	fs.Visit(func(f *flag.Flag) { profileSet = profileSet || f.Name == "profile" })
+	if profileSet {
+		describeProfile(stdout, *profile)
+	}
 	for _, s := range specs {
 		needs := strings.Join(s.Needs, ",")
 		if needs == "" {

@@ -160,16 +160,15 @@ func (v Variant) Complete() (Variant, error) {
 }
 
 // LimitChangeGraded reports whether the algorithm says how a user's state
-// reads after the limit changes ([Algorithm.GradesLimitChange]): the
-// sliding log, fixed windows and the weighted counter keep their entries
-// or counts and compare them with the new N. A bucket's tokens or a
-// GCRA's arrival time may be settled at the old rate up to the change,
-// or refilled at the new rate from the last decision: both are honest, so
-// GCRA and token buckets are graded on users whose history began under
-// the limit in force.
+// reads after the limit changes: it states one reading
+// ([Algorithm.GradesLimitChange]: the sliding log keeps its entries and
+// compares them with the new N), or names every honest reading
+// ([Algorithm.Readings]), and a limiter must follow one of them. When
+// neither, specs grade users whose history began under the limit in
+// force.
 func (v Variant) LimitChangeGraded() bool {
 	alg := v.Algorithm()
-	return alg != nil && alg.GradesLimitChange
+	return alg != nil && (alg.GradesLimitChange || len(alg.Readings) > 1)
 }
 
 // Readings are the variants v is graded as after a change of

@@ -42,10 +42,14 @@ type searchUser struct {
 
 // cand is one state the user may be in, after instants no earlier than low.
 type cand struct {
-	p   Replayable
-	low int64
-	n   int // bursts: how many were allowed so far
+	p       Replayable
+	low     int64
+	n       int // bursts: how many were allowed so far
+	reading int // the index of p's reading of a change, in spec.Readings()
 }
+
+// key identifies c's state among the user's: its reading and StateKey.
+func (c cand) key(user string) string { return strconv.Itoa(c.reading) + "/" + c.p.StateKey(user) }
 
 // millis is the span of whole milliseconds an interval stands for. A
 // profile's model decides at whole milliseconds, so a limiter that
@@ -70,16 +74,57 @@ func (s *searchOracle) Window() time.Duration { return s.w }
 func (s *searchOracle) user(u string) *searchUser {
 	su := s.users[u]
 	if su == nil {
-		su = &searchUser{states: []cand{{p: s.fresh(), low: -1 << 62}}}
+		su = &searchUser{states: s.fresh(-1 << 62)}
 		s.users[u] = su
 	}
 	return su
 }
 
-// fresh is the profile's model with no history.
-func (s *searchOracle) fresh() Replayable {
-	p, _ := s.spec.New(s.n, s.w) // validated by newSearch
-	return p
+// fresh is the profile's model with no history, once per reading of a
+// change of configuration, after instants no earlier than low.
+func (s *searchOracle) fresh(low int64) []cand {
+	var out []cand
+	for i, v := range s.spec.Readings() {
+		p, _ := v.New(s.n, s.w) // validated by newSearch
+		out = append(out, cand{p: p, low: low, reading: i})
+	}
+	return out
+}
+
+// configure applies a change of configuration to every state of every
+// user, at each whole millisecond of the change's interval (a reading may
+// settle a user's state at the instant of the change); a user whose
+// interval is too wide is undecided from then on.
+func (s *searchOracle) configure(op TimedOp) {
+	s.n, s.w = op.Limit, op.Window
+	lo, hi := s.millis(op.Lo, op.Hi)
+	for user, su := range s.users {
+		if su.off {
+			continue
+		}
+		if hi-lo > searchMaxWidth {
+			su.off = true
+			continue
+		}
+		next := map[string]cand{}
+		for _, c := range su.states {
+			for t := lo; t <= hi; t++ {
+				q := c.p.Clone().(Replayable)
+				q.Configure(time.UnixMilli(t), op.Limit, op.Window)
+				nc := cand{p: q, low: c.low, reading: c.reading}
+				if _, ok := next[nc.key(user)]; !ok {
+					next[nc.key(user)] = nc
+				}
+			}
+		}
+		su.states = su.states[:0]
+		for _, c := range next {
+			su.states = append(su.states, c)
+		}
+		if len(su.states) > searchMaxStates {
+			su.off = true
+		}
+	}
 }
 
 // Judge implements [Oracle].
@@ -94,24 +139,18 @@ func (s *searchOracle) Judge(op TimedOp) (Judgement, string, error) {
 func (s *searchOracle) judge(op TimedOp) (Judgement, string) {
 	if op.Kind == OpConfigure {
 		if err := contract.ValidateConfig(op.Limit, op.Window); err == nil {
-			s.n, s.w = op.Limit, op.Window
-			for _, su := range s.users {
-				for _, c := range su.states {
-					c.p.Configure(op.Lo, op.Limit, op.Window)
-				}
-			}
+			s.configure(op)
 		}
 		return Certain, ""
 	}
 	su := s.user(op.User)
 	lo, hi := s.millis(op.Lo, op.Hi)
 	if op.Kind == OpReset {
-		p := s.fresh()
 		low := int64(-1 << 62)
 		if len(su.states) > 0 {
 			low = max(lo, slices.MinFunc(su.states, func(a, b cand) int { return cmpInt(a.low, b.low) }).low)
 		}
-		s.users[op.User] = &searchUser{states: []cand{{p: p, low: low}}}
+		s.users[op.User] = &searchUser{states: s.fresh(low)}
 		return Certain, ""
 	}
 	if su.off {
@@ -146,9 +185,9 @@ func (s *searchOracle) judge(op TimedOp) (Judgement, string) {
 			if got != want {
 				continue
 			}
-			k := q.StateKey(op.User)
-			if old, ok := next[k]; !ok || t < old.low {
-				next[k] = cand{p: q, low: t}
+			nc := cand{p: q, low: t, reading: c.reading}
+			if old, ok := next[nc.key(op.User)]; !ok || t < old.low {
+				next[nc.key(op.User)] = nc
 			}
 		}
 	}
@@ -239,7 +278,7 @@ func (s *searchOracle) JudgeBurst(user string, lo, hi time.Time, sent, allowed i
 	}
 	cur := make([]cand, 0, len(su.states))
 	for _, c := range su.states {
-		cur = append(cur, cand{p: c.p, low: c.low})
+		cur = append(cur, cand{p: c.p, low: c.low, reading: c.reading})
 	}
 	budget := searchBudget
 	for range sent {
@@ -257,9 +296,10 @@ func (s *searchOracle) JudgeBurst(user string, lo, hi time.Time, sent, allowed i
 				if ok, _ := q.Allow(time.UnixMilli(t), user); ok {
 					n++
 				}
-				k := key{q.StateKey(user), n}
+				nc := cand{p: q, low: t, n: n, reading: c.reading}
+				k := key{nc.key(user), n}
 				if old, ok := next[k]; !ok || t < old.low {
-					next[k] = cand{p: q, low: t, n: n}
+					next[k] = nc
 				}
 			}
 		}
@@ -277,7 +317,7 @@ func (s *searchOracle) JudgeBurst(user string, lo, hi time.Time, sent, allowed i
 	for _, c := range cur {
 		least, most = min(least, c.n), max(most, c.n)
 		if c.n == allowed {
-			su.states = append(su.states, cand{p: c.p, low: c.low})
+			su.states = append(su.states, cand{p: c.p, low: c.low, reading: c.reading})
 		}
 	}
 	want := spanWord(least, most)

@@ -42,7 +42,7 @@ func (h *Harness) SetStart(t time.Time) { h.start = t }
 // Model is the profile the answers are checked against, on the fake clock
 // (a spec asks it what should happen; the checking methods keep it in
 // step with the target).
-func (h *Harness) Model() Model { return h.profileModel }
+func (h *Harness) Model() Model { return h.model() }
 
 // Oracle judges answers in real time, where instants are intervals (nil on
 // the fake clock).

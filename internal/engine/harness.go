@@ -34,8 +34,9 @@ type Harness struct {
 	env    Env
 	fake   *fakeclock.Fake // nil in real time
 	start  time.Time
-	// profileModel is the profile graded against, on the fake clock.
-	profileModel Model
+	// readings are the profile graded against, on the fake clock: its
+	// model once per reading of a change of configuration still followed.
+	readings *model.Readings
 	// oracle judges answers in real time, where instants are intervals;
 	// decided and undecided count its judgements.
 	oracle             model.Oracle
@@ -96,7 +97,7 @@ func (h *Harness) FailWith(f result.Failure, summary string) {
 		panic(*h.pending)
 	}
 	if h.failedUnder == "" {
-		h.failedUnder = h.profileModel.Describe()
+		h.failedUnder = h.model().Describe()
 	}
 	f.Summary = firstLine(summary)
 	panic(failure{msg: h.Report(summary), f: f})
@@ -110,7 +111,7 @@ func (h *Harness) diverge(f result.Failure, summary string) {
 	if h.pending != nil {
 		return
 	}
-	h.failedUnder = h.profileModel.Describe()
+	h.failedUnder = h.model().Describe()
 	f.Summary = firstLine(summary)
 	h.pending = &failure{msg: h.Report(summary), f: f}
 }
@@ -188,7 +189,7 @@ func (h *Harness) divergef(format string, args ...any) {
 func (h *Harness) Report(msg string) string {
 	var b strings.Builder
 	b.WriteString(strings.TrimRight(msg, "\n"))
-	fmt.Fprintf(&b, "\n  limit %d, window %v; user ids carry the spec's tag %q", h.profileModel.Limit(), h.profileModel.Window(), h.tag)
+	fmt.Fprintf(&b, "\n  limit %d, window %v; user ids carry the spec's tag %q", h.model().Limit(), h.model().Window(), h.tag)
 	if h.fake != nil {
 		b.WriteString("\n  timeline (fake clock, ms since the spec's start):\n")
 	} else {
@@ -199,8 +200,8 @@ func (h *Harness) Report(msg string) string {
 }
 
 // N is the limit in force; W the window.
-func (h *Harness) N() int           { return h.profileModel.Limit() }
-func (h *Harness) W() time.Duration { return h.profileModel.Window() }
+func (h *Harness) N() int           { return h.model().Limit() }
+func (h *Harness) W() time.Duration { return h.model().Window() }
 
 // User returns the id this spec uses for name: name behind the spec's tag,
 // so that specs sharing one limiter never share a user.
@@ -381,12 +382,12 @@ func (h *Harness) instance(i int) (contract.RateLimiterContract, error) {
 		}
 		lim = guarded{lim, &h.calls}
 		if h.target.Capabilities.Configure {
-			if err := lim.Configure(h.ctx, h.profileModel.Limit(), h.profileModel.Window()); err != nil {
-				h.run.noteRefusal(h.profileModel.Limit(), h.profileModel.Window(), err)
-				if refusedChoice(h.profileModel.Limit(), h.profileModel.Window(), err) {
-					return nil, fmt.Errorf("%w: Configure(%d, %v) on new instance %d: %w", errChoiceRefused, h.profileModel.Limit(), h.profileModel.Window(), n, err)
+			if err := lim.Configure(h.ctx, h.model().Limit(), h.model().Window()); err != nil {
+				h.run.noteRefusal(h.model().Limit(), h.model().Window(), err)
+				if refusedChoice(h.model().Limit(), h.model().Window(), err) {
+					return nil, fmt.Errorf("%w: Configure(%d, %v) on new instance %d: %w", errChoiceRefused, h.model().Limit(), h.model().Window(), n, err)
 				}
-				return nil, fmt.Errorf("Configure(%d, %v) on new instance %d: %w", h.profileModel.Limit(), h.profileModel.Window(), n, err)
+				return nil, fmt.Errorf("Configure(%d, %v) on new instance %d: %w", h.model().Limit(), h.model().Window(), n, err)
 			}
 		}
 		h.instances = append(h.instances, lim)
@@ -436,7 +437,7 @@ func (h *Harness) Allow(user string) bool { return h.AllowOn(0, user) }
 // the model: the spec fails at the first answer the model would not give.
 func (h *Harness) AllowOn(i int, user string) bool {
 	got := h.checked(i, "AllowRequest", user,
-		func(now time.Time) string { ok, _ := h.profileModel.Allow(now, user); return AllowedWord(ok) },
+		func(m Model, now time.Time) string { ok, _ := m.Allow(now, user); return AllowedWord(ok) },
 		func(lim contract.RateLimiterContract) (string, error) {
 			ok, sent, err := AllowSent(h.ctx, lim, user)
 			h.sentAt = sent
@@ -469,7 +470,7 @@ func (h *Harness) Remaining(user string) int { return h.RemainingOn(0, user) }
 // RemainingOn sends GetRemainingRequests(user) to instance i and checks it.
 func (h *Harness) RemainingOn(i int, user string) int {
 	got := h.checked(i, "GetRemainingRequests", user,
-		func(now time.Time) string { n, _ := h.profileModel.Remaining(now, user); return strconv.Itoa(n) },
+		func(m Model, now time.Time) string { n, _ := m.Remaining(now, user); return strconv.Itoa(n) },
 		func(lim contract.RateLimiterContract) (string, error) {
 			n, err := lim.GetRemainingRequests(h.ctx, user)
 			return strconv.Itoa(n), err
@@ -482,14 +483,15 @@ func (h *Harness) RemainingOn(i int, user string) int {
 // model answers first (want), then the target (call). The spec fails at an
 // error, or at an answer the model would not give, explaining what the model
 // counted.
-func (h *Harness) checked(i int, name, user string, want func(time.Time) string, call func(contract.RateLimiterContract) (string, error)) string {
+func (h *Harness) checked(i int, name, user string, want func(Model, time.Time) string, call func(contract.RateLimiterContract) (string, error)) string {
 	if h.fake == nil {
 		return h.checkedRealTime(i, name, user, call)
 	}
 	lim := h.Instance(i)
 	now := h.Now()
-	before := h.profileModel.Explain(now, h.start, user)
-	w := want(now)
+	before := h.readings.Primary().Explain(now, h.start, user)
+	wants := h.readings.Answers(func(m model.Replayable) string { return want(m, now) })
+	w, differ := wants[0], h.readings.Disagree(wants)
 	got, err := call(lim)
 	op := name + "(" + h.Short(user) + ")"
 	if err != nil {
@@ -498,8 +500,8 @@ func (h *Harness) checked(i int, name, user string, want func(time.Time) string,
 	}
 	h.Record(i, now, op, got)
 	h.trace = append(h.trace, TraceOp{At: now, inst: i, Kind: kindOf(name), User: user, Got: got})
-	if got != w {
-		h.FailStep(i, now, op, got, w, strings.ReplaceAll(before, user, h.Short(user)), nil)
+	if !h.readings.Keep(wants, got) {
+		h.FailStep(i, now, op, got, w, strings.ReplaceAll(before+differ, user, h.Short(user)), nil)
 	}
 	h.decided++
 	return got
@@ -577,7 +579,7 @@ func (h *Harness) Reset(user string) {
 		}
 	}
 	h.Record(0, now, op, "ok")
-	h.profileModel.Reset(user)
+	h.readings.Each(func(m model.Replayable) { m.Reset(user) })
 	h.trace = append(h.trace, TraceOp{At: now, Kind: model.OpReset, User: user})
 }
 
@@ -612,9 +614,11 @@ func (h *Harness) configure(n int, w time.Duration, graded bool) {
 		}
 	}
 	h.Record(0, now, op, "ok")
-	if err := h.profileModel.Configure(now, n, w); err != nil {
-		panic(fmt.Sprintf("rlconform: spec %s configures invalid values (a bug of the catalogue): %v", h.spec.ID, err))
-	}
+	h.readings.Each(func(m model.Replayable) {
+		if err := m.Configure(now, n, w); err != nil {
+			panic(fmt.Sprintf("rlconform: spec %s configures invalid values (a bug of the catalogue): %v", h.spec.ID, err))
+		}
+	})
 	if h.oracle != nil {
 		// Every instance took it between now and its last answer.
 		h.oracle.Judge(model.TimedOp{Kind: model.OpConfigure, Limit: n, Window: w, Lo: now, Hi: h.Now()})
@@ -698,13 +702,17 @@ func (h *Harness) CheckBurst(users []string, perUser, goroutines int, instances 
 		return
 	}
 	now := h.Now()
-	want := map[string]int{}
+	wants := map[string][]string{} // each reading's count of allowed, per user
 	for _, u := range users {
-		for range perUser { // at one instant, the model's answers in any order
-			if ok, _ := h.profileModel.Allow(now, u); ok {
-				want[u]++
+		wants[u] = h.readings.Answers(func(m model.Replayable) string {
+			allowed := 0
+			for range perUser { // at one instant, the model's answers in any order
+				if ok, _ := m.Allow(now, u); ok {
+					allowed++
+				}
 			}
-		}
+			return strconv.Itoa(allowed)
+		})
 	}
 	out := h.sendBurst(users, perUser, goroutines, instances)
 	for ui, u := range users {
@@ -714,12 +722,22 @@ func (h *Harness) CheckBurst(users []string, perUser, goroutines int, instances 
 	}
 	for _, u := range users {
 		o := out[u]
+		want, _ := strconv.Atoi(wants[u][0])
+		switch {
+		case len(o.Errors) > 0: // the most any reading allows bounds what was
+			for _, a := range wants[u] {
+				n, _ := strconv.Atoi(a)
+				want = max(want, n)
+			}
+		case h.readings.Keep(wants[u], strconv.Itoa(o.Allowed)):
+			want = o.Allowed // a reading still followed allows as many
+		}
 		if first, n := NoAnswers(o.Errors); n > 0 {
 			// Each unanswered call may have been allowed or not: more
 			// allowed than the model allows is proven anyway.
-			if o.Allowed > want[u] {
+			if o.Allowed > want {
 				h.divergef("at %s: %d goroutines sent %d AllowRequest(%s) with the clock standing still: %d allowed (and %d without an answer), want at most %d (what %s allows at this instant): two requests passed the same check",
-					FmtOffset(now.Sub(h.start)), goroutines, perUser, h.Short(u), o.Allowed, n, want[u], h.ProfileName())
+					FmtOffset(now.Sub(h.start)), goroutines, perUser, h.Short(u), o.Allowed, n, want, h.ProfileName())
 				panic(*h.pending)
 			}
 			h.NoAnswer(fmt.Sprintf("at %s: %d of %d concurrent AllowRequest(%s)", FmtOffset(now.Sub(h.start)), n, perUser, h.Short(u)), first)
@@ -729,16 +747,20 @@ func (h *Harness) CheckBurst(users []string, perUser, goroutines int, instances 
 				FmtOffset(now.Sub(h.start)), len(o.Errors), perUser, h.Short(u), o.Errors[0])
 		}
 		h.decided++
-		if o.Allowed != want[u] && h.pending == nil {
+		if o.Allowed != want && h.pending == nil {
 			h.divergef("at %s: %d goroutines on %d instance(s) sent %d AllowRequest(%s) with the clock standing still: "+
 				"%d allowed, want exactly %d (what %s allows at this instant); "+
 				"more means two requests passed the same check (a race, or instances not sharing one limit), "+
 				"fewer means allowed requests were lost",
 				FmtOffset(now.Sub(h.start)), goroutines, len(instances), perUser, h.Short(u),
-				o.Allowed, want[u], h.ProfileName())
+				o.Allowed, want, h.ProfileName())
 		}
 	}
 }
+
+// model is the profile's model: the first reading of a change of
+// configuration the target's answers still follow.
+func (h *Harness) model() Model { return h.readings.Primary() }
 
 // ProfileName names the model answers are graded against.
 func (h *Harness) ProfileName() string {
@@ -761,7 +783,7 @@ func (h *Harness) hint() string {
 	}
 	under := h.failedUnder
 	if under == "" {
-		under = h.profileModel.Describe()
+		under = h.model().Describe()
 	}
 	return fmt.Sprintf("the limiter answered otherwise than %s (docs/profiles.md, profile %s): replay the timeline above against its rules", under, h.run.profile.Name)
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"maps"
 	"fmt"
 	"slices"
 	"strconv"
@@ -369,7 +370,7 @@ func candidates(set *model.Algorithms, n, burst int) ([]model.Variant, error) {
 			if err != nil {
 				return nil, fmt.Errorf("identify: algorithm %s names a candidate it cannot parse: %w", alg.Name, err)
 			}
-			out = append(out, v)
+			out = append(out, v.Readings()...) // each reading of a change: identify names the one seen
 		}
 	}
 	return out, nil
@@ -389,10 +390,13 @@ func candidates(set *model.Algorithms, n, burst int) ([]model.Variant, error) {
 // changes nothing either.
 func sameDecisions(a, b model.Variant, n int, queries, oneGrid bool) bool {
 	key := func(v model.Variant) string {
+		// The readings of a change differ only across one.
+		p := maps.Clone(v.Params)
+		delete(p, model.ReconfigureParam)
 		if alg := v.Algorithm(); alg != nil && alg.Alike != nil {
-			return alg.Alike(v.Params, n, queries, oneGrid)
+			return alg.Alike(p, n, queries, oneGrid)
 		}
-		return v.String()
+		return model.Variant{Name: v.Name, Params: p}.String()
 	}
 	return key(a) == key(b)
 }

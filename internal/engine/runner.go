@@ -428,7 +428,7 @@ func (r *runner) newH(ctx context.Context, t Target, s *Spec) *Harness {
 		h.oracle, _ = model.NewOracle(r.profile, env.MaxRequests, env.Window)
 	}
 	h.env = env
-	h.profileModel, _ = newModel(r.profile, env.MaxRequests, env.Window)
+	h.readings, _ = model.NewReadings(r.profile, env.MaxRequests, env.Window)
 	sum := fnv.New64a()
 	sum.Write([]byte(s.ID))
 	h.seed = r.cfg.Seed
@@ -458,6 +458,9 @@ func (h *Harness) execute() (res result.Result) {
 		switch v := recover().(type) {
 		case nil:
 			res.Status, res.Message = result.Passed, h.passNote
+			if f := h.readings.Followed(); f != "" && h.fake != nil {
+				res.Message = strings.TrimPrefix(res.Message+"; "+f, "; ")
+			}
 			// What the answers say of the other algorithms a limiter may
 			// be: only a trace the graded profile gives in full says it.
 			if clues, graded := h.evidence(false); graded {

@@ -49,9 +49,11 @@ type Spec struct {
 	// LogOnly, when set, is why the spec grades the sliding log alone;
 	// rtLogOnly why it does without clock control.
 	LogOnly, RTLogOnly string
-	// LimitChange: the spec changes the limit under users with history,
-	// which some profiles leave to the implementation.
-	LimitChange bool
+	// Reconfigures: the spec changes the limit or the window under users
+	// with history: graded under a profile that states how a change reads
+	// (model.Variant.LimitChangeGraded), against every honest reading it
+	// names.
+	Reconfigures bool
 	// MinDecided is how many answers (or rounds) the spec must decide to
 	// pass: with fewer it is inconclusive, never passed. Specs that judge
 	// answers one by one decide each one on the fake clock; those whose
@@ -76,8 +78,8 @@ func (s *Spec) outside(p model.Variant, clock bool) string {
 		return ""
 	case s.LogOnly != "":
 		return fmt.Sprintf("not part of profile %s: %s", p.Name, s.LogOnly)
-	case s.LimitChange && !p.LimitChangeGraded():
-		return fmt.Sprintf("not part of profile %s: it changes the limit under users with history, and whether a bucket or arrival time is settled at the old rate up to the change or refilled at the new one differs between honest implementations", p.Name)
+	case s.Reconfigures && !p.LimitChangeGraded():
+		return fmt.Sprintf("not part of profile %s: it changes the configuration under users with history, and the profile states no reading of a change", p.Name)
 	case s.RTLogOnly != "" && !clock:
 		return fmt.Sprintf("not part of profile %s without clock control: %s", p.Name, s.RTLogOnly)
 	}
