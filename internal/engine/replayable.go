@@ -11,11 +11,6 @@ import (
 // replay and explain (model.Replayable).
 type Model = model.Replayable
 
-// newModel is spec's model with a configuration, as the engine drives it.
-func newModel(spec model.Variant, n int, w time.Duration) (Model, error) {
-	return spec.New(n, w)
-}
-
 // SlidingLogModel is the sliding log's model, whose entries the specs of
 // entries later than now and the differential read.
 type SlidingLogModel interface {
