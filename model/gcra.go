@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"maps"
 	"math/big"
 	"time"
 
@@ -20,11 +21,56 @@ import (
 // floor(((B-1)*T - (max(TAT,t) - t)) / T) + 1, or 0; a denied request may
 // retry at TAT - (B-1)*T, rounded up to the millisecond. Its decisions are
 // those of a token bucket of capacity B refilled continuously at N per W.
+//
+// A change of N or W at c reads a user's TAT as the reading says
+// ([gcraReadings]): kept (keep-tat), its excess drained at the new rate
+// from the last allowed request l (drain), settled as a bucket at c
+// (settle), or forgotten (fresh).
 type gcraModel struct {
-	burst int // 0: follow N
-	n     int
-	w     int64
-	tat   map[string]*big.Rat // ms
+	burst   int // 0: follow N
+	reading string
+	n       int
+	w       int64
+	users   map[string]gcraUser
+}
+
+// gcraUser is a user's state; values are never changed in place.
+type gcraUser struct {
+	tat *big.Rat // ms
+	// last is the instant of the latest allowed request, l (drain reads
+	// the excess from it).
+	last int64
+}
+
+// The readings of a change of configuration of GCRA, the model's first.
+const (
+	gcraKeepTAT = "keep-tat"
+	gcraDrain   = "drain"
+	gcraSettle  = "settle"
+	gcraFresh   = "fresh"
+)
+
+// gcraReadings are GCRA's honest readings of a change of N or W at c for a
+// user with history (docs/profiles.md, "A change of configuration").
+func gcraReadings() []Reading {
+	return []Reading{
+		{Name: gcraKeepTAT, Doc: "TAT is kept as an instant and read with the new T' = W'/N' and B'",
+			Seen: "go-redis/redis_rate (allowN: rate and burst are arguments of each call), throttled (GCRARateLimiterCtx)"},
+		{Name: gcraDrain, Doc: "the excess, in requests, is kept and drained at the new rate from the last allowed request l: TAT' = l + (TAT − l)·T'/T",
+			Seen: "nginx limit_req (excess and last kept across a reload, rate and burst from the new configuration)"},
+		{Name: gcraSettle, Doc: "a bucket settled at the change c: x = B − max(0, TAT − c)/T tokens at the old rate, min(x, B') kept: TAT' = c + (B' − min(x, B'))·T'",
+			Seen: "golang.org/x/time/rate (SetLimitAt, SetBurstAt)"},
+		{Name: gcraFresh, Doc: "every user is forgotten at a change",
+			Seen: "a store keyed on the rate; nginx limit_req when the zone's size changes"},
+	}
+}
+
+// readingOf is the reading New is given: "any" (or none) is the first.
+func readingOf(p map[string]string, first string) string {
+	if r := p[ReconfigureParam]; r != "" && r != ReadingAny {
+		return r
+	}
+	return first
 }
 
 // Describe implements [Profile].
@@ -55,8 +101,8 @@ func (g *gcraModel) t() *big.Rat { return big.NewRat(g.w, int64(g.n)) }
 func (g *gcraModel) slack(t int64, user string) (slack, from *big.Rat) {
 	now := new(big.Rat).SetInt64(t)
 	from = now
-	if tat, ok := g.tat[user]; ok && tat.Cmp(now) > 0 {
-		from = tat
+	if u, ok := g.users[user]; ok && u.tat.Cmp(now) > 0 {
+		from = u.tat
 	}
 	slack = new(big.Rat).Mul(big.NewRat(int64(g.b()-1), 1), g.t())
 	slack.Sub(slack, new(big.Rat).Sub(from, now))
@@ -68,14 +114,19 @@ func (g *gcraModel) Allow(now time.Time, user string) (bool, error) {
 	if err := contract.ValidateUserID(user); err != nil {
 		return false, err
 	}
-	slack, from := g.slack(now.UnixMilli(), user)
+	t := now.UnixMilli()
+	slack, from := g.slack(t, user)
 	if slack.Sign() < 0 {
 		return false, nil
 	}
-	if g.tat == nil {
-		g.tat = map[string]*big.Rat{}
+	if g.users == nil {
+		g.users = map[string]gcraUser{}
 	}
-	g.tat[user] = new(big.Rat).Add(from, g.t())
+	last := t
+	if u, ok := g.users[user]; ok {
+		last = max(last, u.last) // a clock stepped back does not move l back
+	}
+	g.users[user] = gcraUser{tat: new(big.Rat).Add(from, g.t()), last: last}
 	return true, nil
 }
 
@@ -105,11 +156,11 @@ func (g *gcraModel) RetryAfter(now time.Time, user string) time.Duration {
 
 // Lifetime implements [Profile]: until TAT.
 func (g *gcraModel) Lifetime(now time.Time, user string) time.Duration {
-	tat, ok := g.tat[user]
+	u, ok := g.users[user]
 	if !ok {
 		return 0
 	}
-	return ms(max(0, ceilRat(new(big.Rat).Sub(tat, new(big.Rat).SetInt64(now.UnixMilli())))))
+	return ms(max(0, ceilRat(new(big.Rat).Sub(u.tat, new(big.Rat).SetInt64(now.UnixMilli())))))
 }
 
 // ceilRat rounds r up to a whole number.
@@ -126,46 +177,99 @@ func (g *gcraModel) Reset(user string) error {
 	if err := contract.ValidateUserID(user); err != nil {
 		return err
 	}
-	delete(g.tat, user)
+	delete(g.users, user)
 	return nil
 }
 
-// Configure implements [Profile]: TAT is kept; T and B follow N and W.
-func (g *gcraModel) Configure(_ time.Time, n int, w time.Duration) error {
+// Configure implements [Profile]: T and B follow N and W; a change reads
+// each user's TAT as the model's reading says. The same N and W change
+// nothing.
+func (g *gcraModel) Configure(now time.Time, n int, w time.Duration) error {
 	if err := contract.ValidateConfig(n, w); err != nil {
 		return err
 	}
+	if n == g.n && w.Milliseconds() == g.w {
+		return nil
+	}
+	oldT, oldB := g.t(), g.b()
 	g.n, g.w = n, w.Milliseconds()
+	switch g.reading {
+	case gcraDrain:
+		g.drain(oldT)
+	case gcraSettle:
+		g.settle(now.UnixMilli(), oldT, oldB)
+	case gcraFresh:
+		g.users = nil
+	}
 	return nil
+}
+
+// drain keeps each user's excess, in requests, from its last allowed
+// request l and drains it at the new rate: TAT' = l + (TAT − l)·T'/T.
+func (g *gcraModel) drain(oldT *big.Rat) {
+	scale := new(big.Rat).Quo(g.t(), oldT)
+	for name, u := range g.users {
+		l := new(big.Rat).SetInt64(u.last)
+		tat := new(big.Rat).Sub(u.tat, l)
+		tat.Mul(tat, scale).Add(tat, l)
+		g.users[name] = gcraUser{tat: tat, last: u.last}
+	}
+}
+
+// settle reads each user as a bucket of oldB tokens refilled every oldT,
+// settled at c: x = B − max(0, TAT − c)/T tokens, of which min(x, B') are
+// kept, refilled at the new rate from c: TAT' = c + (B' − min(x, B'))·T'.
+func (g *gcraModel) settle(c int64, oldT *big.Rat, oldB int) {
+	at := new(big.Rat).SetInt64(c)
+	newB := big.NewRat(int64(g.b()), 1)
+	for name, u := range g.users {
+		debt := new(big.Rat).Sub(u.tat, at)
+		if debt.Sign() < 0 {
+			debt.SetInt64(0)
+		}
+		x := new(big.Rat).Sub(big.NewRat(int64(oldB), 1), debt.Quo(debt, oldT))
+		if x.Cmp(newB) > 0 {
+			x.Set(newB)
+		}
+		tat := new(big.Rat).Sub(newB, x)
+		tat.Mul(tat, g.t()).Add(tat, at)
+		g.users[name] = gcraUser{tat: tat, last: u.last}
+	}
 }
 
 // Explain implements [Profile].
 func (g *gcraModel) Explain(now, base time.Time, user string) string {
-	tat, ok := g.tat[user]
+	u, ok := g.users[user]
 	if !ok {
 		return fmt.Sprintf("%s is fresh: a burst of %d is allowed", user, g.b())
 	}
-	f, _ := tat.Float64()
-	return fmt.Sprintf("the theoretical arrival time of %s is %s (%s); a request is allowed while it is at most (B-1)×T = %d×%v after now",
-		user, offset(time.UnixMilli(int64(f)), base), tat.FloatString(3), g.b()-1, g.interval())
+	f, _ := u.tat.Float64()
+	s := fmt.Sprintf("the theoretical arrival time of %s is %s (%s); a request is allowed while it is at most (B-1)×T = %d×%v after now",
+		user, offset(time.UnixMilli(int64(f)), base), u.tat.FloatString(3), g.b()-1, g.interval())
+	if g.reading == gcraDrain {
+		s += fmt.Sprintf("; its last allowed request was at %s (a change of configuration drains its excess at the new rate from there)", offset(time.UnixMilli(u.last), base))
+	}
+	return s
 }
 
 // Clone implements [Profile].
 func (g *gcraModel) Clone() Profile {
 	c := *g
-	c.tat = make(map[string]*big.Rat, len(g.tat))
-	for u, r := range g.tat {
-		c.tat[u] = r // values are never changed in place
-	}
+	c.users = maps.Clone(g.users) // values are never changed in place
 	return &c
 }
 
-// StateKey implements [Profile].
+// StateKey implements [Profile]: TAT, and under drain the last allowed
+// request, from which a change drains the excess.
 func (g *gcraModel) StateKey(user string) string {
-	if tat, ok := g.tat[user]; ok {
-		return tat.RatString()
+	u, ok := g.users[user]
+	switch {
+	case !ok:
+		return ""
+	case g.reading == gcraDrain:
+		return u.tat.RatString() + "@" + fmt.Sprint(u.last)
 	}
-	return ""
+	return u.tat.RatString()
 }
 
 // gcraAlgorithm describes GCRA.
@@ -177,8 +281,9 @@ func gcraAlgorithm() Algorithm {
 			{"burst", "limit", nil, "the burst B: requests allowed at once from idle (limit: follow N)"},
 		},
 		New: func(p map[string]string, n int, w time.Duration) Replayable {
-			return &gcraModel{burst: fixedParam(p["burst"]), n: n, w: w.Milliseconds()}
+			return &gcraModel{burst: fixedParam(p["burst"]), reading: readingOf(p, gcraKeepTAT), n: n, w: w.Milliseconds()}
 		},
+		Readings: gcraReadings(),
 		Candidates: func(bursts []string) []string {
 			var list []string
 			for _, b := range bursts {

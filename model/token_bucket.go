@@ -40,8 +40,15 @@ import (
 // An allowed request writes; a denied one does not.
 //
 // Remaining is the whole tokens in the bucket at t.
+//
+// A change of N or W at c reads a user's bucket as the reading says
+// ([bucketReadings]): its tokens and last refill read with the new rate
+// and capacity (lazy), settled at c at the old rate and kept (settle) or
+// scaled to the new capacity (proportional), made full at c (reset), or
+// forgotten (fresh).
 type tokenBucket struct {
 	capacity int // 0: follow N
+	reading  string
 	interval bool
 	idle     bool // expire=idle
 	writes   bool // query=write
@@ -170,7 +177,9 @@ func (b *tokenBucket) RetryAfter(now time.Time, user string) time.Duration {
 }
 
 // Lifetime implements [Profile]: until the bucket is full again, or with
-// expire=idle until it is forgotten.
+// expire=idle until it is forgotten. A full interval bucket (one a write
+// made, or a change settled) keeps its anchor until its next refill
+// forgets it.
 func (b *tokenBucket) Lifetime(now time.Time, user string) time.Duration {
 	t := now.UnixMilli()
 	st, ok := b.users[user]
@@ -182,7 +191,7 @@ func (b *tokenBucket) Lifetime(now time.Time, user string) time.Duration {
 	}
 	missing := new(big.Rat).Sub(big.NewRat(b.c(), 1), st.tokens)
 	if b.interval {
-		k := ceilRat(missing.Quo(missing, big.NewRat(int64(b.n), 1)))
+		k := max(1, ceilRat(missing.Quo(missing, big.NewRat(int64(b.n), 1))))
 		return ms(max(0, st.last+k*b.w-t))
 	}
 	return ms(max(0, st.last+ceilRat(missing.Mul(missing, big.NewRat(b.w, int64(b.n))))-t))
@@ -197,14 +206,60 @@ func (b *tokenBucket) Reset(user string) error {
 	return nil
 }
 
-// Configure implements [Profile]: tokens are kept; later refills use the
-// new rate and capacity.
-func (b *tokenBucket) Configure(_ time.Time, n int, w time.Duration) error {
+// Configure implements [Profile]: later refills use the new rate and
+// capacity; a change reads each user's bucket as the model's reading says.
+// The same N and W change nothing.
+func (b *tokenBucket) Configure(now time.Time, n int, w time.Duration) error {
 	if err := contract.ValidateConfig(n, w); err != nil {
 		return err
 	}
+	if n == b.n && w.Milliseconds() == b.w {
+		return nil
+	}
+	c := now.UnixMilli()
+	var settled map[string]bucket
+	if b.reading == bucketSettle || b.reading == bucketProportional || b.reading == bucketReset {
+		// At c under the old rate and capacity; a bucket the store has
+		// forgotten by then is fresh.
+		settled = make(map[string]bucket, len(b.users))
+		for u := range b.users {
+			if st, ok := b.at(c, u); ok {
+				settled[u] = st
+			}
+		}
+	}
+	oldC := b.c()
 	b.n, b.w = n, w.Milliseconds()
+	switch b.reading {
+	case bucketFresh:
+		b.users = nil
+	case bucketSettle, bucketProportional, bucketReset:
+		b.users = nil
+		for u, st := range settled {
+			b.save(c, u, b.reread(c, st, oldC))
+		}
+	}
 	return nil
+}
+
+// reread is st, settled at c under capacity oldC, as the reading makes it
+// under the new configuration: min(x, C') (settle), x·C'/C
+// (proportional), or C' anchored at c (reset). Settled and proportional
+// buckets keep their last refill (interval: the last old edge at or before
+// c); the change saves each bucket at c.
+func (b *tokenBucket) reread(c int64, st bucket, oldC int64) bucket {
+	full := big.NewRat(b.c(), 1)
+	switch b.reading {
+	case bucketSettle:
+		if st.tokens.Cmp(full) > 0 {
+			st.tokens = full
+		}
+	case bucketProportional:
+		st.tokens = new(big.Rat).Mul(st.tokens, big.NewRat(b.c(), oldC))
+	default: // reset
+		st = bucket{tokens: full, last: c}
+	}
+	return st
 }
 
 // Explain implements [Profile].
@@ -212,6 +267,9 @@ func (b *tokenBucket) Explain(now, base time.Time, user string) string {
 	st, ok := b.at(now.UnixMilli(), user)
 	if !ok {
 		return fmt.Sprintf("%s has a full bucket of %d", user, b.c())
+	}
+	if b.interval {
+		return fmt.Sprintf("the bucket of %s holds %s of %d tokens (its refills fall every %v from %s)", user, st.tokens.FloatString(3), b.c(), ms(b.w), offset(time.UnixMilli(st.last), base))
 	}
 	return fmt.Sprintf("the bucket of %s holds %s of %d tokens (last refilled at %s)", user, st.tokens.FloatString(3), b.c(), offset(time.UnixMilli(st.last), base))
 }
@@ -250,8 +308,9 @@ func tokenBucketAlgorithm() Algorithm {
 			{"query", "read", []string{"read", "write"}, "read: a query of what remains changes nothing; write: it saves the bucket as an allowed request does, without a token (a user with none gets one at the query's instant)"},
 		},
 		New: func(p map[string]string, n int, w time.Duration) Replayable {
-			return &tokenBucket{capacity: fixedParam(p["capacity"]), interval: p["refill"] == "interval", idle: p["expire"] == "idle", writes: p["query"] == "write", n: n, w: w.Milliseconds()}
+			return &tokenBucket{capacity: fixedParam(p["capacity"]), reading: readingOf(p, bucketLazy), interval: p["refill"] == "interval", idle: p["expire"] == "idle", writes: p["query"] == "write", n: n, w: w.Milliseconds()}
 		},
+		Readings:           bucketReadings(),
 		SettledLimitChange: true,
 		Candidates: func(bursts []string) []string {
 			var list []string
@@ -270,9 +329,38 @@ func tokenBucketAlgorithm() Algorithm {
 	}
 }
 
+// The readings of a change of configuration of a token bucket, the
+// model's first.
+const (
+	bucketLazy         = "lazy"
+	bucketSettle       = "settle"
+	bucketProportional = "proportional"
+	bucketReset        = "reset"
+	bucketFresh        = "fresh"
+)
+
+// bucketReadings are a token bucket's honest readings of a change of N or
+// W at c for a user with history (docs/profiles.md, "A change of
+// configuration").
+func bucketReadings() []Reading {
+	return []Reading{
+		{Name: bucketLazy, Doc: "the stored tokens x and last refill l are read with the new rate and capacity: min(C', min(x, C') + (t − l)·N'/W') (interval: N' at each l + jW')",
+			Seen: "Spring Cloud Gateway (request_rate_limiter.lua), go-zero TokenLimiter (tokenscript.lua)"},
+		{Name: bucketSettle, Doc: "refilled at the old rate up to c, at most C: x_c; then min(x_c, C') refilled at the new rate from c (interval: old refills up to c, then N' at each g + jW' from the last old one g)",
+			Seen: "golang.org/x/time/rate (SetLimitAt, SetBurstAt), Bucket4j (replaceConfiguration, AS_IS)"},
+		{Name: bucketProportional, Doc: "settled at c as settle, then x_c·C'/C tokens",
+			Seen: "Bucket4j (replaceConfiguration, PROPORTIONALLY)"},
+		{Name: bucketReset, Doc: "full, C' tokens, at c, refills anchored at c",
+			Seen: "Bucket4j (replaceConfiguration, RESET), sethvargo/go-limiter (Store.Set)"},
+		{Name: bucketFresh, Doc: "every user is forgotten at a change: a new bucket at its next request",
+			Seen: "a store keyed on the rate (python limits), a new sethvargo/go-limiter store"},
+	}
+}
+
 // tokenBucketAlike keys a token bucket's decisions (see [Algorithm.Alike]).
 func tokenBucketAlike(p map[string]string, n int, queries, _ bool) string {
 	p = maps.Clone(p)
+	delete(p, ReconfigureParam) // the readings decide alike while the configuration stays
 	if !queries {
 		p["query"] = "read"
 	}
