@@ -44,11 +44,6 @@ type Algorithm struct {
 	// default) grades against every reading, a reading's name pins it;
 	// New is given the reading to model ("any" means the first).
 	Readings []Reading
-	// SettledLimitChange says that a change of the limit alone, on the
-	// fake clock, at the very instant of each user's last operation,
-	// reads alike in every honest implementation (nothing had time to
-	// refill at either rate), though GradesLimitChange is false.
-	SettledLimitChange bool
 	// Candidates are the parameter sets identify tries, each as
 	// "key=value,...", given the bursts worth trying ("limit", and the
 	// burst a probe saw when it differs).

@@ -310,8 +310,7 @@ func tokenBucketAlgorithm() Algorithm {
 		New: func(p map[string]string, n int, w time.Duration) Replayable {
 			return &tokenBucket{capacity: fixedParam(p["capacity"]), reading: readingOf(p, bucketLazy), interval: p["refill"] == "interval", idle: p["expire"] == "idle", writes: p["query"] == "write", n: n, w: w.Milliseconds()}
 		},
-		Readings:           bucketReadings(),
-		SettledLimitChange: true,
+		Readings: bucketReadings(),
 		Candidates: func(bursts []string) []string {
 			var list []string
 			for _, b := range bursts {

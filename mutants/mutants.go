@@ -55,7 +55,7 @@ type Mutant struct {
 
 // All lists every mutant.
 func All() []Mutant {
-	return []Mutant{
+	return append([]Mutant{
 		{Name: "fixed-window-epoch", Breaks: "windows are fixed and aligned to the epoch", CaughtBy: []string{"strict/boundary-burst-epoch"}, NeedsRedis: true, New: FixedWindowEpoch},
 		{Name: "fixed-window-first", Breaks: "a fixed window opens at the user's first request", CaughtBy: []string{"strict/boundary-burst-first"}, NeedsRedis: true, New: FixedWindowFirstRequest},
 		{Name: "two-window-approx", Breaks: "the two-window counter approximates the log", CaughtBy: []string{"strict/boundary-burst-epoch"}, NeedsRedis: true, New: TwoWindowApprox},
@@ -110,7 +110,7 @@ func All() []Mutant {
 			CaughtBy: []string{"strict/boundary-burst-first", "strict/differential"}, NeedsRedis: true, New: TokenBucketOverCapacity, Profile: bucketProfile},
 		{Name: "sc-weight-wrong-window", Breaks: "the two-window counter weights the previous count by the part of the current window gone",
 			CaughtBy: []string{"strict/boundary-burst-epoch", "strict/differential"}, NeedsRedis: true, New: SlidingCounterWrongWindow, Profile: counterProfile},
-	}
+	}, reconfigureMutants()...)
 }
 
 // NotInRealTime lists the mutants that grading without clock control

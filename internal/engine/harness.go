@@ -489,9 +489,9 @@ func (h *Harness) checked(i int, name, user string, want func(Model, time.Time) 
 	}
 	lim := h.Instance(i)
 	now := h.Now()
-	before := h.readings.Primary().Explain(now, h.start, user)
-	wants := h.readings.Answers(func(m model.Replayable) string { return want(m, now) })
-	w, differ := wants[0], h.readings.Disagree(wants)
+	before := h.readings.For(user).Explain(now, h.start, user)
+	wants := h.readings.Answers(user, func(m model.Replayable) string { return want(m, now) })
+	w, differ := wants[0], h.readings.Disagree(user, wants)
 	got, err := call(lim)
 	op := name + "(" + h.Short(user) + ")"
 	if err != nil {
@@ -500,7 +500,7 @@ func (h *Harness) checked(i int, name, user string, want func(Model, time.Time) 
 	}
 	h.Record(i, now, op, got)
 	h.trace = append(h.trace, TraceOp{At: now, inst: i, Kind: kindOf(name), User: user, Got: got})
-	if !h.readings.Keep(wants, got) {
+	if !h.readings.Keep(user, wants, got) {
 		h.FailStep(i, now, op, got, w, strings.ReplaceAll(before+differ, user, h.Short(user)), nil)
 	}
 	h.decided++
@@ -704,7 +704,7 @@ func (h *Harness) CheckBurst(users []string, perUser, goroutines int, instances 
 	now := h.Now()
 	wants := map[string][]string{} // each reading's count of allowed, per user
 	for _, u := range users {
-		wants[u] = h.readings.Answers(func(m model.Replayable) string {
+		wants[u] = h.readings.Answers(u, func(m model.Replayable) string {
 			allowed := 0
 			for range perUser { // at one instant, the model's answers in any order
 				if ok, _ := m.Allow(now, u); ok {
@@ -729,7 +729,7 @@ func (h *Harness) CheckBurst(users []string, perUser, goroutines int, instances 
 				n, _ := strconv.Atoi(a)
 				want = max(want, n)
 			}
-		case h.readings.Keep(wants[u], strconv.Itoa(o.Allowed)):
+		case h.readings.Keep(u, wants[u], strconv.Itoa(o.Allowed)):
 			want = o.Allowed // a reading still followed allows as many
 		}
 		if first, n := NoAnswers(o.Errors); n > 0 {

@@ -478,7 +478,7 @@ func boolInt(b bool) int {
 // every user's history forgotten.
 func replayProbe(c model.Variant, p probe, remaining, fresh bool) (*result.RuledOut, int) {
 	decided := 0
-	if !fresh && !c.LimitChangeGraded() && slices.ContainsFunc(p.trace[1:], func(o TraceOp) bool { return o.Kind == model.OpConfigure }) && !settledChange(c, p) {
+	if !fresh && !c.LimitChangeGraded() && slices.ContainsFunc(p.trace[1:], func(o TraceOp) bool { return o.Kind == model.OpConfigure }) {
 		return nil, 0 // a limit changed under a history: not evidence for this profile
 	}
 	var exact model.Profile
@@ -575,42 +575,6 @@ func replayProbe(c model.Variant, p probe, remaining, fresh bool) (*result.Ruled
 		}
 	}
 	return nil, decided
-}
-
-// settledChange reports whether every change of the configuration in p
-// reads alike in every honest implementation of c, though c does not say
-// in general how a user's state reads after the limit changes: for a
-// token bucket, a limit changed with the window kept, on the fake clock,
-// at the very instant of each user's last operation. Tokens settled at
-// the old rate up to the change and tokens refilled at the new rate from
-// the last decision are then the same tokens (no time passed to refill
-// at either rate), kept, and capped at the new capacity when read. A
-// GCRA's arrival time is not: read at the new rate it is other tokens.
-func settledChange(c model.Variant, p probe) bool {
-	if alg := c.Algorithm(); alg == nil || !alg.SettledLimitChange || p.realTime {
-		return false
-	}
-	last := map[string]time.Time{}
-	w := p.w
-	for i, op := range p.trace {
-		switch op.Kind {
-		case model.OpConfigure:
-			if i > 0 && op.W != w {
-				return false
-			}
-			w = op.W
-			for _, at := range last {
-				if !at.Equal(op.At) {
-					return false
-				}
-			}
-		case model.OpReset:
-			delete(last, op.User)
-		default:
-			last[op.User] = op.At
-		}
-	}
-	return true
 }
 
 // ruledOut is the evidence of step i: the answer, and the user's

@@ -162,6 +162,37 @@ func reconfigure(h *engine.Harness) {
 	}
 	h.Allow(v)
 	reconfigureWindow(h)
+	if !h.Profile().IsSlidingLog() {
+		reconfigureSettles(h)
+	}
+}
+
+// reconfigureSettles grades what every honest reading of a change agrees
+// on once a user's history from before it no longer matters: the new
+// limit and the new window, for that user too. (The readings differ on
+// what a change makes of the state it finds; none keeps the old limit or
+// window for a user with history, nor ignores a new window.) The log has
+// one reading, graded in full above.
+func reconfigureSettles(h *engine.Harness) {
+	g := h.Granularity()
+	short := max(g, (h.W() / 4).Truncate(g))
+	long := max(h.W(), 4*short)
+	z := h.User("z")
+	at := h.Phase(10 * long)
+	h.Configure(2, long)
+	h.Allow(z)
+	h.Allow(z)            // z has history under 2 per long
+	h.Configure(4, short) // raised, and a shorter window
+	// Within a few windows of either configuration every reading has
+	// forgotten z's history: z is as a fresh user under the new one.
+	h.At(at + 4*long)
+	for range 5 {
+		h.Allow(z) // 4 allowed, then denied: the new limit
+	}
+	h.At(at + 4*long + 2*short)
+	for range 5 {
+		h.Allow(z) // 4 again: windows, or refills, of the new length
+	}
 }
 
 // reconfigureWindow grades window changes: a lowered window frees entries

@@ -246,12 +246,12 @@ func replay(h *engine.Harness, ops []dop, tag string, record bool) (int, string)
 		var err error
 		switch o.kind {
 		case model.OpAllow:
-			wants = rs.Answers(func(m model.Replayable) string { ok, _ := m.Allow(now, users[o.user]); return engine.AllowedWord(ok) })
+			wants = rs.Answers(users[o.user], func(m model.Replayable) string { ok, _ := m.Allow(now, users[o.user]); return engine.AllowedWord(ok) })
 			var ok bool
 			ok, err = lim.AllowRequest(h.Context(), users[o.user])
 			got = engine.AllowedWord(ok)
 		case model.OpRemaining:
-			wants = rs.Answers(func(m model.Replayable) string { n, _ := m.Remaining(now, users[o.user]); return strconv.Itoa(n) })
+			wants = rs.Answers(users[o.user], func(m model.Replayable) string { n, _ := m.Remaining(now, users[o.user]); return strconv.Itoa(n) })
 			var n int
 			n, err = lim.GetRemainingRequests(h.Context(), users[o.user])
 			got = strconv.Itoa(n)
@@ -278,7 +278,7 @@ func replay(h *engine.Harness, ops []dop, tag string, record bool) (int, string)
 			t := engine.TraceOp{At: now, Kind: o.kind, User: users[o.user], Got: got, N: o.n, W: o.w}
 			h.AddTrace(t)
 		}
-		if want := wants[0]; err != nil || !rs.Keep(wants, got) {
+		if want := wants[0]; err != nil || !rs.Keep(users[o.user], wants, got) {
 			d := result.Failure{Kind: result.KindWrongAnswer, Step: step, At: now.Sub(base), Operation: o.String(), Got: got, Want: want}
 			if err != nil {
 				d.Kind = result.KindTargetError
