@@ -19,7 +19,7 @@ import (
 // after epochMs (a multiple of every window below: offsets are the grid's).
 type rstep struct {
 	at   int64
-	kind string // "allow", "left" (Remaining), "retry" (RetryAfter, ms), "configure"
+	kind string // "allow", "left" (Remaining), "retry" (RetryAfter, ms), "life" (Lifetime, ms), "configure"
 	n    int
 	w    int64
 	want int // allow: 1 allowed, 0 denied
@@ -33,6 +33,7 @@ func rAllow(at int64, ok bool) rstep {
 }
 func rLeft(at int64, n int) rstep          { return rstep{at: at, kind: "left", want: n} }
 func rRetry(at int64, d int) rstep         { return rstep{at: at, kind: "retry", want: d} }
+func rLife(at int64, d int) rstep          { return rstep{at: at, kind: "life", want: d} }
 func rConf(at int64, n int, w int64) rstep { return rstep{at: at, kind: "configure", n: n, w: w} }
 
 // reconfigureCase is a history of one variant across a Configure.
@@ -61,6 +62,8 @@ func runReconfigure(t *testing.T, cases []reconfigureCase) {
 					assert.Equal(t, s.want, got, "step %d: Remaining(+%d)", i, s.at)
 				case "retry":
 					assert.Equal(t, ms(int64(s.want)), p.RetryAfter(now, "u"), "step %d: RetryAfter(+%d)", i, s.at)
+				case "life":
+					assert.Equal(t, ms(int64(s.want)), p.Lifetime(now, "u"), "step %d: Lifetime(+%d)", i, s.at)
 				case "configure":
 					require.NoError(t, p.Configure(now, s.n, time.Duration(s.w)*time.Millisecond))
 				}
@@ -107,7 +110,7 @@ func TestFixedWindowRelay(t *testing.T) {
 			rAllow(3500, false), rLeft(4000, 2))},
 		// first-hit: the window opened at 100 becomes [100, 2100).
 		{"first-hit window raised", "fixed-window:align=first-hit,reconfigure=relay", 2, 1000, []rstep{
-			rAllow(100, true), rAllow(200, true), rConf(300, 2, 2000), rAllow(1500, false), rAllow(2100, true)}},
+			rAllow(100, true), rAllow(200, true), rConf(300, 2, 2000), rLife(300, 1800), rAllow(1500, false), rAllow(2100, true)}},
 		// first-grid anchored at 100: 100 + ⌊(t-100)/2000⌋·2000 = 100 for t < 2100: the count's window.
 		{"first-grid window raised", "fixed-window:align=first-grid,reconfigure=relay", 2, 1000, []rstep{
 			rAllow(100, true), rAllow(200, true), rConf(300, 2, 2000), rAllow(1500, false), rAllow(2100, true)}},
@@ -130,7 +133,7 @@ func TestFixedWindowFinish(t *testing.T) {
 			rAllow(1999, true), rAllow(1999, false), rRetry(1999, 1), rLeft(2000, 3))},
 		// W' = 2000: [2000, 3000) keeps its end: 1 until 2999; from 3000 the
 		// W'-window [2000, 4000) counts afresh (3 at 3100-3300), then [4000, 6000).
-		{"window raised", fw, 3, 1000, with(fixedPrefix2, rConf(2400, 3, 2000), rLeft(2450, 1), rLeft(2999, 1), rLeft(3000, 3),
+		{"window raised", fw, 3, 1000, with(fixedPrefix2, rConf(2400, 3, 2000), rLeft(2450, 1), rLife(2450, 550), rLeft(2999, 1), rLeft(3000, 3),
 			rAllow(3100, true), rAllow(3200, true), rAllow(3300, true), rAllow(3999, false), rAllow(4000, true))},
 		// N' = 2: 2 - 2 = 0 until the old end 3000 (550ms), then 2.
 		{"both", fw, 3, 1000, with(fixedPrefix2, rConf(2400, 2, 2000), rLeft(2450, 0), rRetry(2450, 550), rLeft(3000, 2))},
@@ -143,15 +146,22 @@ func TestFixedWindowFinish(t *testing.T) {
 			rAllow(100, true), rAllow(200, true), rConf(300, 2, 500), rAllow(1099, false), rAllow(1100, true),
 			rAllow(1599, true), rAllow(1599, false), rAllow(1600, true)}},
 		// first-grid: [100, 1100) keeps its end; the grid goes on from 1100
-		// with W': [1100, 3100), [3100, 5100).
+		// with W': [1100, 3100), [3100, 5100). Lifetime: 1100 + min(1000, 2000).
 		{"first-grid window raised", "fixed-window:align=first-grid,reconfigure=finish", 2, 1000, []rstep{
-			rAllow(100, true), rAllow(200, true), rConf(300, 2, 2000), rAllow(1099, false), rAllow(1500, true),
+			rAllow(100, true), rAllow(200, true), rConf(300, 2, 2000), rLife(300, 1800), rAllow(1099, false), rAllow(1500, true),
 			rAllow(1600, true), rAllow(3099, false), rAllow(3100, true)}},
 		// first-grid, idle: the old anchor expires at 1100 + min(1000, 2000)
 		// = 2100; 2150 anchors a new grid: [2150, 4150).
 		{"first-grid window raised, idle past the anchor", "fixed-window:align=first-grid,reconfigure=finish", 2, 1000, []rstep{
 			rAllow(100, true), rAllow(200, true), rConf(300, 2, 2000), rAllow(2150, true), rAllow(2200, true),
 			rAllow(3100, false), rAllow(4149, false), rAllow(4150, true)}},
+		// first-grid, two changes: under W = 500 the window [100, 1100) rolls
+		// into [1100, 1600) until 1100 + min(1000, 500) = 1600: at 1700 the
+		// user is as fresh, and stays so under W = 3000 (which would reach
+		// 1100 + min(1000, 3000) = 2100): 1800 anchors [1800, 4800).
+		{"first-grid, a user already fresh at the change", "fixed-window:align=first-grid,reconfigure=finish", 2, 1000, []rstep{
+			rAllow(100, true), rAllow(200, true), rConf(300, 2, 500), rLife(1599, 1), rConf(1700, 2, 3000),
+			rAllow(1800, true), rAllow(1900, true), rAllow(4200, false), rAllow(4800, true)}},
 		sameConfig(fw),
 	})
 }
@@ -232,7 +242,7 @@ func TestSlidingCounterIndex(t *testing.T) {
 		// - 2200 = 2100 → 2; at 4400 index 4 = j+1: (2, 0), 4400 - 2200 → 2;
 		// at 4950 e = 550: 4400 - 1100 = 3300 → 3; forgotten at a+(j+2)W' = 5500.
 		{"first-grid window raised", "sliding-counter:align=first-grid,reconfigure=index", 4, 1000, with(counterGridPrefix,
-			rConf(3200, 4, 1100), rLeft(3500, 2), rLeft(4300, 2), rLeft(4400, 2), rLeft(4950, 3), rLeft(5500, 4))},
+			rConf(3200, 4, 1100), rLeft(3500, 2), rLife(3500, 2000), rLeft(4300, 2), rLeft(4400, 2), rLeft(4950, 3), rLeft(5500, 4))},
 	}...))
 }
 
@@ -251,7 +261,7 @@ func TestSlidingCounterRebase(t *testing.T) {
 		// W' = 2000: at 2400 (2, 2), e = 400: 8000 - 3200 - 4000 = 800 → 1;
 		// at 3001: 8000 - 1998 - 4000 = 2002 → 2; at 4000 (2, 0) in [4000,
 		// 6000): 8000 - 4000 → 2; at 5000: 8000 - 2000 → 3; at 6000 fresh.
-		{"window raised", sc, 4, 1000, with(counterPrefix, rConf(2400, 4, 2000), rLeft(2400, 1), rLeft(3000, 1),
+		{"window raised", sc, 4, 1000, with(counterPrefix, rConf(2400, 4, 2000), rLeft(2400, 1), rLife(2400, 3600), rLeft(3000, 1),
 			rLeft(3001, 2), rLeft(4000, 2), rLeft(5000, 3), rLeft(6000, 4))},
 		// N' = 2, W' = 2000: at 2400 4000 - 3200 - 4000 < 0 → 0, none in this
 		// window (N' - cur = 0); in [4000, 6000) 2×(2000-e) < 2×2000 from e
@@ -263,6 +273,11 @@ func TestSlidingCounterRebase(t *testing.T) {
 		// e = 200: 4400 - 1800 = 2600 → 3 (index says 2); fresh at 5200.
 		{"first-grid window raised", "sliding-counter:align=first-grid,reconfigure=rebase", 4, 1000, with(counterGridPrefix,
 			rConf(3200, 4, 1100), rLeft(3500, 2), rLeft(4300, 3), rLeft(5199, 4), rLeft(5200, 4))},
+		// Two changes: under W = 500 the counts of s = 2000 live until s +
+		// 2×500 = 3000; at 3100 the user is as fresh and stays so under W =
+		// 2000 (which would keep (2, 2): d = 1100 < 2000, remaining 2).
+		{"a user already fresh at the change", sc, 4, 1000, with(counterPrefix, rConf(2400, 4, 500), rLife(2400, 600),
+			rConf(3100, 4, 2000), rLeft(3100, 4))},
 	}...))
 }
 
@@ -281,7 +296,7 @@ func TestSlidingCounterFinish(t *testing.T) {
 		// W' = 2000: at 2400 as above → 1; at 3000 (2, 0) in [3000, 5000):
 		// 8000 - 4000 → 2; at 3999: 8000 - 2×1001 = 5998 → 3; the old state
 		// expires at E + min(1000, 2000) = 4000: 4.
-		{"window raised, idle", sc, 4, 1000, with(counterPrefix, rConf(2400, 4, 2000), rLeft(2400, 1), rLeft(3000, 2),
+		{"window raised, idle", sc, 4, 1000, with(counterPrefix, rConf(2400, 4, 2000), rLeft(2400, 1), rLife(2400, 1600), rLeft(3000, 2), rLife(3000, 1000),
 			rLeft(3999, 3), rLeft(4000, 4))},
 		// Reached at 3500: 8000 - 2×1500 = 5000 > 0, allowed: (2, 1) in [3000,
 		// 5000); at 4500: 8000 - 1000 - 2000 = 5000 → 3; at 5000 (1, 0) in
@@ -297,6 +312,12 @@ func TestSlidingCounterFinish(t *testing.T) {
 		// at E + min(1000, 4000) = 4000: retry 1500ms.
 		{"expiry before the next window allows", sc, 4, 1000, []rstep{rAllow(2100, true), rAllow(2100, true), rAllow(2100, true),
 			rAllow(2100, true), rConf(2500, 1, 4000), rRetry(2500, 1500), rAllow(3999, false), rAllow(4000, true)}},
+		// Two changes: under W = 500, E = 3000, the counts live until E +
+		// min(1000, 500) = 3500; at 3600 the user is as fresh and stays so
+		// under W = 2000 (which would reach E + min(1000, 2000) = 4000 and
+		// weigh (2, 0) in [3000, 5000): 8000 - 2×1400 → 3).
+		{"a user already fresh at the change", sc, 4, 1000, with(counterPrefix, rConf(2400, 4, 500), rLife(3400, 100),
+			rConf(3600, 4, 2000), rLeft(3600, 4))},
 	}...))
 }
 
