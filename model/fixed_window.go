@@ -29,10 +29,14 @@ import (
 // (first-hit) or a grid (first-grid) at the query's instant, and a
 // first-grid user is forgotten a whole window after its last write.
 // Symfony RateLimiter's only query, consume(0), saves this way.
+//
+// reading is how a change of W or N reads a user's state
+// ([fixedWindowReadings]): relay (the default), finish, rekey or fresh.
 type fixedWindow struct {
 	align       string // epoch, go-zero, first-grid, first-hit
 	countDenied bool
 	writes      bool
+	reading     string
 	n           int
 	w           int64
 	users       map[string]fixedState
@@ -40,8 +44,32 @@ type fixedWindow struct {
 
 type fixedState struct {
 	anchor int64 // first-grid: the grid's anchor
-	start  int64 // the window of the last counted request is [start, start+W)
+	start  int64 // the window of the last counted request is [start, start+w)
+	w      int64 // the window's length: the W in force when it opened
 	count  int
+}
+
+// The readings of a change of configuration of fixed windows.
+const (
+	fixedRelay  = "relay"
+	fixedFinish = "finish"
+	fixedRekey  = "rekey"
+	fixedFresh  = "fresh"
+)
+
+// fixedWindowReadings are the honest readings of a change of N or W for
+// a user with a count, the model's default first.
+func fixedWindowReadings() []Reading {
+	return []Reading{
+		{Name: fixedRelay, Doc: "the start (first-grid: the anchor) and the count are kept, compared with N', and windows are laid out with W' from the next decision: the window [s, s+W') keeps its count (epoch, go-zero, first-grid: when it is the W'-window holding t)",
+			Seen: "none known (a {start, count} state read with the W in force)"},
+		{Name: fixedFinish, Doc: "the window open at the change keeps its end s+W and its count, compared with N'; the windows after it have W' (first-hit: opened by a request at or after s+W; epoch, go-zero: the W'-grid's; first-grid: anchored at s+W, reached by a request before s+W+min(W, W'), the old anchor's expiry)",
+			Seen: "ulule/limiter, rate-limiter-flexible, go-zero PeriodLimit (a TTL written when the window opened)"},
+		{Name: fixedRekey, Doc: "a changed W starts every user afresh (the window's index, hence W, is in the key); a changed N keeps the count, compared with N'",
+			Seen: "rack-attack"},
+		{Name: fixedFresh, Doc: "any change of N or W starts every user afresh (the key holds the rate)",
+			Seen: "python limits"},
+	}
 }
 
 // Describe implements [Profile].
@@ -74,27 +102,58 @@ func (f *fixedWindow) Window() time.Duration { return ms(f.w) }
 // and the count so far (0 in a window not yet counted in).
 func (f *fixedWindow) current(t int64, user string) fixedState {
 	st, ok := f.users[user]
+	if ok && st.w != f.w && f.reading == fixedFinish {
+		if st, ok = f.finish(t, st); ok {
+			return st
+		}
+	}
 	switch f.align {
 	case "epoch", "go-zero":
 		z := gridOrigin(f.align)
 		start := z + floorDiv(t-z, f.w)*f.w
 		if !ok || st.start != start {
-			return fixedState{start: start}
+			return fixedState{start: start, w: f.w}
 		}
 	case "first-hit":
 		if !ok || t >= st.start+f.w || t < st.start {
-			return fixedState{start: t}
+			return fixedState{start: t, w: f.w}
 		}
 	default: // first-grid
 		if !ok || t >= st.start+2*f.w || t < st.anchor {
-			return fixedState{anchor: t, start: t}
+			return fixedState{anchor: t, start: t, w: f.w}
 		}
 		start := st.anchor + floorDiv(t-st.anchor, f.w)*f.w
 		if start != st.start {
-			return fixedState{anchor: st.anchor, start: start}
+			return fixedState{anchor: st.anchor, start: start, w: f.w}
 		}
 	}
 	return st
+}
+
+// finish reads, under the reading finish, the state of a user whose window
+// opened under another W: the window [s, s+w) keeps its end and count;
+// first-grid, the next window [s+w, s+w+W) is reached before the old
+// anchor's expiry s+w+min(w, W). ok is false when the user is as fresh.
+func (f *fixedWindow) finish(t int64, st fixedState) (fixedState, bool) {
+	end := st.start + st.w
+	switch {
+	case t < st.start: // the clock stepped back: a window of W
+		return fixedState{}, false
+	case t < end:
+		return st, true
+	case f.align == "first-grid" && t < end+min(st.w, f.w):
+		return fixedState{anchor: end, start: end, w: f.w}, true
+	}
+	return fixedState{}, false
+}
+
+// end is the end of st's window: its own length under the reading
+// finish, the W in force under the others.
+func (f *fixedWindow) end(st fixedState) int64 {
+	if f.reading == fixedFinish {
+		return st.start + st.w
+	}
+	return st.start + f.w
 }
 
 // fixedGrid reports whether the windows lie on a grid fixed in time (the
@@ -143,7 +202,7 @@ func (f *fixedWindow) RetryAfter(now time.Time, user string) time.Duration {
 	if st.count < f.n {
 		return 0
 	}
-	return ms(st.start + f.w - t)
+	return ms(f.end(st) - t)
 }
 
 // Lifetime implements [Profile].
@@ -153,8 +212,12 @@ func (f *fixedWindow) Lifetime(now time.Time, user string) time.Duration {
 	if !ok {
 		return 0
 	}
-	end := st.start + f.w
-	if f.align == "first-grid" {
+	end := f.end(st)
+	switch {
+	case f.align != "first-grid":
+	case f.reading == fixedFinish:
+		end += min(st.w, f.w) // the anchor outlives the count by a window, at most its own
+	default:
 		end += f.w // the anchor outlives the count by a window
 	}
 	return ms(max(0, end-t))
@@ -169,21 +232,44 @@ func (f *fixedWindow) Reset(user string) error {
 	return nil
 }
 
-// Configure implements [Profile]: the counts are kept and read against the
-// new limit; windows are laid out with the new W from the next decision.
-func (f *fixedWindow) Configure(_ time.Time, n int, w time.Duration) error {
+// Configure implements [Profile]: as the model's reading says. relay: the
+// counts are kept and read against the new limit, windows laid out with
+// the new W from the next decision; finish: so are they, but the window
+// open at now keeps its end (a user already as fresh at now is
+// forgotten: its store would have let it expire); rekey: a new W forgets
+// every user; fresh: any change does.
+func (f *fixedWindow) Configure(now time.Time, n int, w time.Duration) error {
 	if err := contract.ValidateConfig(n, w); err != nil {
 		return err
 	}
-	f.n, f.w = n, w.Milliseconds()
+	nw := w.Milliseconds()
+	if n == f.n && nw == f.w {
+		return nil
+	}
+	switch {
+	case f.reading == fixedFresh, f.reading == fixedRekey && nw != f.w:
+		f.users = nil
+	case f.reading == fixedFinish && nw != f.w:
+		for u := range f.users {
+			if f.Lifetime(now, u) <= 0 {
+				delete(f.users, u)
+			}
+		}
+	}
+	f.n, f.w = n, nw
 	return nil
 }
 
 // Explain implements [Profile].
 func (f *fixedWindow) Explain(now, base time.Time, user string) string {
 	st := f.current(now.UnixMilli(), user)
-	return fmt.Sprintf("the window [%s, %s) of %s has counted %d of limit %d",
-		offset(time.UnixMilli(st.start), base), offset(time.UnixMilli(st.start+f.w), base), user, st.count, f.n)
+	end := f.end(st)
+	kept := ""
+	if end-st.start != f.w {
+		kept = fmt.Sprintf(" (opened under a window of %v, it keeps its end)", ms(end-st.start))
+	}
+	return fmt.Sprintf("the window [%s, %s)%s of %s has counted %d of limit %d",
+		offset(time.UnixMilli(st.start), base), offset(time.UnixMilli(end), base), kept, user, st.count, f.n)
 }
 
 // Clone implements [Profile].
@@ -199,6 +285,9 @@ func (f *fixedWindow) StateKey(user string) string {
 	if !ok {
 		return ""
 	}
+	if f.reading == fixedFinish { // the window's own length decides its end
+		return fmt.Sprintf("%d/%d/%d/%d", st.anchor, st.start, st.w, st.count)
+	}
 	return fmt.Sprintf("%d/%d/%d", st.anchor, st.start, st.count)
 }
 
@@ -213,9 +302,11 @@ func fixedWindowAlgorithm() Algorithm {
 			{"query", "read", []string{"read", "write"}, "read: a query of what remains changes nothing; write: it saves the state as a request does, without counting (a user with none gets a window or grid at the query's instant: Symfony's consume(0))"},
 		},
 		New: func(p map[string]string, n int, w time.Duration) Replayable {
-			return &fixedWindow{align: p["align"], countDenied: p["count-denied"] == "true", writes: p["query"] == "write", n: n, w: w.Milliseconds()}
+			return &fixedWindow{align: p["align"], countDenied: p["count-denied"] == "true", writes: p["query"] == "write",
+				reading: pinnedReading(p, fixedRelay), n: n, w: w.Milliseconds()}
 		},
 		GradesLimitChange: true,
+		Readings:          fixedWindowReadings(),
 		Candidates: func([]string) []string {
 			var list []string
 			for _, align := range []string{"epoch", "go-zero", "first-grid", "first-hit"} {
@@ -259,6 +350,15 @@ func fixedWindowEnvelope(p map[string]string, n int64, w time.Duration) Envelope
 		}
 	}
 	return e
+}
+
+// pinnedReading is the reading of a change of configuration p pins, def
+// (the model's default) for "any" or none.
+func pinnedReading(p map[string]string, def string) string {
+	if r := p[ReconfigureParam]; r != "" && r != ReadingAny {
+		return r
+	}
+	return def
 }
 
 // alignedGrid is the fixed grid an align parameter names, if it names one.

@@ -27,19 +27,55 @@ import (
 // too. Remaining is the number of requests allowed at t, one after the
 // other: max(0, ceil((N*W - prev*(W-e)) / W) - cur), and with atMost
 // max(0, floor((N*W - prev*(W-e)) / W) - cur).
+//
+// reading is how a change of W or N reads a user's counts
+// ([slidingCounterReadings]): index (the default), rebase, finish or
+// fresh.
 type slidingCounter struct {
 	countDenied bool
 	align       string // epoch, go-zero, first-grid
 	atMost      bool
+	reading     string
 	n           int
 	w           int64
 	users       map[string]counterState
 }
 
+// counterState is a user's counts: cur counts the window [a+kw, a+(k+1)w)
+// and prev the one before it. w is the window's length, the W in force
+// when it opened; the reading index reads every window with the W in
+// force instead.
 type counterState struct {
-	a         int64 // the grid's origin: 0 (the epoch), Go's zero time, or the first-grid anchor
+	a         int64 // the grid's origin: 0 (the epoch), Go's zero time, the first-grid anchor, or a start kept across a change of W
 	k         int64 // the window of cur
+	w         int64
 	prev, cur int64
+}
+
+// start is the start of the window of cur.
+func (st counterState) start() int64 { return st.a + st.k*st.w }
+
+// The readings of a change of configuration of the weighted counter.
+const (
+	counterIndex  = "index"
+	counterRebase = "rebase"
+	counterFinish = "finish"
+	counterFresh  = "fresh"
+)
+
+// slidingCounterReadings are the honest readings of a change of N or W
+// for a user with counts, the model's default first.
+func slidingCounterReadings() []Reading {
+	return []Reading{
+		{Name: counterIndex, Doc: "the counts keep their window's index j on the origin: at t, k' = floor((t-a)/W'); k' = j keeps (prev, cur), k' = j+1 makes them (cur, 0), any other k' (0, 0); weights with W' and compared with N'",
+			Seen: "none known (a {index, prev, cur} state read with the W in force)"},
+		{Name: counterRebase, Doc: "the start s of the stored window is kept and the period is W': d = t-s; d < W' keeps (prev, cur) in [s, s+W'), W' <= d < 2W' makes (cur, 0) in [s+W', s+2W'), d >= 2W' is fresh; compared with N'",
+			Seen: "HAProxy's freq_ctr (a stick table's http_req_rate carried over a reload by peers)"},
+		{Name: counterFinish, Doc: "the stored window [s, E) keeps its end E = s+W and weights prev×(E-t)/W until E; then [E, E+W') holds (cur, 0), weighted by W', if reached before E+min(W, W') (the old state's expiry); later, fresh; compared with N'",
+			Seen: "Symfony RateLimiter's SlidingWindow (createFromPreviousWindow with the new interval)"},
+		{Name: counterFresh, Doc: "any change of N or W starts every user afresh (the key holds the rate)",
+			Seen: "python limits"},
+	}
 }
 
 // Describe implements [Profile].
@@ -67,41 +103,83 @@ func (s *slidingCounter) Limit() int { return s.n }
 // Window implements [Profile].
 func (s *slidingCounter) Window() time.Duration { return ms(s.w) }
 
-// at is the user's counts rolled to the window holding t.
+// at is the user's counts rolled to the window holding t, with the length
+// that window has (w).
 func (s *slidingCounter) at(t int64, user string) counterState {
 	st, ok := s.users[user]
-	a := gridOrigin(s.align)
-	if s.align == "first-grid" {
-		if !ok || t < st.a || t >= st.a+(st.k+2)*s.w {
-			return counterState{a: t} // a new grid, anchored here
-		}
-		a = st.a
+	if ok && st.w != s.w && (s.reading == counterRebase || s.reading == counterFinish) {
+		return s.reread(t, st)
+	}
+	if !ok {
+		return s.fresh(t)
+	}
+	a := st.a // the grid's origin, or a start kept by rebase
+	if s.align == "first-grid" && (t < st.a || t >= st.a+(st.k+2)*s.w) {
+		return s.fresh(t)
 	}
 	k := floorDiv(t-a, s.w)
 	switch {
-	case !ok || k > st.k+1 || k < st.k:
-		return counterState{a: a, k: k}
+	case k > st.k+1 || (k < st.k && s.align != "first-grid"):
+		return s.fresh(t)
+	case k < st.k: // first-grid, the clock stepped back: a window of the anchor's grid
+		return counterState{a: a, k: k, w: s.w}
 	case k == st.k+1:
-		return counterState{a: a, k: k, prev: st.cur}
+		return counterState{a: a, k: k, w: s.w, prev: st.cur}
 	}
+	st.w = s.w
 	return st
 }
 
-// room is N*W - prev*(W-e) - cur*W, less W-1 with atMost: positive when a
-// request is allowed, and ceil(room/W) requests are.
-func (s *slidingCounter) room(t int64, st counterState) *big.Int {
-	e := t - st.a - st.k*s.w
-	r := new(big.Int).Mul(big.NewInt(int64(s.n)), big.NewInt(s.w))
-	r.Sub(r, new(big.Int).Mul(big.NewInt(st.prev), big.NewInt(s.w-e)))
-	r.Sub(r, new(big.Int).Mul(big.NewInt(st.cur), big.NewInt(s.w)))
-	return r.Sub(r, big.NewInt(s.slack()))
+// fresh is a user with no counts at t: in the grid's window holding t, or
+// first-grid, a new grid anchored at t.
+func (s *slidingCounter) fresh(t int64) counterState {
+	if s.align == "first-grid" {
+		return counterState{a: t, w: s.w}
+	}
+	a := gridOrigin(s.align)
+	return counterState{a: a, k: floorDiv(t-a, s.w), w: s.w}
 }
 
-// slack is what the room gives up so that "positive" means allowed: with
-// atMost, prev*(W-e) + (cur+1)*W <= N*W is N*W - prev*(W-e) - cur*W - (W-1) > 0.
-func (s *slidingCounter) slack() int64 {
+// reread reads at t, under the readings rebase and finish, the counts of a
+// user whose window [start, start+st.w) opened under another W.
+func (s *slidingCounter) reread(t int64, st counterState) counterState {
+	start := st.start()
+	end := start + st.w
+	switch {
+	case t < start: // the clock stepped back
+		return s.fresh(t)
+	case s.reading == counterRebase && t < start+s.w:
+		return counterState{a: start, w: s.w, prev: st.prev, cur: st.cur}
+	case s.reading == counterRebase && t < start+2*s.w:
+		return counterState{a: start, k: 1, w: s.w, prev: st.cur}
+	case s.reading == counterRebase:
+		return s.fresh(t)
+	case t < end: // finish: the window keeps its end and its length
+		return st
+	case t < end+min(st.w, s.w):
+		return counterState{a: end, w: s.w, prev: st.cur}
+	}
+	return s.fresh(t)
+}
+
+// room is N*L - prev*(L-e) - cur*L, less L-1 with atMost, for st's window
+// of L = st.w: positive when a request is allowed, and ceil(room/L)
+// requests are.
+func (s *slidingCounter) room(t int64, st counterState) *big.Int {
+	l := st.w
+	e := t - st.start()
+	r := new(big.Int).Mul(big.NewInt(int64(s.n)), big.NewInt(l))
+	r.Sub(r, new(big.Int).Mul(big.NewInt(st.prev), big.NewInt(l-e)))
+	r.Sub(r, new(big.Int).Mul(big.NewInt(st.cur), big.NewInt(l)))
+	return r.Sub(r, big.NewInt(s.slack(l)))
+}
+
+// slack is what the room of a window of l gives up so that "positive"
+// means allowed: with atMost, prev*(l-e) + (cur+1)*l <= N*l is N*l -
+// prev*(l-e) - cur*l - (l-1) > 0.
+func (s *slidingCounter) slack(l int64) int64 {
 	if s.atMost {
-		return s.w - 1
+		return l - 1
 	}
 	return 0
 }
@@ -130,12 +208,13 @@ func (s *slidingCounter) Remaining(now time.Time, user string) (int, error) {
 		return 0, err
 	}
 	t := now.UnixMilli()
-	r := s.room(t, s.at(t, user))
+	st := s.at(t, user)
+	r := s.room(t, st)
 	if r.Sign() <= 0 {
 		return 0, nil
 	}
-	// ceil(room / W) more requests fit.
-	w := big.NewInt(s.w)
+	// ceil(room / L) more requests fit.
+	w := big.NewInt(st.w)
 	q := new(big.Int).Add(r, new(big.Int).Sub(w, big.NewInt(1)))
 	return int(q.Quo(q, w).Int64()), nil
 }
@@ -148,46 +227,61 @@ func (s *slidingCounter) RetryAfter(now time.Time, user string) time.Duration {
 	if s.room(t, st).Sign() > 0 {
 		return 0
 	}
-	start := st.a + st.k*s.w
-	if e, ok := s.firstRoom(st.prev, st.cur); ok && start+e > t {
-		return ms(start + e - t)
+	start := st.start()
+	when := start + st.w // in the next window, of the W in force, cur is weighted by W-e
+	if e, ok := s.firstRoom(st.prev, st.cur, st.w); ok && start+e > t {
+		when = start + e
+	} else {
+		e, _ := s.firstRoom(st.cur, 0, s.w)
+		when += e
 	}
-	// In the next window the current count is weighted by W-e.
-	e, _ := s.firstRoom(st.cur, 0)
-	return ms(start + s.w + e - t)
+	if old, ok := s.users[user]; ok && old.w != s.w && s.reading == counterFinish {
+		// finish: a window of another length is forgotten min(its length,
+		// W) after its end, unless a request saved the next one.
+		when = min(when, old.start()+old.w+min(old.w, s.w))
+	}
+	return ms(when - t)
 }
 
-// firstRoom is the first e in [0, W) at which prev*(W-e) < (N-cur)*W -
-// slack (the room is positive), when there is one.
-func (s *slidingCounter) firstRoom(prev, cur int64) (int64, bool) {
-	num := new(big.Int).Mul(big.NewInt(int64(s.n)-cur), big.NewInt(s.w))
-	num.Sub(num, big.NewInt(s.slack()))
+// firstRoom is the first e in [0, l) at which prev*(l-e) < (N-cur)*l -
+// slack (the room of a window of l is positive), when there is one.
+func (s *slidingCounter) firstRoom(prev, cur, l int64) (int64, bool) {
+	num := new(big.Int).Mul(big.NewInt(int64(s.n)-cur), big.NewInt(l))
+	num.Sub(num, big.NewInt(s.slack(l)))
 	if num.Sign() <= 0 {
 		return 0, false
 	}
 	if prev == 0 {
 		return 0, true
 	}
-	// e > W - num/prev: e = W - floor(that), one more on exact division.
+	// e > l - num/prev: e = l - floor(that), one more on exact division.
 	q, m := new(big.Int).QuoRem(num, big.NewInt(prev), new(big.Int))
-	if q.Cmp(big.NewInt(s.w)) > 0 {
+	if q.Cmp(big.NewInt(l)) > 0 {
 		return 0, true
 	}
-	e := s.w - q.Int64()
+	e := l - q.Int64()
 	if m.Sign() == 0 {
 		e++
 	}
-	return max(0, e), e < s.w
+	return max(0, e), e < l
 }
 
 // Lifetime implements [Profile]: a count matters until the end of the
-// window after its own.
+// window after its own (index: by the W in force, its index kept; rebase:
+// 2W from its start; finish: min(its own length, W) after its end).
 func (s *slidingCounter) Lifetime(now time.Time, user string) time.Duration {
 	st, ok := s.users[user]
 	if !ok {
 		return 0
 	}
-	return ms(max(0, st.a+(st.k+2)*s.w-now.UnixMilli()))
+	end := st.a + (st.k+2)*s.w
+	switch s.reading {
+	case counterRebase:
+		end = st.start() + 2*s.w
+	case counterFinish:
+		end = st.start() + st.w + min(st.w, s.w)
+	}
+	return ms(max(0, end-now.UnixMilli()))
 }
 
 // Reset implements [Profile].
@@ -199,12 +293,30 @@ func (s *slidingCounter) Reset(user string) error {
 	return nil
 }
 
-// Configure implements [Profile]: counts are kept, windows laid out anew.
-func (s *slidingCounter) Configure(_ time.Time, n int, w time.Duration) error {
+// Configure implements [Profile]: as the model's reading says. index:
+// counts are kept, windows laid out anew from the origin; rebase and
+// finish: counts are kept with their window's start or end (a user
+// already as fresh at now is forgotten: its store would have let it
+// expire); fresh: any change forgets every user.
+func (s *slidingCounter) Configure(now time.Time, n int, w time.Duration) error {
 	if err := contract.ValidateConfig(n, w); err != nil {
 		return err
 	}
-	s.n, s.w = n, w.Milliseconds()
+	nw := w.Milliseconds()
+	if n == s.n && nw == s.w {
+		return nil
+	}
+	switch {
+	case s.reading == counterFresh:
+		s.users = nil
+	case nw != s.w && (s.reading == counterRebase || s.reading == counterFinish):
+		for u := range s.users {
+			if s.Lifetime(now, u) <= 0 {
+				delete(s.users, u)
+			}
+		}
+	}
+	s.n, s.w = n, nw
 	return nil
 }
 
@@ -212,14 +324,17 @@ func (s *slidingCounter) Configure(_ time.Time, n int, w time.Duration) error {
 func (s *slidingCounter) Explain(now, base time.Time, user string) string {
 	t := now.UnixMilli()
 	st := s.at(t, user)
-	start := st.a + st.k*s.w
+	start := st.start()
 	e := t - start
-	with := ""
+	with, kept := "", ""
 	if s.atMost {
 		with = " + 1 (this request)"
 	}
-	return fmt.Sprintf("the window [%s, %s) of %s has counted %d and the one before %d: the estimate is %d×(%d-%d)/%d + %d%s, limit %d",
-		offset(time.UnixMilli(start), base), offset(time.UnixMilli(start+s.w), base), user, st.cur, st.prev, st.prev, s.w, e, s.w, st.cur, with, s.n)
+	if st.w != s.w {
+		kept = fmt.Sprintf(" (opened under a window of %v, it keeps its end)", ms(st.w))
+	}
+	return fmt.Sprintf("the window [%s, %s)%s of %s has counted %d and the one before %d: the estimate is %d×(%d-%d)/%d + %d%s, limit %d",
+		offset(time.UnixMilli(start), base), offset(time.UnixMilli(start+st.w), base), kept, user, st.cur, st.prev, st.prev, st.w, e, st.w, st.cur, with, s.n)
 }
 
 // Clone implements [Profile].
@@ -235,6 +350,9 @@ func (s *slidingCounter) StateKey(user string) string {
 	if !ok {
 		return ""
 	}
+	if s.reading == counterRebase || s.reading == counterFinish { // the window's own length places it
+		return fmt.Sprintf("%d/%d/%d/%d/%d", st.a, st.k, st.w, st.prev, st.cur)
+	}
 	return fmt.Sprintf("%d/%d/%d/%d", st.a, st.k, st.prev, st.cur)
 }
 
@@ -249,15 +367,18 @@ func slidingCounterAlgorithm() Algorithm {
 			{"admit", "below", []string{"below", "at-most"}, "below: allowed while the estimate is below N; at-most: allowed while the estimate including this request is at most N (estimate + 1 <= N)"},
 		},
 		New: func(p map[string]string, n int, w time.Duration) Replayable {
-			return &slidingCounter{countDenied: p["count-denied"] == "true", align: p["align"], atMost: p["admit"] == "at-most", n: n, w: w.Milliseconds()}
+			return &slidingCounter{countDenied: p["count-denied"] == "true", align: p["align"], atMost: p["admit"] == "at-most",
+				reading: pinnedReading(p, counterIndex), n: n, w: w.Milliseconds()}
 		},
 		GradesLimitChange: true,
+		Readings:          slidingCounterReadings(),
 		Candidates: func([]string) []string {
 			return crossed([]string{"epoch", "go-zero", "first-grid"}, []string{"false", "true"}, []string{"below", "at-most"})
 		},
 		Alike: func(p map[string]string, _ int, _, oneGrid bool) string {
 			p = maps.Clone(p)
 			p["align"] = sameGrid(p["align"], oneGrid)
+			delete(p, ReconfigureParam) // the readings differ only after a change
 			return Variant{Name: ProfileSlidingCounter, Params: p}.String()
 		},
 		Suspects:        crossed([]string{"epoch", "first-grid", "go-zero"}, []string{"false", "true"}, []string{"below", "at-most"}),

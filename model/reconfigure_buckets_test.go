@@ -339,9 +339,9 @@ func TestIntervalBucketReadings(t *testing.T) {
 	}})
 }
 
-// readingSpecs are the GCRA and token-bucket variants the property tests
+// bucketReadingSpecs are the GCRA and token-bucket variants the property tests
 // replay under each reading.
-func readingSpecs() []string {
+func bucketReadingSpecs() []string {
 	specs := []string{"gcra", "gcra:burst=1", "gcra:burst=3"}
 	for _, c := range []string{"limit", "2"} {
 		for _, r := range []string{"continuous", "interval"} {
@@ -368,9 +368,9 @@ func withReading(spec, r string) string {
 // a clock that may step back), every reading answers as the model's first
 // (today's) does, and a Configure with the same values changes no user's
 // state: each reading's StateKey is its twin's, which never sees one.
-func TestReadingsDecideAlikeWithoutAChange(t *testing.T) {
+func TestBucketReadingsDecideAlikeWithoutAChange(t *testing.T) {
 	seeds := testtier.Seeds(t, 12, 3)
-	for _, spec := range readingSpecs() {
+	for _, spec := range bucketReadingSpecs() {
 		alg := MustVariant(spec).Algorithm()
 		require.Greater(t, len(alg.Readings), 1, spec)
 		for _, seed := range seeds {
