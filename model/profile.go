@@ -125,18 +125,23 @@ func (v Variant) Algorithm() *Algorithm {
 }
 
 // String is the variant with every parameter, in a stable order:
-// "fixed-window:align=epoch,count-denied=false,query=read".
+// "fixed-window:align=epoch,count-denied=false,query=read". The one
+// parameter it leaves out at its default is reconfigure=any (every
+// reading of a change: see [Algorithm.Readings]); a pinned reading is
+// shown.
 func (v Variant) String() string {
 	name := v.Name
 	if name == "" {
 		name = ProfileSlidingLog
 	}
-	if len(v.Params) == 0 {
-		return name
-	}
 	keys := make([]string, 0, len(v.Params))
-	for k := range v.Params {
-		keys = append(keys, k)
+	for k, val := range v.Params {
+		if k != ReconfigureParam || val != ReadingAny {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return name
 	}
 	sort.Strings(keys)
 	for i, k := range keys {

@@ -42,7 +42,7 @@ func TestParseVariant(t *testing.T) {
 	def, err := ParseVariant("")
 	require.NoError(t, err)
 	assert.True(t, def.IsSlidingLog())
-	assert.Equal(t, "fixed-window:align=first-hit,count-denied=true,query=read,reconfigure=any", MustVariant("fixed-window:count-denied=true,align=first-hit").String())
+	assert.Equal(t, "fixed-window:align=first-hit,count-denied=true,query=read", MustVariant("fixed-window:count-denied=true,align=first-hit").String())
 	for bad, want := range map[string]string{
 		"fixed":                           `unknown profile "fixed"`,
 		"fixed-window:align=sideways":     "want one of epoch, go-zero, first-grid, first-hit",

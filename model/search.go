@@ -18,10 +18,12 @@ import (
 // grow past its bounds, that user's later answers are undecided, never
 // failed.
 type searchOracle struct {
-	spec  Variant
-	n     int
-	w     time.Duration
-	users map[string]*searchUser
+	spec Variant
+	n    int
+	w    time.Duration
+	// longest is the longest window configured (see [Readings]).
+	longest time.Duration
+	users   map[string]*searchUser
 	// realTime: intervals are the grader's sent and returned instants,
 	// judged by the real-time rule ([AdmissibleMillis]); otherwise they
 	// are the limiter's own instants.
@@ -38,6 +40,10 @@ const (
 type searchUser struct {
 	states []cand
 	off    bool
+	// transition is when, in ms, the user's history from before the
+	// latest change of configuration stops mattering under every reading
+	// (see [Readings]): until then an answer no state gives is undecided.
+	transition int64
 }
 
 // cand is one state the user may be in, after instants no earlier than low.
@@ -62,7 +68,7 @@ func newSearch(spec Variant, maxRequests int, window time.Duration) (*searchOrac
 	if _, err := spec.New(maxRequests, window); err != nil {
 		return nil, err
 	}
-	return &searchOracle{spec: spec, n: maxRequests, w: window, users: map[string]*searchUser{}}, nil
+	return &searchOracle{spec: spec, n: maxRequests, w: window, longest: window, users: map[string]*searchUser{}}, nil
 }
 
 // Limit implements [Oracle].
@@ -97,7 +103,9 @@ func (s *searchOracle) fresh(low int64) []cand {
 // interval is too wide is undecided from then on.
 func (s *searchOracle) configure(op TimedOp) {
 	s.n, s.w = op.Limit, op.Window
+	s.longest = max(s.longest, op.Window)
 	lo, hi := s.millis(op.Lo, op.Hi)
+	readings := len(s.spec.Readings()) > 1
 	for user, su := range s.users {
 		if su.off {
 			continue
@@ -120,11 +128,25 @@ func (s *searchOracle) configure(op TimedOp) {
 		su.states = su.states[:0]
 		for _, c := range next {
 			su.states = append(su.states, c)
+			if readings {
+				su.transition = max(su.transition, hi+(c.p.Lifetime(time.UnixMilli(hi), user)+2*s.longest).Milliseconds())
+			}
 		}
 		if len(su.states) > searchMaxStates {
 			su.off = true
 		}
 	}
+}
+
+// mostRemaining is the most any reading allows a fresh user at ms t: no
+// reading leaves a user with history more.
+func (s *searchOracle) mostRemaining(t int64) int {
+	most := 0
+	for _, c := range s.fresh(t) {
+		n, _ := c.p.Remaining(time.UnixMilli(t), "\x00rlconform: a user never seen")
+		most = max(most, n)
+	}
+	return most
 }
 
 // Judge implements [Oracle].
@@ -152,6 +174,10 @@ func (s *searchOracle) judge(op TimedOp) (Judgement, string) {
 		}
 		s.users[op.User] = &searchUser{states: s.fresh(low)}
 		return Certain, ""
+	}
+	if op.Kind == OpRemaining && op.Remaining > s.mostRemaining(hi) {
+		su.off = true // no state of any reading leaves more than a fresh user has
+		return Impossible, fmt.Sprintf("no reading of the profile leaves more than a fresh user gets, %d", s.mostRemaining(hi))
 	}
 	if su.off {
 		return Undecided, ""
@@ -193,6 +219,9 @@ func (s *searchOracle) judge(op TimedOp) (Judgement, string) {
 	}
 	if len(next) == 0 {
 		su.off = true
+		if lo < su.transition && (op.Kind != OpRemaining || op.Remaining <= s.mostRemaining(hi)) {
+			return Undecided, "" // a reading of the change that is not modelled may give it
+		}
 		return Impossible, s.impossible(op, answers)
 	}
 	su.states = su.states[:0]
@@ -324,6 +353,9 @@ func (s *searchOracle) JudgeBurst(user string, lo, hi time.Time, sent, allowed i
 	switch {
 	case len(su.states) == 0:
 		su.off = true
+		if l < su.transition {
+			return Undecided, want // a reading of the change that is not modelled may give it
+		}
 		return Impossible, want
 	case least == most:
 		return Certain, want

@@ -38,6 +38,14 @@ func Identification(w io.Writer, id *result.Identification) error {
 		if f.RemainingDiffers != "" {
 			fmt.Fprintf(&b, "            but GetRemainingRequests differs: %s\n", f.RemainingDiffers)
 		}
+		switch {
+		case len(f.Readings) == 1:
+			fmt.Fprintf(&b, "            reads a change of configuration as %s (reconfigure=%s)\n", f.Readings[0], f.Readings[0])
+		case len(f.Readings) > 1:
+			fmt.Fprintf(&b, "            reads a change of configuration as %s: the probes cannot tell these readings apart\n", strings.Join(f.Readings, " or "))
+		case f.ChangeUnjudged:
+			b.WriteString("            reads a change of configuration as none of the profile's readings does: the answers after it were not judged\n")
+		}
 	}
 	if c := id.Configure; c != nil {
 		r := c.Evidence
@@ -97,6 +105,8 @@ func IdentificationJSON(w io.Writer, id *result.Identification, meta Meta) error
 		SameDecisions    []string `json:"same_decisions,omitempty"`
 		Decided          int      `json:"decided"`
 		RemainingDiffers string   `json:"remaining_differs,omitempty"`
+		Readings         []string `json:"readings,omitempty"`
+		ChangeUnjudged   bool     `json:"change_unjudged,omitempty"`
 	}
 	type ruledOut struct {
 		Profile     string   `json:"profile"`
@@ -140,7 +150,7 @@ func IdentificationJSON(w io.Writer, id *result.Identification, meta Meta) error
 		out.Outcome = "ambiguous"
 	}
 	for _, f := range id.Fits {
-		out.Fits = append(out.Fits, fit{f.Profile, f.Description, f.SameDecisions, f.Decided, f.RemainingDiffers})
+		out.Fits = append(out.Fits, fit{f.Profile, f.Description, f.SameDecisions, f.Decided, f.RemainingDiffers, f.Readings, f.ChangeUnjudged})
 	}
 	for _, r := range id.RuledOut {
 		out.RuledOut = append(out.RuledOut, ruledOut{r.Profile, r.Description, r.Probe, r.Step, r.At.Milliseconds(), r.Operation, r.Got, r.Want, r.Timeline})

@@ -63,6 +63,13 @@ type Fit struct {
 	// RemainingDiffers, when set, says how GetRemainingRequests answered
 	// otherwise than the profile does, though every decision fits.
 	RemainingDiffers string `json:",omitempty"`
+	// Readings are the profile's readings of a change of configuration
+	// that explain every answer, when it has several.
+	Readings []string `json:",omitempty"`
+	// ChangeUnjudged: none of the profile's readings gives the answers
+	// after a change of configuration; those answers were not judged (a
+	// reading rlconform does not model may give them).
+	ChangeUnjudged bool `json:",omitempty"`
 }
 
 // RuledOut is a profile that does not explain the probes, with the

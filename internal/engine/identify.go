@@ -2,8 +2,8 @@ package engine
 
 import (
 	"context"
-	"maps"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -370,7 +370,7 @@ func candidates(set *model.Algorithms, n, burst int) ([]model.Variant, error) {
 			if err != nil {
 				return nil, fmt.Errorf("identify: algorithm %s names a candidate it cannot parse: %w", alg.Name, err)
 			}
-			out = append(out, v.Readings()...) // each reading of a change: identify names the one seen
+			out = append(out, v)
 		}
 	}
 	return out, nil
@@ -401,6 +401,59 @@ func sameDecisions(a, b model.Variant, n int, queries, oneGrid bool) bool {
 	return key(a) == key(b)
 }
 
+// readingsExplaining replays the probes on each reading of a change of
+// configuration of c (c alone when it has one, or with fresh) and returns
+// those that explain every answer, naming them in fit.Readings when c has
+// several. When none does, c itself may: every reading at once, the
+// answers after a change that none of them gives not judged (a reading
+// rlconform does not model: see model.Readings); fit.ChangeUnjudged then
+// says so. When nothing explains the answers, it returns the first
+// reading's evidence.
+func readingsExplaining(c model.Variant, probes []probe, fresh bool, fit *result.Fit) ([]model.Variant, *result.RuledOut) {
+	readings := c.Readings()
+	if fresh {
+		readings = readings[:1] // every Configure starts afresh: no reading
+	}
+	explain := func(v model.Variant) (*result.RuledOut, int) {
+		decided := 0
+		for _, p := range probes {
+			bad, d := replayProbe(v, p, false, fresh)
+			decided += d
+			if bad != nil {
+				return bad, decided
+			}
+		}
+		return nil, decided
+	}
+	var explains []model.Variant
+	var first *result.RuledOut
+	for i, r := range readings {
+		out, decided := explain(r)
+		if i == 0 {
+			first = out
+		}
+		if out == nil {
+			if len(explains) == 0 {
+				fit.Decided = decided
+			}
+			explains = append(explains, r)
+		}
+	}
+	switch {
+	case len(readings) < 2:
+	case len(explains) > 0:
+		for _, r := range explains {
+			fit.Readings = append(fit.Readings, r.Reading())
+		}
+	default:
+		if out, decided := explain(c); out == nil {
+			fit.Decided, fit.ChangeUnjudged = decided, true
+			explains = append(explains, c)
+		}
+	}
+	return explains, first
+}
+
 // judge replays every probe on every candidate.
 // With fresh, every Configure forgets every user's history (see
 // configureApart).
@@ -413,14 +466,9 @@ func judgeFits(id *result.Identification, cands []model.Variant, probes []probe,
 			desc = p.Describe()
 		}
 		fit := result.Fit{Profile: c.String(), Description: desc}
-		var out *result.RuledOut
-		for _, p := range probes {
-			bad, decided := replayProbe(c, p, false, fresh)
-			fit.Decided += decided
-			if bad != nil {
-				out = bad
-				break
-			}
+		explains, out := readingsExplaining(c, probes, fresh, &fit)
+		if len(explains) > 0 {
+			out, c = nil, explains[0]
 		}
 		if out != nil {
 			out.Profile, out.Description = c.String(), desc
@@ -436,6 +484,18 @@ func judgeFits(id *result.Identification, cands []model.Variant, probes []probe,
 		fits = append(fits, fit)
 		fitSpecs = append(fitSpecs, c)
 	}
+	// Fits a modelled reading of a change explains come first, so that
+	// one names its group.
+	order := make([]int, len(fits))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return boolInt(fits[a].ChangeUnjudged) - boolInt(fits[b].ChangeUnjudged) })
+	sortedFits, sortedSpecs := make([]result.Fit, len(fits)), make([]model.Variant, len(fits))
+	for i, k := range order {
+		sortedFits[i], sortedSpecs[i] = fits[k], fitSpecs[k]
+	}
+	fits, fitSpecs = sortedFits, sortedSpecs
 	// Group the fits that decide alike on every history: the first names
 	// the group.
 	queries := slices.ContainsFunc(probes, func(p probe) bool {
@@ -481,12 +541,12 @@ func replayProbe(c model.Variant, p probe, remaining, fresh bool) (*result.Ruled
 	if !fresh && !c.LimitChangeGraded() && slices.ContainsFunc(p.trace[1:], func(o TraceOp) bool { return o.Kind == model.OpConfigure }) {
 		return nil, 0 // a limit changed under a history: not evidence for this profile
 	}
-	var exact model.Profile
+	var exact *model.Readings
 	var oracle model.Oracle
 	if p.realTime {
 		oracle, _ = model.NewOracle(c, p.n, p.w)
 	} else {
-		exact, _ = c.New(p.n, p.w)
+		exact, _ = model.NewReadings(c, p.n, p.w)
 	}
 	for i, op := range p.trace {
 		var want string
@@ -495,11 +555,11 @@ func replayProbe(c model.Variant, p probe, remaining, fresh bool) (*result.Ruled
 		case model.OpConfigure:
 			switch {
 			case fresh && exact != nil:
-				exact, _ = c.New(op.N, op.W)
+				exact, _ = model.NewReadings(c, op.N, op.W)
 			case fresh:
 				oracle, _ = model.NewOracle(c, op.N, op.W)
 			case exact != nil:
-				exact.Configure(op.At, op.N, op.W)
+				_ = exact.Configure(op.At, op.N, op.W) // the probes' configurations are valid
 			default:
 				oracle.Judge(model.TimedOp{Kind: model.OpConfigure, Limit: op.N, Window: op.W, Lo: op.At, Hi: op.At})
 			}
@@ -519,34 +579,19 @@ func replayProbe(c model.Variant, p probe, remaining, fresh bool) (*result.Ruled
 			case exact != nil:
 				// A query that writes is a decision too: applied, its
 				// answer not judged.
-				exact.Remaining(op.At, op.User)
+				exact.Answers(op.User, op.At, func(m model.Replayable) string { n, _ := m.Remaining(op.At, op.User); return strconv.Itoa(n) })
 				continue
 			}
 			// In real time the oracle follows a writing query by its
 			// answer: judged.
 		}
 		if exact != nil {
-			switch op.Kind {
-			case model.OpAllow:
-				ok, _ := exact.Allow(op.At, op.User)
-				want = AllowedWord(ok)
-			case model.OpRemaining:
-				n, _ := exact.Remaining(op.At, op.User)
-				want = strconv.Itoa(n)
-			case model.OpBurst:
-				allowed := 0
-				for range op.N {
-					if ok, _ := exact.Allow(op.At, op.User); ok {
-						allowed++
-					}
-				}
-				want = fmt.Sprintf("%d allowed", allowed)
-				bad = allowed != op.allowed
+			var j model.Verdict
+			want, j = replayExact(exact, op)
+			bad = j == model.Wrong
+			if j == model.Explained {
+				decided++
 			}
-			if op.Kind != model.OpBurst {
-				bad = want != op.Got
-			}
-			decided++
 		} else {
 			var j model.Judgement
 			var why string
@@ -575,6 +620,31 @@ func replayProbe(c model.Variant, p probe, remaining, fresh bool) (*result.Ruled
 		}
 	}
 	return nil, decided
+}
+
+// replayExact judges op, an answer on the fake clock, with the readings
+// of a profile: what they answer, and the verdict.
+func replayExact(r *model.Readings, op TraceOp) (want string, _ model.Verdict) {
+	var answers []string
+	got := op.Got
+	switch op.Kind {
+	case model.OpAllow:
+		answers = r.Answers(op.User, op.At, func(m model.Replayable) string { ok, _ := m.Allow(op.At, op.User); return AllowedWord(ok) })
+	case model.OpRemaining:
+		answers = r.Answers(op.User, op.At, func(m model.Replayable) string { n, _ := m.Remaining(op.At, op.User); return strconv.Itoa(n) })
+	case model.OpBurst:
+		answers = r.Answers(op.User, op.At, func(m model.Replayable) string {
+			allowed := 0
+			for range op.N {
+				if ok, _ := m.Allow(op.At, op.User); ok {
+					allowed++
+				}
+			}
+			return fmt.Sprintf("%d allowed", allowed)
+		})
+		got = fmt.Sprintf("%d allowed", op.allowed)
+	}
+	return answers[0], r.Keep(op.User, op.At, answers, got)
 }
 
 // ruledOut is the evidence of step i: the answer, and the user's

@@ -183,13 +183,15 @@ func reconfigureSettles(h *engine.Harness) {
 	h.Allow(z)
 	h.Allow(z)            // z has history under 2 per long
 	h.Configure(4, short) // raised, and a shorter window
-	// Within a few windows of either configuration every reading has
-	// forgotten z's history: z is as a fresh user under the new one.
-	h.At(at + 4*long)
+	// Within a few windows of either configuration every reading, and
+	// every key kept past its state's lifetime, has forgotten z's
+	// history: z is as a fresh user under the new configuration.
+	at += 6 * long
+	h.At(at)
 	for range 5 {
 		h.Allow(z) // 4 allowed, then denied: the new limit
 	}
-	h.At(at + 4*long + 2*short)
+	h.At(at + 2*short)
 	for range 5 {
 		h.Allow(z) // 4 again: windows, or refills, of the new length
 	}
