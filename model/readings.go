@@ -23,16 +23,17 @@ import (
 // The readings modelled are those libraries were found doing; others are
 // honest too (a store keyed by the window's start finds an earlier
 // window's counter again, even after a change back). So while a user's
-// history from before a change may still matter (its transition: the
-// longest lifetime any reading gives it, plus two of the longest windows
-// configured, for a key kept past that lifetime), an answer no reading
-// gives is undecided, not wrong, and the user is not graded again until
-// it is reset. After its transition every reading has forgotten that
-// history and they all answer alike: an answer none gives is wrong. A
-// user no longer graded is graded again, as a fresh user, once it has
-// been idle that long (every honest store has forgotten it). A variant
-// with one reading (the sliding log) has no transition: the contract says
-// what a change does.
+// history from before a change of the window may still matter (its
+// transition: the longest lifetime any reading gives it, plus two of the
+// longest windows configured, for a key kept past that lifetime), an
+// answer no reading gives is undecided, not wrong, and the user is not
+// graded again until it is reset. After its transition every reading has
+// forgotten that history and they all answer alike: an answer none gives
+// is wrong. A user no longer graded is graded again, as a fresh user,
+// once it has been idle that long (every honest store has forgotten it).
+// A change of the limit alone starts no transition, nor does any change
+// under a variant with one reading (the sliding log: the contract says
+// what a change does).
 type Readings struct {
 	names  []string // each model's reading; "" for a variant with one
 	models []Replayable
@@ -110,15 +111,19 @@ func (r *Readings) Reset(user string) {
 }
 
 // Configure applies a change of configuration at now to every reading,
-// and starts the transition of every user with history.
+// and, when the window changes, starts the transition of every user with
+// history. (A change of the limit alone keeps every count, window and
+// bucket where it was in every reading found, or forgets the user: its
+// answers are graded against the readings at once.)
 func (r *Readings) Configure(now time.Time, n int, w time.Duration) error {
+	windowChanged := w != r.models[0].Window()
 	for _, m := range r.models {
 		if err := m.Configure(now, n, w); err != nil {
 			return err
 		}
 	}
 	r.longest = max(r.longest, w)
-	if len(r.models) < 2 {
+	if len(r.models) < 2 || !windowChanged {
 		return nil
 	}
 	for user := range r.users {

@@ -102,10 +102,11 @@ func (s *searchOracle) fresh(low int64) []cand {
 // settle a user's state at the instant of the change); a user whose
 // interval is too wide is undecided from then on.
 func (s *searchOracle) configure(op TimedOp) {
+	windowChanged := op.Window != s.w
 	s.n, s.w = op.Limit, op.Window
 	s.longest = max(s.longest, op.Window)
 	lo, hi := s.millis(op.Lo, op.Hi)
-	readings := len(s.spec.Readings()) > 1
+	readings := windowChanged && len(s.spec.Readings()) > 1
 	for user, su := range s.users {
 		if su.off {
 			continue

@@ -37,16 +37,17 @@ var identity = map[string]struct{ profile, mistake string }{
 	"clock-ignored":        {"", ""},
 	"fw-expire-every-hit":  {"", ""},
 	"fw-incr-expire-split": {"fixed-window:align=first-hit,count-denied=true,query=read", ""},
-	// A fault of Configure: in steady state the profile the mutant
-	// claims (identify says the answers after a change were not judged,
-	// or names readings the probes could not tell from the fault).
-	"fw-reconfigure-sticky":                {"fixed-window:align=epoch,count-denied=false,query=read", ""},
+	// A fault of Configure: the profile the mutant claims, where the
+	// probes' raised limit (a change of the limit alone, graded against
+	// the readings at once) cannot tell the fault from a reading; none
+	// where it can.
+	"fw-reconfigure-sticky":                {"", ""},
 	"fw-reconfigure-window-ignored":        {"fixed-window:align=epoch,count-denied=false,query=read", ""},
-	"fw-reconfigure-raise-ignored":         {"fixed-window:align=epoch,count-denied=false,query=read", ""},
+	"fw-reconfigure-raise-ignored":         {"", ""},
 	"fw-reconfigure-remaining-old-limit":   {"fixed-window:align=epoch,count-denied=false,query=read", ""},
-	"sc-reconfigure-sticky":                {"sliding-counter:admit=below,align=epoch,count-denied=false", ""},
+	"sc-reconfigure-sticky":                {"", ""},
 	"sc-reconfigure-window-ignored":        {"sliding-counter:admit=below,align=epoch,count-denied=false", ""},
-	"sc-reconfigure-raise-ignored":         {"sliding-counter:admit=below,align=epoch,count-denied=false", ""},
+	"sc-reconfigure-raise-ignored":         {"", ""},
 	"sc-reconfigure-remaining-old-limit":   {"sliding-counter:admit=below,align=epoch,count-denied=false", ""},
 	"gcra-reconfigure-sticky":              {"gcra:burst=limit", ""},
 	"gcra-reconfigure-window-ignored":      {"gcra:burst=limit", ""},
@@ -56,6 +57,10 @@ var identity = map[string]struct{ profile, mistake string }{
 	"tb-reconfigure-window-ignored":        {"gcra:burst=limit", ""},
 	"tb-reconfigure-raise-ignored":         {"gcra:burst=limit", ""},
 	"tb-reconfigure-remaining-old-limit":   {"gcra:burst=limit", ""},
+	"fw-reconfigure-old-while-active":      {"", ""},
+	"sc-reconfigure-old-while-active":      {"", ""},
+	"gcra-reconfigure-old-while-active":    {"gcra:burst=limit", ""},
+	"tb-reconfigure-old-while-active":      {"gcra:burst=limit", ""},
 	"gcra-burst-off-by-one":                {"gcra:burst=6", ""},
 	// The probes land on no edge where the floats drift: a GCRA (its
 	// drift is graded by strict/config-range).

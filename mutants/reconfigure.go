@@ -32,6 +32,11 @@ const (
 	// oldLimitRemaining: decisions follow the configuration, but a user's
 	// remaining is counted under the limit in force at its first request.
 	oldLimitRemaining
+	// oldWhileActive: a user keeps the configuration in force at its
+	// first request while it stays active; one idle for two of its
+	// windows takes the one in force (a configuration stored with the
+	// user's state, which expires with it: Symfony's fixed window).
+	oldWhileActive
 )
 
 type limitConfig struct {
@@ -43,9 +48,11 @@ type limitConfig struct {
 type reconfigured struct {
 	mu    sync.Mutex
 	inner contract.RateLimiterContract
+	clock func() time.Time
 	fault configFault
 	cur   limitConfig
 	users map[string]limitConfig // the configuration each user keeps
+	last  map[string]time.Time   // oldWhileActive: each user's last call
 }
 
 // reconfigureMutant is the reference implementation of profile with fault.
@@ -55,7 +62,12 @@ func reconfigureMutant(profile string, fault configFault) func(Store) (contract.
 		if err != nil {
 			return nil, err
 		}
-		return &reconfigured{inner: inner, fault: fault, cur: limitConfig{s.MaxRequests, s.Window}, users: map[string]limitConfig{}}, nil
+		clock := time.Now
+		if s.Clock != nil {
+			clock = s.Clock.Now
+		}
+		return &reconfigured{inner: inner, clock: clock, fault: fault, cur: limitConfig{s.MaxRequests, s.Window},
+			users: map[string]limitConfig{}, last: map[string]time.Time{}}, nil
 	}
 }
 
@@ -64,14 +76,19 @@ func reconfigureMutant(profile string, fault configFault) func(Store) (contract.
 func (r *reconfigured) under(ctx context.Context, user string, query bool, call func() error) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	now := r.clock()
 	kept, seen := r.users[user]
+	if last, ok := r.last[user]; r.fault == oldWhileActive && ok && now.Sub(last) >= 2*kept.w {
+		seen = false // idle long enough: its state, and the configuration stored with it, expired
+	}
+	r.last[user] = now
 	if !seen {
 		kept = r.cur
 		r.users[user] = kept
 	}
 	cfg := r.cur
 	switch r.fault {
-	case stickyConfig:
+	case stickyConfig, oldWhileActive:
 		cfg = kept
 	case ignoredRaise:
 		cfg.n = min(kept.n, r.cur.n)
@@ -104,6 +121,7 @@ func (r *reconfigured) Reset(ctx context.Context, user string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.users, user)
+	delete(r.last, user)
 	return r.inner.Reset(ctx, user)
 }
 
@@ -134,6 +152,7 @@ func reconfigureMutants() []Mutant {
 		{"reconfigure-window-ignored", "Configure takes the limit and ignores the window", ignoredWindow, []string{"core/reconfigure"}},
 		{"reconfigure-raise-ignored", "a user with history keeps the lowest limit it has seen: a raise reaches only users without history", ignoredRaise, []string{"core/reconfigure"}},
 		{"reconfigure-remaining-old-limit", "after a change a user's remaining is counted under the limit in force at its first request", oldLimitRemaining, []string{"strict/lowered-limit"}},
+		{"reconfigure-old-while-active", "a change reaches only users without history: an active user keeps the configuration of its first request until it has been idle for two of its windows", oldWhileActive, []string{"strict/raised-limit"}},
 	}
 	profiles := []struct{ prefix, profile string }{
 		{"fw", "fixed-window"}, {"sc", counterProfile}, {"gcra", gcraProfile}, {"tb", bucketProfile},

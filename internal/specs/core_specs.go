@@ -188,6 +188,13 @@ func reconfigureSettles(h *engine.Harness) {
 	// history: z is as a fresh user under the new configuration.
 	at += 6 * long
 	h.At(at)
+	if g, ok := h.Profile().Grid(); ok && h.RealTime() {
+		// Just after an edge of the long windows on the profile's grid
+		// (one of the short ones' too): a limiter that kept the long
+		// window is still in it two short windows later.
+		h.WaitUntil(g.Floor(time.Now(), long).Add(long + h.Edge()))
+		at = time.Since(h.Started())
+	}
 	for range 5 {
 		h.Allow(z) // 4 allowed, then denied: the new limit
 	}

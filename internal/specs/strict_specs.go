@@ -310,6 +310,16 @@ func raisedLimit(h *engine.Harness) {
 	if h.Target().Capabilities.Remaining {
 		h.Remaining(u)
 	}
+	if !h.Profile().IsSlidingLog() {
+		// A bucket or an arrival time refills at the new rate: one
+		// request every W/5 now, where the old limit gave one every W/2.
+		if h.RealTime() {
+			h.WaitUntil(time.Now().Add(h.W()/5 + h.Edge()))
+		} else {
+			h.Advance(h.W() / 5)
+		}
+		h.Allow(u)
+	}
 }
 
 // smallWindow is the longest window whose denials a fake-clock spec cannot
