@@ -177,6 +177,9 @@ func reconfigureSettles(h *engine.Harness) {
 	g := h.Granularity()
 	short := max(g, (h.W() / 4).Truncate(g))
 	long := max(h.W(), 4*short)
+	if h.RealTime() {
+		long = 3 * short // every wait is real: the shortest that tells them apart
+	}
 	z := h.User("z")
 	at := h.Phase(10 * long)
 	h.Configure(2, long)

@@ -311,14 +311,17 @@ func raisedLimit(h *engine.Harness) {
 		h.Remaining(u)
 	}
 	if !h.Profile().IsSlidingLog() {
-		// A bucket or an arrival time refills at the new rate: one
-		// request every W/5 now, where the old limit gave one every W/2.
+		// A window later every reading has refilled or opened a window
+		// under the new limit: 5 of 6 allowed (the old limit gave 2),
+		// whether a bucket refills continuously or at whole windows.
 		if h.RealTime() {
-			h.WaitUntil(time.Now().Add(h.W()/5 + h.Edge()))
+			h.WaitUntil(time.Now().Add(h.W() + h.Edge()))
 		} else {
-			h.Advance(h.W() / 5)
+			h.Advance(h.W())
 		}
-		h.Allow(u)
+		for range 6 {
+			h.Allow(u)
+		}
 	}
 }
 
