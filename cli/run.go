@@ -355,20 +355,18 @@ func (f *runFlags) endpoint(cfg *suite.Config, said io.Writer) (*suite.Target, i
 // release stops and closes what it started, and is never nil.
 func (f *runFlags) limiter(ctx context.Context, cfg *suite.Config, token string, stderr io.Writer) (suite.Target, func(), error) {
 	release := func() {}
-	target, err := targets.ReferenceProfile(model.MustVariant(f.profile))
-	if err != nil {
-		return suite.Target{}, release, err
+	if f.command == "" && len(f.targets) == 0 {
+		target, err := targets.ReferenceProfile(model.MustVariant(f.profile))
+		return target, release, err
 	}
 	var started *execed
+	var err error
 	if f.command != "" {
 		if started, err = f.execFlags.start(ctx, stderr); err != nil {
 			return suite.Target{}, release, err
 		}
 		release = func() { started.stop() }
 		f.targets = started.urls()
-	}
-	if len(f.targets) == 0 {
-		return target, release, nil
 	}
 	t, closeStore, err := f.remote(ctx, cfg, token, started, stderr)
 	if err != nil {

@@ -116,14 +116,11 @@ func NewProfile(client redis.UniversalClient, spec model.Variant, opts Options) 
 	if spec.IsSlidingLog() {
 		return New(client, opts)
 	}
-	full, err := spec.Complete()
-	if err != nil {
-		return nil, fmt.Errorf("reference: %w", err)
+	if err := Implements(spec); err != nil {
+		return nil, err
 	}
-	impl, ok := luaProfileOf(full.Name)
-	if !ok {
-		return nil, fmt.Errorf("reference: profile %q has no Redis implementation", full.Name)
-	}
+	full, _ := spec.Complete() // Implements parsed it
+	impl, _ := luaProfileOf(full.Name)
 	base, err := New(client, opts)
 	if err != nil {
 		return nil, err
@@ -144,6 +141,26 @@ func NewProfile(client redis.UniversalClient, spec model.Variant, opts Options) 
 	}
 	p.name = "reference: " + full.String()
 	return p, nil
+}
+
+// Implements reports why NewProfile has no implementation of spec, or
+// nil: the profile's script reads a change of configuration as the
+// model's first reading, so a variant that pins another has none.
+func Implements(spec model.Variant) error {
+	if spec.IsSlidingLog() {
+		return nil
+	}
+	full, err := spec.Complete()
+	if err != nil {
+		return fmt.Errorf("reference: %w", err)
+	}
+	if _, ok := luaProfileOf(full.Name); !ok {
+		return fmt.Errorf("reference: profile %q has no Redis implementation", full.Name)
+	}
+	if r, first := full.Reading(), full.Algorithm().Readings; r != "" && len(first) > 0 && r != first[0].Name {
+		return fmt.Errorf("reference: profile %s: the reference reads a change of configuration as %s only (reconfigure=%s, or any)", full, first[0].Name, first[0].Name)
+	}
+	return nil
 }
 
 // profileLimiter is the Redis implementation of a profile other than the

@@ -254,3 +254,21 @@ func TestIdentifyNamesEachImplementation(t *testing.T) {
 			append([]string{id.Fits[0].Profile}, id.Fits[0].SameDecisions...))
 	})
 }
+
+// The profile scripts read a change of configuration as their model's
+// first reading: a variant pinning another has no implementation here,
+// which NewProfile says rather than grading the script as it.
+func TestProfileImplementsItsFirstReadingOnly(t *testing.T) {
+	for spec, ok := range map[string]bool{
+		"gcra": true, "gcra:reconfigure=keep-tat": true, "gcra:reconfigure=settle": false,
+		"fixed-window:reconfigure=relay": true, "fixed-window:reconfigure=finish": false,
+		"token-bucket:reconfigure=lazy": true, "token-bucket:reconfigure=reset": false, "sliding-log": true,
+	} {
+		err := reference.Implements(model.MustVariant(spec))
+		if ok {
+			assert.NoError(t, err, spec)
+		} else if assert.Error(t, err, spec) {
+			assert.Contains(t, err.Error(), "reads a change of configuration as", spec)
+		}
+	}
+}

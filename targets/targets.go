@@ -68,7 +68,7 @@ func ReferenceProfile(spec model.Variant) (suite.Target, error) {
 	if spec.IsSlidingLog() {
 		return Reference(), nil
 	}
-	if _, err := spec.New(5, time.Minute); err != nil {
+	if err := reference.Implements(spec); err != nil {
 		return suite.Target{}, err
 	}
 	t := Reference()
