@@ -142,6 +142,7 @@ func (p *process) start(cmd *exec.Cmd) error {
 		started <- nil
 		p.err = cmd.Wait()
 		signalGroup(cmd, true) // its children may outlive it
+		groupExited(cmd, 5*time.Second)
 		close(p.done)
 	}()
 	return <-started
@@ -189,7 +190,9 @@ func (p *process) waitReady(ctx context.Context, base string, ready time.Duratio
 }
 
 // Stop stops every process: SIGTERM to its process group, then SIGKILL to
-// the group when the process has ended, or after 5 s. Stopping twice does
+// the group when the process has ended, or after 5 s. It returns once
+// every process of the group has exited (on Linux; elsewhere, once the
+// process has), so a port it listened on is closed. Stopping twice does
 // nothing more.
 func (p *Processes) Stop() error {
 	var wg sync.WaitGroup

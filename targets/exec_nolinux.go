@@ -2,6 +2,13 @@
 
 package targets
 
-import "syscall"
+import (
+	"os/exec"
+	"syscall"
+	"time"
+)
 
 func setParentDeath(*syscall.SysProcAttr) {}
+
+// groupExited: without /proc, the process's own exit is all Stop waits for.
+func groupExited(*exec.Cmd, time.Duration) {}
