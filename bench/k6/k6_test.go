@@ -256,23 +256,34 @@ func TestAnOffsetClockIsExplainedBySkew(t *testing.T) {
 // Live: two generators at once against the reference behind the
 // middleware, on a test Redis, then against the endpoint that counts and
 // adds in two round trips. The first is exact, the second overshoots.
+// Whether two requests race through one check is up to the scheduler (a
+// run under -race on a loaded machine once had none in 600): the racy
+// endpoint is recorded again, up to five times, until one does; every
+// recording without one must be judged exact.
 func TestLiveTwoGenerators(t *testing.T) {
 	for _, atomic := range []bool{true, false} {
-		var a, b bytes.Buffer
-		recordPair(t, endpoint(t, atomic), !atomic, &a, &b)
-		r := NewReader(Options{})
-		require.NoError(t, r.Read("a", &a))
-		require.NoError(t, r.Read("b", &b))
-		rec, err := r.Recording()
-		require.NoError(t, err)
-		res := judge(t, rec, 0)
-		out := text(res)
-		assert.Empty(t, res.Errors, out)
-		if atomic {
-			assert.True(t, res.Exactness.Exact(), out)
-			assert.Positive(t, res.Exactness.UsersAtLimit, out)
-		} else {
-			assert.True(t, res.Failed(), out)
+		url := endpoint(t, atomic)
+		for attempt := 1; ; attempt++ {
+			var a, b bytes.Buffer
+			recordPair(t, url, !atomic, &a, &b)
+			r := NewReader(Options{})
+			require.NoError(t, r.Read("a", &a))
+			require.NoError(t, r.Read("b", &b))
+			rec, err := r.Recording()
+			require.NoError(t, err)
+			res := judge(t, rec, 0)
+			out := text(res)
+			assert.Empty(t, res.Errors, out)
+			if atomic {
+				assert.True(t, res.Exactness.Exact(), out)
+				assert.Positive(t, res.Exactness.UsersAtLimit, out)
+				break
+			}
+			if res.Failed() {
+				break
+			}
+			require.True(t, res.Exactness.Exact(), "a recording is failed or exact:\n%s", out)
+			require.Less(t, attempt, 5, "five recordings of the racy endpoint, none with two requests through one check:\n%s", out)
 		}
 	}
 }

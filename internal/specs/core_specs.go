@@ -178,7 +178,11 @@ func reconfigureSettles(h *engine.Harness) {
 	short := max(g, (h.W() / 4).Truncate(g))
 	long := max(h.W(), 4*short)
 	if h.RealTime() {
-		long = 3 * short // every wait is real: the shortest that tells them apart
+		// Every wait is real: the shortest windows that tell them apart.
+		// The new window's requests come a margin after an edge and two
+		// short windows later, and must still fall inside the long one.
+		short = max(short, (3*h.Edge()).Truncate(g)+g)
+		long = 3 * short
 	}
 	z := h.User("z")
 	at := h.Phase(10 * long)
