@@ -118,14 +118,15 @@ func All() []Mutant {
 // every other mutant without clock control too.
 func NotInRealTime() map[string]string {
 	return map[string]string{
-		"inclusive-boundary":  "the 1ms between s+W-1 and s+W is far inside any round trip",
-		"clock-ignored":       "without clock control every limiter reads its own clock: there is no given clock to ignore",
-		"clock-clamped":       "the clock never steps back in real time",
-		"drops-future":        "the clock never steps back in real time",
-		"list-pop-inclusive":  "the 1ms between s+W-1 and s+W is far inside any round trip",
-		"list-push-unordered": "on the server's TIME entries are pushed in time order: the clock never steps back in real time",
-		"capped-window":       "a window cut to a day shows only once a day has passed",
-		"gcra-float-drift":    "whether the floats round across the edge depends on the instant's bits: on the server's clock the instants are not chosen, so the drift shows only on some runs",
+		"inclusive-boundary":            "the 1ms between s+W-1 and s+W is far inside any round trip",
+		"clock-ignored":                 "without clock control every limiter reads its own clock: there is no given clock to ignore",
+		"clock-clamped":                 "the clock never steps back in real time",
+		"drops-future":                  "the clock never steps back in real time",
+		"list-pop-inclusive":            "the 1ms between s+W-1 and s+W is far inside any round trip",
+		"list-push-unordered":           "on the server's TIME entries are pushed in time order: the clock never steps back in real time",
+		"capped-window":                 "a window cut to a day shows only once a day has passed",
+		"gcra-float-drift":              "whether the floats round across the edge depends on the instant's bits: on the server's clock the instants are not chosen, so the drift shows only on some runs",
+		"fw-reconfigure-window-ignored": "a fixed window kept at the old length is told from the new one only by requests between the new window's edge and the old one's, epoch-aligned; on a loaded machine under -race (make test-full) they missed that span in 2 of 3 runs, though caught alone; graded on the fake clock",
 	}
 }
 
