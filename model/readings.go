@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -46,6 +47,7 @@ type Readings struct {
 	transition map[string]time.Time
 	off        map[string]time.Time // until when, idle, a user is not graded
 	longest    time.Duration        // the longest window configured
+	most       int                  // MostRemaining under the configuration in force
 }
 
 // Verdict is what Keep makes of an answer.
@@ -77,7 +79,18 @@ func NewReadings(v Variant, n int, w time.Duration) (*Readings, error) {
 		}
 		r.names, r.models = append(r.names, name), append(r.models, m)
 	}
+	r.most = freshRemaining(r.models)
 	return r, nil
+}
+
+// freshRemaining is the most any of models allows a user it never saw.
+func freshRemaining(models []Replayable) int {
+	most := 0
+	for _, m := range models {
+		n, _ := m.Clone().Remaining(time.Time{}, "\x00rlconform: a user never seen")
+		most = max(most, n)
+	}
+	return most
 }
 
 // Primary is the model of the first reading: the one a grader reads when
@@ -123,6 +136,7 @@ func (r *Readings) Configure(now time.Time, n int, w time.Duration) error {
 		}
 	}
 	r.longest = max(r.longest, w)
+	r.most = freshRemaining(r.models)
 	if len(r.models) < 2 || !windowChanged {
 		return nil
 	}
@@ -131,7 +145,7 @@ func (r *Readings) Configure(now time.Time, n int, w time.Duration) error {
 		for _, m := range r.models {
 			life = max(life, m.Lifetime(now, user))
 		}
-		if end := now.Add(life + 2*r.longest); end.After(r.transition[user]) {
+		if end := now.Add(transitionSpan(life, r.longest)); end.After(r.transition[user]) {
 			r.transition[user] = end
 		}
 	}
@@ -146,7 +160,17 @@ func (r *Readings) forgotten(now time.Time, user string) time.Time {
 	for _, m := range r.models {
 		life = max(life, m.Lifetime(now, user))
 	}
-	return now.Add(life + 2*r.longest)
+	return now.Add(transitionSpan(life, r.longest))
+}
+
+// transitionSpan is how long a state whose lifetime is life may still
+// matter in a store: life plus two of the longest windows configured (a
+// key kept past that lifetime), saturated (windows reach 100 years).
+func transitionSpan(life, longest time.Duration) time.Duration {
+	if longest > (math.MaxInt64-life)/2 {
+		return math.MaxInt64
+	}
+	return life + 2*longest
 }
 
 // Answers applies op, an operation of user at now, to every reading's
@@ -201,17 +225,10 @@ func (r *Readings) Keep(user string, now time.Time, answers []string, got string
 	return Explained
 }
 
-// MostRemaining is the most requests any reading allows a fresh user at
-// now: no reading leaves a user with history more (no reading keeps an
-// old, higher limit).
-func (r *Readings) MostRemaining(now time.Time) int {
-	most := 0
-	for _, m := range r.models {
-		n, _ := m.Clone().Remaining(now, "\x00rlconform: a user never seen")
-		most = max(most, n)
-	}
-	return most
-}
+// MostRemaining is the most requests any reading allows a fresh user
+// under the configuration in force: no reading leaves a user with history
+// more (no reading keeps an old, higher limit).
+func (r *Readings) MostRemaining() int { return r.most }
 
 // following are the indices of the readings user still follows.
 func (r *Readings) following(user string) []int {

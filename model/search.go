@@ -23,7 +23,11 @@ type searchOracle struct {
 	w    time.Duration
 	// longest is the longest window configured (see [Readings]).
 	longest time.Duration
-	users   map[string]*searchUser
+	// readings are spec's, once per reading of a change (spec.Readings);
+	// most is what a fresh user gets under the configuration in force.
+	readings []Variant
+	most     int
+	users    map[string]*searchUser
 	// realTime: intervals are the grader's sent and returned instants,
 	// judged by the real-time rule ([AdmissibleMillis]); otherwise they
 	// are the limiter's own instants.
@@ -68,7 +72,9 @@ func newSearch(spec Variant, maxRequests int, window time.Duration) (*searchOrac
 	if _, err := spec.New(maxRequests, window); err != nil {
 		return nil, err
 	}
-	return &searchOracle{spec: spec, n: maxRequests, w: window, longest: window, users: map[string]*searchUser{}}, nil
+	s := &searchOracle{spec: spec, n: maxRequests, w: window, longest: window, readings: spec.Readings(), users: map[string]*searchUser{}}
+	s.most = s.freshRemaining()
+	return s, nil
 }
 
 // Limit implements [Oracle].
@@ -90,7 +96,7 @@ func (s *searchOracle) user(u string) *searchUser {
 // change of configuration, after instants no earlier than low.
 func (s *searchOracle) fresh(low int64) []cand {
 	var out []cand
-	for i, v := range s.spec.Readings() {
+	for i, v := range s.readings {
 		p, _ := v.New(s.n, s.w) // validated by newSearch
 		out = append(out, cand{p: p, low: low, reading: i})
 	}
@@ -105,8 +111,9 @@ func (s *searchOracle) configure(op TimedOp) {
 	windowChanged := op.Window != s.w
 	s.n, s.w = op.Limit, op.Window
 	s.longest = max(s.longest, op.Window)
+	s.most = s.freshRemaining()
 	lo, hi := s.millis(op.Lo, op.Hi)
-	readings := windowChanged && len(s.spec.Readings()) > 1
+	readings := windowChanged && len(s.readings) > 1
 	for user, su := range s.users {
 		if su.off {
 			continue
@@ -130,7 +137,7 @@ func (s *searchOracle) configure(op TimedOp) {
 		for _, c := range next {
 			su.states = append(su.states, c)
 			if readings {
-				su.transition = max(su.transition, hi+(c.p.Lifetime(time.UnixMilli(hi), user)+2*s.longest).Milliseconds())
+				su.transition = max(su.transition, hi+transitionSpan(c.p.Lifetime(time.UnixMilli(hi), user), s.longest).Milliseconds())
 			}
 		}
 		if len(su.states) > searchMaxStates {
@@ -139,15 +146,14 @@ func (s *searchOracle) configure(op TimedOp) {
 	}
 }
 
-// mostRemaining is the most any reading allows a fresh user at ms t: no
-// reading leaves a user with history more.
-func (s *searchOracle) mostRemaining(t int64) int {
-	most := 0
-	for _, c := range s.fresh(t) {
-		n, _ := c.p.Remaining(time.UnixMilli(t), "\x00rlconform: a user never seen")
-		most = max(most, n)
+// freshRemaining is the most any reading allows a fresh user under the
+// configuration in force: no reading leaves a user with history more.
+func (s *searchOracle) freshRemaining() int {
+	var models []Replayable
+	for _, c := range s.fresh(0) {
+		models = append(models, c.p)
 	}
-	return most
+	return freshRemaining(models)
 }
 
 // Judge implements [Oracle].
@@ -176,9 +182,9 @@ func (s *searchOracle) judge(op TimedOp) (Judgement, string) {
 		s.users[op.User] = &searchUser{states: s.fresh(low)}
 		return Certain, ""
 	}
-	if op.Kind == OpRemaining && op.Remaining > s.mostRemaining(hi) {
+	if op.Kind == OpRemaining && op.Remaining > s.most {
 		su.off = true // no state of any reading leaves more than a fresh user has
-		return Impossible, fmt.Sprintf("no reading of the profile leaves more than a fresh user gets, %d", s.mostRemaining(hi))
+		return Impossible, fmt.Sprintf("no reading of the profile leaves more than a fresh user gets, %d", s.most)
 	}
 	if su.off {
 		return Undecided, ""
@@ -220,7 +226,7 @@ func (s *searchOracle) judge(op TimedOp) (Judgement, string) {
 	}
 	if len(next) == 0 {
 		su.off = true
-		if lo < su.transition && (op.Kind != OpRemaining || op.Remaining <= s.mostRemaining(hi)) {
+		if lo < su.transition && (op.Kind != OpRemaining || op.Remaining <= s.most) {
 			return Undecided, "" // a reading of the change that is not modelled may give it
 		}
 		return Impossible, s.impossible(op, answers)

@@ -501,7 +501,7 @@ func (h *Harness) checked(i int, name, user string, want func(Model, time.Time) 
 	h.Record(i, now, op, got)
 	h.trace = append(h.trace, TraceOp{At: now, inst: i, Kind: kindOf(name), User: user, Got: got})
 	verdict := h.readings.Keep(user, now, wants, got)
-	if n, err := strconv.Atoi(got); err == nil && name == "GetRemainingRequests" && n > h.readings.MostRemaining(now) {
+	if n, err := strconv.Atoi(got); err == nil && name == "GetRemainingRequests" && n > h.readings.MostRemaining() {
 		verdict = model.Wrong // no reading leaves more than a fresh user has
 	}
 	switch verdict {
@@ -729,14 +729,20 @@ func (h *Harness) CheckBurst(users []string, perUser, goroutines int, instances 
 	for _, u := range users {
 		o := out[u]
 		want, _ := strconv.Atoi(wants[u][0])
+		judged := true
 		switch {
 		case len(o.Errors) > 0: // the most any reading allows bounds what was
 			for _, a := range wants[u] {
 				n, _ := strconv.Atoi(a)
 				want = max(want, n)
 			}
-		case h.readings.Keep(u, now, wants[u], strconv.Itoa(o.Allowed)) != model.Wrong:
-			want = o.Allowed // a reading still followed allows as many, or none is sure
+		default:
+			switch h.readings.Keep(u, now, wants[u], strconv.Itoa(o.Allowed)) {
+			case model.Explained:
+				want = o.Allowed // a reading still followed allows as many
+			case model.Unjudged:
+				want, judged = o.Allowed, false
+			}
 		}
 		if first, n := NoAnswers(o.Errors); n > 0 {
 			// Each unanswered call may have been allowed or not: more
@@ -752,6 +758,10 @@ func (h *Harness) CheckBurst(users []string, perUser, goroutines int, instances 
 			h.Failf("at %s: %d of %d concurrent AllowRequest(%s) failed, first: %v",
 				FmtOffset(now.Sub(h.start)), len(o.Errors), perUser, h.Short(u), o.Errors[0])
 		}
+		if !judged {
+			h.undecided++
+			continue
+		}
 		h.decided++
 		if o.Allowed != want && h.pending == nil {
 			h.divergef("at %s: %d goroutines on %d instance(s) sent %d AllowRequest(%s) with the clock standing still: "+
@@ -764,8 +774,9 @@ func (h *Harness) CheckBurst(users []string, perUser, goroutines int, instances 
 	}
 }
 
-// model is the profile's model: the first reading of a change of
-// configuration the target's answers still follow.
+// model is the profile's model under its first reading of a change of
+// configuration: the limit and window in force, what a failure is
+// described under.
 func (h *Harness) model() Model { return h.readings.Primary() }
 
 // ProfileName names the model answers are graded against.
