@@ -113,6 +113,11 @@ var (
 	ErrInvalidConfig = errors.New("invalid rate limiter configuration")
 	// ErrInvalidUserID is returned for an empty user id.
 	ErrInvalidUserID = errors.New("invalid user id")
+	// ErrInvalidCost is returned by [CostLimiter.AllowRequestN] for a
+	// negative cost. A limiter may also return it for a cost that can
+	// never fit (above the limit N, or above a bucket's burst): such a
+	// request may be refused or answered with this error, never allowed.
+	ErrInvalidCost = errors.New("invalid request cost")
 	// ErrStore wraps every failure of the limiter's backing store.
 	ErrStore = errors.New("rate limiter store failure")
 	// ErrNoAnswer wraps a call whose answer never came: the connection to
@@ -135,6 +140,36 @@ func ValidateConfig(maxRequests int, window time.Duration) error {
 		return fmt.Errorf("%w: window %v, want 1ms to %v", ErrInvalidConfig, window, MaxWindow)
 	}
 	return nil
+}
+
+// ValidateCost returns an error wrapping [ErrInvalidCost] for a negative
+// cost: the one cost no limiter may take. A cost of 0 is valid (it
+// consumes nothing), and so is one above the limit (it is refused).
+func ValidateCost(n int) error {
+	if n < 0 {
+		return fmt.Errorf("%w: cost %d, want 0 or more", ErrInvalidCost, n)
+	}
+	return nil
+}
+
+// CostLimiter is a limiter that takes a weight per request, as
+// go-redis/redis_rate's AllowN, x/time/rate's AllowN and Bucket4j's
+// tryConsume(n) do. A target declares it with [Capabilities.Cost]; the
+// specs whose ids contain "cost" grade it.
+//
+// AllowRequestN decides a request of cost n of userID now, all or
+// nothing: it is allowed when n more units fit (the sliding log: active
+// entries + n <= N), and then counts n times, as n requests at this
+// instant would; refused, it counts nothing (a profile that counts denied
+// requests says what it counts: see docs/profiles.md). AllowRequestN(ctx,
+// u, 1) is AllowRequest(ctx, u). A cost of 0 consumes nothing, and its
+// answer is not graded (some libraries allow it, some report whether one
+// more would fit). A negative cost returns [ErrInvalidCost]. A cost that
+// can never fit (above N, or above the burst of a bucket or GCRA) is
+// refused or returns ErrInvalidCost, and is never allowed.
+type CostLimiter interface {
+	RateLimiterContract
+	AllowRequestN(ctx context.Context, userID string, n int) (bool, error)
 }
 
 // ValidateUserID returns an error wrapping [ErrInvalidUserID] for the empty
@@ -160,6 +195,9 @@ type Capabilities struct {
 	Remaining bool
 	// Reset: Reset is implemented.
 	Reset bool
+	// Cost: the limiter implements [CostLimiter] (over protocol v1, its
+	// allow takes a "cost"), so weighted requests are graded.
+	Cost bool
 	// SharedStore: several instances made by the target's factory for one
 	// spec share one store and must enforce one limit.
 	SharedStore bool
@@ -181,7 +219,8 @@ type Capabilities struct {
 	WindowGranularity time.Duration
 }
 
-// All is every capability a fully featured target declares (fail-closed).
+// All is every capability a fully featured target declares (fail-closed),
+// but Cost: a limiter declares that it takes weighted requests itself.
 func All() Capabilities {
 	return Capabilities{Clock: true, Configure: true, Remaining: true, Reset: true, SharedStore: true, StoreInspection: true}
 }

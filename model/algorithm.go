@@ -64,6 +64,12 @@ type Algorithm struct {
 	Suspects        []string
 	Remedy          string
 	RemainingVaries bool
+	// Cost states the algorithm's rule for a request of cost n
+	// ([contract.CostLimiter]), with formulas: when it is admitted, what
+	// it consumes, and what a refused one counts under each variant that
+	// counts denied requests. Empty: the algorithm states none, and its
+	// model need not be [Weighted]; the cost specs are then skipped.
+	Cost string
 	// Grid is the fixed grid of windows a variant's decisions follow, if
 	// any: its windows then lie at the same instants for every user.
 	Grid func(params map[string]string) (Grid, bool)

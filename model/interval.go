@@ -57,6 +57,9 @@ type TimedOp struct {
 	// Allowed is the answer of OpAllow; Remaining the answer of OpRemaining.
 	Allowed   bool
 	Remaining int
+	// Cost is the cost of OpAllow ([contract.CostLimiter]); 0 means 1 (a
+	// request of cost 0 consumes nothing and is never judged).
+	Cost int
 	// Limit and Window are the arguments of OpConfigure.
 	Limit  int
 	Window time.Duration

@@ -48,6 +48,19 @@ type Profile interface {
 	Lifetime(now time.Time, user string) time.Duration
 }
 
+// Weighted is a profile that decides requests of a cost n
+// ([contract.CostLimiter]): every built-in algorithm's model is one, and
+// its [Algorithm.Cost] states the rule.
+type Weighted interface {
+	// AllowN decides a request of cost n >= 0 of user at now, all or
+	// nothing: allowed, it counts n times; refused, it counts what the
+	// profile says (nothing, unless it counts denied requests). Cost 0
+	// consumes nothing; a cost that can never fit is refused. AllowN(now,
+	// user, 1) is Allow(now, user). A negative n returns an error wrapping
+	// [contract.ErrInvalidCost].
+	AllowN(now time.Time, user string, n int) (bool, error)
+}
+
 // Replayable is what rlconform's oracles, linearizability models and
 // diagnosis need of a profile beyond Profile, to fork it over the instants
 // an answer may have had and to explain a failure: Variant.New returns
