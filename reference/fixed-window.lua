@@ -78,8 +78,10 @@ if remaining < 0 then
   remaining = 0
 end
 if (record and (allowed == 1 or countDenied)) or (writes and not record) then
+  -- A unit request's INCR is written as it always was: mutants/ plants a
+  -- fault at that line.
   if record and cost == 1 then
-    count = count + 1 -- a unit request's INCR, as it always was (mutants/ plant faults here)
+    count = count + 1
   elseif record then
     count = count + cost
   end
