@@ -242,55 +242,57 @@ func TestAllowRequestNRefusesANegativeCost(t *testing.T) {
 }
 
 // The ZSET log names the n entries of a weighted request each its own
-// member, after those already at the same millisecond.
+// member, after those already at the same millisecond; a cost above what
+// one call of Lua's unpack takes (about 8000) is logged in several.
 func TestAllowRequestNMembersAreUnique(t *testing.T) {
 	ctx := context.Background()
-	l, clk := newFake(t, 3000, time.Minute)
-	for _, n := range []int{1, 2, 2500} {
+	l, clk := newFake(t, 20_000, time.Minute)
+	for _, n := range []int{1, 2, 10_000} {
 		ok, err := l.AllowRequestN(ctx, "u", n)
 		require.NoError(t, err)
 		require.True(t, ok, "cost %d", n)
 	}
 	members := store.Client.ZRange(ctx, l.Key("u"), 0, -1).Val()
-	require.Len(t, members, 2503, "every unit of every request is its own entry")
+	require.Len(t, members, 10_003, "every unit of every request is its own entry")
 	now := fmt.Sprint(clk.Now().UnixMilli())
 	seen := map[string]bool{}
 	for _, m := range members {
 		assert.True(t, m == now || strings.HasPrefix(m, now+"-"), m)
 		seen[m] = true
 	}
-	assert.Len(t, seen, 2503)
-	assert.True(t, seen[now] && seen[now+"-1"] && seen[now+"-2"] && seen[now+"-2502"], "members now, now-1 .. now-2502")
+	assert.Len(t, seen, 10_003)
+	assert.True(t, seen[now] && seen[now+"-1"] && seen[now+"-2"] && seen[now+"-10002"], "members now, now-1 .. now-10002")
 	rem, err := l.GetRemainingRequests(ctx, "u")
 	require.NoError(t, err)
-	assert.Equal(t, 497, rem)
+	assert.Equal(t, 9997, rem)
 }
 
 // The compact LIST holds n entries of a weighted request, in time order
-// even when it is made earlier than the newest entry.
+// even when it is made earlier than the newest entry; a cost above what
+// one call of Lua's unpack takes (about 8000) is pushed in several.
 func TestCompactAllowRequestNKeepsOrder(t *testing.T) {
 	ctx := context.Background()
-	l, clk := newCompactFake(t, 3000, time.Minute)
+	l, clk := newCompactFake(t, 20_000, time.Minute)
 	start := clk.Now().UnixMilli()
 	clk.Advance(10 * time.Millisecond)
 	ok, err := l.AllowRequestN(ctx, "u", 2)
 	require.NoError(t, err)
 	require.True(t, ok)
 	clk.Set(clk.Now().Add(-5 * time.Millisecond)) // an instance whose clock is behind
-	ok, err = l.AllowRequestN(ctx, "u", 1500)
+	ok, err = l.AllowRequestN(ctx, "u", 10_000)
 	require.NoError(t, err)
 	require.True(t, ok)
 	entries := logOf(t, l, "u")
-	require.Len(t, entries, 1502)
+	require.Len(t, entries, 10_002)
 	for i, e := range entries {
 		want := start + 5
-		if i >= 1500 {
+		if i >= 10_000 {
 			want = start + 10
 		}
 		require.Equal(t, want, e, "entry %d", i)
 	}
-	ok, err = l.AllowRequestN(ctx, "u", 1499)
+	ok, err = l.AllowRequestN(ctx, "u", 9999)
 	require.NoError(t, err)
-	assert.False(t, ok, "1502 + 1499 > 3000")
-	assert.Len(t, logOf(t, l, "u"), 1502, "a refused request pushes nothing")
+	assert.False(t, ok, "10,002 + 9,999 > 20,000")
+	assert.Len(t, logOf(t, l, "u"), 10_002, "a refused request pushes nothing")
 }
