@@ -61,6 +61,10 @@ local count = redis.call("LLEN", key)
 -- pushEntries pushes n entries of now at the tail, at most 1000 a call
 -- (unpack's stack is bounded).
 local function pushEntries(entry, n)
+  if n == 1 then
+    redis.call("RPUSH", key, entry)
+    return
+  end
   local batch = {}
   for i = 1, n do
     batch[#batch + 1] = entry

@@ -40,14 +40,21 @@ elseif ARGV[4] == "1" and count + cost <= limit then
   -- new. Short members keep an entry at a few bytes.
   local member = string.format("%d", now)
   local same = redis.call("ZCOUNT", key, now, now)
-  -- One ZADD per 1000 entries at most: unpack's stack is bounded.
-  local args = {}
-  for i = same, same + cost - 1 do
-    args[#args + 1] = now
-    args[#args + 1] = i == 0 and member or member .. "-" .. i
-    if #args == 2000 or i == same + cost - 1 then
-      redis.call("ZADD", key, unpack(args))
-      args = {}
+  if cost == 1 then
+    if same > 0 then
+      member = member .. "-" .. same
+    end
+    redis.call("ZADD", key, now, member)
+  else
+    -- One ZADD per 1000 entries at most: unpack's stack is bounded.
+    local args = {}
+    for i = same, same + cost - 1 do
+      args[#args + 1] = now
+      args[#args + 1] = i == 0 and member or member .. "-" .. i
+      if #args == 2000 or i == same + cost - 1 then
+        redis.call("ZADD", key, unpack(args))
+        args = {}
+      end
     end
   end
   -- The newest entry lives W more; so does the key.
