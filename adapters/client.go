@@ -169,6 +169,7 @@ func (c *Client) Capabilities(ctx context.Context) (contract.Capabilities, error
 	caps := contract.Capabilities{
 		Clock: get("clock", body.Clock), Configure: get("configure", body.Configure),
 		Remaining: get("remaining", body.Remaining), Reset: get("reset", body.Reset),
+		Cost: body.Cost != nil && *body.Cost,
 	}
 	if len(missing) > 0 {
 		return caps, &Error{Op: op, Status: status, Err: fmt.Errorf("answer lacks %s", strings.Join(missing, ", "))}
@@ -182,11 +183,24 @@ func (c *Client) Capabilities(ctx context.Context) (contract.Capabilities, error
 	return caps, nil
 }
 
-// AllowRequest implements [contract.RateLimiterContract].
+// AllowRequest implements [contract.RateLimiterContract]: an allow
+// without a cost, which every protocol v1 target takes.
 func (c *Client) AllowRequest(ctx context.Context, userID string) (bool, error) {
+	return c.allow(ctx, userBody{userID})
+}
+
+// AllowRequestN implements [contract.CostLimiter]: an allow with a "cost",
+// for a target that declares the capability. A 400 answer wraps
+// [contract.ErrInvalidCost] (the one to an allow without a cost wraps
+// [contract.ErrInvalidUserID]).
+func (c *Client) AllowRequestN(ctx context.Context, userID string, n int) (bool, error) {
+	return c.allow(ctx, allowInBody{UserID: userID, Cost: &n})
+}
+
+func (c *Client) allow(ctx context.Context, in any) (bool, error) {
 	var body allowBody
 	sent := time.Now()
-	if _, err := c.call(ctx, http.MethodPost, PathAllow, userBody{userID}, &body, nil); err != nil {
+	if _, err := c.call(ctx, http.MethodPost, PathAllow, in, &body, nil); err != nil {
 		return false, err
 	}
 	if body.NowMs != nil {
@@ -223,8 +237,9 @@ func (c *Client) Reset(ctx context.Context, userID string) error {
 // Configure implements [contract.RateLimiterContract]. A 400 answer wraps
 // [contract.ErrInvalidConfig].
 //
-// Every call maps a 400 answer to [contract.ErrInvalidConfig] (configure)
-// or [contract.ErrInvalidUserID] (the others), and a 503 to
+// Every call maps a 400 answer to [contract.ErrInvalidConfig] (configure),
+// [contract.ErrInvalidCost] (an allow with a cost) or
+// [contract.ErrInvalidUserID] (the others), and a 503 to
 // [contract.ErrStore]; the target's own "error" text is kept in the message.
 // Redirects are not followed: a 3xx answer is an error.
 func (c *Client) Configure(ctx context.Context, maxRequests int, window time.Duration) error {
@@ -300,6 +315,8 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any, ok 
 		switch {
 		case resp.StatusCode == http.StatusBadRequest && path == PathConfigure:
 			sentinel = contract.ErrInvalidConfig
+		case resp.StatusCode == http.StatusBadRequest && isCostBody(in):
+			sentinel = contract.ErrInvalidCost
 		case resp.StatusCode == http.StatusBadRequest:
 			sentinel = contract.ErrInvalidUserID
 		case resp.StatusCode == http.StatusServiceUnavailable:
@@ -323,6 +340,12 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any, ok 
 		}
 	}
 	return resp.StatusCode, nil
+}
+
+// isCostBody reports whether in is an allow that carries a cost.
+func isCostBody(in any) bool {
+	_, ok := in.(allowInBody)
+	return ok
 }
 
 func cut(b []byte) string {

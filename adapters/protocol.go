@@ -23,6 +23,8 @@ type (
 		Configure *bool `json:"configure"`
 		Remaining *bool `json:"remaining"`
 		Reset     *bool `json:"reset"`
+		// Cost, optional (absent means false): allow takes a "cost".
+		Cost *bool `json:"cost,omitempty"`
 		// WindowGranularityMs, optional: the target takes only windows
 		// that are whole multiples of it (1000: whole seconds).
 		WindowGranularityMs *int64 `json:"window_granularity_ms,omitempty"`
@@ -33,6 +35,12 @@ type (
 	}
 	userBody struct {
 		UserID string `json:"user_id"`
+	}
+	// allowInBody is what allow takes: a user, and the request's cost
+	// (absent means 1) from a target that declares the capability.
+	allowInBody struct {
+		UserID string `json:"user_id"`
+		Cost   *int   `json:"cost,omitempty"`
 	}
 	// allowBody is the answer to allow. NowMs, optional in answers (in
 	// remainingBody's too), is the instant the target decided at on its
@@ -49,3 +57,8 @@ type (
 		Error string `json:"error"`
 	}
 )
+
+// userID is the body's user, which the server bounds.
+func (b *userBody) userID() string { return b.UserID }
+
+func (b *allowInBody) userID() string { return b.UserID }

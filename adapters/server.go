@@ -108,7 +108,11 @@ type handler struct {
 func (s *handler) capabilities(w http.ResponseWriter, _ *http.Request) {
 	t := true
 	clock := s.clock != nil
-	writeJSON(w, http.StatusOK, capabilitiesBody{Clock: &clock, Configure: &t, Remaining: &t, Reset: &t})
+	body := capabilitiesBody{Clock: &clock, Configure: &t, Remaining: &t, Reset: &t}
+	if _, ok := s.lim.(contract.CostLimiter); ok {
+		body.Cost = &t
+	}
+	writeJSON(w, http.StatusOK, body)
 }
 
 // nowMs is the instant of the decision just made, for the answer's now_ms:
@@ -163,11 +167,25 @@ func (s *handler) configure(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *handler) allow(w http.ResponseWriter, r *http.Request) {
-	var in userBody
+	var in allowInBody
 	if !decode(w, r, &in) || !s.now(w, r) {
 		return
 	}
-	ok, err := s.lim.AllowRequest(r.Context(), in.UserID)
+	var ok bool
+	var err error
+	switch costly, weighted := s.lim.(contract.CostLimiter); {
+	case in.Cost == nil:
+		ok, err = s.lim.AllowRequest(r.Context(), in.UserID)
+	case *in.Cost < 0:
+		err = contract.ValidateCost(*in.Cost)
+	case weighted:
+		ok, err = costly.AllowRequestN(r.Context(), in.UserID, *in.Cost)
+	case *in.Cost == 1:
+		ok, err = s.lim.AllowRequest(r.Context(), in.UserID)
+	default:
+		writeJSON(w, http.StatusBadRequest, errorBody{fmt.Sprintf("%v: cost %d: this limiter takes no cost (its capabilities say so)", contract.ErrInvalidCost, *in.Cost)})
+		return
+	}
 	if err != nil {
 		writeError(w, err)
 		return
@@ -240,12 +258,9 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 		writeJSON(w, http.StatusBadRequest, errorBody{contract.ErrInvalidUserID.Error() + ": the body escapes a lone UTF-16 surrogate (\\ud800 to \\udfff not in a pair): it is no character, and a decoder replaces it with U+FFFD, merging distinct ids"})
 		return false
 	}
-	if u, ok := v.(*userBody); ok {
-		switch {
-		case len(u.UserID) > maxServedUserIDBytes:
-			writeJSON(w, http.StatusBadRequest, errorBody{fmt.Sprintf("%v: user_id of %d bytes, this server takes at most %d", contract.ErrInvalidUserID, len(u.UserID), maxServedUserIDBytes)})
-			return false
-		}
+	if u, ok := v.(interface{ userID() string }); ok && len(u.userID()) > maxServedUserIDBytes {
+		writeJSON(w, http.StatusBadRequest, errorBody{fmt.Sprintf("%v: user_id of %d bytes, this server takes at most %d", contract.ErrInvalidUserID, len(u.userID()), maxServedUserIDBytes)})
+		return false
 	}
 	return true
 }
@@ -292,7 +307,7 @@ func hex4(raw []byte, at int) (rune, bool) {
 // failures) to 503.
 func writeError(w http.ResponseWriter, err error) {
 	status := http.StatusServiceUnavailable
-	if errors.Is(err, contract.ErrInvalidConfig) || errors.Is(err, contract.ErrInvalidUserID) {
+	if errors.Is(err, contract.ErrInvalidConfig) || errors.Is(err, contract.ErrInvalidUserID) || errors.Is(err, contract.ErrInvalidCost) {
 		status = http.StatusBadRequest
 	}
 	writeJSON(w, status, errorBody{err.Error()})

@@ -160,13 +160,19 @@ func ValidateCost(n int) error {
 // AllowRequestN decides a request of cost n of userID now, all or
 // nothing: it is allowed when n more units fit (the sliding log: active
 // entries + n <= N), and then counts n times, as n requests at this
-// instant would; refused, it counts nothing (a profile that counts denied
-// requests says what it counts: see docs/profiles.md). AllowRequestN(ctx,
-// u, 1) is AllowRequest(ctx, u). A cost of 0 consumes nothing, and its
-// answer is not graded (some libraries allow it, some report whether one
-// more would fit). A negative cost returns [ErrInvalidCost]. A cost that
-// can never fit (above N, or above the burst of a bucket or GCRA) is
-// refused or returns ErrInvalidCost, and is never allowed.
+// instant would; refused, it counts nothing (strict/cost-all-or-nothing;
+// a profile that counts denied requests says what it counts: see
+// docs/profiles.md). The n entries all stop counting at s+W
+// (strict/cost-expiry-edge). AllowRequestN(ctx, u, 1) is
+// AllowRequest(ctx, u). A cost of 0 consumes nothing, and its answer is
+// not graded: some libraries allow it, some report whether one more would
+// fit (strict/cost-zero). A negative cost returns [ErrInvalidCost] and
+// changes nothing (robust/cost-negative). A cost that can never fit
+// (above N, or above the burst of a bucket or GCRA) is refused or returns
+// ErrInvalidCost, and is never allowed (strict/cost-never-fit). Any
+// sequence of weighted and unit requests answers as the model does
+// (strict/cost-differential), and concurrent ones are linearizable
+// (strict/cost-concurrent).
 type CostLimiter interface {
 	RateLimiterContract
 	AllowRequestN(ctx context.Context, userID string, n int) (bool, error)

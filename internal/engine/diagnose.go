@@ -21,6 +21,7 @@ type TraceOp struct {
 	Kind  model.OpKind
 	User  string
 	Got   string        // allowed, denied, or the remaining count
+	Cost  int           // allow: its cost, 0 for AllowRequest (cost 1)
 	N     int           // configure: the limit; burst: requests per user
 	W     time.Duration // configure: the window
 	// burst: how many were allowed, over how many instances
@@ -270,7 +271,7 @@ func replayPerInstance(fresh func() alternatives.Algorithm, ops []TraceOp) (ok, 
 func step(op TraceOp, of func(int) alternatives.Algorithm, varies bool) bool {
 	switch op.Kind {
 	case model.OpAllow:
-		ok, _ := of(op.inst).Allow(op.At, op.User)
+		ok, _ := allowCost(of(op.inst), op.At, op.User, op.Cost)
 		return AllowedWord(ok) == op.Got
 	case model.OpRemaining:
 		if varies {

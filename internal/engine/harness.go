@@ -353,6 +353,9 @@ func (h *Harness) failInstance(err error) {
 	if errors.Is(err, errChoiceRefused) {
 		h.refusedInconclusive(err)
 	}
+	if errors.Is(err, errNoCost) {
+		h.Fault("%v", err)
+	}
 	h.FailWith(result.Failure{Kind: result.KindTargetError}, err.Error())
 }
 
@@ -379,6 +382,9 @@ func (h *Harness) instance(i int) (contract.RateLimiterContract, error) {
 		}
 		if closer != nil {
 			h.closers = append(h.closers, closer)
+		}
+		if _, ok := lim.(contract.CostLimiter); h.target.Capabilities.Cost && !ok {
+			return nil, fmt.Errorf("%w: instance %d of %s (%T) does not implement contract.CostLimiter", errNoCost, n, h.target.Name, lim)
 		}
 		lim = guarded{lim, &h.calls}
 		if h.target.Capabilities.Configure {
@@ -484,8 +490,14 @@ func (h *Harness) RemainingOn(i int, user string) int {
 // error, or at an answer the model would not give, explaining what the model
 // counted.
 func (h *Harness) checked(i int, name, user string, want func(Model, time.Time) string, call func(contract.RateLimiterContract) (string, error)) string {
+	return h.checkedCost(i, name, user, 0, want, call)
+}
+
+// checkedCost is checked for an operation with a cost (0: none): a
+// weighted AllowRequestN.
+func (h *Harness) checkedCost(i int, name, user string, cost int, want func(Model, time.Time) string, call func(contract.RateLimiterContract) (string, error)) string {
 	if h.fake == nil {
-		return h.checkedRealTime(i, name, user, call)
+		return h.checkedRealTime(i, name, user, cost, call)
 	}
 	lim := h.Instance(i)
 	now := h.Now()
@@ -493,13 +505,16 @@ func (h *Harness) checked(i int, name, user string, want func(Model, time.Time) 
 	wants := h.readings.Answers(user, now, func(m model.Replayable) string { return want(m, now) })
 	w, differ := wants[0], h.readings.Disagree(user, wants)
 	got, err := call(lim)
-	op := name + "(" + h.Short(user) + ")"
+	op := h.opName(name, user, cost)
 	if err != nil {
 		h.Record(i, now, op, "error")
 		h.FailStep(i, now, op, "", w, "", err)
 	}
 	h.Record(i, now, op, got)
-	h.trace = append(h.trace, TraceOp{At: now, inst: i, Kind: kindOf(name), User: user, Got: got})
+	if got == InvalidCostWord { // a cost that can never fit, refused as invalid
+		got = AllowedWord(false)
+	}
+	h.trace = append(h.trace, TraceOp{At: now, inst: i, Kind: kindOf(name), User: user, Got: got, Cost: cost})
 	verdict := h.readings.Keep(user, now, wants, got)
 	if n, err := strconv.Atoi(got); err == nil && name == "GetRemainingRequests" && n > h.readings.MostRemaining() {
 		verdict = model.Wrong // no reading leaves more than a fresh user has
@@ -519,7 +534,7 @@ func (h *Harness) checked(i int, name, user string, want func(Model, time.Time) 
 // limiter decided at some instant between sending and receiving, and the
 // interval oracle judges the answer for every such instant. Only an
 // impossible answer fails; an undecided one is counted, not failed.
-func (h *Harness) checkedRealTime(i int, name, user string, call func(contract.RateLimiterContract) (string, error)) string {
+func (h *Harness) checkedRealTime(i int, name, user string, cost int, call func(contract.RateLimiterContract) (string, error)) string {
 	lim := h.Instance(i)
 	sent := time.Now()
 	h.sentAt = time.Time{}
@@ -528,23 +543,36 @@ func (h *Harness) checkedRealTime(i int, name, user string, call func(contract.R
 	if h.sentAt.After(sent) { // the request left later than it was called
 		sent = h.sentAt
 	}
-	return h.JudgeRealTime(i, name, user, sent, returned, got, err)
+	return h.judgeRealTime(i, name, user, cost, sent, returned, got, err)
 }
 
 // JudgeRealTime judges an operation on instance i sent at sent and
 // answered (got, or err) at returned, as checkedRealTime does; the
 // http/ specs judge this way the calls their concurrent phases made.
 func (h *Harness) JudgeRealTime(i int, name, user string, sent, returned time.Time, got string, err error) string {
-	op := name + "(" + h.Short(user) + ")"
+	return h.judgeRealTime(i, name, user, 0, sent, returned, got, err)
+}
+
+// opName is how an operation on user shows in a timeline:
+// "AllowRequest(u)", "AllowRequestN(u, 3)".
+func (h *Harness) opName(name, user string, cost int) string {
+	if name == opAllowN {
+		return fmt.Sprintf("%s(%s, %d)", name, h.Short(user), cost)
+	}
+	return name + "(" + h.Short(user) + ")"
+}
+
+func (h *Harness) judgeRealTime(i int, name, user string, cost int, sent, returned time.Time, got string, err error) string {
+	op := h.opName(name, user, cost)
 	if err != nil {
 		h.Record(i, sent, op, "error")
 		h.FailStep(i, sent, op, "", "an answer", "", err)
 	}
 	h.timeline.Add(Event{At: sent.Sub(h.start), Until: returned.Sub(h.start), inst: i, Op: op, Got: got})
-	h.trace = append(h.trace, TraceOp{At: sent, until: returned, inst: i, Kind: kindOf(name), User: user, Got: got})
-	t := model.TimedOp{User: user, Lo: sent, Hi: returned}
+	h.trace = append(h.trace, TraceOp{At: sent, until: returned, inst: i, Kind: kindOf(name), User: user, Got: got, Cost: cost})
+	t := model.TimedOp{User: user, Lo: sent, Hi: returned, Cost: cost}
 	switch name {
-	case "AllowRequest":
+	case "AllowRequest", opAllowN:
 		t.Kind, t.Allowed = model.OpAllow, got == AllowedWord(true)
 	default:
 		t.Kind = model.OpRemaining
@@ -558,7 +586,7 @@ func (h *Harness) JudgeRealTime(i int, name, user string, sent, returned time.Ti
 	case model.Impossible:
 		want := "denied"
 		switch {
-		case name != "AllowRequest":
+		case name != "AllowRequest" && name != opAllowN:
 			want = "another count"
 		case !t.Allowed:
 			want = "allowed"
@@ -898,6 +926,19 @@ func (g guarded) AllowRequestSent(Ctx context.Context, user string) (ok bool, se
 	}
 	ok, err = g.lim.AllowRequest(Ctx, user)
 	return ok, time.Time{}, err
+}
+
+// AllowRequestN passes a weighted request to a limiter that takes one
+// ([contract.CostLimiter]); the harness checks that a target declaring
+// Capabilities.Cost makes such instances.
+func (g guarded) AllowRequestN(Ctx context.Context, user string, n int) (ok bool, err error) {
+	defer g.track()()
+	defer recovered(&err)
+	c, is := g.lim.(contract.CostLimiter)
+	if !is {
+		return false, fmt.Errorf("%w: the limiter (%T) does not implement contract.CostLimiter", errNoCost, g.lim)
+	}
+	return c.AllowRequestN(Ctx, user, n)
 }
 
 func (g guarded) GetRemainingRequests(Ctx context.Context, user string) (n int, err error) {

@@ -597,7 +597,7 @@ func replayProbe(c model.Variant, p probe, remaining, fresh bool) (*result.Ruled
 			var why string
 			switch op.Kind {
 			case model.OpAllow:
-				j, why, _ = oracle.Judge(model.TimedOp{Kind: model.OpAllow, User: op.User, Lo: op.At, Hi: op.until, Allowed: op.Got == AllowedWord(true)})
+				j, why, _ = oracle.Judge(model.TimedOp{Kind: model.OpAllow, User: op.User, Lo: op.At, Hi: op.until, Allowed: op.Got == AllowedWord(true), Cost: op.Cost})
 				want = map[bool]string{true: "denied", false: "allowed"}[op.Got == AllowedWord(true)]
 			case model.OpRemaining:
 				n, _ := strconv.Atoi(op.Got)
@@ -629,7 +629,10 @@ func replayExact(r *model.Readings, op TraceOp) (want string, _ model.Verdict) {
 	got := op.Got
 	switch op.Kind {
 	case model.OpAllow:
-		answers = r.Answers(op.User, op.At, func(m model.Replayable) string { ok, _ := m.Allow(op.At, op.User); return AllowedWord(ok) })
+		answers = r.Answers(op.User, op.At, func(m model.Replayable) string {
+			ok, _ := allowCost(m, op.At, op.User, op.Cost)
+			return AllowedWord(ok)
+		})
 	case model.OpRemaining:
 		answers = r.Answers(op.User, op.At, func(m model.Replayable) string { n, _ := m.Remaining(op.At, op.User); return strconv.Itoa(n) })
 	case model.OpBurst:
@@ -655,6 +658,9 @@ func (p probe) ruledOut(i int, want string) *result.RuledOut {
 	describe := func(o TraceOp) (string, string) {
 		switch o.Kind {
 		case model.OpAllow:
+			if o.Cost > 0 {
+				return fmt.Sprintf("%s(%s, %d)", opAllowN, short(o.User), o.Cost), o.Got
+			}
 			return "AllowRequest(" + short(o.User) + ")", o.Got
 		case model.OpRemaining:
 			return "GetRemainingRequests(" + short(o.User) + ")", o.Got

@@ -176,6 +176,10 @@ func (r *runner) missing(t Target, s *Spec) (why string, structural bool) {
 			if !c.Remaining {
 				why = "needs GetRemainingRequests, which the target does not declare"
 			}
+		case NeedCost:
+			if !c.Cost {
+				why = "needs weighted requests, which the target does not declare (implement contract.CostLimiter and declare Capabilities.Cost; over HTTP, answer \"cost\": true in the capabilities)"
+			}
 		case NeedReset:
 			if !c.Reset {
 				why = "needs Reset, which the target does not declare"

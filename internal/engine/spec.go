@@ -24,6 +24,7 @@ const (
 	NeedOpaqueIDs Need = "opaque-ids"  // the limiter receives the user ids as given
 	NeedEndpoint  Need = "endpoint"    // answers carry HTTP rate-limit fields
 	NeedUsers     Need = "users"       // several users, each with a limit of its own
+	NeedCost      Need = "cost"        // weighted requests (contract.CostLimiter)
 )
 
 // Spec is one entry of the catalogue: a stable id, the rule it proves, and
@@ -73,7 +74,9 @@ func (s *Spec) ruleFor(p model.Variant) string {
 // outside says why the spec does not grade profile p (with or without a
 // clock), or "" when it does.
 func (s *Spec) outside(p model.Variant, clock bool) string {
-	switch {
+	switch alg := p.Algorithm(); {
+	case slices.Contains(s.Needs, NeedCost) && (alg == nil || alg.Cost == ""):
+		return fmt.Sprintf("not part of profile %s: it states no rule for weighted requests", p.Name)
 	case p.IsSlidingLog():
 		return ""
 	case s.LogOnly != "":

@@ -17,16 +17,21 @@ import (
 
 // dop is one operation of a differential schedule.
 type dop struct {
-	kind    model.OpKind  // OpAdvance: the clock moves on by advance
-	user    int           // index into the schedule's users
-	n       int           // configure: the new limit
-	w       time.Duration // configure: the new window
-	advance time.Duration // advance: how far
+	kind     model.OpKind  // OpAdvance: the clock moves on by advance
+	user     int           // index into the schedule's users
+	weighted bool          // allow: AllowRequestN(cost), not AllowRequest
+	cost     int           // allow: a weighted request's cost
+	n        int           // configure: the new limit
+	w        time.Duration // configure: the new window
+	advance  time.Duration // advance: how far
 }
 
 func (o dop) String() string {
 	switch o.kind {
 	case model.OpAllow:
+		if o.weighted {
+			return fmt.Sprintf("AllowRequestN(u%d, %d)", o.user, o.cost)
+		}
 		return fmt.Sprintf("AllowRequest(u%d)", o.user)
 	case model.OpRemaining:
 		return fmt.Sprintf("GetRemainingRequests(u%d)", o.user)
@@ -48,13 +53,21 @@ const (
 // differential runs seeded random schedules on the target and the model;
 // the first divergence is shrunk to a minimal schedule and reported with the
 // seed that reproduces it.
-func differential(h *engine.Harness) {
+func differential(h *engine.Harness) { differentialOf(h, 0) }
+
+// costDifferential is differential with weighted requests among the
+// allows, of random costs up to what a full quota holds.
+func costDifferential(h *engine.Harness) { differentialOf(h, maxFit(h)) }
+
+// differentialOf runs the differential's schedules, whose allows are
+// weighted requests of random costs from 0 to maxCost when maxCost > 0.
+func differentialOf(h *engine.Harness, maxCost int) {
 	if h.RealTime() {
-		differentialRealTime(h)
+		differentialRealTime(h, maxCost)
 		return
 	}
 	for i := range diffSchedules {
-		ops := genSchedule(h, diffOps)
+		ops := genSchedule(h, diffOps, maxCost)
 		if bad, _ := replay(h, ops, fmt.Sprintf("s%d.", i), false); bad < 0 {
 			continue
 		}
@@ -78,7 +91,7 @@ func differential(h *engine.Harness) {
 // raised ones only when no entry ever allowed lies in (t-Wnew, t-Wold],
 // since whether entries that had left the old window come back is not
 // promised.
-func genSchedule(h *engine.Harness, n int) []dop {
+func genSchedule(h *engine.Harness, n, maxCost int) []dop {
 	sim := newSim(h)
 	var windows []time.Duration
 	for _, w := range []time.Duration{h.W(), h.W() / 2, h.W() / 4, 2 * h.W()} {
@@ -111,6 +124,7 @@ func genSchedule(h *engine.Harness, n int) []dop {
 			o = dop{kind: model.OpRemaining, user: u}
 		case r < 50:
 			o = dop{kind: model.OpAllow, user: u}
+			o.weighted, o.cost = drawCost(h.Rand(), maxCost)
 		case r < 62:
 			o = dop{kind: model.OpRemaining, user: u}
 		case r < 66:
@@ -190,7 +204,7 @@ func (s *sim) safe(o dop) bool {
 func (s *sim) apply(o dop) {
 	switch o.kind {
 	case model.OpAllow:
-		if ok, _ := s.m.Allow(s.now, "u"+strconv.Itoa(o.user)); ok {
+		if ok, _ := allowCost(s.m, s.now, "u"+strconv.Itoa(o.user), o.weighted, o.cost); ok {
 			s.allowed[o.user] = append(s.allowed[o.user], s.now)
 		}
 	case model.OpReset:
@@ -253,9 +267,12 @@ func replay(h *engine.Harness, ops []dop, tag string, record bool) (int, string)
 		var err error
 		switch o.kind {
 		case model.OpAllow:
-			wants = rs.Answers(users[o.user], now, func(m model.Replayable) string { ok, _ := m.Allow(now, users[o.user]); return engine.AllowedWord(ok) })
+			wants = rs.Answers(users[o.user], now, func(m model.Replayable) string {
+				ok, _ := allowCost(m, now, users[o.user], o.weighted, o.cost)
+				return engine.AllowedWord(ok)
+			})
 			var ok bool
-			ok, err = lim.AllowRequest(h.Context(), users[o.user])
+			ok, err = allowOf(h, lim, users[o.user], o.weighted, o.cost)
 			got = engine.AllowedWord(ok)
 		case model.OpRemaining:
 			wants = rs.Answers(users[o.user], now, func(m model.Replayable) string { n, _ := m.Remaining(now, users[o.user]); return strconv.Itoa(n) })
@@ -282,8 +299,13 @@ func replay(h *engine.Harness, ops []dop, tag string, record bool) (int, string)
 		}
 		if record {
 			h.AddEvent(engine.Event{At: now.Sub(base), Op: o.String(), Got: got})
-			t := engine.TraceOp{At: now, Kind: o.kind, User: users[o.user], Got: got, N: o.n, W: o.w}
-			h.AddTrace(t)
+			t := engine.TraceOp{At: now, Kind: o.kind, User: users[o.user], Got: got, N: o.n, W: o.w, Cost: traceCost(o)}
+			if !o.weighted || o.cost > 0 { // cost 0 changes nothing, and its answer is not graded
+				h.AddTrace(t)
+			}
+		}
+		if o.kind == model.OpAllow && o.weighted && o.cost == 0 && err == nil {
+			continue // a request of cost 0: its answer is not graded
 		}
 		if want := wants[0]; err != nil || rs.Keep(users[o.user], now, wants, got) == model.Wrong {
 			d := result.Failure{Kind: result.KindWrongAnswer, Step: step, At: now.Sub(base), Operation: o.String(), Got: got, Want: want}
@@ -376,7 +398,7 @@ type rtVerdict struct {
 // differentialRealTime runs rtDiffUsers users' random schedules at once in
 // real time, for targets without clock control, then counts their answers
 // and reports each user whose schedule diverged from the model.
-func differentialRealTime(h *engine.Harness) {
+func differentialRealTime(h *engine.Harness, maxCost int) {
 	lim := h.Instance(0)
 	caps := h.Target().Capabilities
 	h.Origin()
@@ -388,7 +410,7 @@ func differentialRealTime(h *engine.Harness) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rtSchedule(h, lim, caps, u, seed, &results[k])
+			rtSchedule(h, lim, caps, u, seed, maxCost, &results[k])
 		}()
 	}
 	wg.Wait()
@@ -413,7 +435,7 @@ func differentialRealTime(h *engine.Harness) {
 // lim, judging each answer as it comes with an interval oracle of the
 // user's own, and records in v how it went. It stops at the first wrong
 // answer, error or unanswered call: what follows could not be judged.
-func rtSchedule(h *engine.Harness, lim contract.RateLimiterContract, caps contract.Capabilities, u string, seed uint64, v *rtVerdict) {
+func rtSchedule(h *engine.Harness, lim contract.RateLimiterContract, caps contract.Capabilities, u string, seed uint64, maxCost int, v *rtVerdict) {
 	rng := engine.NewRand(seed)
 	v.user = u
 	oracle, _ := model.NewOracle(h.Profile(), h.N(), h.W())
@@ -423,7 +445,7 @@ func rtSchedule(h *engine.Harness, lim contract.RateLimiterContract, caps contra
 			return
 		}
 		sent := time.Now()
-		op, name, called, err := rtCall(h, lim, caps, u, rng.IntN(100))
+		op, name, called, err := rtCall(h, lim, caps, u, rng, maxCost)
 		if !called {
 			rtPause(h, rng, entries)
 			continue
@@ -437,7 +459,11 @@ func rtSchedule(h *engine.Harness, lim contract.RateLimiterContract, caps contra
 		if op.Kind == model.OpAllow && op.Allowed {
 			entries = append(entries, sent)
 		}
-		step := fmt.Sprintf("%s…%s  %s(%s) = %s", engine.FmtOffset(sent.Sub(h.Started())), engine.FmtOffset(returned.Sub(h.Started())), name, h.Short(u), got)
+		call := name + "(" + h.Short(u) + ")"
+		if name == "AllowRequestN" {
+			call = fmt.Sprintf("%s(%s, %d)", name, h.Short(u), op.Cost)
+		}
+		step := fmt.Sprintf("%s…%s  %s = %s", engine.FmtOffset(sent.Sub(h.Started())), engine.FmtOffset(returned.Sub(h.Started())), call, got)
 		if errors.Is(err, contract.ErrNoAnswer) {
 			// Its outcome is unknown: the rest of this user's
 			// schedule cannot be judged.
@@ -447,13 +473,17 @@ func rtSchedule(h *engine.Harness, lim contract.RateLimiterContract, caps contra
 		}
 		if err != nil {
 			v.steps = append(v.steps, step+" error: "+err.Error())
-			v.failed = fmt.Sprintf("%s(%s) returned an error: %v", name, h.Short(u), err)
+			v.failed = fmt.Sprintf("%s returned an error: %v", call, err)
 			return
+		}
+		if name == "AllowRequestN" && op.Cost == 0 {
+			v.steps = append(v.steps, step+" (cost 0: not graded)")
+			continue
 		}
 		v.steps = append(v.steps, step)
 		switch j, why, _ := oracle.Judge(op); j {
 		case model.Impossible:
-			v.failed = fmt.Sprintf("step %d: %s(%s) = %s: %s", len(v.steps), name, h.Short(u), got, why)
+			v.failed = fmt.Sprintf("step %d: %s = %s: %s", len(v.steps), call, got, why)
 			return
 		case model.Undecided:
 			v.undecided++
@@ -463,16 +493,23 @@ func rtSchedule(h *engine.Harness, lim contract.RateLimiterContract, caps contra
 	}
 }
 
-// rtCall makes on lim the call for user u that r, drawn below 100, picks:
-// AllowRequest half the time, now and then GetRemainingRequests or Reset
+// rtCall makes on lim the call for user u that rng picks: an allow half
+// the time (weighted ones of random costs up to maxCost when it is not
+// 0: see drawCost), now and then GetRemainingRequests or Reset
 // when the target has them. op is the call without its user and interval,
 // name the method's; called is false when r picks a pause instead.
-func rtCall(h *engine.Harness, lim contract.RateLimiterContract, caps contract.Capabilities, u string, r int) (op model.TimedOp, name string, called bool, err error) {
-	switch {
+func rtCall(h *engine.Harness, lim contract.RateLimiterContract, caps contract.Capabilities, u string, rng *rand.Rand, maxCost int) (op model.TimedOp, name string, called bool, err error) {
+	switch r := rng.IntN(100); {
 	case r < 50:
 		op.Kind = model.OpAllow
-		op.Allowed, err = lim.AllowRequest(h.Context(), u)
-		return op, "AllowRequest", true, err
+		weighted, cost := drawCost(rng, maxCost)
+		if !weighted {
+			op.Allowed, err = lim.AllowRequest(h.Context(), u)
+			return op, "AllowRequest", true, err
+		}
+		op.Cost = cost
+		op.Allowed, err = allowOf(h, lim, u, true, cost)
+		return op, "AllowRequestN", true, err
 	case r < 65 && caps.Remaining:
 		op.Kind = model.OpRemaining
 		op.Remaining, err = lim.GetRemainingRequests(h.Context(), u)

@@ -426,6 +426,6 @@ func contextCancel(h *engine.Harness) {
 func wantSentinel(h *engine.Harness, op string, err error, sentinel error) {
 	if !errors.Is(err, sentinel) {
 		h.Failf("%s returned %q, which does not wrap %q (contract.%s): callers cannot tell invalid input from a store failure; over HTTP answer 400",
-			op, err, sentinel, map[error]string{contract.ErrInvalidConfig: "ErrInvalidConfig", contract.ErrInvalidUserID: "ErrInvalidUserID"}[sentinel])
+			op, err, sentinel, map[error]string{contract.ErrInvalidConfig: "ErrInvalidConfig", contract.ErrInvalidUserID: "ErrInvalidUserID", contract.ErrInvalidCost: "ErrInvalidCost"}[sentinel])
 	}
 }

@@ -12,5 +12,5 @@ import (
 // All is every spec, in the order they run. Ids are stable: never rename
 // one; retire it (engine's retired ids) and add a new one.
 func All() engine.Catalogue {
-	return slices.Concat(coreSpecs(), strictSpecs(), robustSpecs(), httpSpecs())
+	return slices.Concat(coreSpecs(), strictSpecs(), costSpecs(), robustSpecs(), httpSpecs())
 }
