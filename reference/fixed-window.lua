@@ -15,9 +15,8 @@
 --          nothing, allowed when count + n <= N, and then counted n times
 --          (INCRBY n); refused, it counts n with ARGV[6] (INCRBY n before
 --          the check), nothing otherwise. n > N is refused. n = 0 counts
---          and writes nothing (a look that never saves) and answers what a
---          unit request would: allowed while one more fits. The caller
---          never sends a negative n.
+--          and writes nothing and is allowed (as the model answers; the
+--          answer is not graded). The caller never sends a negative n.
 --
 -- Every number stays a whole number below 2^53 (ms instants, W, counts),
 -- so Lua's doubles hold them exactly.
@@ -31,9 +30,8 @@ local align = ARGV[5]
 local countDenied = ARGV[6] == "1"
 local writes = ARGV[7] == "write"
 local cost = tonumber(ARGV[8] or "1")
-local need = cost -- the units the answer is about: a cost of 0 asks about one
 if cost == 0 then
-  record, writes, need = false, false, 1
+  return {1, 0} -- consumes and writes nothing: allowed
 end
 
 -- The state of the window holding now, as the stored one and W say (a
@@ -70,7 +68,7 @@ else -- first-grid: forgotten a whole window after the last counted one
 end
 
 local allowed = 0
-if count + need <= limit then
+if count + cost <= limit then
   allowed = 1
 end
 local remaining = limit - count

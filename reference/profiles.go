@@ -232,8 +232,8 @@ func (p *profileLimiter) AllowRequest(ctx context.Context, userID string) (bool,
 // decides a request of cost n (model.Weighted): all or nothing, n units
 // of the profile's count, intervals or tokens; a profile that counts
 // denied requests counts a refused one n times. A cost of 0 consumes and
-// writes nothing, and is allowed while a unit request would be; a cost
-// above N (above the burst or capacity) is refused; a negative one returns
+// writes nothing, and is allowed (as the model answers); a cost above N
+// (above the burst or capacity) is refused; a negative one returns
 // an error wrapping [contract.ErrInvalidCost].
 func (p *profileLimiter) AllowRequestN(ctx context.Context, userID string, n int) (bool, error) {
 	if err := contract.ValidateCost(n); err != nil {

