@@ -45,7 +45,10 @@ func describeProfile(w io.Writer, profile string) {
 		if p.Name == model.ReconfigureParam {
 			continue
 		}
-		fmt.Fprintf(w, "  %s=%s: %s\n", p.Name, v.Params[p.Name], p.Doc)
+		fmt.Fprintf(w, "  %s=%s: %s\n", p.Name, v.Params[p.Name], valueDoc(p, v.Params[p.Name]))
+	}
+	if alg.Cost != "" {
+		fmt.Fprintf(w, "  cost n: %s\n", alg.Cost)
 	}
 	if len(alg.Readings) > 1 {
 		graded := "every reading below: a user's answers after a change must all be one reading's"
@@ -65,4 +68,33 @@ func describeProfile(w io.Writer, profile string) {
 		}
 	}
 	fmt.Fprintln(w)
+}
+
+// valueDoc is what p's doc says of value: the part "value: ..." when the
+// doc states each of p's values in turn ("read: ...; write: ..."), else
+// the whole doc.
+func valueDoc(p model.ParamInfo, value string) string {
+	if len(p.Values) == 0 {
+		return p.Doc
+	}
+	at := func(v string) int {
+		if strings.HasPrefix(p.Doc, v+": ") {
+			return 0
+		}
+		if i := strings.Index(p.Doc, "; "+v+": "); i >= 0 {
+			return i + 2
+		}
+		return -1
+	}
+	start := at(value)
+	if start < 0 {
+		return p.Doc
+	}
+	end := len(p.Doc)
+	for _, other := range p.Values {
+		if i := at(other); i > start && i-2 < end {
+			end = i - 2
+		}
+	}
+	return strings.TrimPrefix(p.Doc[start:end], value+": ")
 }

@@ -171,7 +171,8 @@ func ValidateCost(n int) error {
 // (above N, or above the burst of a bucket or GCRA) is refused or returns
 // ErrInvalidCost, and is never allowed (strict/cost-never-fit). Any
 // sequence of weighted and unit requests answers as the model does
-// (strict/cost-differential).
+// (strict/cost-differential), and concurrent ones are linearizable
+// (strict/cost-concurrent).
 type CostLimiter interface {
 	RateLimiterContract
 	AllowRequestN(ctx context.Context, userID string, n int) (bool, error)

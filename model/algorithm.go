@@ -82,6 +82,10 @@ type Algorithm struct {
 	Envelope func(params map[string]string, n int64, w time.Duration) Envelope
 }
 
+// costShared is the rule of costs 0 and below every built-in algorithm's
+// [Algorithm.Cost] ends with.
+const costShared = "n = 0 consumes nothing and changes no state (the model answers allowed; the answer is not graded); n < 0 is an error (ErrInvalidCost)"
+
 // Reading is one honest reading of a change of configuration.
 type Reading struct {
 	// Name is its value of the parameter "reconfigure": "settle".
@@ -181,8 +185,9 @@ func Builtin() *Algorithms {
 }
 
 // Register adds alg to the set. It is an error for the name to be taken,
-// malformed, or for a required field or a parameter's default to be
-// missing.
+// malformed, for a required field or a parameter's default to be
+// missing, or for a Cost rule to be stated by an algorithm whose model is
+// not [Weighted].
 func (a *Algorithms) Register(alg Algorithm) error {
 	switch {
 	case !validName(alg.Name):
@@ -195,6 +200,15 @@ func (a *Algorithms) Register(alg Algorithm) error {
 	for _, p := range alg.Params {
 		if !validName(p.Name) || p.Default == "" {
 			return fmt.Errorf("model: algorithm %q: parameter %q: want a name of lower-case letters, digits and '-', and a default", alg.Name, p.Name)
+		}
+	}
+	if alg.Cost != "" {
+		defaults := map[string]string{}
+		for _, p := range alg.Params {
+			defaults[p.Name] = p.Default
+		}
+		if _, ok := alg.New(defaults, 1, time.Second).(Weighted); !ok {
+			return fmt.Errorf("model: algorithm %q states a Cost rule, but its model is not Weighted (AllowN)", alg.Name)
 		}
 	}
 	alg.Params = slices.Clone(alg.Params)

@@ -162,14 +162,24 @@ func (f *fixedWindow) fixedGrid() bool { return f.align == "epoch" || f.align ==
 
 // Allow implements [Profile].
 func (f *fixedWindow) Allow(now time.Time, user string) (bool, error) {
-	if err := contract.ValidateUserID(user); err != nil {
+	return f.AllowN(now, user, 1)
+}
+
+// AllowN implements [Weighted]: allowed when count + n <= N, and then
+// count += n; refused, count += n only with countDenied (INCRBY n before
+// the check). Cost 0 is allowed and changes nothing.
+func (f *fixedWindow) AllowN(now time.Time, user string, n int) (bool, error) {
+	if err := validateRequest(user, n); err != nil {
 		return false, err
+	}
+	if n == 0 {
+		return true, nil
 	}
 	t := now.UnixMilli()
 	st := f.current(t, user)
-	ok := st.count < f.n
+	ok := n <= f.n-st.count
 	if ok || f.countDenied {
-		st.count++
+		st.count += n
 		f.save(user, st)
 	}
 	return ok, nil
@@ -298,13 +308,14 @@ func fixedWindowAlgorithm() Algorithm {
 		Summary: "a counter per fixed window of W: allowed while the window's count is below N",
 		Params: []ParamInfo{
 			{"align", "epoch", []string{"epoch", "go-zero", "first-grid", "first-hit"}, "epoch: windows [kW, (k+1)W) on the epoch; go-zero: windows [kW, (k+1)W) counted from Go's zero time, 0001-01-01 UTC, as time.Time.Truncate makes them; first-grid: a grid anchored at the user's first request; first-hit: a window opened by the first request after the previous one ended (INCR + EXPIRE)"},
-			{"count-denied", "false", []string{"false", "true"}, "denied requests are counted too (INCR before the check)"},
+			{"count-denied", "false", []string{"false", "true"}, "false: only allowed requests are counted; true: denied requests are counted too (INCR before the check)"},
 			{"query", "read", []string{"read", "write"}, "read: a query of what remains changes nothing; write: it saves the state as a request does, without counting (a user with none gets a window or grid at the query's instant: Symfony's consume(0))"},
 		},
 		New: func(p map[string]string, n int, w time.Duration) Replayable {
 			return &fixedWindow{align: p["align"], countDenied: p["count-denied"] == "true", writes: p["query"] == "write",
 				reading: pinnedReading(p, fixedRelay), n: n, w: w.Milliseconds()}
 		},
+		Cost:              "allowed when count + n <= N (count: the requests counted in t's window), then count += n, as n requests at t would count; refused, nothing is counted, but with count-denied=true count += n (INCRBY n before the check); n > N is never allowed; " + costShared,
 		GradesLimitChange: true,
 		Readings:          fixedWindowReadings(),
 		Candidates: func([]string) []string {

@@ -111,12 +111,24 @@ func (g *gcraModel) slack(t int64, user string) (slack, from *big.Rat) {
 
 // Allow implements [Profile].
 func (g *gcraModel) Allow(now time.Time, user string) (bool, error) {
-	if err := contract.ValidateUserID(user); err != nil {
+	return g.AllowN(now, user, 1)
+}
+
+// AllowN implements [Weighted]: n emission intervals, allowed when
+// max(TAT, t) + n*T - t <= B*T, that is when slack - (n-1)*T >= 0, and
+// then TAT = max(TAT, t) + n*T; refused, nothing changes. Cost 0 is
+// allowed and changes nothing.
+func (g *gcraModel) AllowN(now time.Time, user string, n int) (bool, error) {
+	if err := validateRequest(user, n); err != nil {
 		return false, err
+	}
+	if n == 0 {
+		return true, nil
 	}
 	t := now.UnixMilli()
 	slack, from := g.slack(t, user)
-	if slack.Sign() < 0 {
+	extra := new(big.Rat).Mul(big.NewRat(int64(n-1), 1), g.t())
+	if slack.Cmp(extra) < 0 {
 		return false, nil
 	}
 	if g.users == nil {
@@ -126,7 +138,7 @@ func (g *gcraModel) Allow(now time.Time, user string) (bool, error) {
 	if u, ok := g.users[user]; ok {
 		last = max(last, u.last) // a clock stepped back does not move l back
 	}
-	g.users[user] = gcraUser{tat: new(big.Rat).Add(from, g.t()), last: last}
+	g.users[user] = gcraUser{tat: new(big.Rat).Add(from, extra.Add(extra, g.t())), last: last}
 	return true, nil
 }
 
@@ -283,6 +295,7 @@ func gcraAlgorithm() Algorithm {
 		New: func(p map[string]string, n int, w time.Duration) Replayable {
 			return &gcraModel{burst: fixedParam(p["burst"]), reading: readingOf(p, gcraKeepTAT), n: n, w: w.Milliseconds()}
 		},
+		Cost:     "n emission intervals (T = W/N): allowed when max(TAT, t) + n×T - t <= B×T, then TAT = max(TAT, t) + n×T; refused, nothing changes; n > B is never allowed; " + costShared,
 		Readings: gcraReadings(),
 		Candidates: func(bursts []string) []string {
 			var list []string

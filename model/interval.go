@@ -75,7 +75,10 @@ type TimedOp struct {
 // constraints, solved exactly: see joint), so a correct limiter is never
 // failed, and answers that are each possible alone but not together are
 // caught. An answer is Certain when its opposite is impossible. When every
-// interval is a point, it agrees with [slidingLog] answer for answer. Entries
+// interval is a point, it agrees with [slidingLog] answer for answer. An
+// allow of cost n ([TimedOp.Cost]) is judged the same way: allowed when
+// active + n <= N, and then n entries at its one instant (its node in the
+// joint, n times among the allowed entries). Entries
 // logged by a concurrent burst (Log) have no order among them: that user's
 // answers are then judged each on its own, every earlier entry anywhere in
 // its interval (sound, less complete).
@@ -168,7 +171,9 @@ func (o *intervalOracle) Judge(op TimedOp) (Judgement, string, error) {
 	}
 	j.edges = append(j.edges, cons...)
 	if op.Kind == OpAllow && op.Allowed {
-		j.allowed = append(j.allowed, n)
+		for range op.cost() { // n entries at one instant: node n, n times
+			j.allowed = append(j.allowed, n)
+		}
 	}
 	j.settle(o.window, o.max, o.realTime)
 	return judged, why, nil
@@ -190,27 +195,7 @@ func (o *intervalOracle) judgeAlone(op TimedOp, lo, hi int64) (Judgement, string
 	cMin, cMax := o.count(op.User, lo, hi)
 	switch op.Kind {
 	case OpAllow:
-		var j Judgement
-		var why string
-		if op.Allowed {
-			switch {
-			case cMin >= o.max:
-				j, why = Impossible, fmt.Sprintf("allowed, but at least %d entries count at any instant in the call's interval (limit %d)", cMin, o.max)
-			case cMax < o.max:
-				j = Certain
-			default:
-				j = Undecided
-			}
-			o.logs[op.User] = append(o.logs[op.User], span{lo, hi})
-			return j, why
-		}
-		switch {
-		case cMax < o.max:
-			return Impossible, fmt.Sprintf("denied, but at most %d entries count at any instant in the call's interval (limit %d)", cMax, o.max)
-		case cMin >= o.max:
-			return Certain, ""
-		}
-		return Undecided, ""
+		return o.judgeAllow(op, lo, hi, cMin, cMax)
 	default: // OpRemaining
 		want := func(c int) int { return max(0, o.max-c) }
 		switch {
@@ -224,6 +209,40 @@ func (o *intervalOracle) judgeAlone(op TimedOp, lo, hi int64) (Judgement, string
 		}
 		return Undecided, ""
 	}
+}
+
+// judgeAllow judges an allow of cost c on its own, between cMin and cMax
+// entries counting: allowed is possible when cMin + c <= N, denied when
+// cMax + c > N. Allowed, it logs c entries in [lo, hi].
+func (o *intervalOracle) judgeAllow(op TimedOp, lo, hi int64, cMin, cMax int) (Judgement, string) {
+	c := op.cost()
+	of := ""
+	if c != 1 {
+		of = fmt.Sprintf(" a request of cost %d", c)
+	}
+	if op.Allowed {
+		var j Judgement
+		var why string
+		switch {
+		case c > o.max-cMin:
+			j, why = Impossible, fmt.Sprintf("allowed%s, but at least %d entries count at any instant in the call's interval (limit %d)", of, cMin, o.max)
+		case c <= o.max-cMax:
+			j = Certain
+		default:
+			j = Undecided
+		}
+		for range c {
+			o.logs[op.User] = append(o.logs[op.User], span{lo, hi})
+		}
+		return j, why
+	}
+	switch {
+	case c <= o.max-cMax:
+		return Impossible, fmt.Sprintf("denied%s, but at most %d entries count at any instant in the call's interval (limit %d)", of, cMax, o.max)
+	case c > o.max-cMin:
+		return Certain, ""
+	}
+	return Undecided, ""
 }
 
 // count bounds how many of user's entries are active at an instant t in

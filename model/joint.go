@@ -12,7 +12,10 @@ package model
 //	denied at j:   t(j) - t(e_N) <= W - 1   (W in real time: see MayCount)
 //
 // and remaining r (c = N - r entries count) says that e_c counts and
-// e_(c+1) does not. Such a system has a solution if and only if its
+// e_(c+1) does not. An allowed request of cost n is n entries at its one
+// instant (its node, n times among the allowed), and its answer is the
+// one above with e_(N-n+1) for e_N: it fits when at most N-n entries
+// count. Such a system has a solution if and only if its
 // constraint graph has no negative cycle, which Bellman-Ford tells: an
 // answer is impossible exactly when no one choice of instants for the
 // whole history gives every answer so far.
@@ -71,7 +74,13 @@ func (j *joint) answer(n int, op TimedOp, limit int, w int64, realTime bool) ([]
 	active := func(e, n int, w int64) edge { return active(e, n, w, realTime) }
 	switch op.Kind {
 	case OpAllow:
-		e := j.recent(limit)
+		// Cost c fits when at most N-c entries count: the (N-c+1)-th most
+		// recent has left (for c = 1, the N-th).
+		k := limit - op.cost() + 1
+		if k < 1 { // more than N: never allowed
+			return nil, !op.Allowed
+		}
+		e := j.recent(k)
 		switch {
 		case op.Allowed && e == 0:
 			return nil, true

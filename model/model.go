@@ -13,6 +13,7 @@ package model
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -33,11 +34,27 @@ import (
 // the window in force at that moment, as a Redis ZSET limiter does; this only
 // matters for the unpromised case of raising the window (see
 // [contract.RateLimiterContract]).
+//
+// A user's log holds one entry per instant with how many requests it
+// logged there, so a request of cost n costs one entry, not n.
 type slidingLog struct {
 	max       int
 	window    int64 // ms
-	logs      map[string][]int64
+	logs      map[string]*userLog
 	decisions int
+}
+
+// userLog is one user's log: its entries, oldest first, one per instant,
+// and how many requests they hold in all.
+type userLog struct {
+	entries []logEntry
+	total   int
+}
+
+// logEntry is n requests logged at the instant at (ms).
+type logEntry struct {
+	at int64
+	n  int
 }
 
 // newSlidingLog returns an empty state with the given configuration.
@@ -45,7 +62,7 @@ func newSlidingLog(maxRequests int, window time.Duration) (*slidingLog, error) {
 	if err := contract.ValidateConfig(maxRequests, window); err != nil {
 		return nil, err
 	}
-	return &slidingLog{max: maxRequests, window: window.Milliseconds(), logs: map[string][]int64{}}, nil
+	return &slidingLog{max: maxRequests, window: window.Milliseconds(), logs: map[string]*userLog{}}, nil
 }
 
 // Limit returns the configured maximum number of requests.
@@ -56,20 +73,47 @@ func (s *slidingLog) Window() time.Duration { return time.Duration(s.window) * t
 
 // Allow decides a request of user at now and logs it if allowed.
 func (s *slidingLog) Allow(now time.Time, user string) (bool, error) {
-	if err := contract.ValidateUserID(user); err != nil {
+	return s.AllowN(now, user, 1)
+}
+
+// AllowN implements [Weighted]: a request of cost n is allowed when
+// active + n <= N, and then logs n entries at now; refused, it logs
+// nothing. Cost 0 is allowed and changes nothing.
+func (s *slidingLog) AllowN(now time.Time, user string, n int) (bool, error) {
+	if err := validateRequest(user, n); err != nil {
 		return false, err
+	}
+	if n == 0 {
+		return true, nil
 	}
 	t := now.UnixMilli()
 	s.maybeForget(t)
-	active := s.active(t, user)
-	if len(active) >= s.max {
+	active, count := s.active(t, user)
+	if n > s.max-count {
 		return false, nil
 	}
-	// Insert t after the active entries: entries later than t (the clock
+	// Log at t after the active entries: entries later than t (the clock
 	// stepped back) stay in the log, in order.
-	log := s.logs[user]
-	s.logs[user] = slices.Insert(log, len(active), t)
+	l := s.logs[user]
+	if l == nil {
+		l = &userLog{}
+		s.logs[user] = l
+	}
+	if k := len(active); k > 0 && active[k-1].at == t {
+		l.entries[k-1].n += n
+	} else {
+		l.entries = slices.Insert(l.entries, k, logEntry{at: t, n: n})
+	}
+	l.total += n
 	return true, nil
+}
+
+// validateRequest checks the user id and the cost of a request.
+func validateRequest(user string, n int) error {
+	if err := contract.ValidateUserID(user); err != nil {
+		return err
+	}
+	return contract.ValidateCost(n)
 }
 
 // forgetEvery is how many decisions pass between sweeps of idle users.
@@ -96,24 +140,33 @@ func (s *slidingLog) Remaining(now time.Time, user string) (int, error) {
 	if err := contract.ValidateUserID(user); err != nil {
 		return 0, err
 	}
-	return max(0, s.max-len(s.active(now.UnixMilli(), user))), nil
+	_, count := s.active(now.UnixMilli(), user)
+	return max(0, s.max-count), nil
 }
 
 // RetryAfter reports how long from now until user may be allowed again: 0
 // when a request would be allowed now.
 func (s *slidingLog) RetryAfter(now time.Time, user string) time.Duration {
 	t := now.UnixMilli()
-	log := s.active(t, user)
-	if len(log) < s.max {
+	active, count := s.active(t, user)
+	if count < s.max {
 		return 0
 	}
-	// The request is allowed once len(log)-max+1 entries have expired.
-	return time.Duration(log[len(log)-s.max]+s.window-t) * time.Millisecond
+	// The request is allowed once count-max+1 entries have expired, oldest
+	// first.
+	gone := 0
+	for _, e := range active {
+		if gone += e.n; gone >= count-s.max+1 {
+			return time.Duration(e.at+s.window-t) * time.Millisecond
+		}
+	}
+	return 0 // not reached: the active entries hold count
 }
 
 // Active returns how many entries of user count at now.
 func (s *slidingLog) Active(now time.Time, user string) int {
-	return len(s.active(now.UnixMilli(), user))
+	_, count := s.active(now.UnixMilli(), user)
+	return count
 }
 
 // Unexpired returns how many entries of user have not left the window at
@@ -124,7 +177,10 @@ func (s *slidingLog) Active(now time.Time, user string) int {
 func (s *slidingLog) Unexpired(now time.Time, user string) int {
 	t := now.UnixMilli()
 	s.active(t, user) // prunes
-	return len(s.logs[user])
+	if l := s.logs[user]; l != nil {
+		return l.total
+	}
+	return 0
 }
 
 // Reset forgets user's log.
@@ -147,18 +203,28 @@ func (s *slidingLog) Configure(_ time.Time, maxRequests int, window time.Duratio
 }
 
 // active prunes user's log of entries with e <= t-W and returns those with
-// e <= t. Entries after t (the clock was set back) are kept, not counted.
-func (s *slidingLog) active(t int64, user string) []int64 {
-	log := s.logs[user]
-	cut := sort.Search(len(log), func(i int) bool { return log[i] > t-s.window })
-	log = log[cut:]
-	if len(log) == 0 {
-		delete(s.logs, user)
-		return nil
+// e <= t, with how many requests they hold. Entries after t (the clock was
+// set back) are kept, not counted.
+func (s *slidingLog) active(t int64, user string) ([]logEntry, int) {
+	l := s.logs[user]
+	if l == nil {
+		return nil, 0
 	}
-	s.logs[user] = log
-	end := sort.Search(len(log), func(i int) bool { return log[i] > t })
-	return log[:end]
+	cut := sort.Search(len(l.entries), func(i int) bool { return l.entries[i].at > t-s.window })
+	for _, e := range l.entries[:cut] {
+		l.total -= e.n
+	}
+	l.entries = l.entries[cut:]
+	if len(l.entries) == 0 {
+		delete(s.logs, user)
+		return nil, 0
+	}
+	end := sort.Search(len(l.entries), func(i int) bool { return l.entries[i].at > t })
+	count := l.total
+	for _, e := range l.entries[end:] {
+		count -= e.n
+	}
+	return l.entries[:end], count
 }
 
 // Limiter is the model as a [contract.RateLimiterContract] on a clock, safe
@@ -170,6 +236,8 @@ type Limiter struct {
 	mu    sync.Mutex
 	state Profile
 }
+
+var _ contract.CostLimiter = (*Limiter)(nil)
 
 // NewLimiter returns a model limiter of the sliding log reading time from
 // clock.
@@ -195,6 +263,37 @@ func (l *Limiter) AllowRequest(ctx context.Context, userID string) (bool, error)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.state.Allow(l.clock.Now(), userID)
+}
+
+// AllowRequestN implements [contract.CostLimiter] when the limiter's
+// profile is [Weighted] (every built-in one is): a request of cost n, as
+// the profile's [Algorithm.Cost] says. A negative n is an error wrapping
+// [contract.ErrInvalidCost]; a cost other than 1 for a profile that is not
+// Weighted, one wrapping [errors.ErrUnsupported].
+func (l *Limiter) AllowRequestN(ctx context.Context, userID string, n int) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return AllowN(l.state, l.clock.Now(), userID, n)
+}
+
+// AllowN decides a request of cost n of user at now on p: p's AllowN when
+// p is [Weighted], its Allow for a cost of 1. A negative n is an error
+// wrapping [contract.ErrInvalidCost]; another cost on a profile that is
+// not Weighted, one wrapping [errors.ErrUnsupported].
+func AllowN(p Profile, now time.Time, user string, n int) (bool, error) {
+	if w, ok := p.(Weighted); ok {
+		return w.AllowN(now, user, n)
+	}
+	if err := contract.ValidateCost(n); err != nil {
+		return false, err
+	}
+	if n == 1 {
+		return p.Allow(now, user)
+	}
+	return false, fmt.Errorf("model: %s takes no request of cost %d: %w", p.Describe(), n, errors.ErrUnsupported)
 }
 
 // Configure implements [contract.RateLimiterContract].
@@ -227,12 +326,15 @@ func (l *Limiter) Reset(ctx context.Context, userID string) error {
 	return l.state.Reset(userID)
 }
 
-// Log returns the entries of user that count at now, oldest first.
+// Log returns the entries of user that count at now, oldest first, one
+// per request.
 func (s *slidingLog) Log(now time.Time, user string) []time.Time {
-	log := s.active(now.UnixMilli(), user)
-	out := make([]time.Time, len(log))
-	for i, e := range log {
-		out[i] = time.UnixMilli(e)
+	active, count := s.active(now.UnixMilli(), user)
+	out := make([]time.Time, 0, count)
+	for _, e := range active {
+		for range e.n {
+			out = append(out, time.UnixMilli(e.at))
+		}
 	}
 	return out
 }
@@ -244,43 +346,40 @@ func (s *slidingLog) Describe() string {
 
 // Lifetime implements [Profile]: until the newest entry leaves.
 func (s *slidingLog) Lifetime(now time.Time, user string) time.Duration {
-	log := s.logs[user]
-	if len(log) == 0 {
+	l := s.logs[user]
+	if l == nil || len(l.entries) == 0 {
 		return 0
 	}
-	return time.Duration(max(0, log[len(log)-1]+s.window-now.UnixMilli())) * time.Millisecond
+	return time.Duration(max(0, l.entries[len(l.entries)-1].at+s.window-now.UnixMilli())) * time.Millisecond
 }
 
 // Explain implements [Profile]: the entries that count at now.
 func (s *slidingLog) Explain(now, base time.Time, user string) string {
-	log := s.Log(now, user)
+	active, count := s.active(now.UnixMilli(), user)
 	var b strings.Builder
-	fmt.Fprintf(&b, "the model counts %d of limit %d for %s: the entries in (%s, %s]", len(log), s.max, user, offset(now.Add(-s.Window()), base), offset(now, base))
-	if len(log) == 0 {
+	fmt.Fprintf(&b, "the model counts %d of limit %d for %s: the entries in (%s, %s]", count, s.max, user, offset(now.Add(-s.Window()), base), offset(now, base))
+	if count == 0 {
 		b.WriteString(" (none)")
 	} else {
 		b.WriteString(" at")
 	}
 	// Entries at one instant are shown once, with a count.
-	for i, shown := 0, 0; i < len(log); shown++ {
-		j := i
-		for j < len(log) && log[j].Equal(log[i]) {
-			j++
-		}
-		if shown == 8 {
-			fmt.Fprintf(&b, " … %d more", len(log)-i)
+	shown := 0
+	for i, e := range active {
+		if i == 8 {
+			fmt.Fprintf(&b, " … %d more", count-shown)
 			break
 		}
-		b.WriteString(" " + offset(log[i], base))
-		if j-i > 1 {
-			fmt.Fprintf(&b, "×%d", j-i)
+		b.WriteString(" " + offset(time.UnixMilli(e.at), base))
+		if e.n > 1 {
+			fmt.Fprintf(&b, "×%d", e.n)
 		}
-		i = j
+		shown += e.n
 	}
-	if len(log) >= s.max {
+	if count >= s.max {
 		b.WriteString(": every slot is taken")
 	} else {
-		fmt.Fprintf(&b, ": %d slot(s) free", s.max-len(log))
+		fmt.Fprintf(&b, ": %d slot(s) free", s.max-count)
 	}
 	return b.String()
 }
@@ -288,15 +387,20 @@ func (s *slidingLog) Explain(now, base time.Time, user string) string {
 // Clone implements [Profile].
 func (s *slidingLog) Clone() Profile {
 	c := *s
-	c.logs = make(map[string][]int64, len(s.logs))
-	for u, log := range s.logs {
-		c.logs[u] = slices.Clone(log)
+	c.logs = make(map[string]*userLog, len(s.logs))
+	for u, l := range s.logs {
+		c.logs[u] = &userLog{entries: slices.Clone(l.entries), total: l.total}
 	}
 	return &c
 }
 
 // StateKey implements [Profile].
-func (s *slidingLog) StateKey(user string) string { return fmt.Sprint(s.logs[user]) }
+func (s *slidingLog) StateKey(user string) string {
+	if l := s.logs[user]; l != nil {
+		return fmt.Sprint(l.entries)
+	}
+	return ""
+}
 
 // slidingLogAlgorithm describes the contract's own algorithm.
 func slidingLogAlgorithm() Algorithm {
@@ -307,6 +411,7 @@ func slidingLogAlgorithm() Algorithm {
 			s, _ := newSlidingLog(n, w) // Variant.New validated the configuration
 			return s
 		},
+		Cost:              "allowed when active + n <= N (active: the entries in (t-W, t]), then n entries at t, as n requests at t would log; refused, nothing is logged; n > N is never allowed; " + costShared,
 		GradesLimitChange: true,
 		Candidates:        func([]string) []string { return []string{""} },
 		Suspects:          []string{""},

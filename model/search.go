@@ -16,7 +16,9 @@ import (
 // when no state gives it at any such instant. It is exact, so sound: a
 // correct limiter is never failed. When a user's states or an interval
 // grow past its bounds, that user's later answers are undecided, never
-// failed.
+// failed. An allow of cost n ([TimedOp.Cost]) is decided by each state's
+// AllowN ([Weighted]); on a profile that is not Weighted, a cost other
+// than 1 leaves the user undecided from then on.
 type searchOracle struct {
 	spec Variant
 	n    int
@@ -208,7 +210,11 @@ func (s *searchOracle) judge(op TimedOp) (Judgement, string) {
 			q := c.p.Clone().(Replayable)
 			var got string
 			if op.Kind == OpAllow {
-				ok, _ := q.Allow(time.UnixMilli(t), op.User)
+				ok, err := AllowN(q, time.UnixMilli(t), op.User, op.cost())
+				if err != nil { // a profile that takes no cost: not judged
+					su.off = true
+					return Undecided, ""
+				}
 				got = strconv.FormatBool(ok)
 			} else {
 				n, _ := q.Remaining(time.UnixMilli(t), op.User)
@@ -274,6 +280,9 @@ func (s *searchOracle) impossible(op TimedOp, answers map[string]bool) string {
 	}
 	if len(got) == 0 {
 		return "no instant of the call's interval comes after the user's previous call"
+	}
+	if op.Kind == OpAllow && op.cost() != 1 {
+		name += fmt.Sprintf(", to a request of cost %d,", op.cost())
 	}
 	return fmt.Sprintf("at every instant of the call's interval, after the user's earlier answers, %s answers %s", name, joinOr(got))
 }

@@ -186,14 +186,28 @@ func (s *slidingCounter) slack(l int64) int64 {
 
 // Allow implements [Profile].
 func (s *slidingCounter) Allow(now time.Time, user string) (bool, error) {
-	if err := contract.ValidateUserID(user); err != nil {
+	return s.AllowN(now, user, 1)
+}
+
+// AllowN implements [Weighted]: allowed when est(t) + n - 1 < N (admit=
+// below) or est(t) + n <= N (at-most), that is when room - (n-1)*L > 0,
+// and then cur += n; refused, cur += n only with countDenied. Cost 0 is
+// allowed and changes nothing.
+func (s *slidingCounter) AllowN(now time.Time, user string, n int) (bool, error) {
+	if err := validateRequest(user, n); err != nil {
 		return false, err
+	}
+	if n == 0 {
+		return true, nil
 	}
 	t := now.UnixMilli()
 	st := s.at(t, user)
-	ok := s.room(t, st).Sign() > 0
+	// room - (n-1)*L > 0: the n-th request in a row at t is allowed.
+	room := s.room(t, st)
+	room.Sub(room, new(big.Int).Mul(big.NewInt(int64(n-1)), big.NewInt(st.w)))
+	ok := room.Sign() > 0
 	if ok || s.countDenied {
-		st.cur++
+		st.cur += int64(n)
 		if s.users == nil {
 			s.users = map[string]counterState{}
 		}
@@ -363,13 +377,14 @@ func slidingCounterAlgorithm() Algorithm {
 		Summary: "the two-window weighted counter: previous window's count × the part of it still inside (t-W, t], plus the current count, below N",
 		Params: []ParamInfo{
 			{"align", "epoch", []string{"epoch", "go-zero", "first-grid"}, "epoch: windows [kW, (k+1)W) on the epoch; go-zero: windows [kW, (k+1)W) counted from Go's zero time, 0001-01-01 UTC, as time.Time.Truncate makes them; first-grid: a grid anchored at the user's first request, forgotten after a whole window with none (HAProxy's http_req_rate)"},
-			{"count-denied", "false", []string{"false", "true"}, "denied requests are counted too"},
+			{"count-denied", "false", []string{"false", "true"}, "false: only allowed requests are counted; true: denied requests are counted too"},
 			{"admit", "below", []string{"below", "at-most"}, "below: allowed while the estimate is below N; at-most: allowed while the estimate including this request is at most N (estimate + 1 <= N)"},
 		},
 		New: func(p map[string]string, n int, w time.Duration) Replayable {
 			return &slidingCounter{countDenied: p["count-denied"] == "true", align: p["align"], atMost: p["admit"] == "at-most",
 				reading: pinnedReading(p, counterIndex), n: n, w: w.Milliseconds()}
 		},
+		Cost:              "with est(t) = prev×(W-e)/W + cur, admit=below allows when est(t) + n - 1 < N, admit=at-most when est(t) + n <= N (exactly: prev×(W-e) + (cur+n-1)×W < N×W, and prev×(W-e) + (cur+n)×W <= N×W: allowed exactly when n requests in a row at t would all be), then cur += n; refused, nothing is counted, but with count-denied=true cur += n; n > N is never allowed; " + costShared,
 		GradesLimitChange: true,
 		Readings:          slidingCounterReadings(),
 		Candidates: func([]string) []string {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/rlconform/rlconform/contract"
 )
 
 // The real-time rule: which instants a limiter may have decided an
@@ -102,7 +104,7 @@ func MustCount(age, w int64) bool { return age < w }
 var ErrNoInterval = errors.New("model: the operation has no interval (Lo and Hi must both be set)")
 
 // validate checks that op can be judged: an answer needs the interval it
-// was given in.
+// was given in, and a cost is not negative ([contract.ErrInvalidCost]).
 func (op TimedOp) validate() error {
 	switch op.Kind {
 	case OpConfigure:
@@ -111,11 +113,22 @@ func (op TimedOp) validate() error {
 		if op.Lo.IsZero() || op.Hi.IsZero() {
 			return fmt.Errorf("%w: %s of %q", ErrNoInterval, op.Kind, op.User)
 		}
+		if err := contract.ValidateCost(op.Cost); err != nil {
+			return fmt.Errorf("model: %s of %q: %w", op.Kind, op.User, err)
+		}
 		return nil
 	case OpBurst, OpAdvance:
 		return fmt.Errorf("model: %s is not an operation an oracle judges", op.Kind)
 	}
 	return fmt.Errorf("model: unknown operation kind %d", op.Kind)
+}
+
+// cost is the cost of op, an OpAllow: Cost, 0 meaning 1.
+func (op TimedOp) cost() int {
+	if op.Cost == 0 {
+		return 1
+	}
+	return op.Cost
 }
 
 // String names the operation as the contract does (a burst and a clock

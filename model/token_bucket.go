@@ -137,14 +137,25 @@ var one = big.NewRat(1, 1)
 
 // Allow implements [Profile].
 func (b *tokenBucket) Allow(now time.Time, user string) (bool, error) {
-	if err := contract.ValidateUserID(user); err != nil {
+	return b.AllowN(now, user, 1)
+}
+
+// AllowN implements [Weighted]: allowed when the bucket, refilled up to
+// now, holds at least n tokens, and then it spends n; refused, nothing
+// changes. Cost 0 is allowed and changes nothing.
+func (b *tokenBucket) AllowN(now time.Time, user string, n int) (bool, error) {
+	if err := validateRequest(user, n); err != nil {
 		return false, err
 	}
+	if n == 0 {
+		return true, nil
+	}
 	st, _ := b.at(now.UnixMilli(), user)
-	if st.tokens.Cmp(one) < 0 {
+	cost := big.NewRat(int64(n), 1)
+	if st.tokens.Cmp(cost) < 0 {
 		return false, nil
 	}
-	st.tokens = new(big.Rat).Sub(st.tokens, one)
+	st.tokens = new(big.Rat).Sub(st.tokens, cost)
 	b.save(now.UnixMilli(), user, st)
 	return true, nil
 }
@@ -310,6 +321,7 @@ func tokenBucketAlgorithm() Algorithm {
 		New: func(p map[string]string, n int, w time.Duration) Replayable {
 			return &tokenBucket{capacity: fixedParam(p["capacity"]), reading: readingOf(p, bucketLazy), interval: p["refill"] == "interval", idle: p["expire"] == "idle", writes: p["query"] == "write", n: n, w: w.Milliseconds()}
 		},
+		Cost:     "allowed when the bucket, refilled up to t (refill=continuous or interval, as for one token), holds at least n tokens, then tokens -= n; refused, nothing changes; n > C is never allowed; " + costShared,
 		Readings: bucketReadings(),
 		Candidates: func(bursts []string) []string {
 			var list []string

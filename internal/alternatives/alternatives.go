@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/model"
 )
 
@@ -120,7 +121,14 @@ type logVariant struct {
 	kind string
 	n    int
 	w    time.Duration
-	logs map[string][]int64
+	logs map[string][]stamp
+}
+
+// stamp is n entries logged at the instant at (ms): a request of cost n
+// costs one stamp.
+type stamp struct {
+	at int64
+	n  int
 }
 
 func (l *logVariant) Describe() string {
@@ -178,38 +186,55 @@ func (l *logVariant) window() int64 {
 
 func (l *logVariant) active(t int64, user string) int {
 	if l.logs == nil {
-		l.logs = map[string][]int64{}
+		l.logs = map[string][]stamp{}
 	}
 	w := l.window()
 	seen := map[int64]bool{}
 	c := 0
 	for _, s := range l.logs[user] {
-		in := s > t-w && s <= t
+		in := s.at > t-w && s.at <= t
 		if l.kind == "inclusive" {
-			in = s >= t-w && s <= t
+			in = s.at >= t-w && s.at <= t
 		}
 		if !in {
 			continue
 		}
 		if l.kind == "same-ms-once" {
-			if seen[s] {
-				continue
+			if !seen[s.at] {
+				c++
 			}
-			seen[s] = true
+			seen[s.at] = true
+			continue
 		}
-		c++
+		c += s.n
 	}
 	return c
 }
 
 func (l *logVariant) Allow(now time.Time, user string) (bool, error) {
+	return l.AllowN(now, user, 1)
+}
+
+// AllowN implements [model.Weighted] as the mistaken log would: a request
+// of cost n is allowed when its count + n <= its limit, and then logs n
+// entries at now (count-denied: refused too; same-ms-once: they count
+// once). Cost 0 is allowed and changes nothing.
+func (l *logVariant) AllowN(now time.Time, user string, n int) (bool, error) {
+	if err := contract.ValidateCost(n); err != nil {
+		return false, err
+	}
+	if n == 0 {
+		return true, nil
+	}
 	t := now.UnixMilli()
-	ok := l.active(t, user) < l.limit()
+	ok := n <= l.limit()-l.active(t, user)
 	if ok || l.kind == "count-denied" {
-		l.logs[user] = append(l.logs[user], t)
+		l.logs[user] = append(l.logs[user], stamp{at: t, n: n})
 	}
 	return ok, nil
 }
+
+var _ model.Weighted = (*logVariant)(nil)
 
 func (l *logVariant) Remaining(now time.Time, user string) (int, error) {
 	t := now.UnixMilli()
@@ -219,8 +244,8 @@ func (l *logVariant) Remaining(now time.Time, user string) (int, error) {
 		start := time.UnixMilli(t - l.window()).Truncate(time.Second).UnixMilli() // floored, before 1970 too
 		c := 0
 		for _, s := range l.logs[user] {
-			if s >= start && s <= t {
-				c++
+			if s.at >= start && s.at <= t {
+				c += s.n
 			}
 		}
 		return max(0, l.limit()-c), nil

@@ -74,17 +74,38 @@ func (r *recorder) history() []porcupine.Operation {
 	return r.ops
 }
 
+// linWorkload is what a linearizability check sends: goroutines each
+// making ops operations per phase on users, and weighted requests of cost
+// 1 to maxCost among the allows when maxCost > 0.
+type linWorkload struct {
+	goroutines, phases, ops int
+	users                   []string
+	maxCost                 int
+}
+
 // linearizable sends concurrent requests, remaining queries and resets
 // over several users, goroutines and two instances, in phases with the fake
 // clock standing still (so each operation's instant is known), and checks
 // the history with porcupine against the model.
 func linearizable(h *engine.Harness) {
-	const goroutines, phases, opsPerPhase = 8, 5, 12
+	checkLinearizable(h, linWorkload{goroutines: 8, phases: 5, ops: 12, users: []string{h.User("a"), h.User("b"), h.User("c")}})
+}
+
+// costConcurrent is linearizable for weighted requests: 4 goroutines over
+// two instances (one without a shared store) send requests of random
+// costs to two users.
+func costConcurrent(h *engine.Harness) {
+	h.Configure(costLimit, h.W())
+	checkLinearizable(h, linWorkload{goroutines: 4, phases: 4, ops: 10, users: []string{h.User("a"), h.User("b")}, maxCost: max(1, maxFit(h)/2)})
+}
+
+// checkLinearizable sends wl and checks the history.
+func checkLinearizable(h *engine.Harness, wl linWorkload) {
+	goroutines, phases, opsPerPhase, users := wl.goroutines, wl.phases, wl.ops, wl.users
 	instances := []contract.RateLimiterContract{h.Instance(0)}
 	if h.Target().Capabilities.SharedStore {
 		instances = h.Instances(2)
 	}
-	users := []string{h.User("a"), h.User("b"), h.User("c")}
 	rec := &recorder{origin: time.Now()}
 	for phase := range phases {
 		at := h.Now().UnixMilli()
@@ -94,7 +115,7 @@ func linearizable(h *engine.Harness) {
 			seed := h.Rand().Uint64()
 			go func() {
 				defer wg.Done()
-				linClient(h, rec, g, seed, at, users, instances, opsPerPhase)
+				linClient(h, rec, g, seed, at, users, instances, opsPerPhase, wl.maxCost)
 			}()
 		}
 		wg.Wait()
@@ -171,7 +192,7 @@ func linearizable(h *engine.Harness) {
 		len(history), busiest(h, history), path)
 }
 
-func linClient(h *engine.Harness, rec *recorder, client int, seed uint64, at int64, users []string, instances []contract.RateLimiterContract, ops int) {
+func linClient(h *engine.Harness, rec *recorder, client int, seed uint64, at int64, users []string, instances []contract.RateLimiterContract, ops, maxCost int) {
 	rng := engine.NewRand(seed)
 	caps := h.Target().Capabilities
 	for range ops {
@@ -185,6 +206,12 @@ func linClient(h *engine.Harness, rec *recorder, client int, seed uint64, at int
 			rec.do(client, lincheck.Input{Op: 'r', User: u, At: at}, func() (lincheck.Output, error) {
 				n, err := lim.GetRemainingRequests(h.Context(), u)
 				return lincheck.Output{Remaining: n}, err
+			})
+		case maxCost > 0 && k < 16:
+			cost := 1 + rng.IntN(maxCost)
+			rec.do(client, lincheck.Input{Op: 'a', User: u, At: at, Cost: cost}, func() (lincheck.Output, error) {
+				ok, err := lim.(contract.CostLimiter).AllowRequestN(h.Context(), u, cost)
+				return lincheck.Output{Allowed: ok}, err
 			})
 		default:
 			rec.doSent(client, lincheck.Input{Op: 'a', User: u, At: at}, func() (lincheck.Output, time.Time, error) {
@@ -363,7 +390,7 @@ func busiest(h *engine.Harness, history []porcupine.Operation) string {
 		in, out := o.Input.(lincheck.Input), o.Output.(lincheck.Output)
 		if in.Op == 'a' && out.Allowed && !out.Unknown {
 			k := slot{in.User, in.At}
-			allowed[k]++
+			allowed[k] += max(1, in.Cost)
 			if allowed[k] > allowed[top] {
 				top = k
 			}
@@ -372,6 +399,6 @@ func busiest(h *engine.Harness, history []porcupine.Operation) string {
 	if allowed[top] == 0 {
 		return "no request was allowed at all"
 	}
-	return fmt.Sprintf("the most allowed for one user at one instant: %d for %s at %s (limit %d; resets in between allow more)",
+	return fmt.Sprintf("the most allowed for one user at one instant (a request of cost n counts n): %d for %s at %s (limit %d; resets in between allow more)",
 		allowed[top], h.Short(top.user), engine.FmtOffset(time.UnixMilli(top.at).Sub(h.Started())), h.N())
 }

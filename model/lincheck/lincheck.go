@@ -27,6 +27,16 @@ type Input struct {
 	// In real time the instant lies in [Lo, Hi], unix ms: from the call to
 	// its answer (for an unknown outcome, any time later).
 	Lo, Hi int64
+	// Cost is the cost of an allow (contract.CostLimiter); 0 means 1.
+	Cost int
+}
+
+// cost is the cost of an allow: Cost, 0 meaning 1.
+func (i Input) cost() int {
+	if i.Cost == 0 {
+		return 1
+	}
+	return i.Cost
 }
 
 // Output is what the target answered; unknown when the call failed or
@@ -40,7 +50,8 @@ type Output struct {
 // SlidingLog is the contract's sliding log of n requests per w ms as
 // porcupine wants it: per user (the partition), a pure step over an
 // immutable log of instants; short shortens a user id in descriptions. An unknown outcome may have
-// happened or not, so the model is nondeterministic.
+// happened or not, so the model is nondeterministic. An allow of cost c
+// (Input.Cost) is allowed when active + c <= n, and then logs c entries.
 func SlidingLog(n int, w int64, short func(string) string) porcupine.Model {
 	type state = []int64 // one user's log, oldest first
 	prune := func(s state, t int64) state {
@@ -82,8 +93,8 @@ func SlidingLog(n int, w int64, short func(string) string) porcupine.Model {
 			active := count(s, i.At)
 			switch i.Op {
 			case 'a':
-				room := active < n
-				grown := append(slices.Clip(s), i.At)
+				room := active+i.cost() <= n
+				grown := append(slices.Clip(s), slices.Repeat([]int64{i.At}, i.cost())...)
 				switch {
 				case o.Unknown && room:
 					return []any{s, grown}
@@ -122,6 +133,9 @@ func SlidingLog(n int, w int64, short func(string) string) porcupine.Model {
 				got = "ok"
 			}
 			name := map[byte]string{'a': "AllowRequest", 'r': "GetRemainingRequests", 'x': "Reset"}[i.Op]
+			if i.Op == 'a' && i.cost() != 1 {
+				return fmt.Sprintf("@%dms AllowRequestN(%s, %d) = %s", i.At, short(i.User), i.cost(), got)
+			}
 			return fmt.Sprintf("@%dms %s(%s) = %s", i.At, name, short(i.User), got)
 		},
 		DescribeState: func(st any) string { return fmt.Sprintf("%d entries %v", len(st.(state)), st) },
@@ -166,17 +180,19 @@ func SlidingLogRealTime(n int, w int64, short func(string) string) porcupine.Mod
 			same := state{entries: kept, low: lo}
 			switch i.Op {
 			case 'a':
-				grown := state{entries: append(slices.Clip(kept), span{lo, i.Hi}), low: lo}
+				c := i.cost()
+				grown := state{entries: append(slices.Clip(kept), slices.Repeat([]span{{lo, i.Hi}}, c)...), low: lo}
+				mayAllow, mayDeny := cMin+c <= n, cMax+c > n
 				switch {
-				case o.Unknown && cMin < n && cMax >= n:
+				case o.Unknown && mayAllow && mayDeny:
 					return []any{same, grown}
-				case o.Unknown && cMin < n:
+				case o.Unknown && mayAllow:
 					return []any{grown}
 				case o.Unknown:
 					return []any{same}
-				case o.Allowed && cMin < n:
+				case o.Allowed && mayAllow:
 					return []any{grown}
-				case !o.Allowed && cMax >= n:
+				case !o.Allowed && mayDeny:
 					return []any{same}
 				}
 				return nil
@@ -238,8 +254,10 @@ type profStates struct {
 // its phase's instant; in real time (realTime) at any whole millisecond of
 // [lo, hi] no earlier than the operation before it, every one of them
 // tried (exact, so sound). An unknown outcome may have happened or not.
-// overflow is set when a user's states passed MaxStates: a pass is then
-// not proven.
+// An allow of a cost (Input.Cost) steps each state with model.AllowN.
+// overflow is set when a user's states passed MaxStates, or an allow of a
+// cost other than 1 met a profile that is not model.Weighted: a pass is
+// then not proven.
 func Profile(spec model.Variant, n int, w int64, short func(string) string, realTime bool, overflow *atomic.Bool) porcupine.Model {
 	base := SlidingLog(n, w, short)
 	fresh := func() model.Replayable {
@@ -291,7 +309,11 @@ func Profile(spec model.Variant, n int, w int64, short func(string) string, real
 					switch i.Op {
 					case 'a':
 						q := c.p.Clone().(model.Replayable)
-						ok, _ := q.Allow(now, i.User)
+						ok, err := model.AllowN(q, now, i.User, i.cost())
+						if err != nil { // a profile that takes no cost
+							overflow.Store(true)
+							return true, profStates{sig: "overflowed", overflowed: true}
+						}
 						if o.Unknown || ok == o.Allowed {
 							keep(q, t)
 						}

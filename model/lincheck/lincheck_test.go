@@ -46,3 +46,36 @@ func TestProfileRealTime(t *testing.T) {
 	assert.False(t, overflow.Load())
 	assert.Empty(t, lincheck.TooWide([]porcupine.Operation{first, across}))
 }
+
+// Requests of a cost: on the sliding log of 3, a cost of 2 then one of 2
+// at one instant is allowed then denied; both allowed is not
+// linearizable, nor is a cost of 2 denied on a fresh user. Real time and
+// the profiles' models step with the cost too.
+func TestWeightedInputs(t *testing.T) {
+	pair := lincheck.Input{Op: 'a', User: "u", At: 1000, Lo: 1000, Hi: 1000, Cost: 2}
+	allowed, denied := lincheck.Output{Allowed: true}, lincheck.Output{}
+	seq := func(outs ...lincheck.Output) []porcupine.Operation {
+		var ops []porcupine.Operation
+		for i, o := range outs {
+			ops = append(ops, op(0, int64(2*i), int64(2*i+1), pair, o))
+		}
+		return ops
+	}
+	var overflow atomic.Bool
+	for name, m := range map[string]porcupine.Model{
+		"sliding log":           lincheck.SlidingLog(3, 1000, same),
+		"sliding log real time": lincheck.SlidingLogRealTime(3, 1000, same),
+		"fixed window":          lincheck.Profile(model.MustVariant("fixed-window"), 3, 1000, same, false, &overflow),
+		"gcra real time":        lincheck.Profile(model.MustVariant("gcra"), 3, 1000, same, true, &overflow),
+	} {
+		assert.True(t, porcupine.CheckOperations(m, seq(allowed, denied)), name)
+		assert.False(t, porcupine.CheckOperations(m, seq(allowed, allowed)), name)
+		assert.False(t, porcupine.CheckOperations(m, seq(denied)), name)
+		unit := seq(allowed)
+		unit = append(unit, op(0, 2, 3, lincheck.Input{Op: 'a', User: "u", At: 1000, Lo: 1000, Hi: 1000}, allowed))
+		assert.True(t, porcupine.CheckOperations(m, unit), "%s: a unit request beside the pair", name)
+		over := []porcupine.Operation{op(0, 0, 1, lincheck.Input{Op: 'a', User: "u", At: 1000, Lo: 1000, Hi: 1000, Cost: 4}, allowed)}
+		assert.False(t, porcupine.CheckOperations(m, over), "%s: a cost above the limit", name)
+	}
+	assert.False(t, overflow.Load())
+}
