@@ -92,9 +92,9 @@ func CostSpreadScores(s Store) (contract.RateLimiterContract, error) {
 }
 
 // CostNonAtomic decides a weighted request in separate round trips
-// (prune and count, then add), so concurrent weighted requests all pass
-// the same check; its unit requests are atomic. Caught by
-// strict/cost-concurrent.
+// (prune and count, then one add per entry, as a loop over a unit add
+// does), so concurrent weighted requests all pass the same check; its
+// unit requests are atomic. Caught by strict/cost-concurrent.
 func CostNonAtomic(s Store) (contract.RateLimiterContract, error) {
 	l, err := newScripted(s, zsetScript, "")
 	if err != nil {
