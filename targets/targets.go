@@ -99,6 +99,7 @@ func ProfileModel(spec model.Variant) suite.Target {
 	}
 	caps := contract.All()
 	caps.StoreInspection = false
+	caps.Cost = true // every built-in profile's model takes a cost
 	var (
 		mu     sync.Mutex
 		shared = map[string]*model.Limiter{} // one model per spec, by key prefix
