@@ -195,27 +195,30 @@ func (h hostile) Configure(ctx context.Context, n int, w time.Duration) error {
 }
 
 func (h hostile) AllowRequest(ctx context.Context, u string) (bool, error) {
-	switch h.mode {
-	case "all-fail":
-		return false, errors.New("everything fails")
-	case "panics":
-		if h.calls.Add(1) > 10 {
-			panic("the limiter panicked")
-		}
+	if err := h.misbehave(); err != nil {
+		return false, err
 	}
 	return h.RateLimiterContract.AllowRequest(ctx, u)
 }
 
 func (h hostile) AllowRequestN(ctx context.Context, u string, n int) (bool, error) {
+	if err := h.misbehave(); err != nil {
+		return false, err
+	}
+	return h.RateLimiterContract.(contract.CostLimiter).AllowRequestN(ctx, u, n)
+}
+
+// misbehave is what a request meets: an error, a panic, or nothing.
+func (h hostile) misbehave() error {
 	switch h.mode {
 	case "all-fail":
-		return false, errors.New("everything fails")
+		return errors.New("everything fails")
 	case "panics":
 		if h.calls.Add(1) > 10 {
 			panic("the limiter panicked")
 		}
 	}
-	return h.RateLimiterContract.(contract.CostLimiter).AllowRequestN(ctx, u, n)
+	return nil
 }
 
 func TestNoTargetBehaviourPanicsTheGrader(t *testing.T) {
