@@ -20,26 +20,45 @@ import (
 )
 
 // Identity is how an [Endpoint] presents a user to a service: in a
-// request header, a query parameter, as a bearer token, or not at all
-// (none: one limit shared by every request).
+// request header, a query parameter, as a bearer token, in the request
+// body (json: the string an RFC 6901 JSON Pointer names in a JSON body;
+// form: a field of a form body), or not at all (none: one limit shared
+// by every request).
 type Identity struct {
-	Kind string // header, query, bearer or none
-	Name string // the header or parameter
+	Kind string // header, query, bearer, json, form or none
+	Name string // the header, parameter, JSON Pointer or form field
 }
 
-// ParseIdentity parses header:NAME, query:NAME, bearer or none.
+// ParseIdentity parses header:NAME, query:NAME, bearer, json:POINTER,
+// form:NAME or none. A body identity is checked against the body by
+// [Identity.ValidateBody].
 func ParseIdentity(s string) (Identity, error) {
 	kind, name, _ := strings.Cut(s, ":")
 	switch {
 	case (kind == "bearer" || kind == "none") && name == "":
 		return Identity{Kind: kind}, nil
-	case (kind == "header" || kind == "query") && name != "":
+	case kind == "json":
+		if _, err := parsePointer(name); err != nil {
+			return Identity{}, fmt.Errorf("identity %q: %w", s, err)
+		}
+		return Identity{Kind: kind, Name: name}, nil
+	case (kind == "header" || kind == "query" || kind == "form") && name != "":
 		if kind == "header" && !validHeaderName(name) {
 			return Identity{}, fmt.Errorf("identity %q: %q is not a header name", s, name)
 		}
 		return Identity{Kind: kind, Name: name}, nil
 	}
-	return Identity{}, fmt.Errorf("identity %q: want header:NAME, query:NAME, bearer or none", s)
+	return Identity{}, fmt.Errorf("identity %q: want header:NAME, query:NAME, bearer, json:POINTER, form:NAME or none", s)
+}
+
+// ValidateBody says why body cannot carry the identity, or nil: json
+// needs a body that is JSON, in which the pointer names an existing
+// string (a member named once on the way); form needs a body that is
+// application/x-www-form-urlencoded, or none. Other identities take any
+// body.
+func (i Identity) ValidateBody(body []byte) error {
+	_, err := newBodyTemplate(i, body)
+	return err
 }
 
 func (i Identity) String() string {
@@ -61,9 +80,17 @@ func validHeaderName(s string) bool {
 // value is the identity's wire form of a user id: the id itself when it is
 // made of letters, digits and ._:~- (the grader's ids are), otherwise, and
 // always for a bearer token, "b64." and its unpadded base64url, so that
-// distinct ids stay distinct.
+// distinct ids stay distinct. In a body the id is itself, escaped as its
+// form says (JSON, or percent-encoding), and so any id, but one that is
+// not UTF-8 in JSON (whose encoding would replace its bytes).
 func (i Identity) value(user string) string {
 	safe := i.Kind != "bearer"
+	switch {
+	case i.Kind == "form":
+		return user
+	case i.Kind == "json" && jsonSafe(user):
+		return user
+	}
 	for _, r := range user {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._:~-", r)) {
 			safe = false
@@ -115,7 +142,10 @@ func ParsePolicy(s string) (Policy, error) {
 type EndpointOptions struct {
 	Method string      // default GET
 	Header http.Header // added to every request (authentication, say)
-	Body   []byte      // sent with every request
+	// Body is sent with every request; with a json or form Identity, with
+	// the user's id in its place (see [Identity.ValidateBody]), and a
+	// Content-Type of its kind unless Header has one.
+	Body []byte
 	// Identity presents each user.
 	Identity Identity
 	// LimitedStatus is what a refusal looks like (default 429); any other
@@ -135,6 +165,8 @@ type EndpointOptions struct {
 type Endpoint struct {
 	url     string
 	opts    EndpointOptions
+	body    *bodyTemplate // a json or form identity's body
+	bodyErr error         // why the body cannot carry the identity
 	http    *http.Client
 	secrets *redact.Secrets // of its URL and headers: kept out of its errors
 }
@@ -159,7 +191,11 @@ func NewEndpoint(rawURL string, opts EndpointOptions) *Endpoint {
 			secrets.AddHeader(v)
 		}
 	}
-	return &Endpoint{url: rawURL, opts: opts, secrets: secrets, http: &http.Client{
+	body, bodyErr := newBodyTemplate(opts.Identity, opts.Body)
+	if bodyErr != nil {
+		bodyErr = fmt.Errorf("identity %v: %w", opts.Identity, bodyErr)
+	}
+	return &Endpoint{url: rawURL, opts: opts, body: body, bodyErr: bodyErr, secrets: secrets, http: &http.Client{
 		Transport:     pooledTransport(),
 		Timeout:       opts.Timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -177,10 +213,14 @@ type Response struct {
 }
 
 // Do sends one request as user and returns the service's answer; a status
-// that is neither 2xx nor the refusal status is an error.
+// that is neither 2xx nor the refusal status is an error, and so is a body
+// that cannot carry the identity.
 func (e *Endpoint) Do(ctx context.Context, user string) (*Response, error) {
 	if err := contract.ValidateUserID(user); err != nil {
 		return nil, err
+	}
+	if e.bodyErr != nil {
+		return nil, e.bodyErr
 	}
 	if e.opts.Pace != nil {
 		if err := e.opts.Pace.Wait(ctx); err != nil {
@@ -199,7 +239,10 @@ func (e *Endpoint) Do(ctx context.Context, user string) (*Response, error) {
 		target = u.String()
 	}
 	var body io.Reader
-	if e.opts.Body != nil {
+	switch {
+	case e.body != nil:
+		body = bytes.NewReader(e.body.render(e.opts.Identity.value(user)))
+	case e.opts.Body != nil:
 		body = bytes.NewReader(e.opts.Body)
 	}
 	req, err := http.NewRequestWithContext(ctx, e.opts.Method, target, body)
@@ -216,6 +259,9 @@ func (e *Endpoint) Do(ctx context.Context, user string) (*Response, error) {
 		req.Header.Set(e.opts.Identity.Name, e.opts.Identity.value(user))
 	case "bearer":
 		req.Header.Set("Authorization", "Bearer "+e.opts.Identity.value(user))
+	}
+	if e.body != nil && req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", e.body.contentType())
 	}
 	sent := time.Now()
 	resp, err := e.http.Do(req)

@@ -40,6 +40,8 @@ func TestParseIdentity(t *testing.T) {
 		"query:user":    {"query", "user"},
 		"bearer":        {Kind: "bearer"},
 		"none":          {Kind: "none"},
+		"json:/a/0/~1b": {"json", "/a/0/~1b"},
+		"form:user":     {"form", "user"},
 	} {
 		got, err := ParseIdentity(in)
 		require.NoError(t, err, in)
