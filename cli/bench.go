@@ -288,6 +288,10 @@ func benchInstances(ctx context.Context, f *benchFlags, spec model.Variant, toke
 		if t == nil {
 			return "", closeAll, code
 		}
+		if err := preflight(ctx, *t, policy, f.identity, stderr); err != nil {
+			fmt.Fprintf(stderr, "rlconform: %v\n", err)
+			return "", closeAll, cannotRun(ctx)
+		}
 		target, configure = *t, false
 		cfg.Limit, cfg.Window = policy.Limit, policy.Window
 		if t.SharedLimit {

@@ -28,24 +28,30 @@ type endpointFlags struct {
 	body          string
 	limitedStatus int
 	maxRPS        int
+	bodyData      []byte // --body's contents, read by check
 }
+
+// maxBodyFile bounds --body: a request body, not a stream (--body
+// /dev/zero must not fill the memory).
+const maxBodyFile = 16 << 20
 
 func (f *endpointFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.endpoints, "endpoint", "URL of a deployed HTTP service graded as a black box by its answers (2xx allowed, --limited-status refused); repeat for replicas that must share one limit")
 	fs.StringVar(&f.policy, "policy", "", "with --endpoint: the limit the service enforces, `N/W` (10/1s, 100/1m, 1000/1d); default: read from its RateLimit-Policy field")
-	fs.StringVar(&f.identity, "identity", "", "with --endpoint: how the service tells clients apart, header:NAME, query:NAME or bearer (the grader makes a fresh identity per user), or none: one limit shared by every request (specs then wait the window out between them)")
+	fs.StringVar(&f.identity, "identity", "", "with --endpoint: how the service tells clients apart, header:NAME, query:NAME, bearer, json:POINTER (the string an RFC 6901 JSON Pointer names in the JSON --body) or form:NAME (a field of a form --body); the grader makes a fresh identity per user; or none: one limit shared by every request (specs then wait the window out between them)")
 	fs.StringVar(&f.method, "method", "GET", "with --endpoint: the request method")
 	fs.Var(&f.headers, "header", "with --endpoint: a `Name:value` header for every request (repeatable; authentication, say)")
-	fs.StringVar(&f.body, "body", "", "with --endpoint: send the contents of `FILE` with every request")
+	fs.StringVar(&f.body, "body", "", "with --endpoint: send the contents of `FILE` (at most 16 MiB) with every request; with --identity json: or form:, each user's id in its place")
 	fs.IntVar(&f.limitedStatus, "limited-status", 429, "with --endpoint: the status of a refusal; any other non-2xx answer is an error of the service, never a decision")
 	fs.IntVar(&f.maxRPS, "max-rps", 0, fmt.Sprintf("with --endpoint: at most this many requests in any one second, over every replica, up to %d (0: max(50, 2N+8), at most %d)", bench.MaxRate, targets.DefaultMaxRPS))
 }
 
-// check reports flags that do not go together.
+// check reports flags that do not go together, an --identity that does
+// not parse, and a --body that cannot carry it (read here, into bodyData).
 func (f *endpointFlags) check() error {
 	switch {
 	case len(f.endpoints) > 0 && f.identity == "":
-		return errors.New("--endpoint needs --identity: how the service tells clients apart (header:NAME, query:NAME or bearer), or none")
+		return errors.New("--endpoint needs --identity: how the service tells clients apart (header:NAME, query:NAME, bearer, json:POINTER or form:NAME), or none")
 	case len(f.endpoints) == 0 && (f.policy != "" || f.identity != "" || len(f.headers) > 0 || f.body != "" || f.maxRPS != 0):
 		return errors.New("--policy, --identity, --header, --body and --max-rps go with --endpoint")
 	case f.maxRPS < 0:
@@ -54,8 +60,39 @@ func (f *endpointFlags) check() error {
 		return statusIn(f.limitedStatus)
 	case f.maxRPS > bench.MaxRate:
 		return fmt.Errorf("--max-rps %d: more than %d requests a second", f.maxRPS, bench.MaxRate)
+	case len(f.endpoints) == 0:
+		return nil
+	}
+	identity, err := adapters.ParseIdentity(f.identity)
+	if err != nil {
+		return fmt.Errorf("--identity: %w", err)
+	}
+	if f.body != "" {
+		if f.bodyData, err = readBody(f.body); err != nil {
+			return fmt.Errorf("--body: %w", err)
+		}
+	}
+	if err := identity.ValidateBody(f.bodyData); err != nil {
+		return fmt.Errorf("--identity %v: %w", identity, err)
 	}
 	return nil
+}
+
+// readBody reads the --body file, at most maxBodyFile bytes.
+func readBody(path string) ([]byte, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	b, err := io.ReadAll(io.LimitReader(file, maxBodyFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	if len(b) > maxBodyFile {
+		return nil, fmt.Errorf("%s: more than %d bytes (16 MiB)", path, maxBodyFile)
+	}
+	return b, nil
 }
 
 // target builds the endpoint target, reading its policy from the first
@@ -69,17 +106,11 @@ func (f *endpointFlags) target(timeout time.Duration, gradable func(p adapters.P
 		return nil, adapters.Policy{}, ExitCannotRun
 	}
 	opts := targets.EndpointOptions{EndpointOptions: adapters.EndpointOptions{
-		Method: f.method, Identity: identity, LimitedStatus: f.limitedStatus, Timeout: timeout, Header: http.Header{},
+		Method: f.method, Identity: identity, LimitedStatus: f.limitedStatus, Timeout: timeout, Header: http.Header{}, Body: f.bodyData,
 	}, MaxRPS: f.maxRPS}
 	for _, h := range f.headers {
 		k, v, _ := strings.Cut(h, ":")
 		opts.Header.Add(strings.TrimSpace(k), strings.TrimSpace(v))
-	}
-	if f.body != "" {
-		if opts.Body, err = os.ReadFile(f.body); err != nil {
-			fmt.Fprintf(stderr, "rlconform: --body: %v\n", err)
-			return nil, adapters.Policy{}, ExitCannotRun
-		}
 	}
 	if f.policy != "" {
 		if opts.Policy, err = adapters.ParsePolicy(f.policy); err != nil {

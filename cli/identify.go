@@ -69,6 +69,12 @@ func identify(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) 
 	if code != ExitConformant {
 		return code
 	}
+	if endpoint != nil {
+		if err := preflight(ctx, *endpoint, adapters.Policy{Limit: cfg.Limit, Window: cfg.RealTimeWindow}, f.identity, stderr); err != nil {
+			fmt.Fprintf(stderr, "rlconform: %v\n", err)
+			return cannotRun(ctx)
+		}
+	}
 	fmt.Fprintf(stderr, "rlconform: probing %s\n", target.Name)
 	id, err := suite.Identify(ctx, cfg, target)
 	if err != nil {

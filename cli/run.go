@@ -249,14 +249,10 @@ func run(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) int {
 		done++
 		fmt.Fprintf(stderr, "[%2d/%d] %-13s %s\n", done, total, r.Status, r.ID)
 	}
-	target := endpoint
-	if target == nil {
-		t, release, err := f.limiter(ctx, &cfg, token, stderr)
-		defer release()
-		if err != nil {
-			return couldNotRun(cannotRun(sigCtx), "rlconform: %v", err)
-		}
-		target = &t
+	target, release, err := f.graded(ctx, endpoint, &cfg, token, stderr)
+	defer release()
+	if err != nil {
+		return couldNotRun(cannotRun(sigCtx), "rlconform: %v", err)
 	}
 	fmt.Fprintf(stderr, "rlconform: grading %s, %d specs\n", target.Name, total)
 	rep, err := suite.Check(ctx, cfg, *target)
@@ -348,6 +344,18 @@ func (f *runFlags) endpoint(cfg *suite.Config, said io.Writer) (*suite.Target, i
 			wait.Round(time.Second), (time.Duration(suite.Count(*cfg)) * (wait + policy.Window)).Round(time.Second))
 	}
 	return t, ExitConformant
+}
+
+// graded is the target graded: the --endpoint (nil when none), after
+// its pre-flight check (an error when the identity does not reach it),
+// or else the limiter; release is never nil.
+func (f *runFlags) graded(ctx context.Context, endpoint *suite.Target, cfg *suite.Config, token string, stderr io.Writer) (*suite.Target, func(), error) {
+	if endpoint != nil {
+		policy := adapters.Policy{Limit: cfg.Limit, Window: cfg.RealTimeWindow}
+		return endpoint, func() {}, preflight(ctx, *endpoint, policy, f.identity, stderr)
+	}
+	t, release, err := f.limiter(ctx, cfg, token, stderr)
+	return &t, release, err
 }
 
 // limiter is the limiter graded when no --endpoint is: the reference's
