@@ -39,7 +39,7 @@ func (f *endpointFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.endpoints, "endpoint", "URL of a deployed HTTP service graded as a black box by its answers (2xx allowed, --limited-status refused); repeat for replicas that must share one limit")
 	fs.StringVar(&f.policy, "policy", "", "with --endpoint: the limit the service enforces, `N/W` (10/1s, 100/1m, 1000/1d); default: read from its RateLimit-Policy field")
 	fs.StringVar(&f.identity, "identity", "", "with --endpoint: how the service tells clients apart, header:NAME, query:NAME, bearer, json:POINTER (the string an RFC 6901 JSON Pointer names in the JSON --body) or form:NAME (a field of a form --body); the grader makes a fresh identity per user; or none: one limit shared by every request (specs then wait the window out between them)")
-	fs.StringVar(&f.method, "method", "GET", "with --endpoint: the request method")
+	fs.StringVar(&f.method, "method", "", "with --endpoint: the request method (default GET, or POST when a --body is sent)")
 	fs.Var(&f.headers, "header", "with --endpoint: a `Name:value` header for every request (repeatable; authentication, say)")
 	fs.StringVar(&f.body, "body", "", "with --endpoint: send the contents of `FILE` (at most 16 MiB) with every request; with --identity json: or form:, each user's id in its place")
 	fs.IntVar(&f.limitedStatus, "limited-status", 429, "with --endpoint: the status of a refusal; any other non-2xx answer is an error of the service, never a decision")
@@ -105,8 +105,15 @@ func (f *endpointFlags) target(timeout time.Duration, gradable func(p adapters.P
 		fmt.Fprintf(stderr, "rlconform: --identity: %v\n", err)
 		return nil, adapters.Policy{}, ExitCannotRun
 	}
+	method := f.method
+	if method == "" {
+		method = http.MethodGet
+		if len(f.bodyData) > 0 || identity.Kind == "json" || identity.Kind == "form" {
+			method = http.MethodPost // a request with a body, as curl -d sends it
+		}
+	}
 	opts := targets.EndpointOptions{EndpointOptions: adapters.EndpointOptions{
-		Method: f.method, Identity: identity, LimitedStatus: f.limitedStatus, Timeout: timeout, Header: http.Header{}, Body: f.bodyData,
+		Method: method, Identity: identity, LimitedStatus: f.limitedStatus, Timeout: timeout, Header: http.Header{}, Body: f.bodyData,
 	}, MaxRPS: f.maxRPS}
 	for _, h := range f.headers {
 		k, v, _ := strings.Cut(h, ":")
