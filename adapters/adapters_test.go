@@ -33,7 +33,7 @@ func TestRoundTripHonoursTheClockHeader(t *testing.T) {
 	c := NewClient(srv.URL, ClientOptions{Clock: suiteClock})
 	caps, err := c.Capabilities(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, contract.Capabilities{Clock: true, Configure: true, Remaining: true, Reset: true}, caps)
+	assert.Equal(t, contract.Capabilities{Clock: true, Configure: true, Remaining: true, Reset: true, Cost: true}, caps, "the model's limiter takes a cost")
 
 	for _, want := range []bool{true, true, false} {
 		ok, err := c.AllowRequest(ctx, "u")
@@ -53,6 +53,64 @@ func TestRoundTripHonoursTheClockHeader(t *testing.T) {
 	_, err = c.AllowRequest(ctx, "")
 	assert.ErrorIs(t, err, contract.ErrInvalidUserID)
 }
+
+// A weighted request crosses the protocol whole: the server declares the
+// capability for a limiter that takes a cost, forwards the cost, answers
+// a negative one 400, and the client maps that to ErrInvalidCost.
+func TestCostCrossesTheProtocol(t *testing.T) {
+	ctx := context.Background()
+	clock := fakeclock.New(time.UnixMilli(0))
+	lim, err := model.NewLimiter(clock, 5, time.Minute)
+	require.NoError(t, err)
+	srv, err := NewServer(lim, clock)
+	require.NoError(t, err)
+	defer srv.Close()
+	c := NewClient(srv.URL, ClientOptions{Clock: clock})
+
+	ok, err := c.AllowRequestN(ctx, "u", 4)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	ok, err = c.AllowRequestN(ctx, "u", 2)
+	require.NoError(t, err)
+	assert.False(t, ok, "one left: a request of 2 is refused whole")
+	n, err := c.GetRemainingRequests(ctx, "u")
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "the server counted the cost of 4, and nothing of the refused 2")
+	_, err = c.AllowRequestN(ctx, "u", -1)
+	assert.ErrorIs(t, err, contract.ErrInvalidCost)
+	ok, err = c.AllowRequest(ctx, "u")
+	require.NoError(t, err)
+	assert.True(t, ok, "the negative cost changed nothing")
+}
+
+// A limiter without AllowRequestN is served without the capability: an
+// allow without a cost works, one with a cost other than 1 is refused as
+// invalid, and a client reads an answer without "cost" as no capability.
+func TestCostWithoutTheCapability(t *testing.T) {
+	ctx := context.Background()
+	clock := fakeclock.New(time.UnixMilli(0))
+	lim, err := model.NewLimiter(clock, 5, time.Minute)
+	require.NoError(t, err)
+	srv, err := NewServer(unitOnly{lim}, clock)
+	require.NoError(t, err)
+	defer srv.Close()
+	c := NewClient(srv.URL, ClientOptions{Clock: clock})
+	caps, err := c.Capabilities(ctx)
+	require.NoError(t, err)
+	assert.False(t, caps.Cost)
+	ok, err := c.AllowRequestN(ctx, "u", 1)
+	require.NoError(t, err)
+	assert.True(t, ok, "a cost of 1 is a unit request")
+	_, err = c.AllowRequestN(ctx, "u", 3)
+	assert.ErrorIs(t, err, contract.ErrInvalidCost)
+	assert.ErrorContains(t, err, "takes no cost")
+	n, err := c.GetRemainingRequests(ctx, "u")
+	require.NoError(t, err)
+	assert.Equal(t, 4, n)
+}
+
+// unitOnly hides a limiter's AllowRequestN.
+type unitOnly struct{ contract.RateLimiterContract }
 
 // answer serves one fixed answer for every path.
 func answer(t *testing.T, status int, body string) string {

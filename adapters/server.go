@@ -176,10 +176,10 @@ func (s *handler) allow(w http.ResponseWriter, r *http.Request) {
 	switch costly, weighted := s.lim.(contract.CostLimiter); {
 	case in.Cost == nil:
 		ok, err = s.lim.AllowRequest(r.Context(), in.UserID)
+	case weighted: // a negative cost too: what the limiter makes of it is graded
+		ok, err = costly.AllowRequestN(r.Context(), in.UserID, *in.Cost)
 	case *in.Cost < 0:
 		err = contract.ValidateCost(*in.Cost)
-	case weighted:
-		ok, err = costly.AllowRequestN(r.Context(), in.UserID, *in.Cost)
 	case *in.Cost == 1:
 		ok, err = s.lim.AllowRequest(r.Context(), in.UserID)
 	default:

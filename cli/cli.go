@@ -12,6 +12,7 @@ import (
 	"io"
 	"runtime/debug"
 	"strings"
+	"text/tabwriter"
 
 	// The command finds Redis on all three rungs, the container one too.
 	_ "github.com/rlconform/rlconform/redisenv/container"
@@ -143,6 +144,8 @@ func listSpecs(args []string, stdout, stderr io.Writer) int {
 	if profileSet {
 		describeProfile(stdout, *profile)
 	}
+	table := tabwriter.NewWriter(stdout, 0, 0, 1, ' ', 0)
+	defer table.Flush()
 	for _, s := range specs {
 		needs := strings.Join(s.Needs, ",")
 		if needs == "" {
@@ -155,7 +158,7 @@ func listSpecs(args []string, stdout, stderr io.Writer) int {
 		case s.NotGradedInRealTime != "":
 			rule += " (" + s.NotGradedInRealTime + ")"
 		}
-		fmt.Fprintf(stdout, "%-34s %-7s %-34s %s\n", s.ID, s.Level, needs, rule)
+		fmt.Fprintf(table, "%s\t%s\t%s\t%s\n", s.ID, s.Level, needs, rule)
 	}
 	return ExitConformant
 }

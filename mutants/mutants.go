@@ -51,6 +51,9 @@ type Mutant struct {
 	// it ("" is the sliding log): the self-test grades it against that
 	// profile.
 	Profile string
+	// Weighted: the mutant implements contract.CostLimiter, and is graded
+	// with Capabilities.Cost.
+	Weighted bool
 }
 
 // All lists every mutant.
@@ -110,7 +113,7 @@ func All() []Mutant {
 			CaughtBy: []string{"strict/boundary-burst-first", "strict/differential"}, NeedsRedis: true, New: TokenBucketOverCapacity, Profile: bucketProfile},
 		{Name: "sc-weight-wrong-window", Breaks: "the two-window counter weights the previous count by the part of the current window gone",
 			CaughtBy: []string{"strict/boundary-burst-epoch", "strict/differential"}, NeedsRedis: true, New: SlidingCounterWrongWindow, Profile: counterProfile},
-	}, reconfigureMutants()...)
+	}, append(reconfigureMutants(), costMutants()...)...)
 }
 
 // NotInRealTime lists the mutants that grading without clock control
@@ -126,6 +129,7 @@ func NotInRealTime() map[string]string {
 		"list-push-unordered":           "on the server's TIME entries are pushed in time order: the clock never steps back in real time",
 		"capped-window":                 "a window cut to a day shows only once a day has passed",
 		"gcra-float-drift":              "whether the floats round across the edge depends on the instant's bits: on the server's clock the instants are not chosen, so the drift shows only on some runs",
+		"cost-spread-scores":            "all but one of a request's n entries leave 1 to n-1ms before s+W (1 and 2ms for the spec's cost of 3): far inside any round trip",
 		"fw-reconfigure-window-ignored": "a fixed window kept at the old length is told from the new one only by requests between the new window's edge and the old one's, epoch-aligned; on a loaded machine under -race (make test-full) they missed that span in 2 of 3 runs, though caught alone; graded on the fake clock",
 	}
 }
@@ -163,26 +167,27 @@ type scripted struct {
 	mode   string // zset: the faults; fixed: the kind
 	cfg    atomic.Pointer[[2]int64]
 
-	serverTime   bool                // ignore the clock: the script reads TIME
-	secondsAsMs  bool                // the window's seconds are taken as ms
-	perUserCfg   bool                // remember each user's first configuration
-	foldCase     bool                // keys use the lower-cased id
-	truncate     int                 // keys use the id's first bytes (0: all)
-	resetPattern bool                // Reset deletes every key matching prefix{id*
-	nonAtomic    bool                // check and add in separate round trips
-	onError      string              // "hang": retry forever; "allow": swallow and allow
-	capLimit     int64               // the limit is cut to this (0: no cap)
-	capWindow    int64               // the window (ms) is cut to this (0: no cap)
-	keepWindow   bool                // Configure validates the window, then ignores it
-	plainErrors  bool                // invalid input gets errors that wrap no sentinel
-	dropOversize bool                // Configure answers nil above the bounds and changes nothing
-	clampLimit   bool                // Configure takes a limit above the bounds as 2^31-1
-	ignoreCtx    bool                // store calls run on a context of their own
-	globalKey    bool                // one key for every user
-	configInKey  bool                // keys name the limit and the window: Configure starts new logs
-	lateReset    map[string]int      // users whose Reset runs again after so many more decisions (guarded by mu)
-	mu           sync.Mutex          // guards seenCfg
-	seenCfg      map[string][2]int64 // perUserCfg: what each user got first
+	serverTime    bool                // ignore the clock: the script reads TIME
+	secondsAsMs   bool                // the window's seconds are taken as ms
+	perUserCfg    bool                // remember each user's first configuration
+	foldCase      bool                // keys use the lower-cased id
+	truncate      int                 // keys use the id's first bytes (0: all)
+	resetPattern  bool                // Reset deletes every key matching prefix{id*
+	nonAtomic     bool                // check and add in separate round trips
+	nonAtomicCost bool                // the same, for weighted requests only
+	onError       string              // "hang": retry forever; "allow": swallow and allow
+	capLimit      int64               // the limit is cut to this (0: no cap)
+	capWindow     int64               // the window (ms) is cut to this (0: no cap)
+	keepWindow    bool                // Configure validates the window, then ignores it
+	plainErrors   bool                // invalid input gets errors that wrap no sentinel
+	dropOversize  bool                // Configure answers nil above the bounds and changes nothing
+	clampLimit    bool                // Configure takes a limit above the bounds as 2^31-1
+	ignoreCtx     bool                // store calls run on a context of their own
+	globalKey     bool                // one key for every user
+	configInKey   bool                // keys name the limit and the window: Configure starts new logs
+	lateReset     map[string]int      // users whose Reset runs again after so many more decisions (guarded by mu)
+	mu            sync.Mutex          // guards seenCfg
+	seenCfg       map[string][2]int64 // perUserCfg: what each user got first
 }
 
 func newScripted(s Store, script *redis.Script, mode string) (*scripted, error) {
@@ -239,7 +244,10 @@ func (l *scripted) config(user string) [2]int64 {
 	return cfg
 }
 
-func (l *scripted) call(ctx context.Context, user string, record bool) (allowed bool, remaining int, err error) {
+// call runs the script for one operation: a decision (record) or a query
+// of what remains. cost is a weighted request's cost, as the script reads
+// it ("": a unit request).
+func (l *scripted) call(ctx context.Context, user string, record bool, cost string) (allowed bool, remaining int, err error) {
 	if err := l.validateUser(user); err != nil {
 		return false, 0, err
 	}
@@ -255,11 +263,21 @@ func (l *scripted) call(ctx context.Context, user string, record bool) (allowed 
 	if record {
 		rec = "1"
 	}
-	if l.nonAtomic {
-		return l.checkThenAdd(ctx, user, cfg, record)
+	if l.nonAtomic || (cost != "" && l.nonAtomicCost) {
+		n := 1
+		if cost != "" {
+			if n, err = strconv.Atoi(cost); err != nil {
+				return false, 0, fmt.Errorf("mutant: cost %q: %w", cost, err)
+			}
+		}
+		return l.checkThenAdd(ctx, user, cfg, record, n)
+	}
+	args := []any{now, cfg[1], cfg[0], rec, l.mode}
+	if cost != "" {
+		args = append(args, cost)
 	}
 	for {
-		res, err := l.script.Run(ctx, l.store.Redis, []string{l.key(user)}, now, cfg[1], cfg[0], rec, l.mode).Int64Slice()
+		res, err := l.script.Run(ctx, l.store.Redis, []string{l.key(user)}, args...).Int64Slice()
 		switch {
 		case err == nil:
 			return res[0] == 1, int(res[1]), nil
@@ -274,7 +292,7 @@ func (l *scripted) call(ctx context.Context, user string, record bool) (allowed 
 }
 
 func (l *scripted) AllowRequest(ctx context.Context, user string) (bool, error) {
-	ok, _, err := l.call(ctx, user, true)
+	ok, _, err := l.call(ctx, user, true, "")
 	if err == nil && l.lateReset != nil {
 		l.mu.Lock()
 		left, pending := l.lateReset[user]
@@ -293,7 +311,7 @@ func (l *scripted) AllowRequest(ctx context.Context, user string) (bool, error) 
 }
 
 func (l *scripted) GetRemainingRequests(ctx context.Context, user string) (int, error) {
-	_, n, err := l.call(ctx, user, false)
+	_, n, err := l.call(ctx, user, false, "")
 	return n, err
 }
 

@@ -40,9 +40,11 @@ func TestMain(m *testing.M) {
 
 // target turns a mutant into something the suite grades.
 func target(m mutants.Mutant) suite.Target {
+	caps := contract.All()
+	caps.Cost = m.Weighted
 	return suite.Target{
 		Name:         m.Name,
-		Capabilities: contract.All(),
+		Capabilities: caps,
 		NeedsRedis:   true,
 		New: func(_ context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
 			lim, err := m.New(mutants.Store{Redis: env.Redis, Clock: env.Clock, Prefix: env.KeyPrefix, MaxRequests: env.MaxRequests, Window: env.Window})
@@ -204,7 +206,7 @@ var update = flag.Bool("update", false, "rewrite generated documentation")
 // server's clock (or, in memory, the real one) and the suite waits.
 func clockless(m mutants.Mutant) suite.Target {
 	caps := contract.All()
-	caps.Clock = false
+	caps.Clock, caps.Cost = false, m.Weighted
 	return suite.Target{Name: m.Name + " (no clock control)", Capabilities: caps, NeedsRedis: true,
 		New: func(_ context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
 			var clock fakeclock.Clock // nil: the server's TIME

@@ -76,8 +76,9 @@ func AllowsWhenDown(s Store) (contract.RateLimiterContract, error) {
 }
 
 // checkThenAdd is the classic race: read the count, decide in the client,
-// then write.
-func (l *scripted) checkThenAdd(ctx context.Context, user string, cfg [2]int64, record bool) (bool, int, error) {
+// then write, for a request of cost n (all or nothing: allowed when
+// count + n <= N; n = 0 logs nothing and is allowed while one more fits).
+func (l *scripted) checkThenAdd(ctx context.Context, user string, cfg [2]int64, record bool, n int) (bool, int, error) {
 	r, key := l.store.Redis, l.key(user)
 	clock := l.store.Clock
 	if clock == nil {
@@ -91,17 +92,23 @@ func (l *scripted) checkThenAdd(ctx context.Context, user string, cfg [2]int64, 
 	if err != nil {
 		return false, 0, fmt.Errorf("%w: %w", contract.ErrStore, err)
 	}
-	if !record || count >= cfg[0] {
+	if !record || count+int64(max(n, 1)) > cfg[0] {
 		return false, max(0, int(cfg[0]-count)), nil
 	}
-	suffix := make([]byte, 4)
-	rand.Read(suffix)
-	member := fmt.Sprintf("%d-%s", now, hex.EncodeToString(suffix))
-	if err := r.ZAdd(ctx, key, redisZ(now, member)).Err(); err != nil {
-		return false, 0, fmt.Errorf("%w: %w", contract.ErrStore, err)
+	if n == 0 {
+		return true, max(0, int(cfg[0]-count)), nil
+	}
+	// n <= N entries (it fit), one round trip each, as a loop over a unit
+	// add does: the window between check and add grows with the cost.
+	for range n {
+		suffix := make([]byte, 8)
+		rand.Read(suffix)
+		if err := r.ZAdd(ctx, key, redisZ(now, fmt.Sprintf("%d-%s", now, hex.EncodeToString(suffix)))).Err(); err != nil {
+			return false, 0, fmt.Errorf("%w: %w", contract.ErrStore, err)
+		}
 	}
 	r.PExpire(ctx, key, msDuration(cfg[1]))
-	return true, max(0, int(cfg[0]-count-1)), nil
+	return true, max(0, int(cfg[0]-count-int64(n))), nil
 }
 
 func redisZ(score int64, member string) redis.Z {

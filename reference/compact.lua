@@ -8,6 +8,13 @@
 -- ARGV[3]  limit N (>= 1)
 -- ARGV[4]  "1": decide and log the request if allowed; "0": only look
 -- ARGV[5]  "1": also say when more quota comes (one more lookup)
+-- ARGV[6]  the request's cost n (>= 0; absent: 1, a unit request): all or
+--          nothing, allowed when count + n <= N, and then n entries of now
+--          are pushed (RPUSHes of up to 1000 values, O(n)). n = 0 logs and
+--          writes nothing and is allowed (as the model answers; the answer
+--          is not graded). n > N is refused. The caller never sends a
+--          negative n.
+--          The LIST never holds more than N entries that count, whatever n.
 --
 -- Returns {allowed 0|1, remaining, retry_after_ms, reset_ms}, as the ZSET
 -- reference's script does.
@@ -21,6 +28,10 @@
 local key = KEYS[1]
 local window = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])
+local cost = tonumber(ARGV[6] or "1")
+if cost == 0 then
+  return {1, 0, 0, 0} -- consumes and writes nothing: allowed
+end
 
 -- An entry s counts while s > now-W: it stops at exactly s+W. The log is
 -- in order, so the entries that left are a prefix of it. The first two
@@ -51,8 +62,25 @@ if head[1] and tonumber(head[1]) <= cut then
 end
 local count = redis.call("LLEN", key)
 
+-- pushEntries pushes n entries of now at the tail, at most 1000 a call
+-- (unpack's stack is bounded).
+local function pushEntries(entry, n)
+  if n == 1 then
+    redis.call("RPUSH", key, entry)
+    return
+  end
+  local batch = {}
+  for i = 1, n do
+    batch[#batch + 1] = entry
+    if #batch == 1000 or i == n then
+      redis.call("RPUSH", key, unpack(batch))
+      batch = {}
+    end
+  end
+end
+
 local allowed = 0
-if ARGV[4] == "1" and count < limit then
+if ARGV[4] == "1" and count + cost <= limit then
   local entry = string.format("%d", now) -- an integer, never "1.7e+12"
   -- The key lives as long as its newest entry counts: W more, or longer
   -- when an entry later than now is the newest.
@@ -67,15 +95,15 @@ if ARGV[4] == "1" and count < limit then
       newest = redis.call("LINDEX", key, -1)
     until not newest or tonumber(newest) <= now
     ttl = tonumber(later[1]) + window - now
-    redis.call("RPUSH", key, entry)
+    pushEntries(entry, cost)
     for i = #later, 1, -1 do
       redis.call("RPUSH", key, later[i])
     end
   else
-    redis.call("RPUSH", key, entry)
+    pushEntries(entry, cost)
   end
   redis.call("PEXPIRE", key, ttl)
-  count = count + 1
+  count = count + cost
   allowed = 1
 end
 

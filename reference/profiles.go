@@ -106,7 +106,9 @@ const ExactBound = 1 << 52
 // window may expire with its TTL before a raised window would forget it,
 // as with [Limiter]). Like [Limiter], the limiter fails closed, bounds
 // every call by its context and opts.Timeout, and reads "now" from
-// opts.Clock, or the Redis server's TIME when it is nil.
+// opts.Clock, or the Redis server's TIME when it is nil. The limiter is a
+// [contract.CostLimiter]: a request of cost n is decided as the model's
+// AllowN decides it (model.Weighted).
 func NewProfile(client redis.UniversalClient, spec model.Variant, opts Options) (contract.RateLimiterContract, error) {
 	// rlconform's mutants plant their faults in the script this way.
 	var rewrite func(string) (string, error)
@@ -176,6 +178,8 @@ type profileLimiter struct {
 	fixedArgs []any // the script's arguments after the common ones
 }
 
+var _ contract.CostLimiter = (*profileLimiter)(nil)
+
 func flag(b bool) string {
 	if b {
 		return "1"
@@ -220,13 +224,28 @@ func (p *profileLimiter) Key(userID string) string { return p.base.Key(userID) }
 
 // AllowRequest implements [contract.RateLimiterContract].
 func (p *profileLimiter) AllowRequest(ctx context.Context, userID string) (bool, error) {
-	ok, _, err := p.run(ctx, "AllowRequest", userID, true)
+	ok, _, err := p.run(ctx, "AllowRequest", userID, 1, true)
+	return ok, err
+}
+
+// AllowRequestN implements [contract.CostLimiter] as the profile's model
+// decides a request of cost n (model.Weighted): all or nothing, n units
+// of the profile's count, intervals or tokens; a profile that counts
+// denied requests counts a refused one n times. A cost of 0 consumes and
+// writes nothing, and is allowed (as the model answers); a cost above N
+// (above the burst or capacity) is refused; a negative one returns
+// an error wrapping [contract.ErrInvalidCost].
+func (p *profileLimiter) AllowRequestN(ctx context.Context, userID string, n int) (bool, error) {
+	if err := contract.ValidateCost(n); err != nil {
+		return false, fmt.Errorf("%s: AllowRequestN: %w", p.name, err)
+	}
+	ok, _, err := p.run(ctx, "AllowRequestN", userID, n, true)
 	return ok, err
 }
 
 // GetRemainingRequests implements [contract.RateLimiterContract].
 func (p *profileLimiter) GetRemainingRequests(ctx context.Context, userID string) (int, error) {
-	_, n, err := p.run(ctx, "GetRemainingRequests", userID, false)
+	_, n, err := p.run(ctx, "GetRemainingRequests", userID, 1, false)
 	return n, err
 }
 
@@ -249,7 +268,9 @@ func (p *profileLimiter) Configure(_ context.Context, maxRequests int, window ti
 	return nil
 }
 
-func (p *profileLimiter) run(ctx context.Context, op, userID string, record bool) (bool, int, error) {
+// run runs the profile's script for one operation, a request of cost n
+// (n >= 0) when record is set.
+func (p *profileLimiter) run(ctx context.Context, op, userID string, n int, record bool) (bool, int, error) {
 	if err := contract.ValidateUserID(userID); err != nil {
 		return false, 0, fmt.Errorf("%s: %s: %w", p.name, op, err)
 	}
@@ -263,6 +284,9 @@ func (p *profileLimiter) run(ctx context.Context, op, userID string, record bool
 		args = []any{now, cfg.window, cfg.max, p.sized(int64(cfg.max)), flag(record)}
 	}
 	args = append(args, p.fixedArgs...)
+	if n != 1 {
+		args = append(args, strconv.Itoa(n)) // the cost, after the fixed arguments; absent, a unit request
+	}
 	var res []int64
 	err := p.base.bounded(ctx, func(ctx context.Context) (err error) {
 		res, err = p.script.Run(ctx, p.base.client, []string{p.Key(userID)}, args...).Int64Slice()

@@ -108,7 +108,7 @@ type Options struct {
 }
 
 // Limiter is an exact sliding-window log limiter on Redis. It implements
-// [contract.RateLimiterContract], is safe for concurrent use, and fails
+// [contract.CostLimiter], is safe for concurrent use, and fails
 // closed: when Redis cannot answer, AllowRequest returns false and an error
 // wrapping [contract.ErrStore].
 //
@@ -133,6 +133,8 @@ type Limiter struct {
 	// compact LIST's ([NewCompact]).
 	log *logScript
 }
+
+var _ contract.CostLimiter = (*Limiter)(nil)
 
 // config is the configuration in force. The profiles store configs of
 // their own, without the script arguments they do not use.
@@ -237,19 +239,34 @@ func (l *Limiter) Key(userID string) string { return l.prefix + "{" + userID + "
 
 // AllowRequest implements [contract.RateLimiterContract].
 func (l *Limiter) AllowRequest(ctx context.Context, userID string) (bool, error) {
-	d, err := l.run(ctx, "AllowRequest", userID, true, false)
+	d, err := l.run(ctx, "AllowRequest", userID, 1, true, false)
+	return d.Allowed, err
+}
+
+// AllowRequestN implements [contract.CostLimiter]: a request of cost n is
+// allowed when n more entries fit (active entries + n <= N), and then
+// logs n entries at now; refused, it logs nothing. A cost of 0 writes
+// nothing and is allowed (as the model answers); a cost above N is
+// refused; a negative one returns an error wrapping
+// [contract.ErrInvalidCost]. Logging n entries is O(n log N) in Redis
+// (O(n) with [NewCompact]).
+func (l *Limiter) AllowRequestN(ctx context.Context, userID string, n int) (bool, error) {
+	if err := contract.ValidateCost(n); err != nil {
+		return false, fmt.Errorf("reference: AllowRequestN: %w", err)
+	}
+	d, err := l.run(ctx, "AllowRequestN", userID, n, true, false)
 	return d.Allowed, err
 }
 
 // Decide decides one request of userID, logs it if allowed, and returns the
 // whole decision.
 func (l *Limiter) Decide(ctx context.Context, userID string) (Decision, error) {
-	return l.run(ctx, "AllowRequest", userID, true, true)
+	return l.run(ctx, "AllowRequest", userID, 1, true, true)
 }
 
 // GetRemainingRequests implements [contract.RateLimiterContract].
 func (l *Limiter) GetRemainingRequests(ctx context.Context, userID string) (int, error) {
-	d, err := l.run(ctx, "GetRemainingRequests", userID, false, false)
+	d, err := l.run(ctx, "GetRemainingRequests", userID, 1, false, false)
 	return d.Remaining, err
 }
 
@@ -275,15 +292,19 @@ func (l *Limiter) Configure(_ context.Context, maxRequests int, window time.Dura
 	return nil
 }
 
-// run runs the script for one operation; withReset asks it for the
-// decision's Reset too, which AllowRequest and remaining queries do not
-// need (it costs a lookup).
-func (l *Limiter) run(ctx context.Context, op, userID string, record, withReset bool) (Decision, error) {
+// run runs the script for one operation, a request of cost n (n >= 0);
+// withReset asks it for the decision's Reset too, which AllowRequest and
+// remaining queries do not need (it costs a lookup).
+func (l *Limiter) run(ctx context.Context, op, userID string, n int, record, withReset bool) (Decision, error) {
 	if err := contract.ValidateUserID(userID); err != nil {
 		return Decision{}, fmt.Errorf("reference: %s: %w", op, err)
 	}
 	cfg := l.cfg.Load()
-	vals, err := boundedCall(l, ctx, evalSliding, l.scriptArgs(cfg, userID, l.now(), record, withReset))
+	args := l.scriptArgs(cfg, userID, l.now(), record, withReset)
+	if n != 1 {
+		args = append(args, strconv.Itoa(n)) // ARGV[6]; absent, a unit request
+	}
+	vals, err := boundedCall(l, ctx, evalSliding, args)
 	if err != nil {
 		return Decision{Limit: cfg.max}, fmt.Errorf("reference: %s(%q): %w: %w", op, userID, contract.ErrStore, err)
 	}

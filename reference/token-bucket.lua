@@ -13,6 +13,11 @@
 -- ARGV[7]  expire: full (forgotten when full again) | idle (W*ceil(C/N)
 --          after the last write; an interval bucket keeps its grid)
 -- ARGV[8]  query: read | write (a look saves the bucket as a request does)
+-- ARGV[9]  the request's cost n (>= 0; absent: 1, a unit request): n
+--          tokens, all or nothing: allowed when n tokens are in the bucket,
+--          and then spent; refused, nothing is written. n > C is refused.
+--          n = 0 writes nothing and is allowed (as the model answers; the
+--          answer is not graded). The caller never sends a negative n.
 --
 -- Arithmetic: tokens are counted in units of 1/L, L = lcm(d, W), where a
 -- continuous refill of N/W per ms is a whole number N*(L/W) per ms. The
@@ -31,6 +36,10 @@ local record = ARGV[5] == "1"
 local interval = ARGV[6] == "interval"
 local idle = ARGV[7] == "idle"
 local writes = ARGV[8] == "write"
+local cost = tonumber(ARGV[9] or "1")
+if cost == 0 then
+  return {1, 0} -- consumes and writes nothing: allowed
+end
 local BIG = 4503599627370496 -- 2^52
 
 local function gcd(a, b)
@@ -100,13 +109,14 @@ else
   end
 end
 
+-- n <= C keeps n*L <= C*L <= 2^52: exact.
 local allowed, remaining = 0, math.floor(tok / L)
-if tok >= L then
+if cost <= cap and tok >= cost * L then
   allowed = 1
 end
 if (record and allowed == 1) or (writes and not record) then
   if record then
-    tok = tok - L
+    tok = tok - cost * L
   end
   local g = gcd(tok, L)
   local life

@@ -195,15 +195,30 @@ func (h hostile) Configure(ctx context.Context, n int, w time.Duration) error {
 }
 
 func (h hostile) AllowRequest(ctx context.Context, u string) (bool, error) {
+	if err := h.misbehave(); err != nil {
+		return false, err
+	}
+	return h.RateLimiterContract.AllowRequest(ctx, u)
+}
+
+func (h hostile) AllowRequestN(ctx context.Context, u string, n int) (bool, error) {
+	if err := h.misbehave(); err != nil {
+		return false, err
+	}
+	return h.RateLimiterContract.(contract.CostLimiter).AllowRequestN(ctx, u, n)
+}
+
+// misbehave is what a request meets: an error, a panic, or nothing.
+func (h hostile) misbehave() error {
 	switch h.mode {
 	case "all-fail":
-		return false, errors.New("everything fails")
+		return errors.New("everything fails")
 	case "panics":
 		if h.calls.Add(1) > 10 {
 			panic("the limiter panicked")
 		}
 	}
-	return h.RateLimiterContract.AllowRequest(ctx, u)
+	return nil
 }
 
 func TestNoTargetBehaviourPanicsTheGrader(t *testing.T) {
@@ -289,4 +304,30 @@ func TestSharedRedisIsLeftAsFound(t *testing.T) {
 		require.NoError(t, err)
 		assert.EqualValues(t, 500, n, "the unrelated keys are untouched")
 	}
+}
+
+// unitOnly hides a limiter's AllowRequestN.
+type unitOnly struct{ contract.RateLimiterContract }
+
+// A target that declares Cost and makes limiters without AllowRequestN is
+// wrong about itself, not a wrong limiter: the cost specs end as faults
+// that say so (exit 2), and every other spec grades it as before.
+func TestCostDeclaredButMissingIsAFault(t *testing.T) {
+	m := targets.Model()
+	target := m
+	target.New = func(ctx context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
+		lim, closer, err := m.New(ctx, env)
+		return unitOnly{lim}, closer, err
+	}
+	rep, err := suite.Check(context.Background(), suite.Config{IDs: []string{"core/", "strict/cost-zero", "robust/cost-negative"}}, target)
+	require.NoError(t, err)
+	for _, r := range rep.Results {
+		if strings.Contains(r.ID, "cost") {
+			assert.Equal(t, result.Errored, r.Status, r.ID)
+			assert.Contains(t, r.Message, "does not implement contract.CostLimiter", r.ID)
+			continue
+		}
+		assert.Equal(t, result.Passed, r.Status, "%s:\n%s", r.ID, r.Message)
+	}
+	assert.Equal(t, result.Undecided, rep.Verdict().Outcome, "a fault is no verdict on the limiter")
 }

@@ -26,9 +26,11 @@ import (
 // Reference is the reference Redis limiter on the suite's fake clock,
 // its keys under the spec's prefix: it must pass every spec.
 func Reference() suite.Target {
+	caps := contract.All()
+	caps.Cost = true // reference.Limiter and NewProfile's limiters take a cost
 	return suite.Target{
 		Name:         "reference",
-		Capabilities: contract.All(),
+		Capabilities: caps,
 		NeedsRedis:   true,
 		KeyOf:        func(prefix, userID string) string { return prefix + "{" + userID + "}" },
 		New: func(_ context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {

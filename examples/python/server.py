@@ -3,7 +3,8 @@
 
 Only the standard library: it speaks RESP to Redis itself, one connection
 per call, so that it reconnects by itself after Redis comes back. Each
-decision is one Lua script (prune, count, add a unique member, PEXPIRE),
+decision is one Lua script (prune, count, add a unique member per unit of
+the request's cost, PEXPIRE), taking weighted requests ("cost") and
 reading "now" from the X-Rlc-Now-Ms header when rlconform moves the clock,
 or from Redis TIME otherwise (one clock for every instance).
 
@@ -38,14 +39,20 @@ if ARGV[1] == "" then
 else
   now = tonumber(ARGV[1])
 end
+local cost = tonumber(ARGV[6])
 redis.call("ZREMRANGEBYSCORE", key, "-inf", now - window)
 local count = redis.call("ZCOUNT", key, "-inf", now)
 local allowed = 0
-if ARGV[4] == "allow" and count < limit then
-  redis.call("ZADD", key, now, now .. ":" .. ARGV[5])
+if ARGV[4] == "allow" and cost == 0 then
+  allowed = 1 -- a cost of 0 consumes nothing
+elseif ARGV[4] == "allow" and count + cost <= limit then
+  -- All or nothing: cost entries at now, each a member of its own.
+  for i = 1, cost do
+    redis.call("ZADD", key, now, now .. ":" .. ARGV[5] .. ":" .. i)
+  end
   redis.call("PEXPIRE", key, window + 1000)
   allowed = 1
-  count = count + 1
+  count = count + cost
 end
 return {allowed, math.max(0, limit - count), now}
 """
@@ -110,12 +117,14 @@ class Limiter:
     def key(self, user_id):
         return (self.prefix + "{" + user_id + "}").encode()
 
-    def decide(self, op, user_id, now_ms):
+    def decide(self, op, user_id, now_ms, cost=1):
         with self.lock:
             limit, window = self.limit, self.window_ms
+        if cost > limit:
+            return False, None, None  # can never fit: refused, nothing read
         allowed, remaining, now = self.redis.call(
             "EVAL", SCRIPT, 1, self.key(user_id),
-            "" if now_ms is None else now_ms, window, limit, op, uuid.uuid4().hex)
+            "" if now_ms is None else now_ms, window, limit, op, uuid.uuid4().hex, cost)
         return allowed == 1, remaining, now
 
     def configure(self, limit, window_ms):
@@ -149,7 +158,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):
         if self.path == "/rlc/v1/capabilities":
-            self.answer(200, {"clock": self.clock, "configure": True, "remaining": True, "reset": True})
+            self.answer(200, {"clock": self.clock, "configure": True, "remaining": True, "reset": True, "cost": True})
         else:
             self.answer(404, {"error": "not found"})
 
@@ -173,7 +182,12 @@ class Handler(BaseHTTPRequestHandler):
             if not isinstance(user, str) or user == "":
                 return self.answer(400, {"error": "user_id must be a non-empty string"})
             if self.path == "/rlc/v1/allow":
-                allowed, _, now = self.limiter.decide("allow", user, self.now_ms())
+                cost = body.get("cost", 1)
+                if type(cost) is not int or cost < 0:
+                    return self.answer(400, {"error": "cost must be a whole number, 0 or more"})
+                allowed, _, now = self.limiter.decide("allow", user, self.now_ms(), cost)
+                if now is None:
+                    return self.answer(200, {"allowed": allowed})
                 return self.answer(200, {"allowed": allowed, "now_ms": now})
             if self.path == "/rlc/v1/remaining":
                 _, remaining, now = self.limiter.decide("remaining", user, self.now_ms())

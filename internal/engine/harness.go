@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -383,7 +384,7 @@ func (h *Harness) instance(i int) (contract.RateLimiterContract, error) {
 		if closer != nil {
 			h.closers = append(h.closers, closer)
 		}
-		if _, ok := lim.(contract.CostLimiter); h.target.Capabilities.Cost && !ok {
+		if _, ok := lim.(contract.CostLimiter); !ok && slices.Contains(h.spec.Needs, NeedCost) {
 			return nil, fmt.Errorf("%w: instance %d of %s (%T) does not implement contract.CostLimiter", errNoCost, n, h.target.Name, lim)
 		}
 		lim = guarded{lim, &h.calls}

@@ -208,8 +208,8 @@ func drawCost(rng *rand.Rand, maxCost int) (weighted bool, cost int) {
 // allowCost decides an allow of a schedule on m: a weighted request of
 // cost, or a unit AllowRequest.
 func allowCost(m model.Profile, now time.Time, user string, weighted bool, cost int) (bool, error) {
-	if w, ok := m.(model.Weighted); ok && weighted {
-		return w.AllowN(now, user, cost)
+	if weighted {
+		return model.AllowN(m, now, user, cost)
 	}
 	return m.Allow(now, user)
 }
