@@ -133,10 +133,7 @@ func run(endpoint string, limit int, window time.Duration) error {
 		return fmt.Errorf("%s: %w", flag.Arg(0), err)
 	}
 	h := adapters.Handler(lim, e.clock)
-	costly, cost := lim.(contract.CostLimiter)
-	if cost {
-		h = passNegativeCosts(h, costly, e.clock)
-	}
+	_, cost := lim.(contract.CostLimiter)
 	if s.noReset {
 		h = withoutReset(h, e.clock != nil, cost)
 	}
