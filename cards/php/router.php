@@ -76,7 +76,8 @@ function limiter(string $user)
 $method = $_SERVER['REQUEST_METHOD'];
 $path = parse_url($_SERVER['REQUEST_URI'], PHP_URL_PATH);
 if ('GET' === $method && '/rlc/v1/capabilities' === $path) {
-    return answer(200, ['clock' => false, 'configure' => true, 'remaining' => true, 'reset' => true]);
+    // consume(int $tokens) is every policy's weighted call.
+    return answer(200, ['clock' => false, 'configure' => true, 'remaining' => true, 'reset' => true, 'cost' => true]);
 }
 if ('POST' !== $method) {
     return answer(404, ['error' => 'no such endpoint']);
@@ -116,7 +117,28 @@ try {
                 // consume(0) takes nothing and answers what is left.
                 return answer(200, ['remaining' => max(0, $lim->consume(0)->getRemainingTokens())]);
             }
-            return answer(200, ['allowed' => $lim->consume(1)->isAccepted()]);
+            // A request's cost is consume($tokens), as given: the fixed
+            // window and the token bucket throw \InvalidArgumentException
+            // for more tokens than the limit or the burst
+            // (FixedWindowLimiter.php:52-54, TokenBucketLimiter.php:56-58),
+            // invalid input (400); the sliding window refuses it
+            // (SlidingWindowLimiter.php:76-78). A negative cost is taken by
+            // every policy (a refund): passed on.
+            $cost = array_key_exists('cost', $in) ? $in['cost'] : 1;
+            if (!is_int($cost)) {
+                return answer(400, ['error' => 'invalid request cost: not an integer']);
+            }
+            try {
+                $accepted = $lim->consume($cost)->isAccepted();
+            } catch (\InvalidArgumentException $e) {
+                // The policies throw the base class; the store's and the
+                // lock's subclasses are failures (503, below).
+                if (\InvalidArgumentException::class !== get_class($e)) {
+                    throw $e;
+                }
+                return answer(400, ['error' => 'invalid request cost: '.$e->getMessage()]);
+            }
+            return answer(200, ['allowed' => $accepted]);
     }
     return answer(404, ['error' => 'no such endpoint']);
 } catch (\RedisException | \Symfony\Component\Cache\Exception\InvalidArgumentException | \Symfony\Component\Lock\Exception\ExceptionInterface $e) {

@@ -205,3 +205,37 @@ func TestSymfonyRemainingOpensAWindow(t *testing.T) {
 		})
 	}
 }
+
+// Every Symfony policy takes a negative cost: consume(-2) passes the
+// check for more tokens than the limit (FixedWindowLimiter.php:52,
+// TokenBucketLimiter.php:56; the sliding window has none) and adds -2
+// hits (Window.php:60, SlidingWindow.php:89) or 2 tokens
+// (TokenBucketLimiter.php:72): a user who spent 3 of 3 gets 2 more
+// (symfony-*: robust/cost-negative). A window's hit count is serialized
+// as an unsigned 32-bit integer (Window.php:91, SlidingWindow.php:111), so
+// a fresh user's -2 is read back as 4294967294 hits: that user is refused
+// for the rest of the window.
+func TestSymfonyNegativeCost(t *testing.T) {
+	red := startRedis(t)
+	for _, policy := range []string{"fixed_window", "sliding_window", "token_bucket"} {
+		t.Run(policy, func(t *testing.T) {
+			base := serveSymfony(t, red.URL, "CARD_POLICY="+policy)
+			post(t, base+"/rlc/v1/configure", map[string]int{"max_requests": 3, "window_ms": 60000})
+			var got []bool
+			for _, n := range []int{1, 1, 1, -2, 1, 1, 1} {
+				out := post(t, base+"/rlc/v1/allow", map[string]any{"user_id": "spent-" + policy, "cost": n})
+				got = append(got, out["allowed"] == true)
+			}
+			t.Logf("costs 1 1 1 -2 1 1 1: %v", got)
+			if fmt.Sprint(got) != fmt.Sprint([]bool{true, true, true, true, true, true, false}) {
+				t.Errorf("answers %v: the cost -2 no longer refunds two requests", got)
+			}
+			post(t, base+"/rlc/v1/allow", map[string]any{"user_id": "fresh-" + policy, "cost": -2})
+			out := post(t, base+"/rlc/v1/allow", map[string]any{"user_id": "fresh-" + policy})
+			t.Logf("a fresh user's request after a cost of -2: %v", out)
+			if locked := out["allowed"] == false; locked != (policy != "token_bucket") {
+				t.Errorf("a fresh user after a cost of -2: %v", out)
+			}
+		})
+	}
+}

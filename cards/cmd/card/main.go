@@ -133,8 +133,9 @@ func run(endpoint string, limit int, window time.Duration) error {
 		return fmt.Errorf("%s: %w", flag.Arg(0), err)
 	}
 	h := adapters.Handler(lim, e.clock)
+	_, cost := lim.(contract.CostLimiter)
 	if s.noReset {
-		h = withoutReset(h, e.clock != nil)
+		h = withoutReset(h, e.clock != nil, cost)
 	}
 	return serve(ctx, addr, h)
 }
@@ -155,12 +156,13 @@ func serve(ctx context.Context, addr string, h http.Handler) error {
 // errNoReset is the answer of a library with no call that forgets a key.
 var errNoReset = errors.New("this library has no call that forgets a key")
 
-// withoutReset declares the capabilities of h less reset.
-func withoutReset(h http.Handler, clock bool) http.Handler {
+// withoutReset declares the capabilities of h less reset (cost: the
+// library takes a weight, as adapters.Handler declares it).
+func withoutReset(h http.Handler, clock, cost bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet && r.URL.Path == adapters.PathCapabilities {
 			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(w, `{"clock":%t,"configure":true,"remaining":true,"reset":false}`+"\n", clock)
+			fmt.Fprintf(w, `{"clock":%t,"configure":true,"remaining":true,"reset":false,"cost":%t}`+"\n", clock, cost)
 			return
 		}
 		h.ServeHTTP(w, r)

@@ -112,6 +112,17 @@ func (x *xTime) AllowRequest(_ context.Context, u string) (bool, error) {
 	return x.user(u).AllowN(x.e.now(), 1), nil
 }
 
+// AllowRequestN is AllowN(t, n), as given: refused when n exceeds the
+// burst or the tokens (rate.go:362); a negative n is allowed and adds -n
+// tokens, past the burst until the next call clamps them (rate.go:353,
+// :370-377, :397-399): a refund the library takes.
+func (x *xTime) AllowRequestN(_ context.Context, u string, n int) (bool, error) {
+	if err := checkUser(u); err != nil {
+		return false, err
+	}
+	return x.user(u).AllowN(x.e.now(), n), nil
+}
+
 // GetRemainingRequests is the whole tokens TokensAt reports.
 func (x *xTime) GetRemainingRequests(_ context.Context, u string) (int, error) {
 	if err := checkUser(u); err != nil {

@@ -41,6 +41,23 @@ func (r *redisRate) AllowRequest(ctx context.Context, u string) (bool, error) {
 	return res.Allowed > 0, nil
 }
 
+// AllowRequestN is redis_rate's AllowN(ctx, key, limit, n), as given: the
+// script adds n emission intervals and refuses when they do not fit the
+// burst (lua.go:42-57), n > burst included; a negative n passes its check
+// and moves the arrival time back (a refund the library takes). Allowed is
+// the script's branch: RetryAfter is -1 when it allows, whatever n
+// (lua.go:63-64; rate.go:191-193), where Allowed is n (0 for n = 0).
+func (r *redisRate) AllowRequestN(ctx context.Context, u string, n int) (bool, error) {
+	if err := checkUser(u); err != nil {
+		return false, err
+	}
+	res, err := r.lim.AllowN(ctx, u, r.current(), n)
+	if err != nil {
+		return false, storeErr("redis_rate AllowN", err)
+	}
+	return res.RetryAfter == -1, nil
+}
+
 // GetRemainingRequests asks AllowN with n = 0, which changes nothing and
 // answers the library's Remaining.
 func (r *redisRate) GetRemainingRequests(ctx context.Context, u string) (int, error) {

@@ -65,6 +65,23 @@ func (t *throttledGCRA) AllowRequest(ctx context.Context, u string) (bool, error
 	return !limited, nil
 }
 
+// AllowRequestN is RateLimitCtx(ctx, key, n), the library's weighted call
+// ("a greater quantity could rate limit based on the size of a file
+// upload", rate.go:177-182): n emission intervals, limited when they do not
+// fit the tolerance (rate.go:215-232), n above the burst included;
+// quantity 0 peeks (rate.go:210-241); a negative n is not limited and
+// moves the arrival time back (a refund the library takes).
+func (t *throttledGCRA) AllowRequestN(ctx context.Context, u string, n int) (bool, error) {
+	if err := checkUser(u); err != nil {
+		return false, err
+	}
+	limited, _, err := t.limiter().RateLimitCtx(ctx, u, n)
+	if err != nil {
+		return false, storeErr("throttled RateLimitCtx(n)", err)
+	}
+	return !limited, nil
+}
+
 // GetRemainingRequests asks with quantity 0, the library's "peek".
 func (t *throttledGCRA) GetRemainingRequests(ctx context.Context, u string) (int, error) {
 	if err := checkUser(u); err != nil {

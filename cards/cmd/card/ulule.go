@@ -49,6 +49,23 @@ func (l *ulule) AllowRequest(ctx context.Context, u string) (bool, error) {
 	return !c.Reached, nil
 }
 
+// AllowRequestN is Increment(ctx, key, n), the library's weighted call
+// (limiter.go:62-65): INCRBY n in the script Get runs with 1
+// (drivers/store/redis/store.go:18-31, :99-102), reached when the count
+// exceeds the limit (drivers/store/common/context.go:15-18), n above the
+// limit included; counted even when reached. A negative n is INCRBY with
+// it: a refund the library takes.
+func (l *ulule) AllowRequestN(ctx context.Context, u string, n int) (bool, error) {
+	if err := checkUser(u); err != nil {
+		return false, err
+	}
+	c, err := l.limiter().Increment(ctx, u, int64(n))
+	if err != nil {
+		return false, storeErr("ulule Increment", err)
+	}
+	return !c.Reached, nil
+}
+
 func (l *ulule) GetRemainingRequests(ctx context.Context, u string) (int, error) {
 	if err := checkUser(u); err != nil {
 		return 0, err
