@@ -86,6 +86,10 @@ type Algorithm struct {
 // [Algorithm.Cost] ends with.
 const costShared = "n = 0 consumes nothing and changes no state (the model answers allowed; the answer is not graded); n < 0 is an error (ErrInvalidCost)"
 
+// costQueryWrites is the rule of cost 0 where a query writes: a request of
+// no cost is the query (Symfony RateLimiter's only query is consume(0)).
+const costQueryWrites = "n = 0 consumes nothing; with query=write it is the query, and saves the state as the query does (Symfony's consume(0)), else it changes no state (the model answers allowed; the answer is not graded); n < 0 is an error (ErrInvalidCost)"
+
 // Reading is one honest reading of a change of configuration.
 type Reading struct {
 	// Name is its value of the parameter "reconfigure": "settle".

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -179,6 +180,12 @@ func weightedStep(t *testing.T, spec string, p Replayable, shadow *Replayable, n
 	require.NoError(t, err)
 	where = fmt.Sprintf("%s: AllowN(%d) with %d remaining", where, c, room)
 	switch {
+	case c == 0 && strings.Contains(spec, "query=write"):
+		require.True(t, ok, "%s: a cost of 0 is allowed", where)
+		before.Remaining(now, u) // the query, which writes
+		require.Equal(t, before.StateKey(u), p.StateKey(u), "%s: a cost of 0 is the query, which writes", where)
+		(*shadow).Remaining(now, u)
+		return
 	case c == 0:
 		require.True(t, ok, "%s: a cost of 0 is allowed", where)
 		require.Equal(t, before.StateKey(u), p.StateKey(u), "%s: a cost of 0 changes nothing", where)

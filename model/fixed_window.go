@@ -167,12 +167,16 @@ func (f *fixedWindow) Allow(now time.Time, user string) (bool, error) {
 
 // AllowN implements [Weighted]: allowed when count + n <= N, and then
 // count += n; refused, count += n only with countDenied (INCRBY n before
-// the check). Cost 0 is allowed and changes nothing.
+// the check). Cost 0 is allowed and counts nothing; with query=write it
+// is the query, and saves the state as the query does.
 func (f *fixedWindow) AllowN(now time.Time, user string, n int) (bool, error) {
 	if err := validateRequest(user, n); err != nil {
 		return false, err
 	}
 	if n == 0 {
+		if f.writes {
+			f.Remaining(now, user)
+		}
 		return true, nil
 	}
 	t := now.UnixMilli()
@@ -315,7 +319,7 @@ func fixedWindowAlgorithm() Algorithm {
 			return &fixedWindow{align: p["align"], countDenied: p["count-denied"] == "true", writes: p["query"] == "write",
 				reading: pinnedReading(p, fixedRelay), n: n, w: w.Milliseconds()}
 		},
-		Cost:              "allowed when count + n <= N (count: the requests counted in t's window), then count += n, as n requests at t would count; refused, nothing is counted, but with count-denied=true count += n (INCRBY n before the check); n > N is never allowed; " + costShared,
+		Cost:              "allowed when count + n <= N (count: the requests counted in t's window), then count += n, as n requests at t would count; refused, nothing is counted, but with count-denied=true count += n (INCRBY n before the check); n > N is never allowed; " + costQueryWrites,
 		GradesLimitChange: true,
 		Readings:          fixedWindowReadings(),
 		Candidates: func([]string) []string {

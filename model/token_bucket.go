@@ -142,12 +142,16 @@ func (b *tokenBucket) Allow(now time.Time, user string) (bool, error) {
 
 // AllowN implements [Weighted]: allowed when the bucket, refilled up to
 // now, holds at least n tokens, and then it spends n; refused, nothing
-// changes. Cost 0 is allowed and changes nothing.
+// changes. Cost 0 is allowed and spends nothing; with query=write it is
+// the query, and saves the bucket as the query does.
 func (b *tokenBucket) AllowN(now time.Time, user string, n int) (bool, error) {
 	if err := validateRequest(user, n); err != nil {
 		return false, err
 	}
 	if n == 0 {
+		if b.writes {
+			b.Remaining(now, user)
+		}
 		return true, nil
 	}
 	st, _ := b.at(now.UnixMilli(), user)
@@ -321,7 +325,7 @@ func tokenBucketAlgorithm() Algorithm {
 		New: func(p map[string]string, n int, w time.Duration) Replayable {
 			return &tokenBucket{capacity: fixedParam(p["capacity"]), reading: readingOf(p, bucketLazy), interval: p["refill"] == "interval", idle: p["expire"] == "idle", writes: p["query"] == "write", n: n, w: w.Milliseconds()}
 		},
-		Cost:     "allowed when the bucket, refilled up to t (refill=continuous or interval, as for one token), holds at least n tokens, then tokens -= n; refused, nothing changes; n > C is never allowed; " + costShared,
+		Cost:     "allowed when the bucket, refilled up to t (refill=continuous or interval, as for one token), holds at least n tokens, then tokens -= n; refused, nothing changes; n > C is never allowed; " + costQueryWrites,
 		Readings: bucketReadings(),
 		Candidates: func(bursts []string) []string {
 			var list []string

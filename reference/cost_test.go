@@ -175,11 +175,16 @@ func TestAllowRequestNTables(t *testing.T) {
 	}
 }
 
-// A cost of 0 is allowed and writes nothing, not even the state a
-// query=write look saves: a user's state stays as it was.
+// A cost of 0 is allowed and writes nothing: a user's state stays as it
+// was. Where a query writes (query=write), a cost of 0 is the query: it
+// saves the state as a look does, which TestAllowRequestNMatchesTheModel
+// compares with the model.
 func TestAllowRequestNZeroWritesNothing(t *testing.T) {
 	ctx := context.Background()
 	for _, v := range costVariants {
+		if strings.Contains(v.spec, "query=write") {
+			continue
+		}
 		t.Run(v.String(), func(t *testing.T) {
 			lim, clk, p := newCostLimiter(t, v, costN)
 			key := p + "{u}"

@@ -15,8 +15,9 @@
 --          nothing, allowed when count + n <= N, and then counted n times
 --          (INCRBY n); refused, it counts n with ARGV[6] (INCRBY n before
 --          the check), nothing otherwise. n > N is refused. n = 0 counts
---          and writes nothing and is allowed (as the model answers; the
---          answer is not graded). The caller never sends a negative n.
+--          nothing and is allowed (as the model answers; the answer is not
+--          graded): with query write it is the query, and saves as a look
+--          does; else it writes nothing. The caller never sends a negative n.
 --
 -- Every number stays a whole number below 2^53 (ms instants, W, counts),
 -- so Lua's doubles hold them exactly.
@@ -31,7 +32,10 @@ local countDenied = ARGV[6] == "1"
 local writes = ARGV[7] == "write"
 local cost = tonumber(ARGV[8] or "1")
 if cost == 0 then
-  return {1, 0} -- consumes and writes nothing: allowed
+  if not writes then
+    return {1, 0} -- consumes and writes nothing: allowed
+  end
+  record = false -- query=write: a request of no cost is the query, which saves
 end
 
 -- The state of the window holding now, as the stored one and W say (a
@@ -68,7 +72,7 @@ else -- first-grid: forgotten a whole window after the last counted one
 end
 
 local allowed = 0
-if count + cost <= limit then
+if count + cost <= limit or cost == 0 then
   allowed = 1
 end
 local remaining = limit - count

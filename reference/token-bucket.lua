@@ -16,8 +16,10 @@
 -- ARGV[9]  the request's cost n (>= 0; absent: 1, a unit request): n
 --          tokens, all or nothing: allowed when n tokens are in the bucket,
 --          and then spent; refused, nothing is written. n > C is refused.
---          n = 0 writes nothing and is allowed (as the model answers; the
---          answer is not graded). The caller never sends a negative n.
+--          n = 0 spends nothing and is allowed (as the model answers; the
+--          answer is not graded): with query write it is the query, and
+--          saves as a look does; else it writes nothing. The caller never
+--          sends a negative n.
 --
 -- Arithmetic: tokens are counted in units of 1/L, L = lcm(d, W), where a
 -- continuous refill of N/W per ms is a whole number N*(L/W) per ms. The
@@ -38,7 +40,10 @@ local idle = ARGV[7] == "idle"
 local writes = ARGV[8] == "write"
 local cost = tonumber(ARGV[9] or "1")
 if cost == 0 then
-  return {1, 0} -- consumes and writes nothing: allowed
+  if not writes then
+    return {1, 0} -- consumes and writes nothing: allowed
+  end
+  record = false -- query=write: a request of no cost is the query, which saves
 end
 local BIG = 4503599627370496 -- 2^52
 
@@ -111,7 +116,7 @@ end
 
 -- n <= C keeps n*L <= C*L <= 2^52: exact.
 local allowed, remaining = 0, math.floor(tok / L)
-if cost <= cap and tok >= cost * L then
+if (cost <= cap and tok >= cost * L) or cost == 0 then
   allowed = 1
 end
 if (record and allowed == 1) or (writes and not record) then

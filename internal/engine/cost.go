@@ -81,11 +81,18 @@ func (h *Harness) allowN(i int, user string, n int, neverFit bool) bool {
 // records its answer without judging it: some limiters allow a request of
 // no cost, some answer whether one more would fit. The calls after it
 // prove that it consumed nothing. An error fails the spec: 0 is a valid
-// cost.
+// cost. On the fake clock the profile's models take it too: where a
+// query writes, a request of no cost is the query (model.Weighted).
 func (h *Harness) AllowZero(user string) {
 	lim := h.Instance(0).(guarded)
 	now := h.Now()
 	op := h.opName(opAllowN, user, 0)
+	if h.fake != nil {
+		h.readings.Answers(user, now, func(m model.Replayable) string {
+			model.AllowN(m, now, user, 0)
+			return ""
+		})
+	}
 	ok, err := lim.AllowRequestN(h.ctx, user, 0)
 	if err != nil {
 		h.Record(0, now, op, "error")

@@ -507,6 +507,11 @@ func rtCall(h *engine.Harness, lim contract.RateLimiterContract, caps contract.C
 			op.Allowed, err = lim.AllowRequest(h.Context(), u)
 			return op, "AllowRequest", true, err
 		}
+		if cost == 0 && h.Profile().QueryWrites() {
+			// A request of no cost is then the query, which writes:
+			// the oracle cannot take an answer it does not judge.
+			cost = 1
+		}
 		op.Cost = cost
 		op.Allowed, err = allowOf(h, lim, u, true, cost)
 		return op, "AllowRequestN", true, err
