@@ -177,7 +177,7 @@ func TestProfileImplementationsInRealTime(t *testing.T) {
 			t.Parallel() // real time mostly waits
 			spec := model.MustVariant(p)
 			caps := contract.All()
-			caps.Clock = false
+			caps.Clock, caps.Cost = false, true
 			tg := suite.Target{Name: "reference:" + p + " on Redis TIME", Capabilities: caps, NeedsRedis: true,
 				KeyOf: func(prefix, userID string) string { return prefix + "{" + userID + "}" },
 				New: func(_ context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {

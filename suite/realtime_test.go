@@ -38,6 +38,7 @@ func TestRealTimeMode(t *testing.T) {
 	ref := clockless("reference on Redis TIME", func(env suite.Env) (contract.RateLimiterContract, error) {
 		return reference.New(env.Redis, reference.Options{MaxRequests: env.MaxRequests, Window: env.Window, Prefix: env.KeyPrefix})
 	})
+	ref.Capabilities.Cost = true // weighted requests, graded in real time too
 	rep, err := suite.Check(ctx, suite.Config{Level: result.All}, ref)
 	require.NoError(t, err)
 	t.Log("\n" + report.String(rep))
