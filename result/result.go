@@ -89,6 +89,11 @@ const (
 	// KindSlow: the target answered every call, but too slowly for the
 	// spec to finish in its time: inconclusive, never a failure.
 	KindSlow Kind = "slow"
+	// KindOutOfTime: in real time, the spec's waits for its windows did
+	// not fit in its time (the spec timeout is too short for the window),
+	// while the target answered quickly: inconclusive, never a failure,
+	// and not the target's slowness.
+	KindOutOfTime Kind = "out-of-time"
 )
 
 // Mode is how time passed for a spec.
