@@ -62,24 +62,31 @@ func identify(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) 
 		return ExitCannotRun
 	}
 	defer closeOut()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	target, release, code := f.identifyTarget(ctx, endpoint, bearer, stderr)
+	target, release, code := f.identifyTarget(sigCtx, endpoint, bearer, stderr)
 	defer release()
 	if code != ExitConformant {
 		return code
 	}
+	length := f.lengthFlags.plan(estimated(cfg, target, true), stderr)
+	cfg.SpecTimeout = length.spec
+	ctx, cancel := length.context(sigCtx)
+	defer cancel()
 	if endpoint != nil {
 		if err := preflight(ctx, *endpoint, adapters.Policy{Limit: cfg.Limit, Window: cfg.RealTimeWindow}, f.identity, stderr); err != nil {
 			fmt.Fprintf(stderr, "rlconform: %v\n", err)
-			return cannotRun(ctx)
+			return cannotRun(sigCtx)
 		}
 	}
 	fmt.Fprintf(stderr, "rlconform: probing %s\n", target.Name)
 	id, err := suite.Identify(ctx, cfg, target)
 	if err != nil {
+		if ctx.Err() != nil && sigCtx.Err() == nil {
+			err = fmt.Errorf("%w (%v)", err, context.Cause(ctx))
+		}
 		fmt.Fprintf(stderr, "rlconform %v\n", err)
-		return cannotRun(ctx)
+		return cannotRun(sigCtx)
 	}
 	return reportIdentification(id, text, out, stderr, secrets)
 }
@@ -109,6 +116,7 @@ type identifyFlags struct {
 	json     string
 	timeout  time.Duration
 	seed     uint64
+	lengthFlags
 	endpointFlags
 	execFlags
 	token targetToken
@@ -128,6 +136,7 @@ func identifyFlagSet(stderr io.Writer) (*identifyFlags, *flag.FlagSet) {
 	fs.DurationVar(&f.rtWindow, "realtime-window", time.Second, "the window W without clock control")
 	fs.StringVar(&f.json, "json", "", "write the identification as JSON to `FILE` (- for stdout)")
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Second, "bound on each call to the target")
+	f.lengthFlags.register(fs)
 	fs.Uint64Var(&f.seed, "seed", 0, "seed (0: pick one)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: rlconform identify --target URL | --endpoint URL --identity ... [flags]\n\nProbes the limiter (with its clock when it has one, in real time otherwise) and says which\nprofiles and parameters explain every answer, which are ruled out and by which answer\n(profiles that decide alike as one group; a Configure that forgets every history apart).\nExit codes: 0 a profile fits, 1 none fits, 2 could not run, 130 interrupted.")
@@ -152,6 +161,9 @@ func (f *identifyFlags) validate(fs *flag.FlagSet) error {
 		return durationIn("--timeout", f.timeout, maxCallTimeout)
 	}
 	if err := f.endpointFlags.check(); err != nil {
+		return err
+	}
+	if err := f.lengthFlags.check(fs); err != nil {
 		return err
 	}
 	set := map[string]bool{}

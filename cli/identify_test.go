@@ -44,10 +44,15 @@ func TestIdentifyOverTheProtocol(t *testing.T) {
 	for _, c := range []struct {
 		spec      string
 		withClock bool
+		// shown is the fit as found: "?" for a value no answer decides
+		// (the grids of the epoch and of Go's zero time are one for a
+		// window of a minute); a fixed window's count-denied is decided
+		// by the raised limit, which Configure makes.
+		shown string
 	}{
-		{"gcra:burst=3", true},
-		{"sliding-counter:count-denied=true", true},
-		{"fixed-window:align=first-hit", false},
+		{"gcra:burst=3", true, "gcra:burst=3"},
+		{"sliding-counter:count-denied=true", true, "sliding-counter:admit=below,align=?,count-denied=true"},
+		{"fixed-window:align=first-hit", false, "fixed-window:align=first-hit,count-denied=false,query=read"},
 	} {
 		t.Run(c.spec, func(t *testing.T) {
 			if !c.withClock {
@@ -56,11 +61,12 @@ func TestIdentifyOverTheProtocol(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "id.json")
 			code, out, errOut := rlconform(t, "identify", "--target", serveProfile(t, c.spec, c.withClock), "--json", path)
 			require.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
-			assert.Contains(t, out, "fits      "+model.MustVariant(c.spec).String())
+			assert.Contains(t, out, "fits      "+c.shown+":")
 			var got struct {
 				Outcome string `json:"outcome"`
 				Fits    []struct {
 					Profile string `json:"profile"`
+					Name    string `json:"name"`
 				} `json:"fits"`
 				RuledOut []struct {
 					Profile  string   `json:"profile"`
@@ -89,6 +95,7 @@ func TestIdentifyOverTheProtocol(t *testing.T) {
 			assert.Equal(t, "identified", got.Outcome)
 			require.Len(t, got.Fits, 1)
 			assert.Equal(t, want.String(), got.Fits[0].Profile)
+			assert.Equal(t, c.shown, got.Fits[0].Name)
 		})
 	}
 }

@@ -94,3 +94,38 @@ func TestReportsOnEveryExit(t *testing.T) {
 		})
 	}
 }
+
+// A level that graded nothing reads alike in every report: the text's
+// level line and verdict, the JSON verdict and levels_not_graded, the
+// Markdown heading and verdict, JUnit's verdict property; the exit code
+// is that of what was graded.
+func TestLevelsThatGradedNothingInEveryReport(t *testing.T) {
+	t.Parallel() // its own server: nothing shared
+	dir := t.TempDir()
+	junit, js, md := filepath.Join(dir, "r.xml"), filepath.Join(dir, "r.json"), filepath.Join(dir, "r.md")
+	code, out, errOut := rlconform(t, "run", "--target", serveModel(t, true), "--level", "all", "--label", "needs-endpoint,needs-in-process,core",
+		"--junit", junit, "--json", js, "--summary", md)
+	require.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
+	verdict := "CONFORMANT on the specs selected (labels needs-endpoint, needs-in-process, core) (nothing graded at strict, robust):"
+	assert.Contains(t, out, verdict)
+	assert.Contains(t, out, "strict: nothing graded (0 passed, 0 failed, 2 skipped, 0 undecided)")
+
+	var report struct {
+		Verdict   string   `json:"verdict"`
+		NotGraded []string `json:"levels_not_graded"`
+	}
+	data, err := os.ReadFile(js)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &report))
+	assert.Contains(t, report.Verdict, verdict)
+	assert.Equal(t, []string{"strict", "robust"}, report.NotGraded)
+
+	data, err = os.ReadFile(md)
+	require.NoError(t, err)
+	assert.Contains(t, string(data), "at level `all` (nothing graded at `strict`, `robust`)\n")
+	assert.Contains(t, string(data), verdict)
+
+	data, err = os.ReadFile(junit)
+	require.NoError(t, err)
+	assert.Contains(t, string(data), `name="verdict" value="`+verdict)
+}

@@ -35,13 +35,15 @@ type runFlags struct {
 	storeURL    string
 	storePrefix string
 	timeout     time.Duration
-	specTimeout time.Duration
-	maxDuration time.Duration
-	reportDir   string
-	failOnSkip  bool
-	rtWindow    time.Duration
-	profile     string
-	token       targetToken
+	lengthFlags
+	reportDir  string
+	failOnSkip bool
+	rtWindow   time.Duration
+	profile    string
+	token      targetToken
+	// perCall is how long a remote target's calls took when probed (0:
+	// not probed).
+	perCall time.Duration
 	endpointFlags
 	execFlags
 }
@@ -59,11 +61,10 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.StringVar(&f.junit, "junit", "", "write a JUnit XML report to `FILE` (- for stdout)")
 	fs.StringVar(&f.json, "json", "", "write a JSON report to `FILE` (- for stdout)")
 	fs.StringVar(&f.summary, "summary", "", "write a Markdown summary to `FILE` (- for stdout; e.g. $GITHUB_STEP_SUMMARY)")
-	fs.StringVar(&f.storeURL, "store-url", "", "Redis URL a remote target writes to, so key hygiene is graded there (read only)")
-	fs.StringVar(&f.storePrefix, "store-prefix", "", "key prefix of the remote target's keys in --store-url")
+	fs.StringVar(&f.storeURL, "store-url", "", "Redis URL a remote target or an endpoint writes to, so key hygiene is graded there (read only)")
+	fs.StringVar(&f.storePrefix, "store-prefix", "", "key prefix of the remote target's (or the endpoint's) keys in --store-url")
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Second, "bound on each call to a remote target")
-	fs.DurationVar(&f.specTimeout, "spec-timeout", time.Minute, "bound on each spec: a call in flight for a tenth of it hung (a failure); a spec that runs out of time with every call answered is too slow to grade (exit 2)")
-	fs.DurationVar(&f.maxDuration, "max-duration", 15*time.Minute, "bound on the whole run: past it, the run stops with what finished (exit 2)")
+	f.lengthFlags.register(fs)
 	fs.DurationVar(&f.rtWindow, "realtime-window", time.Second, "window of the specs graded in real time (targets without clock control); raised by itself when the target's round trips are too slow for it")
 	fs.BoolVar(&f.failOnSkip, "fail-on-skip", false, "a run with a spec skipped for a capability the target does not declare, or a flag not given, is not conformant enough: exit 2 (for CI jobs that demand the whole level); skips no target of its kind can avoid (an in-process context over HTTP, an endpoint's fields) do not count")
 	fs.StringVar(&f.profile, "profile", model.ProfileSlidingLog, "the algorithm to grade against, `NAME[:key=value,...]`: "+profileNames()+"; 'rlconform list --profile NAME' says what it grades")
@@ -92,19 +93,19 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 		return nil, err
 	}
 	if f.storeURL != "" && f.command != "" {
-		return nil, errors.New("--store-url is for a remote --target; with --exec the run inspects its own Redis")
+		return nil, errors.New("--store-url is for a remote --target or an --endpoint; with --exec the run inspects its own Redis")
 	}
-	if f.storeURL != "" && len(f.targets) == 0 {
-		return nil, errors.New("--store-url is for a remote --target; the reference is inspected anyway")
+	if f.storeURL != "" && len(f.targets) == 0 && len(f.endpoints) == 0 {
+		return nil, errors.New("--store-url is for a remote --target or an --endpoint; the reference is inspected anyway")
 	}
 	if f.timeout <= 0 || f.specTimeout <= 0 || f.maxDuration <= 0 {
 		return nil, errors.New("--timeout, --spec-timeout and --max-duration must be positive")
 	}
-	for _, err := range []error{durationIn("--timeout", f.timeout, maxCallTimeout), durationIn("--spec-timeout", f.specTimeout, maxSpecTimeout),
-		durationIn("--max-duration", f.maxDuration, maxRunDuration)} {
-		if err != nil {
-			return nil, err
-		}
+	if err := durationIn("--timeout", f.timeout, maxCallTimeout); err != nil {
+		return nil, err
+	}
+	if err := f.lengthFlags.check(fs); err != nil {
+		return nil, err
 	}
 	stdouts := 0
 	for _, p := range []string{f.junit, f.json, f.summary} {
@@ -241,19 +242,22 @@ func run(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) int {
 
 	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	ctx, cancel := context.WithTimeoutCause(sigCtx, f.maxDuration, fmt.Errorf("the run took longer than --max-duration %v", f.maxDuration))
-	defer cancel()
 
 	total, done := suite.Count(cfg), 0
 	cfg.Progress = func(r result.Result) {
 		done++
 		fmt.Fprintf(stderr, "[%2d/%d] %-13s %s\n", done, total, r.Status, r.ID)
 	}
-	target, release, err := f.graded(ctx, endpoint, &cfg, token, stderr)
+	target, release, err := f.graded(sigCtx, endpoint, &cfg, token, stderr)
 	defer release()
 	if err != nil {
 		return couldNotRun(cannotRun(sigCtx), "rlconform: %v", err)
 	}
+	length := f.lengthFlags.plan(estimated(cfg, *target, false), stderr)
+	cfg.SpecTimeout = length.spec
+	f.warnSlowCalls(cfg.SpecTimeout, stderr)
+	ctx, cancel := length.context(sigCtx)
+	defer cancel()
 	fmt.Fprintf(stderr, "rlconform: grading %s, %d specs\n", target.Name, total)
 	rep, err := suite.Check(ctx, cfg, *target)
 	if err != nil {
@@ -305,7 +309,11 @@ func (f *runFlags) gradable(cfg suite.Config) func(p adapters.Policy, rps int) e
 		if err := suite.Validate(cfg); err != nil {
 			return err
 		}
-		return paceFits(p, rps, f.maxRPS == 0, f.maxDuration)
+		var bound time.Duration // left out, the run's bound follows the policy
+		if f.maxSet {
+			bound = f.maxDuration
+		}
+		return paceFits(p, rps, f.maxRPS == 0, bound)
 	}
 }
 
@@ -337,11 +345,9 @@ func (f *runFlags) endpoint(cfg *suite.Config, said io.Writer) (*suite.Target, i
 	}
 	cfg.Limit, cfg.RealTimeWindow = policy.Limit, policy.Window
 	if t.SharedLimit {
-		// Each spec first waits out what the ones before it left.
-		wait := 2*policy.Window + time.Second
-		cfg.SpecTimeout = max(cfg.SpecTimeout, wait+f.specTimeout)
-		fmt.Fprintf(said, "rlconform: --identity none: one limit shared by every request: specs that need several users are skipped, and each of the others first waits up to %v for the limit to be fresh: about %v in all\n",
-			wait.Round(time.Second), (time.Duration(suite.Count(*cfg)) * (wait + policy.Window)).Round(time.Second))
+		// Each spec first waits out what the ones before it left; the
+		// estimate, said before the run, counts it.
+		fmt.Fprintln(said, "rlconform: --identity none: one limit shared by every request: specs that need several users are skipped, and each of the others first waits for the limit to be fresh (a window after the last request, two for a profile other than the sliding log)")
 	}
 	return t, ExitConformant
 }
@@ -352,7 +358,11 @@ func (f *runFlags) endpoint(cfg *suite.Config, said io.Writer) (*suite.Target, i
 func (f *runFlags) graded(ctx context.Context, endpoint *suite.Target, cfg *suite.Config, token string, stderr io.Writer) (*suite.Target, func(), error) {
 	if endpoint != nil {
 		policy := adapters.Policy{Limit: cfg.Limit, Window: cfg.RealTimeWindow}
-		return endpoint, func() {}, preflight(ctx, *endpoint, policy, f.identity, stderr)
+		if err := preflight(ctx, *endpoint, policy, f.identity, stderr); err != nil {
+			return endpoint, func() {}, err
+		}
+		release, err := f.inspect(ctx, cfg, endpoint)
+		return endpoint, release, err
 	}
 	t, release, err := f.limiter(ctx, cfg, token, stderr)
 	return &t, release, err
@@ -397,12 +407,8 @@ func (f *runFlags) remote(ctx context.Context, cfg *suite.Config, token string, 
 	}
 	// The probe is a capabilities call and an allow and a remaining
 	// call per instance.
-	perCall := time.Since(began) / time.Duration(1+2*len(f.targets))
-	fmt.Fprintf(stderr, "rlconform: the target answers in about %v a call\n", perCall.Round(time.Millisecond))
-	if busiest := 3000 * perCall; busiest > f.specTimeout {
-		fmt.Fprintf(stderr, "rlconform: warning: the largest specs make about 3000 calls (%v at this speed), more than --spec-timeout %v: they will end inconclusive (too slow), never failed; raise --spec-timeout to grade them\n",
-			busiest.Round(time.Second), f.specTimeout)
-	}
+	f.perCall = time.Since(began) / time.Duration(1+2*len(f.targets))
+	fmt.Fprintf(stderr, "rlconform: the target answers in about %v a call\n", f.perCall.Round(time.Millisecond))
 	if started != nil {
 		// The run owns the service's Redis: it inspects the keys, and
 		// may stop it (robust/store-outage).
@@ -410,16 +416,38 @@ func (f *runFlags) remote(ctx context.Context, cfg *suite.Config, token string, 
 		target.NeedsRedis, target.Capabilities.StoreInspection = true, true
 		target.Name = fmt.Sprintf("%s (--exec, %d instance(s))", f.command, f.instances)
 	}
+	release, err := f.inspect(ctx, cfg, &target)
+	if err != nil {
+		return suite.Target{}, nil, err
+	}
+	return target, release, nil
+}
+
+// inspect opens --store-url, when given, for the run to read t's keys
+// (key hygiene; never written): t then declares store inspection. The
+// Redis of a remote target or of an endpoint alike: the spec judges the
+// keys that appear under --store-prefix while it runs. release closes
+// it, and is never nil.
+func (f *runFlags) inspect(ctx context.Context, cfg *suite.Config, t *suite.Target) (func(), error) {
 	if f.storeURL == "" {
-		return target, func() {}, nil
+		return func() {}, nil
 	}
 	store, err := redisenv.FromURL(ctx, f.storeURL)
 	if err != nil {
-		return suite.Target{}, nil, fmt.Errorf("--store-url: %w", err)
+		return func() {}, fmt.Errorf("--store-url: %w", err)
 	}
 	cfg.Redis = store
-	target.Capabilities.StoreInspection = true
-	return target, func() { store.Close() }, nil
+	t.Capabilities.StoreInspection = true
+	return func() { store.Close() }, nil
+}
+
+// warnSlowCalls warns, for a remote target probed at f.perCall a call,
+// when the largest specs' calls would not fit in specTimeout.
+func (f *runFlags) warnSlowCalls(specTimeout time.Duration, stderr io.Writer) {
+	if busiest := 3000 * f.perCall; busiest > specTimeout {
+		fmt.Fprintf(stderr, "rlconform: warning: the largest specs make about 3000 calls (%v at this speed), more than --spec-timeout %v: they will end inconclusive (too slow), never failed; raise --spec-timeout to grade them\n",
+			busiest.Round(time.Second), specTimeout)
+	}
 }
 
 // skippedByChoice lists the skipped specs that the target or the run

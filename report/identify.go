@@ -31,7 +31,10 @@ func Identification(w io.Writer, id *result.Identification) error {
 		fmt.Fprintf(&b, "AMBIGUOUS: %d profiles explain every answer; these probes cannot tell them apart\n", len(id.Fits))
 	}
 	for _, f := range id.Fits {
-		fmt.Fprintf(&b, "  fits      %s: %s (%d answers decided)\n", f.Profile, f.Description, f.Decided)
+		fmt.Fprintf(&b, "  fits      %s: %s (%d answers decided)\n", f.Name(), f.Description, f.Decided)
+		for _, u := range f.Undecided {
+			fmt.Fprintf(&b, "            %s=? (%s): %s\n", u.Param, strings.Join(u.Values, " or "), u.Why)
+		}
 		if len(f.SameDecisions) > 0 {
 			fmt.Fprintf(&b, "            decides as %s on every history with one configuration: no answer tells them apart\n", strings.Join(f.SameDecisions, ", "))
 		}
@@ -99,14 +102,23 @@ func offset(d time.Duration) string {
 
 // IdentificationJSON writes what rlconform identify found as JSON.
 func IdentificationJSON(w io.Writer, id *result.Identification, meta Meta) error {
+	type undecided struct {
+		Param  string   `json:"param"`
+		Values []string `json:"values"`
+		Why    string   `json:"why"`
+	}
 	type fit struct {
-		Profile          string   `json:"profile"`
-		Description      string   `json:"description"`
-		SameDecisions    []string `json:"same_decisions,omitempty"`
-		Decided          int      `json:"decided"`
-		RemainingDiffers string   `json:"remaining_differs,omitempty"`
-		Readings         []string `json:"readings,omitempty"`
-		ChangeUnjudged   bool     `json:"change_unjudged,omitempty"`
+		// Profile is one profile of the fit's group (it parses); Name is
+		// the fit as found, "?" for each value in Undecided.
+		Profile          string      `json:"profile"`
+		Name             string      `json:"name"`
+		Undecided        []undecided `json:"undecided,omitempty"`
+		Description      string      `json:"description"`
+		SameDecisions    []string    `json:"same_decisions,omitempty"`
+		Decided          int         `json:"decided"`
+		RemainingDiffers string      `json:"remaining_differs,omitempty"`
+		Readings         []string    `json:"readings,omitempty"`
+		ChangeUnjudged   bool        `json:"change_unjudged,omitempty"`
 	}
 	type ruledOut struct {
 		Profile     string   `json:"profile"`
@@ -150,7 +162,12 @@ func IdentificationJSON(w io.Writer, id *result.Identification, meta Meta) error
 		out.Outcome = "ambiguous"
 	}
 	for _, f := range id.Fits {
-		out.Fits = append(out.Fits, fit{f.Profile, f.Description, f.SameDecisions, f.Decided, f.RemainingDiffers, f.Readings, f.ChangeUnjudged})
+		jf := fit{Profile: f.Profile, Name: f.Name(), Description: f.Description, SameDecisions: f.SameDecisions, Decided: f.Decided,
+			RemainingDiffers: f.RemainingDiffers, Readings: f.Readings, ChangeUnjudged: f.ChangeUnjudged}
+		for _, u := range f.Undecided {
+			jf.Undecided = append(jf.Undecided, undecided{u.Param, u.Values, u.Why})
+		}
+		out.Fits = append(out.Fits, jf)
 	}
 	for _, r := range id.RuledOut {
 		out.RuledOut = append(out.RuledOut, ruledOut{r.Profile, r.Description, r.Probe, r.Step, r.At.Milliseconds(), r.Operation, r.Got, r.Want, r.Timeline})

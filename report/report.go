@@ -48,8 +48,12 @@ func Text(w io.Writer, rep *result.Report) error {
 		if lv.Total == 0 {
 			continue
 		}
+		outcome := string(lv.Outcome)
+		if lv.NothingGraded() {
+			outcome = "nothing graded"
+		}
 		fmt.Fprintf(&b, "  %s: %s (%d passed, %d failed, %d skipped, %d undecided)\n",
-			lv.Level, lv.Outcome, lv.Passed, lv.Failed, lv.Skipped, lv.Undecided)
+			lv.Level, outcome, lv.Passed, lv.Failed, lv.Skipped, lv.Undecided)
 	}
 	for _, note := range rep.Notes {
 		fmt.Fprintf(&b, "  note: %s\n", note)
@@ -164,6 +168,9 @@ func JSON(w io.Writer, rep *result.Report, meta Meta) error {
 		Notes      []string       `json:"notes,omitempty"`
 		Coverage   jsonCoverage   `json:"coverage"`
 		Results    []jsonResult   `json:"results"`
+		// NotGraded are the levels whose every spec was skipped while
+		// another graded some: the outcome says nothing of them.
+		NotGraded []string `json:"levels_not_graded,omitempty"`
 	}{
 		Version: meta.Version, Target: rep.Target, Targets: rep.Targets, Level: string(rep.Level), Profile: rep.Profile, Selection: rep.Selection, Seed: rep.Seed,
 		Outcome: string(v.Outcome), Conformant: v.Outcome == result.Conformant, Verdict: v.String(), Reasons: v.Reasons,
@@ -175,6 +182,9 @@ func JSON(w io.Writer, rep *result.Report, meta Meta) error {
 	}
 	if len(v.Explained) > 0 {
 		out.Diagnosis = &jsonDiagnosis{Explained: v.Explained, Hint: v.Hint, Weighed: v.Weighed}
+	}
+	for _, l := range v.NotGraded {
+		out.NotGraded = append(out.NotGraded, string(l))
 	}
 	for _, r := range rep.Results {
 		jr := jsonResult{ID: r.ID, Level: string(r.Level), Rule: r.Rule, Status: string(r.Status), Mode: string(r.Mode),
@@ -380,7 +390,15 @@ func Markdown(w io.Writer, rep *result.Report, meta Meta) error {
 	var b strings.Builder
 	v := rep.Verdict()
 	icon := map[result.Outcome]string{result.Conformant: "✅", result.NotConformant: "❌", result.Undecided: "❔"}[v.Outcome]
-	fmt.Fprintf(&b, "## rlconform: %s %s at level `%s`\n\n", icon, escape(rep.Target), rep.Level)
+	fmt.Fprintf(&b, "## rlconform: %s %s at level `%s`", icon, escape(rep.Target), rep.Level)
+	if len(v.NotGraded) > 0 {
+		names := make([]string, len(v.NotGraded))
+		for i, l := range v.NotGraded {
+			names[i] = "`" + string(l) + "`"
+		}
+		fmt.Fprintf(&b, " (nothing graded at %s)", strings.Join(names, ", "))
+	}
+	b.WriteString("\n\n")
 	if rep.Selection != "" {
 		fmt.Fprintf(&b, "Only the specs selected: %s.\n\n", escape(rep.Selection))
 	}

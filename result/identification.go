@@ -1,6 +1,10 @@
 package result
 
-import "time"
+import (
+	"slices"
+	"strings"
+	"time"
+)
 
 // Identification is what Identify found: the profiles (with parameters)
 // that explain every answer of its probes, and those ruled out, each by
@@ -70,6 +74,39 @@ type Fit struct {
 	// after a change of configuration; those answers were not judged (a
 	// reading rlconform does not model may give them).
 	ChangeUnjudged bool `json:",omitempty"`
+	// Undecided are the parameters of Profile whose value no answer
+	// decided: a profile of the group (SameDecisions) of the same
+	// algorithm takes another value, and decides alike. Profile holds one
+	// of the values (it parses, for --profile); Name shows each as "?",
+	// and Description names the values.
+	Undecided []UndecidedParam `json:",omitempty"`
+}
+
+// UndecidedParam is a parameter of a fit that no answer decided.
+type UndecidedParam struct {
+	Param string
+	// Values are the values the fit's group holds, any of which gives
+	// every answer.
+	Values []string
+	// Why says why no probe told them apart.
+	Why string
+}
+
+// Name is the fit as found: Profile with the value of each parameter no
+// answer decided shown as "?" (fixed-window:align=epoch,count-denied=?).
+func (f Fit) Name() string {
+	name, params, ok := strings.Cut(f.Profile, ":")
+	if len(f.Undecided) == 0 || !ok {
+		return f.Profile
+	}
+	parts := strings.Split(params, ",")
+	for i, p := range parts {
+		k, _, _ := strings.Cut(p, "=")
+		if slices.ContainsFunc(f.Undecided, func(u UndecidedParam) bool { return u.Param == k }) {
+			parts[i] = k + "=?"
+		}
+	}
+	return name + ":" + strings.Join(parts, ",")
 }
 
 // RuledOut is a profile that does not explain the probes, with the

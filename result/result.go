@@ -89,6 +89,11 @@ const (
 	// KindSlow: the target answered every call, but too slowly for the
 	// spec to finish in its time: inconclusive, never a failure.
 	KindSlow Kind = "slow"
+	// KindOutOfTime: in real time, the spec's waits for its windows did
+	// not fit in its time (the spec timeout is too short for the window),
+	// while the target answered quickly: inconclusive, never a failure,
+	// and not the target's slowness.
+	KindOutOfTime Kind = "out-of-time"
 )
 
 // Mode is how time passed for a spec.
@@ -231,6 +236,11 @@ type Verdict struct {
 	Selection string
 	// Reasons say why the outcome is not Conformant, one line each.
 	Reasons []string
+	// NotGraded are the levels of the run whose every spec was skipped
+	// while another level graded some: the outcome says nothing of them,
+	// and the verdict line names them apart, never as part of the level
+	// it claims (CONFORMANT at strict (nothing graded at robust)).
+	NotGraded []Level
 	// Coverage counts the specs by what happened to them.
 	Coverage Coverage
 	// Explained names, when a spec failed on its answers, the well-known
@@ -313,6 +323,9 @@ func (rep *Report) Verdict() Verdict {
 	case c.Graded == 0 && c.Interrupted == 0 && c.NotRun == 0:
 		undecided = append(undecided, "every spec was skipped: nothing was graded")
 	}
+	if c.Graded > 0 {
+		v.NotGraded = rep.levelsNotGraded()
+	}
 	switch {
 	case len(failed) > 0:
 		v.Outcome, v.Reasons = NotConformant, append(failed, undecided...)
@@ -325,6 +338,18 @@ func (rep *Report) Verdict() Verdict {
 		v.Outcome = Conformant
 	}
 	return v
+}
+
+// levelsNotGraded lists the levels with specs in the report, every one
+// of them skipped.
+func (rep *Report) levelsNotGraded() []Level {
+	var out []Level
+	for _, lv := range rep.Levels() {
+		if lv.NothingGraded() {
+			out = append(out, lv.Level)
+		}
+	}
+	return out
 }
 
 // Err is nil when the target is conformant at the report's level;
@@ -355,10 +380,45 @@ func (v Verdict) String() string {
 		head += " on the specs selected (" + v.Selection + ") up to " + string(v.Level)
 	case v.Selection != "":
 		head += " on the specs selected (" + v.Selection + ")"
+	case v.Level != "" && len(v.NotGraded) > 0:
+		head += v.gradedLevels()
 	case v.Level != "":
 		head += " at " + string(v.Level)
 	}
+	if len(v.NotGraded) > 0 {
+		names := make([]string, len(v.NotGraded))
+		for i, l := range v.NotGraded {
+			names[i] = string(l)
+		}
+		head += " (nothing graded at " + strings.Join(names, ", ") + ")"
+	}
 	return head + ": " + v.Coverage.String()
+}
+
+// gradedLevels names the levels of the verdict that graded a spec: " at
+// L" when they are the levels up to L, else " on levels A and B only".
+func (v Verdict) gradedLevels() string {
+	var graded []string
+	prefix, gap := true, false
+	for _, l := range LevelOrder() {
+		switch {
+		case !v.Level.Includes(l):
+		case slices.Contains(v.NotGraded, l):
+			gap = true
+		default:
+			prefix = prefix && !gap
+			graded = append(graded, string(l))
+		}
+	}
+	switch {
+	case len(graded) == 0:
+		return " at " + string(v.Level)
+	case prefix:
+		return " at " + graded[len(graded)-1]
+	case len(graded) == 1:
+		return " on level " + graded[0] + " only"
+	}
+	return " on levels " + strings.Join(graded, " and ") + " only"
 }
 
 // Diagnosis is the run's diagnosis as a person reads it, one line and its
@@ -454,7 +514,11 @@ type LevelVerdict struct {
 	Passed, Failed, Skipped, Undecided, Total int
 }
 
-// Levels judges each level of the report separately.
+// NothingGraded reports whether the level had specs and skipped them all.
+func (lv LevelVerdict) NothingGraded() bool { return lv.Total > 0 && lv.Skipped == lv.Total }
+
+// Levels judges each level of the report separately. A level that graded
+// nothing (NothingGraded) is Undecided: never conformant.
 func (rep *Report) Levels() []LevelVerdict {
 	var out []LevelVerdict
 	for _, l := range LevelOrder() {

@@ -39,3 +39,52 @@ func TestVerdict(t *testing.T) {
 		})
 	}
 }
+
+// A level that graded nothing (every spec skipped) is never read as
+// conformant, and the verdict line claims only the levels that graded a
+// spec, naming the others apart; the outcome is what was graded.
+func TestLevelsThatGradedNothing(t *testing.T) {
+	pass := func(id string, l Level) Result { return Result{ID: id, Level: l, Status: Passed} }
+	skip := func(id string, l Level) Result {
+		return Result{ID: id, Level: l, Status: Skipped, Message: "needs Reset, which the target does not declare"}
+	}
+	for _, c := range []struct {
+		name      string
+		level     Level
+		results   []Result
+		want      Outcome
+		line      string
+		notGraded []Level
+	}{
+		{"every level graded", All, []Result{pass("core/a", Core), pass("strict/b", Strict), pass("robust/c", Robust)},
+			Conformant, "CONFORMANT at all: 3 of 3 graded", nil},
+		{"robust graded nothing", All, []Result{pass("core/a", Core), pass("strict/b", Strict), skip("robust/c", Robust)},
+			Conformant, "CONFORMANT at strict (nothing graded at robust): 2 of 3 graded", []Level{Robust}},
+		{"strict and robust graded nothing", All, []Result{pass("core/a", Core), skip("strict/b", Strict), skip("robust/c", Robust)},
+			Conformant, "CONFORMANT at core (nothing graded at strict, robust): 1 of 3 graded", []Level{Strict, Robust}},
+		{"a gap", All, []Result{pass("core/a", Core), skip("strict/b", Strict), pass("robust/c", Robust)},
+			Conformant, "CONFORMANT on levels core and robust only (nothing graded at strict): 2 of 3 graded", []Level{Strict}},
+		{"only a higher level", Strict, []Result{skip("core/a", Core), pass("strict/b", Strict)},
+			Conformant, "CONFORMANT on level strict only (nothing graded at core): 1 of 2 graded", []Level{Core}},
+		{"a failure, a level not graded", All, []Result{{ID: "core/a", Level: Core, Status: Failed}, pass("strict/b", Strict), skip("robust/c", Robust)},
+			NotConformant, "NOT CONFORMANT at strict (nothing graded at robust): 2 of 3 graded", []Level{Robust}},
+		{"nothing graded at all", All, []Result{skip("core/a", Core), skip("robust/c", Robust)},
+			Undecided, "UNDECIDED at all: 0 of 2 graded", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rep := &Report{Level: c.level, Results: c.results}
+			v := rep.Verdict()
+			assert.Equal(t, c.want, v.Outcome, v.Reasons)
+			assert.Equal(t, c.notGraded, v.NotGraded)
+			assert.Contains(t, v.String(), c.line)
+			for _, lv := range rep.Levels() {
+				if lv.NothingGraded() {
+					assert.Equal(t, Undecided, lv.Outcome, "a level that graded nothing is never conformant")
+					if v.Coverage.Graded > 0 {
+						assert.Contains(t, c.notGraded, lv.Level, "a level that graded nothing is named apart")
+					}
+				}
+			}
+		})
+	}
+}

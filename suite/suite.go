@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/rlconform/rlconform/grade"
 	"github.com/rlconform/rlconform/internal/specs"
 	"github.com/rlconform/rlconform/result"
 )
@@ -79,4 +80,18 @@ func Specs() []SpecInfo {
 // rule as the profile states it, and why a spec does not grade it.
 func ProfileSpecs(profile string) ([]SpecInfo, error) {
 	return specs.All().ProfileSpecs(profile)
+}
+
+// Estimate says, before a run, how many of the specs cfg selects will run
+// on target and, when it has no clock control, how long they take in
+// real time and the SpecTimeout and the bound on the whole run they need
+// (the command line's defaults for --spec-timeout and --max-duration).
+// The error is cfg's.
+func Estimate(cfg Config, target Target) (grade.Estimate, error) {
+	return specs.All().Estimate(cfg, target)
+}
+
+// EstimateIdentify is Estimate for the probes Identify runs with cfg.
+func EstimateIdentify(cfg Config, target Target) (grade.Estimate, error) {
+	return specs.All().EstimateIdentify(cfg, target)
 }

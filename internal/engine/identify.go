@@ -509,11 +509,16 @@ func judgeFits(id *result.Identification, cands []model.Variant, probes []probe,
 		if used[i] {
 			continue
 		}
+		group := []model.Variant{fitSpecs[i]}
 		for j := i + 1; j < len(fits); j++ {
 			if !used[j] && sameDecisions(fitSpecs[i], fitSpecs[j], id.Limit, queries, oneGrid) {
 				used[j] = true
 				fits[i].SameDecisions = append(fits[i].SameDecisions, fits[j].Profile)
+				group = append(group, fitSpecs[j])
 			}
+		}
+		if fits[i].Undecided = undecidedParams(group); len(fits[i].Undecided) > 0 {
+			fits[i].Description = groupDescription(group, id.Limit, id.Window)
 		}
 		id.Fits = append(id.Fits, fits[i])
 	}
@@ -528,6 +533,96 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// undecidedParams are the parameters of group[0], a fit, whose value no
+// answer decided: those on which a profile of its group (the others,
+// which decide alike) of the same algorithm differs, each with the values
+// the group holds. The reading of a change of configuration is not one
+// (Fit.Readings names those).
+func undecidedParams(group []model.Variant) []result.UndecidedParam {
+	head := group[0]
+	values := map[string][]string{}
+	for _, v := range group[1:] {
+		if v.Name != head.Name {
+			continue
+		}
+		for k, val := range v.Params {
+			if k == model.ReconfigureParam || val == head.Params[k] {
+				continue
+			}
+			if len(values[k]) == 0 {
+				values[k] = []string{head.Params[k]}
+			}
+			if !slices.Contains(values[k], val) {
+				values[k] = append(values[k], val)
+			}
+		}
+	}
+	var out []result.UndecidedParam
+	for _, k := range slices.Sorted(maps.Keys(values)) {
+		vals := values[k]
+		slices.Sort(vals)
+		out = append(out, result.UndecidedParam{Param: k, Values: vals,
+			Why: fmt.Sprintf("no answer tells %s from %s: %s with any of them decides alike on every history with one configuration",
+				k+"="+strings.Join(vals[:len(vals)-1], ", "+k+"="), k+"="+vals[len(vals)-1], head.Name)})
+	}
+	return out
+}
+
+// groupDescription describes the profiles of group of group[0]'s
+// algorithm under limit n and window w, claiming no more than they share:
+// each clause of their descriptions (between ", " outside parentheses) on which they differ
+// is given as its alternatives, "A or B".
+func groupDescription(group []model.Variant, n int, w time.Duration) string {
+	var descs []string
+	var clauses [][]string
+	aligned := true
+	for _, v := range group {
+		p, err := v.New(n, w)
+		if v.Name != group[0].Name || err != nil || slices.Contains(descs, p.Describe()) {
+			continue
+		}
+		descs = append(descs, p.Describe())
+		c := splitClauses(p.Describe())
+		if len(clauses) == 0 {
+			clauses = make([][]string, len(c))
+		}
+		if aligned = aligned && len(c) == len(clauses); !aligned {
+			continue
+		}
+		for i, cl := range c {
+			if !slices.Contains(clauses[i], cl) {
+				clauses[i] = append(clauses[i], cl)
+			}
+		}
+	}
+	if !aligned { // clauses that do not line up: each description whole
+		return strings.Join(descs, "; or ")
+	}
+	out := make([]string, len(clauses))
+	for i, alts := range clauses {
+		out[i] = strings.Join(alts, " or ")
+	}
+	return strings.Join(out, ", ")
+}
+
+// splitClauses splits a description at each ", " outside parentheses.
+func splitClauses(desc string) []string {
+	var out []string
+	depth, from := 0, 0
+	for i := 0; i < len(desc); i++ {
+		switch {
+		case desc[i] == '(':
+			depth++
+		case desc[i] == ')':
+			depth--
+		case depth == 0 && strings.HasPrefix(desc[i:], ", "):
+			out = append(out, desc[from:i])
+			from = i + 2
+		}
+	}
+	return append(out, desc[from:])
 }
 
 // replayProbe replays one probe's history on profile c: exactly on the

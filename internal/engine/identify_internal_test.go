@@ -3,6 +3,12 @@ package engine
 import (
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlconform/rlconform/model"
+	"github.com/rlconform/rlconform/result"
 )
 
 // A real-time window raised for slow round trips is five margins, rounded
@@ -22,4 +28,33 @@ func TestRaisedWindow(t *testing.T) {
 			t.Errorf("raisedWindow(%v, %v) = %v, want %v", c.margin, c.granularity, got, c.want)
 		}
 	}
+}
+
+// A fit's parameters that no answer decided are those a profile of its
+// group of the same algorithm holds otherwise: shown as "?", with the
+// values, and its description claims neither.
+func TestUndecidedParams(t *testing.T) {
+	group := []model.Variant{
+		model.MustVariant("fixed-window:align=epoch,count-denied=false,query=read"),
+		model.MustVariant("fixed-window:align=epoch,count-denied=true,query=read"),
+		model.MustVariant("gcra:burst=limit"), // another algorithm: says nothing of these
+	}
+	got := undecidedParams(group)
+	require.Len(t, got, 1)
+	assert.Equal(t, "count-denied", got[0].Param)
+	assert.Equal(t, []string{"false", "true"}, got[0].Values)
+	assert.Contains(t, got[0].Why, "no answer tells count-denied=false from count-denied=true")
+	fit := result.Fit{Profile: group[0].String(), Undecided: got}
+	assert.Equal(t, "fixed-window:align=epoch,count-denied=?,query=read", fit.Name())
+
+	desc := groupDescription(group, 20, time.Minute)
+	assert.Equal(t, "a fixed window of 1m0s aligned to the epoch, not counting denied requests or counting denied requests, limit 20", desc)
+
+	// Alone, or with profiles of other algorithms, nothing is undecided.
+	assert.Empty(t, undecidedParams(group[:1]))
+	assert.Empty(t, undecidedParams([]model.Variant{group[0], group[2]}))
+	assert.Equal(t, "fixed-window:align=epoch,count-denied=false,query=read", result.Fit{Profile: group[0].String()}.Name())
+
+	// Clauses are split outside parentheses.
+	assert.Equal(t, []string{"a (b, c)", "d"}, splitClauses("a (b, c), d"))
 }

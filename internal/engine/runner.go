@@ -311,7 +311,8 @@ func (r *runner) runSpec(ctx context.Context, t Target, s *Spec) (res result.Res
 
 // timedOut sets the result of a spec whose time ran out: interrupted when
 // the run was stopped; failed when a call hung (KindHang); inconclusive
-// when every call returned, slowly (KindSlow). It then waits, bounded, for
+// when every call returned, slowly (KindSlow) or, in real time, while
+// the spec waited out its windows (KindOutOfTime). It then waits, bounded, for
 // the spec's goroutine, which its cancelled context should end; one that
 // does not return leaves r.stuck set, and the run stops there, never going
 // on beside it.
@@ -329,9 +330,7 @@ func (r *runner) timedOut(ctx context.Context, t Target, s *Spec, h *Harness, do
 			r.cfg.SpecTimeout, oldest.Round(time.Millisecond))
 		res.Status, res.Failure = result.Failed, &result.Failure{Kind: result.KindHang, Summary: summary, Hint: s.Hint}
 	default:
-		summary = fmt.Sprintf("did not finish within %v: the target answered all %d calls, but slowly (%v a call on average): too slow to grade, not wrong",
-			r.cfg.SpecTimeout, returned, mean.Round(time.Microsecond))
-		res.Status, res.Failure = result.Inconclusive, &result.Failure{Kind: result.KindSlow, Summary: summary}
+		summary = r.outOfTime(t, mean, returned, res)
 	}
 	wait := time.NewTimer(hangBound(r.cfg.SpecTimeout))
 	defer wait.Stop()
@@ -347,6 +346,33 @@ func (r *runner) timedOut(ctx context.Context, t Target, s *Spec, h *Harness, do
 			res.Message = s.titleFor(r.profile) + ": " + summary + "\n  " + r.stuck + "\n  timeline so far:\n" + h.timeline.String(0)
 		}
 	}
+}
+
+// outOfTime sets res for a spec whose time ran out with every call
+// answered, mean a call on average, and returns its summary. In real
+// time, when the calls took less than half of that time, the spec was
+// waiting out its windows: the spec timeout is too short for the window
+// (KindOutOfTime), the target is not blamed, and the summary says how
+// long a spec may need. Otherwise the calls took the time: too slow to
+// grade (KindSlow), the grader's own pacing (an endpoint's MaxRPS) named
+// when it is part of each call's time.
+func (r *runner) outOfTime(t Target, mean time.Duration, returned int, res *result.Result) string {
+	busy := mean * time.Duration(returned)
+	limit := r.cfg.SpecTimeout
+	if bound := roundUp(r.specBound(t), time.Second); bound > 0 && busy < limit/2 {
+		summary := fmt.Sprintf("did not finish within the spec timeout %v: in real time a spec waits out windows of %v, and may need up to %v; its %d calls took %v in all (%v a call on average): the window, not the target, needs the time; give the spec timeout %v or more (--spec-timeout; Config.SpecTimeout)",
+			limit, r.cfg.RealTimeWindow, bound, returned, busy.Round(time.Millisecond), mean.Round(time.Microsecond), max(bound, 2*limit))
+		res.Status, res.Failure = result.Inconclusive, &result.Failure{Kind: result.KindOutOfTime, Summary: summary}
+		return summary
+	}
+	paced := ""
+	if t.MaxRPS > 0 && !t.Capabilities.Clock {
+		paced = fmt.Sprintf(", the grader's pacing at %d requests a second (--max-rps) included", t.MaxRPS)
+	}
+	summary := fmt.Sprintf("did not finish within %v: the target answered all %d calls, but slowly (%v a call on average%s): too slow to grade, not wrong",
+		limit, returned, mean.Round(time.Microsecond), paced)
+	res.Status, res.Failure = result.Inconclusive, &result.Failure{Kind: result.KindSlow, Summary: summary}
+	return summary
 }
 
 // restoreConfig configures the spec's instances back to the run's own
@@ -400,7 +426,10 @@ func (r *runner) storeFault(ctx context.Context) string {
 // the run; "" means go on.
 func (r *runner) afterSpec(ctx context.Context, t Target, res *result.Result) string {
 	if res.Status == result.Inconclusive && res.Failure != nil && res.Failure.Kind == result.KindSlow {
-		return fmt.Sprintf("%s is too slow to grade (%s): raise the spec timeout, or grade it where it answers faster", t.Name, res.Failure.Summary)
+		return fmt.Sprintf("%s is too slow to grade (%s): raise the spec timeout (--spec-timeout), or grade it where it answers faster", t.Name, res.Failure.Summary)
+	}
+	if res.Status == result.Inconclusive && res.Failure != nil && res.Failure.Kind == result.KindOutOfTime {
+		return fmt.Sprintf("%s ran out of time (%s): every later spec would too", res.ID, res.Failure.Summary)
 	}
 	if res.Status != result.Failed {
 		return ""
