@@ -127,11 +127,39 @@ func (t *bodyTemplate) contentType() string {
 // (a member named twice in one object is ambiguous: parsers keep the
 // first or the last).
 func locate(doc []byte, tokens []string) (start, end int, err error) {
-	if !json.Valid(doc) {
-		var v any
-		err := json.Unmarshal(doc, &v)
-		return 0, 0, fmt.Errorf("the body is not JSON: %w", err)
+	if err := validJSON(doc); err != nil {
+		return 0, 0, err
 	}
+	start, end, err = lookup(doc, tokens)
+	if err != nil {
+		return 0, 0, err
+	}
+	if doc[start] != '"' {
+		return 0, 0, fmt.Errorf("the value at %s is %s, not a string: the pointer must name an existing string, which each request replaces with its user's id", pointerOf(tokens), kindOf(doc[start:end]))
+	}
+	return start, end, nil
+}
+
+// validJSON says why doc is not one JSON document, or nil.
+func validJSON(doc []byte) error {
+	if json.Valid(doc) {
+		return nil
+	}
+	var v any
+	err := json.Unmarshal(doc, &v)
+	return fmt.Errorf("the body is not JSON: %w", err)
+}
+
+// errAbsent marks a pointer that names nothing in a document: an object
+// without the member, an array without the element.
+var errAbsent = errors.New("the pointer must name an existing value")
+
+// lookup is the byte span of the value tokens point to in the JSON
+// document doc, which [validJSON] has accepted; each member on the way
+// must be named once (a member named twice in one object is ambiguous:
+// parsers keep the first or the last). An error wraps errAbsent when
+// the value is not there.
+func lookup(doc []byte, tokens []string) (start, end int, err error) {
 	off := skipSpace(doc, 0)
 	for i, tok := range tokens {
 		at, err := member(doc[off:], tok)
@@ -144,9 +172,6 @@ func locate(doc []byte, tokens []string) (start, end int, err error) {
 	var raw json.RawMessage
 	if err := dec.Decode(&raw); err != nil {
 		return 0, 0, fmt.Errorf("at %s: %w", pointerOf(tokens), err)
-	}
-	if raw[0] != '"' {
-		return 0, 0, fmt.Errorf("the value at %s is %s, not a string: the pointer must name an existing string, which each request replaces with its user's id", pointerOf(tokens), kindOf(raw))
 	}
 	end = off + int(dec.InputOffset())
 	return end - len(raw), end, nil
@@ -179,7 +204,7 @@ func member(doc []byte, tok string) (int, error) {
 			}
 		}
 		if at < 0 {
-			return 0, fmt.Errorf("the object has no member %q: the pointer must name an existing string", tok)
+			return 0, fmt.Errorf("the object has no member %q: %w", tok, errAbsent)
 		}
 		return at, nil
 	case json.Delim('['):
@@ -196,7 +221,7 @@ func member(doc []byte, tok string) (int, error) {
 				return 0, err
 			}
 		}
-		return 0, fmt.Errorf("the array has %d element(s), no index %d", n, idx)
+		return 0, fmt.Errorf("the array has %d element(s), no index %d: %w", n, idx, errAbsent)
 	}
 	return 0, fmt.Errorf("the value is %s, neither an object nor an array, so it has no %q", kindOf(doc), tok)
 }
@@ -205,7 +230,7 @@ func member(doc []byte, tok string) (int, error) {
 // leading zero ("-", past the last element, names nothing to rewrite).
 func arrayIndex(tok string) (int, error) {
 	if tok == "-" {
-		return 0, errors.New(`"-" names the element after the last: the pointer must name an existing string`)
+		return 0, fmt.Errorf(`"-" names the element after the last: %w`, errAbsent)
 	}
 	if tok == "" || (len(tok) > 1 && tok[0] == '0') || strings.Trim(tok, "0123456789") != "" {
 		return 0, fmt.Errorf("%q is not an array index (0, or digits without a leading zero)", tok)

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/dunglas/httpsfv"
@@ -156,6 +157,9 @@ type EndpointOptions struct {
 	Pace *Pacer
 	// Timeout bounds every request (default DefaultTimeout).
 	Timeout time.Duration
+	// Fields says where the answers' rate-limit fields are read: the
+	// headers (the zero value) or the JSON body ([FieldSource]).
+	Fields FieldSource
 }
 
 // Endpoint grades a deployed HTTP service as a black box: AllowRequest
@@ -167,8 +171,14 @@ type Endpoint struct {
 	opts    EndpointOptions
 	body    *bodyTemplate // a json or form identity's body
 	bodyErr error         // why the body cannot carry the identity
-	http    *http.Client
-	secrets *redact.Secrets // of its URL and headers: kept out of its errors
+	// fields are the pointers of a json Fields source (nil: the headers);
+	// fieldsErr says why they do not parse. remainingSeen: an answer
+	// carried the remaining count (see [FieldSource]).
+	fields        *jsonPointers
+	fieldsErr     error
+	remainingSeen atomic.Bool
+	http          *http.Client
+	secrets       *redact.Secrets // of its URL and headers: kept out of its errors
 }
 
 // NewEndpoint returns an endpoint client for url. Its errors show url
@@ -195,11 +205,21 @@ func NewEndpoint(rawURL string, opts EndpointOptions) *Endpoint {
 	if bodyErr != nil {
 		bodyErr = fmt.Errorf("identity %v: %w", opts.Identity, bodyErr)
 	}
-	return &Endpoint{url: rawURL, opts: opts, body: body, bodyErr: bodyErr, secrets: secrets, http: &http.Client{
+	e := &Endpoint{url: rawURL, opts: opts, body: body, bodyErr: bodyErr, secrets: secrets, http: &http.Client{
 		Transport:     pooledTransport(),
 		Timeout:       opts.Timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}
+	switch opts.Fields.Kind {
+	case "", "headers":
+	case "json":
+		if e.fields, e.fieldsErr = opts.Fields.pointers(); e.fieldsErr != nil {
+			e.fieldsErr = fmt.Errorf("fields %v: %w", opts.Fields, e.fieldsErr)
+		}
+	default:
+		e.fieldsErr = fmt.Errorf("fields: kind %q: want headers or json", opts.Fields.Kind)
+	}
+	return e
 }
 
 // Response is one answer of the service.
@@ -221,6 +241,9 @@ func (e *Endpoint) Do(ctx context.Context, user string) (*Response, error) {
 	}
 	if e.bodyErr != nil {
 		return nil, e.bodyErr
+	}
+	if e.fieldsErr != nil {
+		return nil, e.fieldsErr
 	}
 	if e.opts.Pace != nil {
 		if err := e.opts.Pace.Wait(ctx); err != nil {
@@ -273,8 +296,10 @@ func (e *Endpoint) Do(ctx context.Context, user string) (*Response, error) {
 		return nil, fmt.Errorf("%s %s: %w", e.opts.Method, redact.URL(e.url), err)
 	}
 	defer resp.Body.Close()
-	text, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	text, readErr := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
 	returned := time.Now()
+	tooLong := len(text) > maxBody
+	text = text[:min(len(text), maxBody)]
 	r := &Response{Status: resp.StatusCode, Header: resp.Header, Sent: sent, Returned: returned}
 	switch {
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
@@ -284,8 +309,30 @@ func (e *Endpoint) Do(ctx context.Context, user string) (*Response, error) {
 		return r, fmt.Errorf("the service answered %d %s (neither 2xx nor the refusal %d): %s",
 			resp.StatusCode, http.StatusText(resp.StatusCode), e.opts.LimitedStatus, e.secrets.Text(strings.TrimSpace(string(firstBytes(text, 200)))))
 	}
-	r.Fields = ParseFields(resp.Header, returned)
+	if r.Fields, err = e.answerFields(resp.Header, text, tooLong, readErr, returned); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// answerFields reads the fields of an answer received at now, from its
+// headers h or, with json fields, its body (cut at maxBody when tooLong;
+// readErr: it did not all come, which is no answer).
+func (e *Endpoint) answerFields(h http.Header, body []byte, tooLong bool, readErr error, now time.Time) (Fields, error) {
+	if e.fields == nil {
+		return ParseFields(h, now), nil
+	}
+	if readErr != nil {
+		return Fields{}, fmt.Errorf("%s %s: %w: reading the answer's body: %w", e.opts.Method, redact.URL(e.url), contract.ErrNoAnswer, redact.Error(readErr))
+	}
+	f, carried := parseJSONFields(e.fields, h, body, tooLong, e.remainingSeen.Load(), now)
+	if carried {
+		e.remainingSeen.Store(true)
+	}
+	for i, err := range f.Errs { // a body may echo a credential
+		f.Errs[i] = errors.New(e.secrets.Text(err.Error()))
+	}
+	return f, nil
 }
 
 func firstBytes(b []byte, n int) []byte {
@@ -340,7 +387,8 @@ type Fields struct {
 	HasRetryAfter bool
 	// Remaining (r) and Reset (t, the delay until more quota) when
 	// HasRemaining / HasReset; Form says which fields gave them: "draft"
-	// (RateLimit), "draft-6" (RateLimit-Remaining) or "x" (X-RateLimit-*).
+	// (RateLimit), "draft-6" (RateLimit-Remaining), "x" (X-RateLimit-*)
+	// or "json" (the JSON body, [FieldSource]).
 	Remaining    int
 	HasRemaining bool
 	Reset        time.Duration

@@ -120,3 +120,30 @@ func FuzzPacer(f *testing.F) {
 		}
 	})
 }
+
+// Whatever a service's body holds, the json fields never panic, every
+// number they set is within its bounds (delays from 0 to 100 years,
+// counts from 0 to 2^53−1), and every error names its source.
+func FuzzJSONFields(f *testing.F) {
+	for _, s := range []string{envoyOK, envoyOver, `{"r":99999999999999999999,"t":1e400,"l":{"unit":"DAY"}}`,
+		`{"statuses":[{"limitRemaining":"7","durationUntilReset":"3153600000.999999999s","currentLimit":{"requestsPerUnit":1,"unit":"YEAR"}}]}`,
+		`{"statuses":[{"limitRemaining":-0,"durationUntilReset":-0.0,"currentLimit":-1}]}`, `[[[[[[]]]]]]`, `"s"`, `{"statuses":7}`} {
+		f.Add(s, true)
+	}
+	p := &jsonPointers{remaining: []string{"statuses", "0", "limitRemaining"}, reset: []string{"statuses", "0", "durationUntilReset"},
+		limit: []string{"statuses", "0", "currentLimit"}}
+	f.Fuzz(func(t *testing.T, body string, seen bool) {
+		fs, _ := parseJSONFields(p, http.Header{}, []byte(body), false, seen, time.Now())
+		if fs.HasReset && (fs.Reset < 0 || fs.Reset > contract.MaxWindow) || fs.HasPolicy && (fs.PolicyWindow < 0 || fs.PolicyWindow > contract.MaxWindow) {
+			t.Fatalf("a delay out of bounds in %+v", fs)
+		}
+		if fs.HasRemaining && (fs.Remaining < 0 || fs.Remaining > contract.MaxLimit) || fs.HasPolicy && (fs.PolicyLimit < 0 || fs.PolicyLimit > contract.MaxLimit) {
+			t.Fatalf("a count out of bounds in %+v", fs)
+		}
+		for _, err := range fs.Errs {
+			if !strings.HasPrefix(err.Error(), "json ") {
+				t.Fatalf("an error that names no field: %v", err)
+			}
+		}
+	})
+}

@@ -28,6 +28,7 @@ type endpointFlags struct {
 	body          string
 	limitedStatus int
 	maxRPS        int
+	fields        string
 	bodyData      []byte // --body's contents, read by check
 }
 
@@ -43,6 +44,7 @@ func (f *endpointFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.headers, "header", "with --endpoint: a `Name:value` header for every request (repeatable; authentication, say)")
 	fs.StringVar(&f.body, "body", "", "with --endpoint: send the contents of `FILE` (at most 16 MiB) with every request; with --identity json: or form:, each user's id in its place")
 	fs.IntVar(&f.limitedStatus, "limited-status", 429, "with --endpoint: the status of a refusal; any other non-2xx answer is an error of the service, never a decision")
+	fs.StringVar(&f.fields, "fields", "", "with --endpoint: where the answers tell the limit's state: headers (the default: Retry-After, RateLimit, X-RateLimit-*), or json:`REMAINING,RESET[,LIMIT]`, RFC 6901 JSON Pointers into the answer's JSON body (Envoy's ratelimit: json:/statuses/0/limitRemaining,/statuses/0/durationUntilReset,/statuses/0/currentLimit); RESET in seconds (a number, or a protobuf duration \"12s\"), LIMIT a count or {requestsPerUnit, unit}")
 	fs.IntVar(&f.maxRPS, "max-rps", 0, fmt.Sprintf("with --endpoint: at most this many requests in any one second, over every replica, up to %d (0: max(50, 2N+8), at most %d)", bench.MaxRate, targets.DefaultMaxRPS))
 }
 
@@ -52,8 +54,8 @@ func (f *endpointFlags) check() error {
 	switch {
 	case len(f.endpoints) > 0 && f.identity == "":
 		return errors.New("--endpoint needs --identity: how the service tells clients apart (header:NAME, query:NAME, bearer, json:POINTER or form:NAME), or none")
-	case len(f.endpoints) == 0 && (f.policy != "" || f.identity != "" || len(f.headers) > 0 || f.body != "" || f.maxRPS != 0):
-		return errors.New("--policy, --identity, --header, --body and --max-rps go with --endpoint")
+	case len(f.endpoints) == 0 && (f.policy != "" || f.identity != "" || len(f.headers) > 0 || f.body != "" || f.maxRPS != 0 || f.fields != ""):
+		return errors.New("--policy, --identity, --header, --body, --fields and --max-rps go with --endpoint")
 	case f.maxRPS < 0:
 		return errors.New("--max-rps must not be negative")
 	case len(f.endpoints) > 0 && statusIn(f.limitedStatus) != nil:
@@ -66,6 +68,9 @@ func (f *endpointFlags) check() error {
 	identity, err := adapters.ParseIdentity(f.identity)
 	if err != nil {
 		return fmt.Errorf("--identity: %w", err)
+	}
+	if _, err := adapters.ParseFieldSource(f.fields); err != nil {
+		return fmt.Errorf("--fields: %w", err)
 	}
 	if f.body != "" {
 		if f.bodyData, err = readBody(f.body); err != nil {
@@ -105,6 +110,11 @@ func (f *endpointFlags) target(timeout time.Duration, gradable func(p adapters.P
 		fmt.Fprintf(stderr, "rlconform: --identity: %v\n", err)
 		return nil, adapters.Policy{}, ExitCannotRun
 	}
+	fields, err := adapters.ParseFieldSource(f.fields)
+	if err != nil {
+		fmt.Fprintf(stderr, "rlconform: --fields: %v\n", err)
+		return nil, adapters.Policy{}, ExitCannotRun
+	}
 	method := f.method
 	if method == "" {
 		method = http.MethodGet
@@ -114,6 +124,7 @@ func (f *endpointFlags) target(timeout time.Duration, gradable func(p adapters.P
 	}
 	opts := targets.EndpointOptions{EndpointOptions: adapters.EndpointOptions{
 		Method: method, Identity: identity, LimitedStatus: f.limitedStatus, Timeout: timeout, Header: http.Header{}, Body: f.bodyData,
+		Fields: fields,
 	}, MaxRPS: f.maxRPS}
 	for _, h := range f.headers {
 		k, v, _ := strings.Cut(h, ":")
@@ -138,8 +149,8 @@ func (f *endpointFlags) target(timeout time.Duration, gradable func(p adapters.P
 			return nil, adapters.Policy{}, ExitCannotRun
 		}
 	}
-	fmt.Fprintf(stderr, "rlconform: %s as a black box: policy %v (from %s), identities by %v, refusals are %d\n",
-		t.Name, policy, from, identity, opts.LimitedStatus)
+	fmt.Fprintf(stderr, "rlconform: %s as a black box: policy %v (from %s), identities by %v, refusals are %d, fields from %v\n",
+		t.Name, policy, from, identity, opts.LimitedStatus, fields)
 	if f.maxRPS == 0 && t.MaxRPS < 2*policy.Limit+8 {
 		fmt.Fprintf(stderr, "rlconform: at most %d requests a second (the default cap; --max-rps raises it): the specs' bursts of up to 2N+8 = %d requests are spread over %.1f s or more, each request timed from when it leaves\n",
 			t.MaxRPS, 2*policy.Limit+8, float64(2*policy.Limit+8)/float64(t.MaxRPS))

@@ -216,7 +216,8 @@ func RemoteWith(ctx context.Context, urls []string, opts RemoteOptions) (suite.T
 type EndpointOptions struct {
 	adapters.EndpointOptions
 	// Policy is the limit the service is meant to enforce; zero: read it
-	// from the RateLimit-Policy field of the first answer.
+	// from the RateLimit-Policy field of the first answer (with json
+	// Fields, from its LIMIT member).
 	Policy adapters.Policy
 	// MaxRPS bounds the requests sent in any one second, over every URL
 	// (0: the default, min(DefaultMaxRPS, max(50, 2N+8)); negative: no
@@ -240,9 +241,9 @@ func DefaultRPS(p adapters.Policy) int { return min(DefaultMaxRPS, max(50, 2*p.L
 // Endpoint grades the HTTP service at urls (several URLs are replicas that
 // must share one limit) by its answers: 2xx allowed, the refusal status
 // denied, anything else an error of the service. It probes the first URL
-// once, and takes the policy from its RateLimit-Policy field when none is
-// given (from says where the policy came from); without either it is an
-// error.
+// once, and takes the policy from its RateLimit-Policy field (with json
+// Fields, its LIMIT member) when none is given (from says where the
+// policy came from); without either it is an error.
 func Endpoint(ctx context.Context, urls []string, opts EndpointOptions) (t suite.Target, policy adapters.Policy, from string, err error) {
 	if len(urls) == 0 {
 		return suite.Target{}, adapters.Policy{}, "", errors.New("no endpoint URL")
@@ -259,10 +260,9 @@ func Endpoint(ctx context.Context, urls []string, opts EndpointOptions) (t suite
 	}
 	policy, from = opts.Policy, "--policy"
 	if policy.Limit == 0 {
-		if policy, err = announced(first.Fields); err != nil {
+		if policy, from, err = announced(first.Fields, opts.Fields); err != nil {
 			return suite.Target{}, adapters.Policy{}, "", fmt.Errorf("endpoint %s: give --policy N/W: %w", redact.URL(urls[0]), err)
 		}
-		from = "the RateLimit-Policy field of its first answer"
 	}
 	rps := opts.MaxRPS
 	if rps == 0 {
@@ -307,25 +307,34 @@ func Endpoint(ctx context.Context, urls []string, opts EndpointOptions) (t suite
 	}, policy, from, nil
 }
 
-// announced is the policy an answer's RateLimit-Policy field gives, or
-// why it gives none that can be graded.
-func announced(f adapters.Fields) (adapters.Policy, error) {
+// announced is the policy an answer's RateLimit-Policy field gives (or,
+// with json fields, its LIMIT member: Envoy's currentLimit), or why it
+// gives none that can be graded; from names where it came from.
+func announced(f adapters.Fields, src adapters.FieldSource) (p adapters.Policy, from string, err error) {
+	field, prefix, want := "the RateLimit-Policy field of its first answer", "RateLimit-Policy ", "a RateLimit-Policy field (q and w)"
+	if src.Kind == "json" {
+		field, prefix = fmt.Sprintf("the LIMIT member %s of its first answer's body", src.Limit), "json limit "
+		want = "a LIMIT member with a unit (json:REMAINING,RESET,LIMIT, such as Envoy's currentLimit)"
+	}
 	for _, err := range f.Errs {
-		if strings.HasPrefix(err.Error(), "RateLimit-Policy ") {
-			return adapters.Policy{}, fmt.Errorf("the RateLimit-Policy field of its first answer is malformed: %w", err)
+		if strings.HasPrefix(err.Error(), "json fields: ") {
+			return adapters.Policy{}, "", fmt.Errorf("its first answer's body cannot hold the fields: %w", err)
+		}
+		if strings.HasPrefix(err.Error(), prefix) {
+			return adapters.Policy{}, "", fmt.Errorf("%s is malformed: %w", field, err)
 		}
 	}
-	if !f.HasPolicy || f.PolicyWindow == 0 {
-		return adapters.Policy{}, errors.New("its answers carry no RateLimit-Policy field (q and w) to read it from")
+	if !f.HasPolicy || f.PolicyWindow == 0 || (src.Kind == "json" && src.Limit == "") {
+		return adapters.Policy{}, "", fmt.Errorf("its answers carry no %s to read it from", want)
 	}
-	p := adapters.Policy{Limit: f.PolicyLimit, Window: f.PolicyWindow}
+	p = adapters.Policy{Limit: f.PolicyLimit, Window: f.PolicyWindow}
 	if p.Limit < 1 {
-		return adapters.Policy{}, fmt.Errorf("the RateLimit-Policy field of its first answer says q=%d: nothing can be graded against a limit of %d", p.Limit, p.Limit)
+		return adapters.Policy{}, "", fmt.Errorf("%s says q=%d: nothing can be graded against a limit of %d", field, p.Limit, p.Limit)
 	}
 	if err := contract.ValidateConfig(p.Limit, p.Window); err != nil {
-		return adapters.Policy{}, fmt.Errorf("the RateLimit-Policy field of its first answer says q=%d, w=%d: %w", p.Limit, int64(p.Window/time.Second), err)
+		return adapters.Policy{}, "", fmt.Errorf("%s says q=%d, w=%d: %w", field, p.Limit, int64(p.Window/time.Second), err)
 	}
-	return p, nil
+	return p, field, nil
 }
 
 // answer is the suite's view of an endpoint's response.

@@ -319,7 +319,7 @@ func (r *runner) runSpec(ctx context.Context, t Target, s *Spec) (res result.Res
 func (r *runner) timedOut(ctx context.Context, t Target, s *Spec, h *Harness, done <-chan result.Result, res *result.Result) {
 	// A call still in flight for a good part of the spec's time hung;
 	// with none, every call returned and the target was only slow.
-	oldest, mean, returned := h.calls.stats()
+	oldest, times := h.calls.stats()
 	var summary string
 	switch {
 	case ctx.Err() != nil:
@@ -330,7 +330,7 @@ func (r *runner) timedOut(ctx context.Context, t Target, s *Spec, h *Harness, do
 			r.cfg.SpecTimeout, oldest.Round(time.Millisecond))
 		res.Status, res.Failure = result.Failed, &result.Failure{Kind: result.KindHang, Summary: summary, Hint: s.Hint}
 	default:
-		summary = r.outOfTime(t, mean, returned, res)
+		summary = r.outOfTime(t, times, res)
 	}
 	wait := time.NewTimer(hangBound(r.cfg.SpecTimeout))
 	defer wait.Stop()
@@ -349,14 +349,17 @@ func (r *runner) timedOut(ctx context.Context, t Target, s *Spec, h *Harness, do
 }
 
 // outOfTime sets res for a spec whose time ran out with every call
-// answered, mean a call on average, and returns its summary. In real
+// answered, as times says they took, and returns its summary. In real
 // time, when the calls took less than half of that time, the spec was
 // waiting out its windows: the spec timeout is too short for the window
 // (KindOutOfTime), the target is not blamed, and the summary says how
 // long a spec may need. Otherwise the calls took the time: too slow to
 // grade (KindSlow), the grader's own pacing (an endpoint's MaxRPS) named
-// when it is part of each call's time.
-func (r *runner) outOfTime(t Target, mean time.Duration, returned int, res *result.Result) string {
+// when it is part of each call's time; when a few calls stalled about a
+// second while the median call was quick, the summary names connection
+// stalls, not the target's speed, and the hint says what to do.
+func (r *runner) outOfTime(t Target, times callTimes, res *result.Result) string {
+	mean, returned := times.mean(), times.returned
 	busy := mean * time.Duration(returned)
 	limit := r.cfg.SpecTimeout
 	if bound := roundUp(r.specBound(t), time.Second); bound > 0 && busy < limit/2 {
@@ -368,6 +371,12 @@ func (r *runner) outOfTime(t Target, mean time.Duration, returned int, res *resu
 	paced := ""
 	if t.MaxRPS > 0 && !t.Capabilities.Clock {
 		paced = fmt.Sprintf(", the grader's pacing at %d requests a second (--max-rps) included", t.MaxRPS)
+	}
+	if stalled := connectionStalls(times); stalled != "" {
+		summary := fmt.Sprintf("did not finish within %v: the target answered all %d calls, but %s; %s: not wrong",
+			limit, returned, stalled, stallHint)
+		res.Status, res.Failure = result.Inconclusive, &result.Failure{Kind: result.KindSlow, Summary: summary, Hint: stallHint}
+		return summary
 	}
 	summary := fmt.Sprintf("did not finish within %v: the target answered all %d calls, but slowly (%v a call on average%s): too slow to grade, not wrong",
 		limit, returned, mean.Round(time.Microsecond), paced)
@@ -426,6 +435,9 @@ func (r *runner) storeFault(ctx context.Context) string {
 // the run; "" means go on.
 func (r *runner) afterSpec(ctx context.Context, t Target, res *result.Result) string {
 	if res.Status == result.Inconclusive && res.Failure != nil && res.Failure.Kind == result.KindSlow {
+		if res.Failure.Hint == stallHint {
+			return fmt.Sprintf("%s stalled on its connections (%s)", t.Name, res.Failure.Summary)
+		}
 		return fmt.Sprintf("%s is too slow to grade (%s): raise the spec timeout (--spec-timeout), or grade it where it answers faster", t.Name, res.Failure.Summary)
 	}
 	if res.Status == result.Inconclusive && res.Failure != nil && res.Failure.Kind == result.KindOutOfTime {
