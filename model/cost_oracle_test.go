@@ -74,7 +74,7 @@ func cloneOracle(o Oracle) Oracle {
 // opposite answer of a weighted request impossible (the search until a
 // change of configuration: its readings may then disagree).
 func TestWeightedOraclesAreSound(t *testing.T) {
-	seeds := testtier.Seeds(t, 12, 3)
+	seeds := testtier.Seeds(t, 6, 3)
 	// A bucket's or a GCRA's fractions make a state per instant of a wide
 	// interval: the widened histories take a sample of the variants.
 	widened := testtier.Sample(t, weightedSpecs, 12, func(s string) string { return s })

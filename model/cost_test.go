@@ -78,7 +78,7 @@ func counted(p Profile, t int64, user string) int64 {
 // configuration and the clock stepping back; two models side by side.
 func TestAllowNOfOneIsAllow(t *testing.T) {
 	for _, spec := range weightedSpecs {
-		for _, seed := range testtier.Seeds(t, 20, 5) {
+		for _, seed := range testtier.Seeds(t, 8, 5) {
 			rng := rand.New(rand.NewPCG(seed, 41))
 			n, w := 1+rng.IntN(6), time.Duration(20+rng.IntN(300))*time.Millisecond
 			unit := profile(t, spec, n, w)
@@ -130,7 +130,7 @@ func TestAllowNOfOneIsAllow(t *testing.T) {
 func TestWeightedRequests(t *testing.T) {
 	for _, spec := range weightedSpecs {
 		t.Run(spec, func(t *testing.T) {
-			for _, seed := range testtier.Seeds(t, 30, 8) {
+			for _, seed := range testtier.Seeds(t, 10, 8) {
 				rng := rand.New(rand.NewPCG(seed, 43))
 				n, w := 1+rng.IntN(6), time.Duration(20+rng.IntN(300))*time.Millisecond
 				p := profile(t, spec, n, w)
