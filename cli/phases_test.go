@@ -200,6 +200,14 @@ func TestEndpointModeFailsPhaseDependentLies(t *testing.T) {
 				assert.Contains(t, out, "5 phases")
 				return
 			}
+			if code == ExitConformant && strings.Contains(out, "slow for the window") {
+				// Round trips slow for a 1s window (-race beside the
+				// gateways' tests: 45ms) let each obeying request land
+				// past the true end too: the lie was never observable,
+				// and what was observed is true.
+				t.Logf("the lie never showed at this machine's pace")
+				return
+			}
 			assert.Equal(t, ExitNotConformant, code, "%s\n%s", out, errOut)
 			for _, says := range c.says {
 				assert.Contains(t, out, says)
