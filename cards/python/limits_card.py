@@ -27,6 +27,7 @@ from limits.strategies import STRATEGIES
 
 MAX_LIMIT = 2**53 - 1
 MAX_WINDOW_MS = 3_153_600_000_000
+MAX_BODY = 64 * 1024
 
 
 class Card:
@@ -71,6 +72,8 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         try:
             n = int(self.headers.get("Content-Length", "0"))
+            if not 0 <= n <= MAX_BODY:
+                return self.answer(413, {"error": f"a body of {n} bytes: at most {MAX_BODY}"})
             body = json.loads(self.rfile.read(n).decode("utf-8"))
             if not isinstance(body, dict):
                 raise ValueError("not a JSON object")
