@@ -20,7 +20,8 @@ func pythonRepro(t *testing.T, name string, v any) {
 		t.Fatalf("Debian's python3-limits and python3-flask-limiter are not installed (%v): make cards-deps (scripts/ensure-cards) installs them", err)
 	}
 	red := startRedis(t)
-	out, err := exec.Command(debianPython, "testdata/python_repro.py", name, red.URL).Output()
+	// -B: no __pycache__ beside cards/python/flask_app.py, which it imports.
+	out, err := exec.Command(debianPython, "-B", "testdata/python_repro.py", name, red.URL).Output()
 	if err != nil {
 		if ee, ok := err.(*exec.ExitError); ok {
 			t.Fatalf("python_repro.py %s: %v\n%s", name, err, ee.Stderr)
