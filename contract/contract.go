@@ -77,7 +77,8 @@ const MaxWindowGranularity = time.Hour
 //     strict/linearizable). Any sequence of operations answers as the model
 //     does (strict/differential).
 //   - Every key the limiter writes carries a TTL that covers its newest
-//     entry and is at most a few windows, and lives under the limiter's
+//     entry and is at most a few windows (plus up to 5 minutes of spread
+//     against expiry storms), and lives under the limiter's
 //     prefix (robust/key-hygiene).
 //   - Store failures are returned as errors wrapping [ErrStore]; a failed
 //     AllowRequest reports false unless the limiter documents fail-open;

@@ -41,6 +41,13 @@ type card struct {
 	// (default 1s).
 	Endpoint func(g *grader, redisURL, prefix string, window time.Duration) (url string, stop func(), err error)
 	Window   time.Duration
+	// Identity, for an endpoint, replaces "--identity header:X-User":
+	// the flags that put the user into its requests and read its
+	// answers ({dir}: cards/).
+	Identity []string
+	// InspectStore gives an endpoint's runs its Redis (--store-url,
+	// --store-prefix), for robust/key-hygiene.
+	InspectStore bool
 	// Profile is the library's own algorithm, as rlconform names it.
 	Profile string
 	// RunFlags are added to identify and both runs.
@@ -103,6 +110,11 @@ var cards = []card{
 	{Name: "rack-attack", Library: "rack-attack throttle (RedisProxy)", Debian: []string{"ruby-rack-attack", "ruby-redis", "puma"},
 		Served:   "endpoint: Rack::Attack under puma, 2 workers × 4 threads, discriminator X-User",
 		Endpoint: rackAttack, Profile: "fixed-window:align=epoch,count-denied=true,query=read"},
+	{Name: "envoy-ratelimit", Library: "envoyproxy/ratelimit (Redis, its HTTP /json endpoint)", Version: envoyVersion,
+		Served:   "endpoint: its POST /json, the user in the body's descriptor, the state read from the body",
+		Endpoint: envoyRatelimit, Profile: "fixed-window:align=epoch,count-denied=true,query=read", InspectStore: true,
+		Identity: []string{"--body", "{dir}/envoy/request.json", "--identity", "json:/descriptors/0/entries/0/value",
+			"--fields", "json:/statuses/0/limitRemaining,/statuses/0/durationUntilReset,/statuses/0/currentLimit"}},
 	{Name: "guava", Library: "Guava RateLimiter.create (SmoothBursty)", Debian: []string{"libguava-java", "openjdk-17-jdk-headless"},
 		Served: "protocol v1 shim on the JDK's com.sun.net.httpserver, a RateLimiter per user, clock control through its SleepingStopwatch",
 		Serve:  "{dir}/java/serve", Profile: "gcra:burst=1"},

@@ -223,7 +223,7 @@ func ambiguousAmong(want string, r identifyReport) bool {
 		return false
 	}
 	for _, f := range r.Fits {
-		if f.Profile == p {
+		if f.shown() == p || f.Profile == p {
 			return true
 		}
 	}
