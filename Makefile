@@ -43,8 +43,9 @@ cards: redis gateways cards-deps cards-envoy
 cards-update: redis gateways cards-deps cards-envoy
 	cd cards && $(GO) run ./cmd/cards -update
 
-# PHP with Symfony RateLimiter, Ruby with rack-attack and puma, from
-# Debian's packages (scripts/ensure-cards).
+# PHP with Symfony RateLimiter, Ruby with rack-attack and puma, a JDK with
+# Guava, Python with limits and Flask-Limiter, from Debian's packages
+# (scripts/ensure-cards).
 cards-deps:
 	@./scripts/ensure-cards
 

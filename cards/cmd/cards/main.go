@@ -337,13 +337,17 @@ func (g *grader) target(c card) (flags, inspect []string, stop func(), err error
 			args = append(args, "--instances", strconv.Itoa(c.Instances))
 		}
 		return args, nil, func() {}, nil
-	case c.Memory != "":
+	case c.Memory != "" || c.Serve != "":
 		port, err := freePort()
 		if err != nil {
 			return nil, nil, nil, err
 		}
 		base := fmt.Sprintf("http://127.0.0.1:%d", port)
-		stop, err := g.process([]string{g.shim, c.Memory}, []string{fmt.Sprintf("PORT=%d", port)}, base+"/rlc/v1/capabilities")
+		argv := []string{g.shim, c.Memory}
+		if c.Serve != "" {
+			argv = []string{"sh", "-c", strings.ReplaceAll(c.Serve, "{dir}", g.dir)}
+		}
+		stop, err := g.process(argv, []string{fmt.Sprintf("PORT=%d", port)}, base+"/rlc/v1/capabilities")
 		if err != nil {
 			return nil, nil, nil, err
 		}

@@ -70,6 +70,26 @@ func TestCompareIdentifyAndMissing(t *testing.T) {
 	if d := compare(want, []*graded{g}); len(d) != 1 || !strings.Contains(d[0], `"identified token-bucket", expected "identified gcra:burst=limit"`) {
 		t.Errorf("compare = %q, want the identification's difference", d)
 	}
+	// Ambiguous among fits that include the expected one: undecided in
+	// real time, no difference; ambiguous among others, a difference.
+	want[[2]string{"x-time-rate", "identify"}] = "identified token-bucket"
+	g.identify.Outcome = "ambiguous"
+	g.identify.Fits = append(g.identify.Fits, g.identify.Fits[0])
+	g.identify.Fits[1].Profile = "gcra:burst=limit"
+	if d := compare(want, []*graded{g}); len(d) != 0 {
+		t.Errorf("compare = %q, want no difference for an ambiguity that includes the expected fit", d)
+	}
+	g.identify.Fits[0].Name = "token-bucket:capacity=?"
+	want[[2]string{"x-time-rate", "identify"}] = "identified token-bucket:capacity=?"
+	if d := compare(want, []*graded{g}); len(d) != 0 {
+		t.Errorf("compare = %q, want no difference for an ambiguity that includes the expected fit, by its name", d)
+	}
+	g.identify.Fits[0].Name = ""
+	want[[2]string{"x-time-rate", "identify"}] = "identified fixed-window"
+	if d := compare(want, []*graded{g}); len(d) != 1 || !strings.Contains(d[0], `"ambiguous token-bucket | gcra:burst=limit", expected "identified fixed-window"`) {
+		t.Errorf("compare = %q, want the identification's difference", d)
+	}
+	g.identify.Outcome, g.identify.Fits = "identified", g.identify.Fits[:1]
 	// The sliding log's run, for reference, is compared by its outcome.
 	g.runs = append(g.runs, report(t, "sliding-log", "a/x=fail"))
 	want[[2]string{"x-time-rate", "identify"}] = "identified token-bucket"
