@@ -26,9 +26,9 @@ import (
 // a failure): an expected failure that is inconclusive this time is not a
 // difference; a failure not expected, an expected failure that passed, or
 // an error is. So is an identification other than the expected one,
-// unless it is ambiguous among profiles that include it (the answers
-// that tell them apart undecided in real time). A race the library loses only sometimes is listed after
-// "flaky:": it may fail or pass (the card's notes confirm it apart from
+// unless it is ambiguous among profiles that include it (the answers that
+// tell them apart undecided in real time). A race the library loses only
+// sometimes is listed after "flaky:": it may fail or pass (the card's notes confirm it apart from
 // rlconform); -update keeps that list.
 type verdictLine struct{ card, what, verdict string }
 
