@@ -17,14 +17,14 @@ func TestParseOp(t *testing.T) {
 		user string
 		kind result.OpKind
 	}{
-		`AllowRequest("u")`:                 {`"u"`, result.OpAllow},
-		`AllowRequestN("a, b", 3)`:          {`"a, b"`, result.OpAllow},
-		`GetRemainingRequests(u2)`:          {"u2", result.OpRemaining},
-		`Reset("x)y")`:                      {`"x)y"`, result.OpReset},
-		`Configure(5, 1m0s)`:                {"", result.OpConfigure},
-		`phase 1: 8 goroutines × 12`:        {"", result.OpNote},
+		`AllowRequest("u")`:                  {`"u"`, result.OpAllow},
+		`AllowRequestN("a, b", 3)`:           {`"a, b"`, result.OpAllow},
+		`GetRemainingRequests(u2)`:           {"u2", result.OpRemaining},
+		`Reset("x)y")`:                       {`"x)y"`, result.OpReset},
+		`Configure(5, 1m0s)`:                 {"", result.OpConfigure},
+		`phase 1: 8 goroutines × 12`:         {"", result.OpNote},
 		`  Retry-After of the refusal at +0`: {"", result.OpNote},
-		`AllowRequest("u") extra`:           {"", result.OpNote},
+		`AllowRequest("u") extra`:            {"", result.OpNote},
 	} {
 		user, kind := parseOp(op)
 		assert.Equal(t, want.user, user, op)
