@@ -117,12 +117,14 @@ func (v *timelineView) table(tl *result.Timeline, opt chartOptions, lanes []lane
 
 // describe writes the chart's description (its desc element and the
 // caption): what it shows, and what went wrong where.
-func (v *timelineView) describe(tl *result.Timeline, opt chartOptions, lanes []laneKey, lo, hi time.Duration) {
+func (v *timelineView) describe(tl *result.Timeline, opt chartOptions, lanes []laneKey) {
 	count := map[result.Answer]int{}
 	calls := 0
+	lo, hi := tl.Ops[0].At, tl.Ops[0].At
 	for _, o := range tl.Ops {
 		count[o.Answer()]++
 		calls += o.Count
+		lo, hi = min(lo, o.At), max(hi, o.At, o.Until)
 	}
 	clock := "on the fake clock"
 	if opt.realTime {

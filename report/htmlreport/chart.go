@@ -196,7 +196,7 @@ func layout(tl *result.Timeline, opt chartOptions) *timelineView {
 	v.band(opt.band, x)
 	v.wrong(opt)
 	v.table(tl, opt, lanes, laneOf)
-	v.describe(tl, opt, lanes, lo, hi)
+	v.describe(tl, opt, lanes)
 	v.Legend = legendView{Unordered: v.Unordered > 0, Interval: opt.realTime, Edges: len(v.Edges) > 0, Band: v.Band != nil, Wrong: v.Wrong != nil,
 		Ghost: slices.ContainsFunc(v.Marks, func(m markView) bool { return m.Ghost != nil })}
 	return v
