@@ -71,7 +71,7 @@ type timelineView struct {
 
 // legendView says which of the legend's optional entries a chart needs.
 type legendView struct {
-	Unordered, Interval, Edges, Band, Wrong, Ghost bool
+	Unordered, Interval, Edges, Band, Wrong, Ghost, Undecided bool
 }
 
 type laneView struct {
@@ -198,7 +198,8 @@ func layout(tl *result.Timeline, opt chartOptions) *timelineView {
 	v.table(tl, opt, lanes, laneOf)
 	v.describe(tl, opt, lanes)
 	v.Legend = legendView{Unordered: v.Unordered > 0, Interval: opt.realTime, Edges: len(v.Edges) > 0, Band: v.Band != nil, Wrong: v.Wrong != nil,
-		Ghost: slices.ContainsFunc(v.Marks, func(m markView) bool { return m.Ghost != nil })}
+		Ghost:     slices.ContainsFunc(v.Marks, func(m markView) bool { return m.Ghost != nil }),
+		Undecided: slices.ContainsFunc(v.Marks, func(m markView) bool { return m.Undecided })}
 	return v
 }
 

@@ -114,7 +114,7 @@ func TestRunPage(t *testing.T) {
 		assert.Regexp(t, `<tr><th scope="row">`+lv+`</th><td class="status`, page)
 	}
 	for _, r := range failing().Results {
-		assert.Regexp(t, regexp.QuoteMeta(r.ID)+`(</a>)?</th><td>`+string(r.Level)+`</td><td class="status [a-z-]+">[^<]+</td><td class="num">`+
+		assert.Regexp(t, regexp.QuoteMeta(r.ID)+`(</a>)?</th><td class="nowrap">`+string(r.Level)+`</td><td class="status [a-z-]+">[^<]+</td><td class="num">`+
 			fmt.Sprint(r.Duration.Milliseconds())+` ms</td>`, page, "every spec with its result and time")
 	}
 	assert.NotContains(t, page, "<script>alert", "a user id is text, never markup")
