@@ -44,7 +44,8 @@ cards-update: redis gateways cards-deps
 	cd cards && $(GO) run ./cmd/cards -update
 
 # PHP with Symfony RateLimiter, Ruby with rack-attack and puma, from
-# Debian's packages (scripts/ensure-cards).
+# Debian's packages, and the npm packages of the Node.js cards (cards/node,
+# npm ci from its package-lock.json) (scripts/ensure-cards).
 cards-deps:
 	@./scripts/ensure-cards
 
