@@ -13,33 +13,45 @@ import (
 	limiter3 "github.com/gofiber/fiber/v3/middleware/limiter"
 )
 
-// fiberEndpoints are the cards of Fiber's limiter middleware: an app of
-// Fiber v2 or v3 that answers 200, behind limiter.New with the named
-// LimiterMiddleware on its default storage (in the process's memory),
-// Max the limit, Expiration the window, KeyGenerator the X-User header
-// (the default, the client's IP, is every user of the grader at once).
-// Each is served by Fiber itself (fasthttp) until ctx is done.
-var fiberEndpoints = map[string]func(ctx context.Context, ln net.Listener, e *env) error{
-	"fiber2-fixed":   func(ctx context.Context, ln net.Listener, e *env) error { return serveFiber2(ctx, ln, e, limiter2.FixedWindow{}) },
-	"fiber2-sliding": func(ctx context.Context, ln net.Listener, e *env) error { return serveFiber2(ctx, ln, e, limiter2.SlidingWindow{}) },
-	"fiber3-fixed":   func(ctx context.Context, ln net.Listener, e *env) error { return serveFiber3(ctx, ln, e, limiter3.FixedWindow{}) },
-	"fiber3-sliding": func(ctx context.Context, ln net.Listener, e *env) error { return serveFiber3(ctx, ln, e, limiter3.SlidingWindow{}) },
+// fiberEndpoints are the cards of Fiber's limiter middleware, by name:
+// an app of Fiber v2 or v3 that answers 200, behind limiter.New with
+// LimiterMiddleware FixedWindow or SlidingWindow on its default storage
+// (the process's memory), Max the limit, Expiration the window and
+// KeyGenerator the X-User header (the default, the client's IP, is every
+// user of the grader at once). Each is served by Fiber itself (fasthttp).
+var fiberEndpoints = map[string]struct {
+	v3, sliding bool
+}{
+	"fiber2-fixed":   {},
+	"fiber2-sliding": {sliding: true},
+	"fiber3-fixed":   {v3: true},
+	"fiber3-sliding": {v3: true, sliding: true},
 }
 
-// serveFiber serves a Fiber endpoint card on addr.
+// serveFiber serves the Fiber endpoint card name on addr until ctx is done.
 func serveFiber(ctx context.Context, name, addr string, e *env) error {
-	serve := fiberEndpoints[name]
+	f := fiberEndpoints[name]
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", addr, err)
 	}
-	if err := serve(ctx, ln, e); err != nil {
+	switch {
+	case f.v3 && f.sliding:
+		err = serveFiber3(ctx, ln, e, limiter3.SlidingWindow{})
+	case f.v3:
+		err = serveFiber3(ctx, ln, e, limiter3.FixedWindow{})
+	case f.sliding:
+		err = serveFiber2(ctx, ln, e, limiter2.SlidingWindow{})
+	default:
+		err = serveFiber2(ctx, ln, e, limiter2.FixedWindow{})
+	}
+	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil
 }
 
-// noUser is the answer to a request that names no user.
+// errNoUser is the answer to a request that names no user (400).
 var errNoUser = errors.New("no X-User")
 
 func serveFiber2(ctx context.Context, ln net.Listener, e *env, mw limiter2.LimiterHandler) error {
