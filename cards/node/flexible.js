@@ -131,4 +131,5 @@ const server = http.createServer((req, res) => {
     send(res, 500, { error: err.message });
   });
 });
-listen(server, e.port, client);
+// Serve once Redis answers: the library refuses every call until then.
+client.once("ready", () => listen(server, e.port, client));
