@@ -13,7 +13,7 @@ import (
 // (lib/RateLimiterRedis.js:117). Under a second that is 0, and the count
 // is then INCRBY with no expiry at all (:164-171): the window never ends
 // and the key is never forgotten (rate-limiter-flexible: core/reconfigure,
-// whose random windows are under a second one run in two). Over a second
+// whose shorter window is under a second in real time). Over a second
 // the fraction is dropped: a window of 1.5 s lives 1 s.
 func TestFlexibleWindowInWholeSeconds(t *testing.T) {
 	red := startRedis(t)
@@ -100,7 +100,7 @@ func TestNestThrottlerBlocksForTheTTL(t *testing.T) {
 
 // express-rate-limit's standard headers, as each draft of
 // draft-ietf-httpapi-ratelimit-headers writes them (dist/index.mjs:
-// 228-257): draft-6 a RateLimit-Policy "5;w=60" (the limit as the item,
+// 229-263): draft-6 a RateLimit-Policy "5;w=60" (the limit as the item,
 // its window a parameter) and RateLimit-Limit/-Remaining/-Reset; draft-7
 // the same policy and a RateLimit dictionary "limit=5, remaining=4,
 // reset=60"; draft-8 the named items rlconform reads. Each counts down
