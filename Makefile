@@ -34,7 +34,7 @@ lint:
 
 ## cards: grade every report card (docs/cards.md) with rlconform, one at a
 ## time, compare the verdicts with cards/expected.txt (a difference fails),
-## and write docs/cards.md. About 15 minutes, mostly in real time.
+## and write docs/cards.md. About 30 minutes, mostly in real time.
 cards: redis gateways cards-deps
 	cd cards && $(GO) run ./cmd/cards
 
