@@ -34,7 +34,7 @@ lint:
 
 ## cards: grade every report card (docs/cards.md) with rlconform, one at a
 ## time, compare the verdicts with cards/expected.txt (a difference fails),
-## and write docs/cards.md. About 15 minutes, mostly in real time.
+## and write docs/cards.md. About 35 minutes, mostly in real time.
 cards: redis gateways cards-deps cards-envoy
 	cd cards && $(GO) run ./cmd/cards
 
@@ -44,8 +44,9 @@ cards-update: redis gateways cards-deps cards-envoy
 	cd cards && $(GO) run ./cmd/cards -update
 
 # PHP with Symfony RateLimiter, Ruby with rack-attack and puma, a JDK with
-# Guava, Python with limits and Flask-Limiter, from Debian's packages
-# (scripts/ensure-cards).
+# Guava, Python with limits and Flask-Limiter, from Debian's packages, and
+# the npm packages of the Node.js cards (cards/node, npm ci from its
+# package-lock.json) (scripts/ensure-cards).
 cards-deps:
 	@./scripts/ensure-cards
 

@@ -5,6 +5,7 @@
 //
 //	card redis_rate            # protocol v1 on 127.0.0.1:$PORT
 //	card -endpoint ulule-stdlib  # GET / behind ulule/limiter's middleware, X-User the key
+//	card -endpoint fiber2-sliding  # GET / behind Fiber v2's limiter (in memory), served by Fiber
 //
 // The environment is what rlconform run --exec gives: PORT,
 // RLCONFORM_REDIS_URL and RLCONFORM_KEY_PREFIX (every key under it).
@@ -66,7 +67,7 @@ var shims = map[string]shim{
 }
 
 func main() {
-	endpoint := flag.String("endpoint", "", "serve an HTTP endpoint behind this library's middleware instead (ulule-stdlib, throttled-http)")
+	endpoint := flag.String("endpoint", "", "serve an HTTP endpoint behind this library's middleware instead (ulule-stdlib, throttled-http, reference-middleware, fiber2-fixed, fiber2-sliding, fiber3-fixed, fiber3-sliding)")
 	limit := flag.Int("limit", 5, "with -endpoint: the limit N")
 	window := flag.Duration("window", time.Second, "with -endpoint: the window W")
 	flag.Usage = func() {
@@ -106,6 +107,9 @@ func run(endpoint string, limit int, window time.Duration) error {
 	addr := net.JoinHostPort("127.0.0.1", port)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if _, ok := fiberEndpoints[endpoint]; ok {
+		return serveFiber(ctx, endpoint, addr, e)
+	}
 	if endpoint != "" {
 		h, err := endpoints(endpoint, e)
 		if err != nil {

@@ -20,6 +20,9 @@ type card struct {
 	// Debian lists the packages whose installed versions are recorded.
 	Library, Version string
 	Debian           []string
+	// NPM lists the npm packages whose versions cards/node's
+	// package-lock.json pins.
+	NPM []string
 	// Binary, for a gateway, prints its version.
 	Binary []string
 	// Served says how the card serves it.
@@ -54,10 +57,12 @@ type card struct {
 	RunFlags []string
 }
 
-func (c card) version() string {
+func (c card) version(dir string) string {
 	switch {
 	case c.Version != "":
 		return c.Version
+	case len(c.NPM) > 0:
+		return npmVersions(dir, c.NPM)
 	case len(c.Debian) > 0:
 		var vs []string
 		for _, p := range c.Debian {
@@ -131,7 +136,40 @@ var cards = []card{
 		Endpoint: nginx, Profile: "gcra"},
 	{Name: "haproxy", Library: "HAProxy http_req_rate(1s) gt 5", Binary: []string{"/usr/sbin/haproxy", "-v"}, Served: "endpoint: gateways/haproxy.cfg.tmpl",
 		Endpoint: haproxy, Profile: "sliding-counter:align=first-grid,count-denied=true"},
+	{Name: "express-rate-limit-draft6", Library: "express-rate-limit (rate-limit-redis store, ioredis), standardHeaders: 'draft-6'", NPM: expressRateLimit,
+		Served:   "endpoint: its Express middleware, keyGenerator X-User, one Node.js process",
+		Endpoint: nodeEndpoint("express.js", "CARD_DRAFT=draft-6"), Profile: "fixed-window:align=first-hit,count-denied=true,query=read"},
+	{Name: "express-rate-limit-draft7", Library: "express-rate-limit (rate-limit-redis store, ioredis), standardHeaders: 'draft-7'", NPM: expressRateLimit,
+		Served:   "endpoint: its Express middleware, keyGenerator X-User, one Node.js process",
+		Endpoint: nodeEndpoint("express.js", "CARD_DRAFT=draft-7"), Profile: "fixed-window:align=first-hit,count-denied=true,query=read"},
+	{Name: "express-rate-limit-draft8", Library: "express-rate-limit (rate-limit-redis store, ioredis), standardHeaders: 'draft-8'", NPM: expressRateLimit,
+		Served:   "endpoint: its Express middleware, keyGenerator X-User, one Node.js process",
+		Endpoint: nodeEndpoint("express.js", "CARD_DRAFT=draft-8"), Profile: "fixed-window:align=first-hit,count-denied=true,query=read"},
+	{Name: "rate-limiter-flexible", Library: "rate-limiter-flexible RateLimiterRedis (ioredis)", NPM: []string{"rate-limiter-flexible", "ioredis"},
+		Served: "protocol v1 shim under Node.js (node/flexible.js), 2 instances on one Redis",
+		Exec:   "node {dir}/node/flexible.js", Instances: 2, Profile: "fixed-window:align=first-hit,count-denied=true,query=read"},
+	{Name: "nestjs-throttler", Library: "@nestjs/throttler ThrottlerGuard (ThrottlerStorageService, in memory)", NPM: []string{"@nestjs/throttler", "@nestjs/core", "@nestjs/platform-express"},
+		Served:   "endpoint: ThrottlerModule.forRoot and ThrottlerGuard as the app's guard, getTracker X-User, one Node.js process",
+		Endpoint: nodeEndpoint("nest.js"), Profile: "sliding-log"},
+	{Name: "nestjs-throttler-noblock", Library: "@nestjs/throttler ThrottlerGuard (ThrottlerStorageService, in memory), blockDuration: 0", NPM: []string{"@nestjs/throttler", "@nestjs/core", "@nestjs/platform-express"},
+		Served:   "endpoint: as nestjs-throttler, the throttler's blockDuration 0",
+		Endpoint: nodeEndpoint("nest.js", "CARD_BLOCK_MS=0"), Profile: "sliding-log"},
+	{Name: "fiber2-fixed", Library: "github.com/gofiber/fiber/v2 middleware/limiter, FixedWindow (memory storage)", Version: "v2.52.15",
+		Served:   "endpoint: limiter.New on a Fiber app, KeyGenerator X-User, served by Fiber",
+		Endpoint: goEndpoint("fiber2-fixed"), Profile: "fixed-window:align=first-hit,count-denied=true,query=read"},
+	{Name: "fiber2-sliding", Library: "github.com/gofiber/fiber/v2 middleware/limiter, SlidingWindow (memory storage)", Version: "v2.52.15",
+		Served:   "endpoint: limiter.New on a Fiber app, KeyGenerator X-User, served by Fiber",
+		Endpoint: goEndpoint("fiber2-sliding"), Profile: "sliding-counter:align=first-grid,count-denied=true"},
+	{Name: "fiber3-fixed", Library: "github.com/gofiber/fiber/v3 middleware/limiter, FixedWindow (memory storage)", Version: "v3.1.0",
+		Served:   "endpoint: limiter.New on a Fiber app, KeyGenerator X-User, served by Fiber",
+		Endpoint: goEndpoint("fiber3-fixed"), Profile: "fixed-window:align=first-hit,count-denied=true,query=read"},
+	{Name: "fiber3-sliding", Library: "github.com/gofiber/fiber/v3 middleware/limiter, SlidingWindow (memory storage)", Version: "v3.1.0",
+		Served:   "endpoint: limiter.New on a Fiber app, KeyGenerator X-User, served by Fiber",
+		Endpoint: goEndpoint("fiber3-sliding"), Profile: "sliding-counter:admit=at-most,align=first-grid,count-denied=true"},
 }
+
+// expressRateLimit are the packages of the express-rate-limit cards.
+var expressRateLimit = []string{"express-rate-limit", "rate-limit-redis", "ioredis", "express"}
 
 func byName(n string) (card, bool) {
 	for _, c := range cards {

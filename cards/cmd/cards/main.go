@@ -252,7 +252,7 @@ func (r runReport) message(id string) string {
 func (g *grader) grade(c card) (*graded, error) {
 	began := time.Now()
 	g.card, g.n, g.total = c.Name, 0, 0
-	r := &graded{card: c, version: c.version()}
+	r := &graded{card: c, version: c.version(g.dir)}
 	target, inspect, stop := []string{"--from"}, []string(nil), func() {}
 	if g.from == "" {
 		var err error

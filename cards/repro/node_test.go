@@ -1,0 +1,101 @@
+package repro
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// nodeDir is cards/node, where the Node.js cards and their npm packages
+// (npm ci, from its package-lock.json) live.
+func nodeDir(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Fatal("node is not installed: the Node.js cards need Node.js 20 or later (make cards-deps says how)")
+	}
+	dir, err := filepath.Abs("../node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err != nil {
+		t.Fatal("cards/node has no npm packages: make cards-deps (scripts/ensure-cards) runs npm ci there")
+	}
+	return dir
+}
+
+// serveNode starts the card cards/node/script with env (and PORT, the
+// Redis URL and the prefix repro:) and returns its base URL once ready
+// answers 200 (ready is a path; an X-User is sent, as the endpoints want).
+func serveNode(t *testing.T, script, redisURL, ready string, env ...string) string {
+	t.Helper()
+	dir := nodeDir(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.Command("node", filepath.Join(dir, script))
+	cmd.Env = append(os.Environ(), append(env, fmt.Sprintf("PORT=%d", port), "RLCONFORM_REDIS_URL="+redisURL, "RLCONFORM_KEY_PREFIX=repro:")...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+	})
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		req, _ := http.NewRequest(http.MethodGet, base+ready, nil)
+		req.Header.Set("X-User", "repro-ready")
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return base
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not answer: %v\n%s", script, err, out.String())
+		}
+		time.Sleep(20 * time.Millisecond) // polling a server that starts, not waiting for a limiter's time
+	}
+}
+
+// runNode runs a Node.js program (src, in cards/repro/testdata) with the
+// cards' npm packages and returns what it prints.
+func runNode(t *testing.T, src string) string {
+	t.Helper()
+	dir := nodeDir(t)
+	cmd := exec.Command("node", filepath.Join("testdata", src))
+	cmd.Env = append(os.Environ(), "NODE_PATH="+filepath.Join(dir, "node_modules"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("node %s: %v\n%s", src, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// get sends GET base as user and returns the status and the headers.
+func get(t *testing.T, base, user string) (int, http.Header) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, base+"/", nil)
+	req.Header.Set("X-User", user)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header
+}
