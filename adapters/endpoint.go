@@ -477,7 +477,9 @@ func (f *Fields) parseRetryAfter(v, date string, now time.Time) {
 }
 
 // parsePolicy reads RateLimit-Policy's first policy: q (a count) and w (at
-// least 1 s).
+// least 1 s). In the drafts before -08 (express-rate-limit's draft-6 and
+// draft-7 forms send "5;w=1"), the quota is the item's value itself, with
+// no q.
 func (f *Fields) parsePolicy(vs []string) {
 	it, err := firstItem(vs)
 	if err != nil {
@@ -485,22 +487,30 @@ func (f *Fields) parsePolicy(vs []string) {
 		return
 	}
 	q, okq, errq := boundedParam(it, "q", 0, maxFieldCount)
+	if !okq && errq == nil {
+		q, okq, errq = boundedValue(it.Value, "the quota ", 0, maxFieldCount)
+	}
 	w, okw, errw := boundedParam(it, "w", 1, maxFieldSeconds)
 	switch {
 	case errq != nil || errw != nil:
 		f.Errs = append(f.Errs, fmt.Errorf("RateLimit-Policy %q: %w", strings.Join(vs, ", "), errors.Join(errq, errw)))
 	case !okq || !okw:
-		f.Errs = append(f.Errs, fmt.Errorf("RateLimit-Policy %q lacks an integer q and w", strings.Join(vs, ", ")))
+		f.Errs = append(f.Errs, fmt.Errorf("RateLimit-Policy %q lacks an integer q (or quota) and w", strings.Join(vs, ", ")))
 	default:
 		f.PolicyLimit, f.PolicyWindow, f.HasPolicy = int(q), time.Duration(w)*time.Second, true
 	}
 }
 
-// parseRateLimit reads the RateLimit field's first member: r (a count)
-// and t (a delay in seconds).
+// parseRateLimit reads the RateLimit field: its first member's r (a
+// count) and t (a delay in seconds), as draft-08 writes it, or, when it is
+// a dictionary of limit, remaining and reset (draft-07: "limit=5,
+// remaining=4, reset=1", express-rate-limit's draft-7 form), those.
 func (f *Fields) parseRateLimit(vs []string) {
 	it, err := firstItem(vs)
 	if err != nil {
+		if f.parseRateLimitDict(vs) {
+			return
+		}
 		f.Errs = append(f.Errs, fmt.Errorf("RateLimit %q: %w", strings.Join(vs, ", "), err))
 		return
 	}
@@ -517,6 +527,49 @@ func (f *Fields) parseRateLimit(vs []string) {
 	if okt {
 		f.Reset, f.HasReset = time.Duration(t)*time.Second, true
 	}
+}
+
+// parseRateLimitDict reads RateLimit as draft-07's dictionary, and
+// reports whether it is one: a structured dictionary with a remaining or
+// a reset member (limit alone names no state). Its numbers are bounded as
+// the other forms' are; one out of bounds, or not an integer, is in Errs.
+func (f *Fields) parseRateLimitDict(vs []string) bool {
+	d, err := httpsfv.UnmarshalDictionary(vs)
+	if err != nil {
+		return false
+	}
+	member := func(k string, most int64) (int64, bool, error) {
+		v, ok := d.Get(k)
+		if !ok {
+			return 0, false, nil
+		}
+		it, isItem := v.(httpsfv.Item)
+		if !isItem {
+			return 0, true, fmt.Errorf("%s is an inner list, not an integer", k)
+		}
+		return boundedValue(it.Value, k+"=", 0, most)
+	}
+	r, okr, errr := member("remaining", maxFieldCount)
+	t, okt, errt := member("reset", maxFieldSeconds)
+	l, okl, errl := member("limit", maxFieldCount)
+	if !okr && !okt {
+		return false
+	}
+	f.Form = "draft-7"
+	if err := errors.Join(errr, errt, errl); err != nil {
+		f.Errs = append(f.Errs, fmt.Errorf("RateLimit %q: %w", strings.Join(vs, ", "), err))
+		return true
+	}
+	if okr {
+		f.Remaining, f.HasRemaining = int(r), true
+	}
+	if okt {
+		f.Reset, f.HasReset = time.Duration(t)*time.Second, true
+	}
+	if okl && !f.HasPolicy {
+		f.PolicyLimit, f.HasPolicy = int(l), true
+	}
+	return true
 }
 
 // parseOlder reads the draft-6 RateLimit-Limit/-Remaining/-Reset or the
@@ -583,14 +636,21 @@ func boundedParam(it httpsfv.Item, k string, least, most int64) (n int64, ok boo
 	if !ok {
 		return 0, false, nil
 	}
+	return boundedValue(v, k+"=", least, most)
+}
+
+// boundedValue is v as an integer in [least, most] (ok: v is there at
+// all); an error, its value after label ("q=", "the quota "), when it is
+// not an integer or out of bounds.
+func boundedValue(v any, label string, least, most int64) (n int64, ok bool, err error) {
 	n, isInt := v.(int64)
 	switch {
 	case !isInt:
-		return 0, true, fmt.Errorf("%s=%v is not an integer", k, v)
+		return 0, true, fmt.Errorf("%s%v is not an integer", label, v)
 	case n < least:
-		return n, true, fmt.Errorf("%s=%d: less than %d", k, n, least)
+		return n, true, fmt.Errorf("%s%d: less than %d", label, n, least)
 	case n > most:
-		return n, true, fmt.Errorf("%s=%d: more than %d", k, n, most)
+		return n, true, fmt.Errorf("%s%d: more than %d", label, n, most)
 	}
 	return n, true, nil
 }

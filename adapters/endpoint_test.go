@@ -129,6 +129,44 @@ func TestEndpointDecisions(t *testing.T) {
 	assert.Error(t, e.Reset(context.Background(), "ok"))
 }
 
+// The RateLimit fields of the drafts before -08, as express-rate-limit
+// writes them: draft-6 and draft-7's RateLimit-Policy carries the quota as
+// the item ("5;w=1"), and draft-7's RateLimit is a dictionary.
+func TestParseFieldsEarlierDrafts(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	h := http.Header{}
+	h.Set("RateLimit-Policy", "5;w=1")
+	h.Set("RateLimit", "limit=5, remaining=4, reset=1")
+	f := ParseFields(h, now)
+	require.Empty(t, f.Errs)
+	assert.Equal(t, "draft-7", f.Form)
+	assert.True(t, f.HasPolicy && f.HasRemaining && f.HasReset)
+	assert.Equal(t, 5, f.PolicyLimit)
+	assert.Equal(t, time.Second, f.PolicyWindow)
+	assert.Equal(t, 4, f.Remaining)
+	assert.Equal(t, time.Second, f.Reset)
+
+	h = http.Header{}
+	h.Set("RateLimit-Policy", "5;w=1")
+	h.Set("RateLimit-Limit", "5")
+	h.Set("RateLimit-Remaining", "0")
+	h.Set("RateLimit-Reset", "1")
+	f = ParseFields(h, now)
+	require.Empty(t, f.Errs)
+	assert.Equal(t, "draft-6", f.Form)
+	assert.Equal(t, 5, f.PolicyLimit)
+	assert.Equal(t, time.Second, f.PolicyWindow)
+	assert.True(t, f.HasRemaining)
+	assert.Zero(t, f.Remaining)
+
+	// A dictionary that names no state is no RateLimit field at all.
+	h = http.Header{}
+	h.Set("RateLimit", "limit=5")
+	f = ParseFields(h, now)
+	require.Len(t, f.Errs, 1)
+	assert.ErrorContains(t, f.Errs[0], "not a structured list")
+}
+
 // A number out of range in a field is malformed, named in Errs, and sets
 // nothing: never wrapped (18446744074 s is 2^64 ns and 290 ms), never
 // negative.
@@ -154,6 +192,11 @@ func TestParseFieldsOutOfRange(t *testing.T) {
 		{"X-RateLimit-Reset", "9223372036854775807", "more than 253402300799"},
 		{"X-RateLimit-Reset", "253402300799", "an epoch instant"},
 		{"RateLimit-Limit", "18446744073709551617", "more than 9007199254740991"},
+		{"RateLimit-Policy", `-5;w=1`, "the quota -5: less than 0"},
+		{"RateLimit-Policy", `"p";w=1`, `the quota p is not an integer`},
+		{"RateLimit", `limit=5, remaining=-1, reset=1`, "remaining=-1: less than 0"},
+		{"RateLimit", `limit=5, remaining=4, reset=99999999999`, "reset=99999999999: more than 3153600000"},
+		{"RateLimit", `limit=5, remaining=(1 2), reset=1`, "remaining is an inner list"},
 	} {
 		h := http.Header{}
 		h.Set(tc.name, tc.value)
