@@ -138,7 +138,9 @@ func (s *Server) stopLocked() error {
 func waitReady(ctx context.Context, addr string, pid int, exited <-chan struct{}) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second})
+	// One dial a poll: go-redis would otherwise retry a refused dial
+	// five times, 100ms apart, before the poll could see the server.
+	client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second, DialerRetries: 1})
 	defer client.Close()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
