@@ -132,6 +132,7 @@ func (o *outage) phase(fault grade.StoreFault, faulted *bool) {
 		h.Fault("%s: %v", state, err)
 	}
 	*faulted = true
+	h.Note("store", state[len("store "):]+" by the grader")
 	slowest := o.calls(during, state)
 	if err := h.StoreFault(ctx, grade.StoreResume); err != nil {
 		h.Fault("ending the fault (%s): %v", state, err)
@@ -139,6 +140,7 @@ func (o *outage) phase(fault grade.StoreFault, faulted *bool) {
 	*faulted = false
 	back := time.Now()
 	o.awaitRecovery(state, fault)
+	h.Note("store", fmt.Sprintf("answering again; the limiter counted again %v later", time.Since(back).Round(time.Millisecond)))
 	o.took = append(o.took, fmt.Sprintf("%s: every call answered within %v, counting again %v after the store was back (phase %v)",
 		state, slowest.Round(time.Millisecond), time.Since(back).Round(time.Millisecond), time.Since(began).Round(time.Millisecond)))
 	o.afterwards(fault, during, kept)

@@ -14,6 +14,9 @@ import (
 
 // word is the answer as the timeline shows it.
 func (a outageAnswer) word() string {
+	if a.hung {
+		return "no answer"
+	}
 	got := fmt.Sprint(a.n)
 	if a.isAllow() {
 		got = engine.AllowedWord(a.ok)
@@ -50,7 +53,7 @@ func (o *outage) judge(a outageAnswer, state string) {
 	if a.hung || (a.expired && !o.inProcess && errors.Is(a.err, contract.ErrNoAnswer)) {
 		h.FailWith(result.Failure{Kind: result.KindHang, Operation: a.op, Got: "no answer", Want: o.want(a)},
 			fmt.Sprintf("%s: %s had not answered after %v (the store timeout %v, twice the slowest round trip %v, and a grace of %v): it hangs, where its policy (%s) wants %s; give the store client dial and read timeouts below the store timeout, honour the context, and never retry past it",
-				state, a.op, o.bound().Round(time.Millisecond), o.timeout, o.rtt.Round(time.Millisecond), o.grace(), o.policy, o.want(a)))
+				state, a.op, o.bound().Round(time.Millisecond), o.timeout, o.rtt.Round(100*time.Microsecond), o.grace(), o.policy, o.want(a)))
 	}
 	if p, ok := errors.AsType[*engine.TargetPanic](a.err); ok {
 		h.FailWith(result.Failure{Kind: result.KindPanic, Operation: a.op}, fmt.Sprintf("%s: %s panicked: %v", state, a.op, p))
