@@ -140,9 +140,9 @@ func (o *outage) phase(fault grade.StoreFault, faulted *bool) {
 	*faulted = false
 	back := time.Now()
 	o.awaitRecovery(state, fault)
-	h.Note("store", fmt.Sprintf("answering again; the limiter counted again %v later", time.Since(back).Round(time.Millisecond)))
+	h.Note("store", fmt.Sprintf("answering again; the limiter counted again %v later", shortly(time.Since(back))))
 	o.took = append(o.took, fmt.Sprintf("%s: every call answered within %v, counting again %v after the store was back (phase %v)",
-		state, slowest.Round(time.Millisecond), time.Since(back).Round(time.Millisecond), time.Since(began).Round(time.Millisecond)))
+		state, shortly(slowest), shortly(time.Since(back)), shortly(time.Since(began))))
 	o.afterwards(fault, during, kept)
 }
 
@@ -222,4 +222,13 @@ func (o *outage) collect(answers <-chan outageAnswer, n int) map[string]outageAn
 		}
 	}
 	return got
+}
+
+// shortly is d as a report shows it: to the millisecond, or to 100µs
+// below 10ms.
+func shortly(d time.Duration) time.Duration {
+	if d < 10*time.Millisecond {
+		return d.Round(100 * time.Microsecond)
+	}
+	return d.Round(time.Millisecond)
 }

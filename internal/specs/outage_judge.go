@@ -49,11 +49,18 @@ func (o *outage) want(a outageAnswer) string {
 // judge fails the spec unless a is what the policy answers, in time.
 func (o *outage) judge(a outageAnswer, state string) {
 	h := o.h
-	h.Note(a.op+" ["+state+"]", a.word()+" after "+a.took.Round(time.Millisecond).String())
+	h.Note(a.op+" ["+state+"]", a.word()+" after "+shortly(a.took).String())
 	if a.hung || (a.expired && !o.inProcess && errors.Is(a.err, contract.ErrNoAnswer)) {
 		h.FailWith(result.Failure{Kind: result.KindHang, Operation: a.op, Got: "no answer", Want: o.want(a)},
 			fmt.Sprintf("%s: %s had not answered after %v (the store timeout %v, twice the slowest round trip %v, and a grace of %v): it hangs, where its policy (%s) wants %s; give the store client dial and read timeouts below the store timeout, honour the context, and never retry past it",
-				state, a.op, o.bound().Round(time.Millisecond), o.timeout, o.rtt.Round(100*time.Microsecond), o.grace(), o.policy, o.want(a)))
+				state, a.op, shortly(o.bound()), o.timeout, shortly(o.rtt), o.grace(), o.policy, o.want(a)))
+	}
+	if !o.inProcess && !a.expired && errors.Is(a.err, contract.ErrNoAnswer) && a.took >= o.timeout {
+		// The call's own bound (--timeout) cut it, after the store
+		// timeout and before the grace ran out: neither an answer nor a
+		// hang.
+		h.NoAnswer(fmt.Sprintf("%s: %s, cut after %v by the client's own timeout (--timeout) before the store timeout %v and its grace had passed (raise --timeout above %v),",
+			state, a.op, shortly(a.took), o.timeout, shortly(o.bound())), a.err)
 	}
 	if p, ok := errors.AsType[*engine.TargetPanic](a.err); ok {
 		h.FailWith(result.Failure{Kind: result.KindPanic, Operation: a.op}, fmt.Sprintf("%s: %s panicked: %v", state, a.op, p))
@@ -114,7 +121,7 @@ func (o *outage) wantStoreError(a outageAnswer, state string) {
 // wrong fails the spec at answer a, which the policy does not give.
 func (o *outage) wrong(a outageAnswer, state, why string) {
 	o.h.FailWith(result.Failure{Kind: result.KindWrongAnswer, Operation: a.op, Got: a.word(), Want: o.want(a), Explanation: why},
-		fmt.Sprintf("%s: %s = %s after %v, want %s\n  %s", state, a.op, a.word(), a.took.Round(time.Millisecond), o.want(a), why))
+		fmt.Sprintf("%s: %s = %s after %v, want %s\n  %s", state, a.op, a.word(), shortly(a.took), o.want(a), why))
 }
 
 // awaitRecovery waits, once the store answers again, until the limiter
