@@ -123,7 +123,6 @@ func (o *outage) phase(fault grade.StoreFault, faulted *bool) {
 	}
 	ctx, cancel := context.WithTimeout(h.Context(), faultBound)
 	defer cancel()
-	began := time.Now()
 	if err := h.StoreFault(ctx, fault); err != nil {
 		if fault == grade.StoreFreeze && errors.Is(err, errors.ErrUnsupported) {
 			o.took = append(o.took, state+": not graded ("+err.Error()+")")
@@ -141,8 +140,7 @@ func (o *outage) phase(fault grade.StoreFault, faulted *bool) {
 	back := time.Now()
 	o.awaitRecovery(state, fault)
 	h.Note("store", fmt.Sprintf("answering again; the limiter counted again %v later", shortly(time.Since(back))))
-	o.took = append(o.took, fmt.Sprintf("%s: every call answered within %v, counting again %v after the store was back (phase %v)",
-		state, shortly(slowest), shortly(time.Since(back)), shortly(time.Since(began))))
+	o.took = append(o.took, fmt.Sprintf("%s: answers in ≤%v, counting again %v after it was back", state, shortly(slowest), shortly(time.Since(back))))
 	o.afterwards(fault, during, kept)
 }
 
