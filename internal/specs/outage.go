@@ -68,7 +68,9 @@ type outageAnswer struct {
 
 func storeOutage(h *engine.Harness) {
 	caps := h.Target().Capabilities
-	o := &outage{h: h, lim: h.Instance(0), policy: caps.OnStoreFailure(), legacy: caps.StoreFailure == "" && caps.FailOpen,
+	//lint:ignore SA1019 a target that still declares FailOpen is graded as it always was
+	legacy := caps.StoreFailure == "" && caps.FailOpen
+	o := &outage{h: h, lim: h.Instance(0), policy: caps.OnStoreFailure(), legacy: legacy,
 		timeout: h.Config().StoreTimeout, inProcess: len(h.Target().Addresses) == 0}
 	o.measure()
 	faulted := false
