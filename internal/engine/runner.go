@@ -466,9 +466,10 @@ func (r *runner) newH(ctx context.Context, t Target, s *Spec) *Harness {
 		env.Window = r.cfg.RealTimeWindow
 		h.oracle, _ = model.NewOracle(r.profile, env.MaxRequests, env.Window)
 	}
-	if slices.Contains(s.Needs, NeedOwnRedis) && r.ownsFaults(t) && env.Redis != nil {
-		// The instances of a spec that faults the store get a client that
-		// gives up within the store timeout (their Redis is the run's).
+	if slices.Contains(s.Needs, NeedOwnRedis) && env.Redis != nil && r.redis != nil {
+		// The instances of a spec that faults the store get a client of
+		// the run's Redis that gives up within the store timeout (a
+		// cluster's nodes keep the run's client).
 		if c, err := faultClient(r.redis.URL, r.cfg.StoreTimeout); err == nil {
 			env.Redis = c
 			h.closers = append(h.closers, c.Close)

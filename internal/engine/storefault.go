@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -83,6 +84,12 @@ func ownedFault(ctx context.Context, srv *redisenv.Server, fault grade.StoreFaul
 // while the store is stopped or frozen. Its pool checks a connection
 // before use, so a limiter on it finds the store again once it is back.
 func faultClient(url string, storeTimeout time.Duration) (*redis.Client, error) {
+	if strings.Contains(url, ",") {
+		return nil, errors.New("the run's Redis is a cluster")
+	}
+	if !strings.Contains(url, "://") {
+		url = "redis://" + url
+	}
 	opts, err := redis.ParseURL(url)
 	if err != nil {
 		return nil, fmt.Errorf("the run's Redis: %w", err)

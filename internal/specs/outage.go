@@ -125,14 +125,15 @@ func (o *outage) phase(fault grade.StoreFault, faulted *bool) {
 	}
 	ctx, cancel := context.WithTimeout(h.Context(), faultBound)
 	defer cancel()
+	*faulted = true // a fault that failed half-way is ended too
 	if err := h.StoreFault(ctx, fault); err != nil {
 		if fault == grade.StoreFreeze && errors.Is(err, errors.ErrUnsupported) {
+			*faulted = false
 			o.took = append(o.took, state+": not graded ("+err.Error()+")")
 			return
 		}
 		h.Fault("%s: %v", state, err)
 	}
-	*faulted = true
 	h.Note("store", state[len("store "):]+" by the grader")
 	slowest := o.calls(during, state)
 	if err := h.StoreFault(ctx, grade.StoreResume); err != nil {
