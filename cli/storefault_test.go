@@ -171,4 +171,13 @@ func TestStoreFlagsAreChecked(t *testing.T) {
 	code, _, errOut := rlconform(t, "serve", "--store-failure", "allow")
 	assert.Equal(t, ExitCannotRun, code)
 	assert.Contains(t, errOut, "go with --endpoint-mode")
+
+	// A policy the protocol does not know is the target's error: exit 2.
+	srv := httptest.NewServer(declaring(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte(`{"clock":false,"configure":true,"remaining":true,"reset":true}`))
+	}), "sometimes"))
+	t.Cleanup(srv.Close)
+	code, _, errOut = rlconform(t, "run", "--target", srv.URL)
+	assert.Equal(t, ExitCannotRun, code, errOut)
+	assert.Contains(t, errOut, `store_failure "sometimes": want "error", "allow" or "deny"`)
 }
