@@ -1,7 +1,7 @@
 # The two jobs the README opens with. Both get a real Redis first.
 GO ?= go
 
-.PHONY: conformance test test-full lint bench redis node-deps container-rung gateways arch-check api-check cards cards-update cards-deps
+.PHONY: conformance test test-full lint bench redis node-deps container-rung gateways arch-check api-check cards cards-update cards-deps cards-envoy
 
 ## conformance: grade the reference limiter against real Redis and print the table
 conformance: redis
@@ -35,18 +35,24 @@ lint:
 ## cards: grade every report card (docs/cards.md) with rlconform, one at a
 ## time, compare the verdicts with cards/expected.txt (a difference fails),
 ## and write docs/cards.md. About 15 minutes, mostly in real time.
-cards: redis gateways cards-deps
+cards: redis gateways cards-deps cards-envoy
 	cd cards && $(GO) run ./cmd/cards
 
 ## cards-update: the same, taking this run's verdicts as expected (after
 ## the card's notes say why)
-cards-update: redis gateways cards-deps
+cards-update: redis gateways cards-deps cards-envoy
 	cd cards && $(GO) run ./cmd/cards -update
 
-# PHP with Symfony RateLimiter, Ruby with rack-attack and puma, from
-# Debian's packages (scripts/ensure-cards).
+# PHP with Symfony RateLimiter, Ruby with rack-attack and puma, a JDK with
+# Guava, Python with limits and Flask-Limiter, from Debian's packages
+# (scripts/ensure-cards).
 cards-deps:
 	@./scripts/ensure-cards
+
+# Envoy's ratelimit service, built from its pinned commit into cards/.bin
+# (scripts/ensure-envoy); only make cards grades it.
+cards-envoy:
+	@GO=$(GO) ./scripts/ensure-envoy
 
 ## test-full: every test again under the race detector, with the full
 ## tier (RLCONFORM_FULL=1) of the packages that have one: every mutant,

@@ -405,16 +405,15 @@ func (f *runFlags) limiter(ctx context.Context, cfg *suite.Config, token string,
 // opened.
 func (f *runFlags) remote(ctx context.Context, cfg *suite.Config, token string, started *execed, stderr io.Writer) (suite.Target, func(), error) {
 	probeCtx, cancel := context.WithTimeout(ctx, 3*f.timeout)
-	began := time.Now()
 	target, err := targets.RemoteWith(probeCtx, f.targets, targets.RemoteOptions{Timeout: f.timeout, Token: token})
 	cancel()
 	if err != nil {
 		return suite.Target{}, nil, err
 	}
-	// The probe is a capabilities call and an allow and a remaining
-	// call per instance.
-	f.perCall = time.Since(began) / time.Duration(1+2*len(f.targets))
-	fmt.Fprintf(stderr, "rlconform: the target answers in about %v a call\n", f.perCall.Round(time.Millisecond))
+	probeCtx, cancel = context.WithTimeout(ctx, speedProbes*f.timeout)
+	times := timeCalls(probeCtx, f.targets[0], adapters.ClientOptions{Timeout: f.timeout, Token: token}, target.Capabilities.Remaining)
+	cancel()
+	f.perCall = callSpeed(times, stderr)
 	if started != nil {
 		// The run owns the service's Redis: it inspects the keys, and
 		// may stop it (robust/store-outage).

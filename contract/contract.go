@@ -77,7 +77,8 @@ const MaxWindowGranularity = time.Hour
 //     strict/linearizable). Any sequence of operations answers as the model
 //     does (strict/differential).
 //   - Every key the limiter writes carries a TTL that covers its newest
-//     entry and is at most a few windows, and lives under the limiter's
+//     entry and is at most a few windows (plus up to 5 minutes of spread
+//     against expiry storms), and lives under the limiter's
 //     prefix (robust/key-hygiene).
 //   - While its store is stopped or frozen, every call answers within the
 //     store timeout as the limiter's declared [StoreFailure] policy says:
@@ -147,7 +148,8 @@ func ValidateConfig(maxRequests int, window time.Duration) error {
 
 // ValidateCost returns an error wrapping [ErrInvalidCost] for a negative
 // cost: the one cost no limiter may take. A cost of 0 is valid (it
-// consumes nothing), and so is one above the limit (it is refused).
+// consumes nothing; a limiter may still refuse it as invalid), and so is
+// one above the limit (it is refused).
 func ValidateCost(n int) error {
 	if n < 0 {
 		return fmt.Errorf("%w: cost %d, want 0 or more", ErrInvalidCost, n)
@@ -169,7 +171,8 @@ func ValidateCost(n int) error {
 // (strict/cost-expiry-edge). AllowRequestN(ctx, u, 1) is
 // AllowRequest(ctx, u). A cost of 0 consumes nothing, and its answer is
 // not graded: some libraries allow it, some report whether one more would
-// fit (strict/cost-zero). A negative cost returns [ErrInvalidCost] and
+// fit, some refuse it as [ErrInvalidCost] (strict/cost-zero); any other
+// error fails. A negative cost returns [ErrInvalidCost] and
 // changes nothing (robust/cost-negative). A cost that can never fit
 // (above N, or above the burst of a bucket or GCRA) is refused or returns
 // ErrInvalidCost, and is never allowed (strict/cost-never-fit). Any

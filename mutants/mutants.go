@@ -94,6 +94,7 @@ func All() []Mutant {
 		{Name: "oversize-clamped", Breaks: "a limit above the bounds is taken and kept in 32 bits: cut to 2^31-1", CaughtBy: []string{"robust/invalid-config"}, NeedsRedis: true, New: OversizeClamped},
 		{Name: "plain-errors", Breaks: "invalid input gets errors that wrap none of the contract's sentinels", CaughtBy: []string{"robust/invalid-config", "robust/empty-user-id"}, NeedsRedis: true, New: PlainErrors},
 		{Name: "no-ttl", Breaks: "keys never expire", CaughtBy: []string{"robust/key-hygiene"}, NeedsRedis: true, New: NoTTL},
+		{Name: "ttl-a-day", Breaks: "keys live a day whatever the window: idle users cost memory for hours", CaughtBy: []string{"robust/key-hygiene"}, NeedsRedis: true, New: TTLADay},
 		{Name: "ttl-oldest-entry", Breaks: "the key's TTL runs until its oldest entry leaves, not its newest: later entries are lost with the key", CaughtBy: []string{"robust/key-hygiene"}, NeedsRedis: true, New: TTLOldestEntry},
 		{Name: "hangs-when-down", Breaks: "retries forever, ignoring the context, while Redis is down", CaughtBy: []string{"robust/store-outage"}, NeedsRedis: true, New: HangsWhenDown},
 		{Name: "allows-when-down", Breaks: "allows every request, silently, while Redis is down", CaughtBy: []string{"robust/store-outage"}, NeedsRedis: true, New: AllowsWhenDown},

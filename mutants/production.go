@@ -62,6 +62,13 @@ func TTLOldestEntry(s Store) (contract.RateLimiterContract, error) {
 	return newScripted(s, zsetScript, "ttl-oldest-entry")
 }
 
+// TTLADay sets every key's TTL to a day, whatever the window: keys
+// expire, but an idle user costs memory for hours, far beyond a few windows
+// and any spread against expiry storms. Caught by robust/key-hygiene.
+func TTLADay(s Store) (contract.RateLimiterContract, error) {
+	return newScripted(s, zsetScript, "ttl-a-day")
+}
+
 // HangsWhenDown retries a failed call forever with a fresh context, so a
 // Redis outage hangs every caller. Caught by robust/store-outage.
 func HangsWhenDown(s Store) (contract.RateLimiterContract, error) {

@@ -141,6 +141,9 @@ if record then
       redis.call("PEXPIRE", key, math.max(1, tonumber(oldest[2]) + window - now))
     elseif truncated then
       redis.call("PEXPIRE", key, window + 1000)
+    elseif fault("ttl-a-day") then
+      -- ttl-a-day: keys live a day whatever the window.
+      redis.call("PEXPIRE", key, 86400000)
     elseif not fault("no-ttl") then
       redis.call("PEXPIRE", key, window)
     end

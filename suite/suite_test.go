@@ -331,3 +331,45 @@ func TestCostDeclaredButMissingIsAFault(t *testing.T) {
 	}
 	assert.Equal(t, result.Undecided, rep.Verdict().Outcome, "a fault is no verdict on the limiter")
 }
+
+// zeroCost answers a request of cost 0 with err, and every other as its
+// limiter does.
+type zeroCost struct {
+	contract.CostLimiter
+	err error
+}
+
+func (z zeroCost) AllowRequestN(ctx context.Context, user string, n int) (bool, error) {
+	if n == 0 {
+		return false, z.err
+	}
+	return z.CostLimiter.AllowRequestN(ctx, user, n)
+}
+
+// A cost of 0 refused as invalid input (Guava's tryAcquire(0) throws)
+// consumes nothing, and passes strict/cost-zero; any other error fails it.
+func TestCostZeroMayBeInvalid(t *testing.T) {
+	for name, tc := range map[string]struct {
+		err  error
+		want result.Status
+	}{
+		"ErrInvalidCost": {fmt.Errorf("tryAcquire(0): %w", contract.ErrInvalidCost), result.Passed},
+		"another error":  {errors.New("script error"), result.Failed},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := targets.Model()
+			target := m
+			target.New = func(ctx context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
+				lim, closer, err := m.New(ctx, env)
+				if err != nil {
+					return nil, nil, err
+				}
+				return zeroCost{lim.(contract.CostLimiter), tc.err}, closer, nil
+			}
+			rep, err := suite.Check(context.Background(), suite.Config{IDs: []string{"strict/cost-zero"}}, target)
+			require.NoError(t, err)
+			require.Len(t, rep.Results, 1)
+			assert.Equal(t, tc.want, rep.Results[0].Status, rep.Results[0].Message)
+		})
+	}
+}

@@ -5,24 +5,17 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/rlconform/rlconform/internal/stall"
 )
 
 // sampleSize bounds the call times inFlight keeps for their median: the
 // last sampleSize calls' (8 KiB, whatever the number of calls).
 const sampleSize = 1024
 
-// stallAfter is how long a call takes to be a stall when the median call
-// is quick (under stallMedian): about the 1 s a lost SYN waits for its
-// first retransmission (3 s for the second), a connection the target's
-// listen backlog had no room for.
-const (
-	stallAfter  = 900 * time.Millisecond
-	stallMedian = 50 * time.Millisecond
-)
-
 // inFlight tracks the calls to a target that have not returned, and how
 // long the returned ones took: in all, the last sampleSize of them, and
-// the stalls (calls of stallAfter or more), counted exactly.
+// the stalls (calls of stall.After or more), counted exactly.
 type inFlight struct {
 	mu       sync.Mutex
 	started  map[int64]time.Time
@@ -33,7 +26,7 @@ type inFlight struct {
 	stalls   stalls
 }
 
-// stalls are the calls that took stallAfter or more: how many, the
+// stalls are the calls that took stall.After or more: how many, the
 // shortest, the longest and their total time.
 type stalls struct {
 	n                   int
@@ -87,7 +80,7 @@ func (f *inFlight) end(id int64, sent time.Time) {
 func (f *inFlight) sample(took time.Duration) {
 	f.recent[f.returned%sampleSize] = took
 	f.returned++
-	if took >= stallAfter {
+	if took >= stall.After {
 		s := &f.stalls
 		if s.n == 0 || took < s.least {
 			s.least = took
@@ -115,23 +108,16 @@ func (f *inFlight) stats() (oldest time.Duration, c callTimes) {
 
 // connectionStalls names what a few stalled calls among quick ones are,
 // or "" when the calls' times show no such thing: some calls took
-// stallAfter or more (about 1 s, or 3 s: a SYN's retransmissions) while
-// the median call took under stallMedian, and the stalls took at least
+// stall.After or more (about 1 s, or 3 s: a SYN's retransmissions) while
+// the median call took under stall.QuickMedian, and the stalls took at least
 // half of the calls' time. That is a connection that waited for room in
 // the target's listen backlog (or a proxy that opens a connection per
 // request), not the limiter's speed.
 func connectionStalls(c callTimes) string {
 	s := c.stalls
-	if s.n == 0 || c.median >= stallMedian || 2*s.summed < c.total {
+	if s.n == 0 || c.median >= stall.QuickMedian || 2*s.summed < c.total {
 		return ""
 	}
-	took := fmt.Sprintf("about %v", (s.summed / time.Duration(s.n)).Round(100*time.Millisecond))
-	if s.most-s.least >= 500*time.Millisecond {
-		took = fmt.Sprintf("%v to %v", s.least.Round(100*time.Millisecond), s.most.Round(100*time.Millisecond))
-	}
 	return fmt.Sprintf("%d calls stalled %s (%v of the %v the calls took) while the median call took %v: connection stalls (a listen backlog too small, or a proxy opening a connection per request), not the limiter's speed",
-		s.n, took, s.summed.Round(time.Millisecond), c.total.Round(time.Millisecond), c.median.Round(100*time.Microsecond))
+		s.n, stall.Took(s.n, s.least, s.most, s.summed), s.summed.Round(time.Millisecond), c.total.Round(time.Millisecond), c.median.Round(100*time.Microsecond))
 }
-
-// stallHint is what to do about connection stalls.
-const stallHint = "raise the listen backlog (listen(…, 128); Python's socketserver: request_queue_size = 128) or keep connections alive (HTTP/1.1 keep-alive, a pooled client in a proxy)"

@@ -94,9 +94,15 @@ func (h *Harness) AllowZero(user string) {
 		})
 	}
 	ok, err := lim.AllowRequestN(h.ctx, user, 0)
+	if errors.Is(err, contract.ErrInvalidCost) {
+		// Refused as invalid input (Guava's tryAcquire(0) throws), which
+		// consumes nothing: as honest as an answer.
+		h.Record(0, now, op, "invalid cost (not graded)")
+		return
+	}
 	if err != nil {
 		h.Record(0, now, op, "error")
-		h.FailStep(0, now, op, "", "an answer (a cost of 0 is valid and consumes nothing)", "", err)
+		h.FailStep(0, now, op, "", "an answer or ErrInvalidCost (a cost of 0 consumes nothing)", "", err)
 	}
 	h.Record(0, now, op, AllowedWord(ok)+" (not graded)")
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rlconform/rlconform/fakeclock"
+	"github.com/rlconform/rlconform/internal/stall"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/redisenv"
 	"github.com/rlconform/rlconform/result"
@@ -368,8 +369,8 @@ func (r *runner) outOfTime(t Target, times callTimes, res *result.Result) string
 	}
 	if stalled := connectionStalls(times); stalled != "" {
 		summary := fmt.Sprintf("did not finish within %v: the target answered all %d calls, but %s; %s: not wrong",
-			limit, returned, stalled, stallHint)
-		res.Status, res.Failure = result.Inconclusive, &result.Failure{Kind: result.KindSlow, Summary: summary, Hint: stallHint}
+			limit, returned, stalled, stall.Hint)
+		res.Status, res.Failure = result.Inconclusive, &result.Failure{Kind: result.KindSlow, Summary: summary, Hint: stall.Hint}
 		return summary
 	}
 	summary := fmt.Sprintf("did not finish within %v: the target answered all %d calls, but slowly (%v a call on average%s): too slow to grade, not wrong",
@@ -429,7 +430,7 @@ func (r *runner) storeFault(ctx context.Context) string {
 // the run; "" means go on.
 func (r *runner) afterSpec(ctx context.Context, t Target, res *result.Result) string {
 	if res.Status == result.Inconclusive && res.Failure != nil && res.Failure.Kind == result.KindSlow {
-		if res.Failure.Hint == stallHint {
+		if res.Failure.Hint == stall.Hint {
 			return fmt.Sprintf("%s stalled on its connections (%s)", t.Name, res.Failure.Summary)
 		}
 		return fmt.Sprintf("%s is too slow to grade (%s): raise the spec timeout (--spec-timeout), or grade it where it answers faster", t.Name, res.Failure.Summary)
@@ -615,13 +616,17 @@ type roundTrips struct {
 
 // measureMargin times a few calls of instance 0 and returns how far from a
 // window edge real-time specs aim: eight times the slowest round trip plus
-// 10ms, at least 20ms. When that is more than a fifth of the real-time
+// 10ms, at least 20ms. A round trip that stalled (about a second among
+// quick ones: stall.Split) is left out of the margin, and the report
+// names the stalls: they are a connection waiting for room in the
+// target's listen backlog, not its speed, and an answer they delay is
+// only undecided. When the margin is more than a fifth of the real-time
 // window, the window is raised for the rest of the run, and the report
 // says so.
 func (h *Harness) measureMargin() *roundTrips {
 	lim := h.Instance(0)
 	probe := h.User("rtt-probe")
-	var slowest time.Duration
+	times := make([]time.Duration, 0, 5)
 	for range 5 {
 		began := time.Now()
 		if h.target.Capabilities.Remaining {
@@ -629,17 +634,23 @@ func (h *Harness) measureMargin() *roundTrips {
 		} else {
 			lim.AllowRequest(h.ctx, probe)
 		}
-		slowest = max(slowest, time.Since(began))
+		times = append(times, time.Since(began))
 	}
+	quick, _ := stall.Split(times)
+	slowest := slices.Max(quick)
 	m := &roundTrips{margin: max(20*time.Millisecond, 8*slowest+10*time.Millisecond), at: time.Now(), window: h.cfg.RealTimeWindow}
 	if w := m.window; m.margin > w/5 && !h.target.Capabilities.Configure {
 		// The window is the target's own: it cannot be raised.
-		m.note = fmt.Sprintf("the slowest of 5 round trips took %v, slow for the window %v: answers near its edges will be undecided, and specs that decide nothing inconclusive",
-			slowest.Round(time.Millisecond), w)
+		m.note = fmt.Sprintf("the slowest of %d round trips took %v, slow for the window %v: answers near its edges will be undecided, and specs that decide nothing inconclusive",
+			len(quick), slowest.Round(time.Millisecond), w)
 	} else if m.margin > w/5 {
 		m.window = raisedWindow(m.margin, h.run.granularity)
-		m.note = fmt.Sprintf("the real-time window was raised from %v to %v: the slowest of 5 round trips took %v, too slow to aim within %v of a window edge",
-			w, m.window, slowest.Round(time.Millisecond), w/5)
+		m.note = fmt.Sprintf("the real-time window was raised from %v to %v: the slowest of %d round trips took %v, too slow to aim within %v of a window edge",
+			w, m.window, len(quick), slowest.Round(time.Millisecond), w/5)
+	}
+	if stalled := stall.Describe(times); stalled != "" {
+		// Said first: it explains the rest.
+		m.note = strings.TrimSuffix(fmt.Sprintf("of the round trips timed for the real-time margin, %s; the margin is from the others, and answers a stall delays are undecided (%s). %s", stalled, stall.Hint, m.note), " ")
 	}
 	return m
 }

@@ -32,7 +32,7 @@ func costSpecs() []engine.Spec {
 			Hint:            "compare the cost with what a full quota holds: a request above it must be denied (or return contract.ErrInvalidCost; over HTTP, 400), not admitted in part nor clamped to the limit",
 			HintAllProfiles: true},
 		{ID: "strict/cost-zero", Level: result.Strict, Needs: cost, MinDecided: 1,
-			Rule:            "a request of cost 0 consumes nothing (its answer is not graded)",
+			Rule:            "a request of cost 0 consumes nothing (its answer, or ErrInvalidCost, is not graded)",
 			Run:             costZero,
 			Hint:            "a request of cost 0 must log nothing and count nothing: a loop that logs at least one entry, or a counter incremented before the cost is read, spends quota the caller never asked for",
 			HintAllProfiles: true},

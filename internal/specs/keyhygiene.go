@@ -12,6 +12,14 @@ import (
 	"github.com/rlconform/rlconform/redisenv"
 )
 
+// expirySpread is how much longer than a few windows a key may live: a
+// TTL spread on purpose so that keys written together do not expire
+// together (Envoy's ratelimit adds up to EXPIRATION_JITTER_MAX_SECONDS,
+// 300 s by default, to every key's). It costs memory for minutes of idle
+// users, bounded, which is a choice; a key that lives on for hours or
+// never expires is a leak.
+const expirySpread = 5 * time.Minute
+
 // keyHygiene judges the keys that appear under the prefix during the
 // spec, each against the configuration in force when it was written (this
 // spec changes none): a prefix shared across specs also holds what the
@@ -35,7 +43,7 @@ func keyHygiene(h *engine.Harness) {
 		// late; how early is judged on keys that name their user.
 		deadline = nil
 	}
-	judgeTTLs(h, keys, users[:2], deadline, 3*max(h.W(), longest)+time.Second)
+	judgeTTLs(h, keys, users[:2], deadline, 3*max(h.W(), longest)+time.Second+expirySpread)
 	keysOutsidePrefix(h)
 }
 
@@ -151,7 +159,7 @@ func judgeTTLs(h *engine.Harness, keys, users []string, deadline map[string]time
 		case ttl == -1:
 			h.Failf("key %q has no TTL (PTTL = -1): every idle user's key is a leak", k)
 		case ttl > ceiling:
-			h.Failf("key %q has a TTL of %v, more than a few windows (W = %v): idle users cost memory long after their entries expired", k, ttl, h.W())
+			h.Failf("key %q has a TTL of %v, more than a few windows (W = %v) and %v of spread: idle users cost memory long after their entries expired", k, ttl, h.W(), expirySpread)
 		}
 		u := ownerOf(k, users)
 		d, ok := deadline[u]

@@ -275,75 +275,24 @@ func resetRace(h *engine.Harness) {
 	}
 	for round := range 3 {
 		u := h.User(fmt.Sprintf("u%d", round))
-		var (
-			mu       sync.Mutex
-			resetEnd time.Time
-			after    int // allowed requests that began after Reset returned
-			sentLate int // requests that began after Reset returned
-			allowed  int // allowed requests in all
-			errs     []error
-			wg       sync.WaitGroup
-		)
-		started := make(chan struct{})
 		roundStart := time.Now()
-		// Each goroutine goes on until 6N requests in all began after Reset
-		// returned (so a late effect of Reset has requests to show in), or
-		// it sent 40N.
-		for g := range 8 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := 0; i < 40*h.N(); i++ {
-					if g == 0 && i == h.N() {
-						close(started)
-					}
-					mu.Lock()
-					enough := sentLate >= 6*h.N()
-					mu.Unlock()
-					if enough {
-						return
-					}
-					began := time.Now()
-					ok, err := instances[(g+i)%len(instances)].AllowRequest(h.Context(), u)
-					mu.Lock()
-					if err != nil {
-						errs = append(errs, err)
-					}
-					if ok {
-						allowed++
-					}
-					if !resetEnd.IsZero() && began.After(resetEnd) {
-						sentLate++
-						if ok {
-							after++
-						}
-					}
-					mu.Unlock()
-				}
-			}()
-		}
-		<-started
-		err := instances[0].Reset(h.Context(), u)
-		mu.Lock()
-		resetEnd = time.Now()
-		mu.Unlock()
-		wg.Wait()
+		t := raceReset(h, instances, u)
 		h.Note(fmt.Sprintf("8 goroutines × AllowRequest(%s), Reset(%s) in the middle", h.Short(u), h.Short(u)),
-			fmt.Sprintf("%d allowed in all; %d of the %d that began after Reset returned", allowed, after, sentLate))
-		if errors.Is(err, contract.ErrNoAnswer) {
-			h.NoAnswer(fmt.Sprintf("Reset(%s) during requests", h.Short(u)), err)
+			fmt.Sprintf("%d allowed in all; %d of the %d that began after Reset returned", t.allowed, t.after, t.sentLate))
+		if errors.Is(t.resetErr, contract.ErrNoAnswer) {
+			h.NoAnswer(fmt.Sprintf("Reset(%s) during requests", h.Short(u)), t.resetErr)
 		}
-		if err != nil {
-			h.Failf("Reset(%s) during requests: %v", h.Short(u), err)
+		if t.resetErr != nil {
+			h.Failf("Reset(%s) during requests: %v", h.Short(u), t.resetErr)
 		}
-		if first, n := engine.NoAnswers(errs); n > 0 {
+		if first, n := engine.NoAnswers(t.errs); n > 0 {
 			// Each may have been allowed or not: the round proves nothing.
 			h.CountUndecided(1)
 			h.Note(fmt.Sprintf("round %d: %d requests got no answer (first: %v)", round+1, n, first), "undecided")
 			continue
 		}
-		if len(errs) > 0 {
-			h.Failf("%d requests failed during the race, first: %v", len(errs), errs[0])
+		if len(t.errs) > 0 {
+			h.Failf("%d requests failed during the race, first: %v", len(t.errs), t.errs[0])
 		}
 		if h.RealTime() {
 			// Without a clock the bounds hold only if no entry of the round
@@ -356,18 +305,82 @@ func resetRace(h *engine.Harness) {
 		}
 		h.CountDecided(1)
 		burst := burst(h)
-		if allowed > 2*burst {
+		if t.allowed > 2*burst {
 			h.Failf("%d requests were allowed in all, with the clock standing still and one Reset(%s): want at most %d (%d before the Reset, %d after it, in any serial order)",
-				allowed, h.Short(u), 2*burst, burst, burst)
+				t.allowed, h.Short(u), 2*burst, burst, burst)
 		}
-		if after > burst {
+		if t.after > burst {
 			h.Failf("%d requests that began after Reset(%s) returned were allowed, with the clock standing still: want at most %d",
-				after, h.Short(u), burst)
+				t.after, h.Short(u), burst)
 		}
 		if !h.RealTime() {
 			h.Advance(h.W())
 		}
 	}
+}
+
+// raceTally is what one round of resetRace saw: the requests allowed in
+// all, those that began after Reset returned and how many of them were
+// allowed, the requests' errors and Reset's.
+type raceTally struct {
+	allowed, after, sentLate int
+	errs                     []error
+	resetErr                 error
+}
+
+// raceReset sends u's requests from 8 goroutines, round robin over
+// instances, and calls Reset(u) once N of them have been sent. Each
+// goroutine goes on until 6N requests in all began after Reset returned
+// (so a late effect of Reset has requests to show in), or it sent 40N.
+func raceReset(h *engine.Harness, instances []contract.RateLimiterContract, u string) raceTally {
+	var (
+		mu       sync.Mutex
+		t        raceTally
+		resetEnd time.Time
+		wg       sync.WaitGroup
+	)
+	started := make(chan struct{})
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 40*h.N(); i++ {
+				if g == 0 && i == h.N() {
+					close(started)
+				}
+				mu.Lock()
+				enough := t.sentLate >= 6*h.N()
+				mu.Unlock()
+				if enough {
+					return
+				}
+				began := time.Now()
+				ok, err := instances[(g+i)%len(instances)].AllowRequest(h.Context(), u)
+				mu.Lock()
+				if err != nil {
+					t.errs = append(t.errs, err)
+				}
+				if ok {
+					t.allowed++
+				}
+				if !resetEnd.IsZero() && began.After(resetEnd) {
+					t.sentLate++
+					if ok {
+						t.after++
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	<-started
+	err := instances[0].Reset(h.Context(), u)
+	mu.Lock()
+	resetEnd = time.Now()
+	mu.Unlock()
+	wg.Wait()
+	t.resetErr = err
+	return t
 }
 
 // burst is how many requests a fresh user gets at one instant: N for the

@@ -32,10 +32,22 @@ type card struct {
 	// started by the cards and graded as one --target (no store: no key
 	// hygiene, no store outage to grade).
 	Memory string
+	// Serve is, like Memory, a limiter that keeps its state in its
+	// process, served by another language: a command (run by sh, {dir}:
+	// cards/) that serves protocol v1 on 127.0.0.1:$PORT, started by the
+	// cards and graded as one --target.
+	Serve string
 	// Endpoint starts an HTTP service limiting X-User to 5 per Window
 	// (default 1s).
 	Endpoint func(g *grader, redisURL, prefix string, window time.Duration) (url string, stop func(), err error)
 	Window   time.Duration
+	// Identity, for an endpoint, replaces "--identity header:X-User":
+	// the flags that put the user into its requests and read its
+	// answers ({dir}: cards/).
+	Identity []string
+	// InspectStore gives an endpoint's runs its Redis (--store-url,
+	// --store-prefix), for robust/key-hygiene.
+	InspectStore bool
 	// Profile is the library's own algorithm, as rlconform names it.
 	Profile string
 	// RunFlags are added to identify and both runs.
@@ -98,6 +110,23 @@ var cards = []card{
 	{Name: "rack-attack", Library: "rack-attack throttle (RedisProxy)", Debian: []string{"ruby-rack-attack", "ruby-redis", "puma"},
 		Served:   "endpoint: Rack::Attack under puma, 2 workers × 4 threads, discriminator X-User",
 		Endpoint: rackAttack, Profile: "fixed-window:align=epoch,count-denied=true,query=read"},
+	{Name: "envoy-ratelimit", Library: "envoyproxy/ratelimit (Redis, its HTTP /json endpoint)", Version: envoyVersion,
+		Served:   "endpoint: its POST /json, the user in the body's descriptor, the state read from the body",
+		Endpoint: envoyRatelimit, Profile: "fixed-window:align=epoch,count-denied=true,query=read", InspectStore: true,
+		Identity: []string{"--body", "{dir}/envoy/request.json", "--identity", "json:/descriptors/0/entries/0/value",
+			"--fields", "json:/statuses/0/limitRemaining,/statuses/0/durationUntilReset,/statuses/0/currentLimit"}},
+	{Name: "guava", Library: "Guava RateLimiter.create (SmoothBursty)", Debian: []string{"libguava-java", "openjdk-17-jdk-headless"},
+		Served: "protocol v1 shim on the JDK's com.sun.net.httpserver, a RateLimiter per user, clock control through its SleepingStopwatch",
+		Serve:  "{dir}/java/serve", Profile: "gcra:burst=1"},
+	{Name: "limits-fixed-window", Library: "python limits FixedWindowRateLimiter (RedisStorage)", Debian: []string{"python3-limits", "python3-redis"},
+		Served: "protocol v1 shim on http.server, 2 instances on one Redis",
+		Exec:   "CARD_STRATEGY=fixed-window {dir}/python/serve", Instances: 2, Profile: "fixed-window:align=first-hit,count-denied=true,query=read"},
+	{Name: "limits-moving-window", Library: "python limits MovingWindowRateLimiter (RedisStorage)", Debian: []string{"python3-limits", "python3-redis"},
+		Served: "protocol v1 shim on http.server, 2 instances on one Redis",
+		Exec:   "CARD_STRATEGY=moving-window {dir}/python/serve", Instances: 2, Profile: "sliding-log"},
+	{Name: "flask-limiter", Library: "Flask-Limiter (fixed-window, Redis storage, headers enabled)", Debian: []string{"python3-flask-limiter", "python3-limits", "python3-flask"},
+		Served:   "endpoint: a Flask app under werkzeug's threaded server, key_func X-User",
+		Endpoint: flaskLimiter, Profile: "fixed-window:align=first-hit,count-denied=true,query=read"},
 	{Name: "nginx", Library: "nginx limit_req rate=5r/s burst=4 nodelay", Binary: []string{"/usr/sbin/nginx", "-v"}, Served: "endpoint: gateways/nginx.conf.tmpl",
 		Endpoint: nginx, Profile: "gcra"},
 	{Name: "haproxy", Library: "HAProxy http_req_rate(1s) gt 5", Binary: []string{"/usr/sbin/haproxy", "-v"}, Served: "endpoint: gateways/haproxy.cfg.tmpl",
@@ -137,6 +166,17 @@ func rackAttack(g *grader, redisURL, prefix string, _ time.Duration) (string, fu
 	}
 	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
 	stop, err := g.process([]string{filepath.Join(g.dir, "ruby", "serve")}, serviceEnv(port, redisURL, prefix), url)
+	return url, stop, err
+}
+
+func flaskLimiter(g *grader, redisURL, prefix string, window time.Duration) (string, func(), error) {
+	port, err := freePort()
+	if err != nil {
+		return "", nil, err
+	}
+	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
+	env := append(serviceEnv(port, redisURL, prefix), "CARD_LIMIT=5", fmt.Sprintf("CARD_PERIOD=%d", int(window.Seconds())))
+	stop, err := g.process([]string{filepath.Join(g.dir, "python", "serve-flask")}, env, url)
 	return url, stop, err
 }
 

@@ -168,22 +168,37 @@ type graded struct {
 
 // identifyReport is as much of identify's JSON as the cards read.
 type identifyReport struct {
-	Outcome string `json:"outcome"`
-	Fits    []struct {
-		Profile       string   `json:"profile"`
-		Description   string   `json:"description"`
-		SameDecisions []string `json:"same_decisions"`
-	} `json:"fits"`
-	Burst int `json:"burst"`
-	exit  int
-	text  string
+	Outcome string          `json:"outcome"`
+	Fits    []identifiedFit `json:"fits"`
+	Burst   int             `json:"burst"`
+	exit    int
+	text    string
+}
+
+// identifiedFit is one profile identify found, as the cards read it.
+type identifiedFit struct {
+	Profile string `json:"profile"`
+	// Name is the profile with the parameters no probe decided as "?"
+	// (count-denied=?): what identify found, no more (empty in the
+	// reports of versions before it).
+	Name          string   `json:"name"`
+	Description   string   `json:"description"`
+	SameDecisions []string `json:"same_decisions"`
+}
+
+// shown is the fit as a verdict names it: its Name, else its Profile.
+func (f identifiedFit) shown() string {
+	if f.Name != "" {
+		return f.Name
+	}
+	return f.Profile
 }
 
 // name is the identification in a line.
 func (r identifyReport) name() string {
 	var fits []string
 	for _, f := range r.Fits {
-		fits = append(fits, f.Profile)
+		fits = append(fits, f.shown())
 	}
 	if len(fits) == 0 {
 		return r.Outcome
@@ -238,10 +253,10 @@ func (g *grader) grade(c card) (*graded, error) {
 	began := time.Now()
 	g.card, g.n, g.total = c.Name, 0, 0
 	r := &graded{card: c, version: c.version()}
-	target, stop := []string{"--from"}, func() {}
+	target, inspect, stop := []string{"--from"}, []string(nil), func() {}
 	if g.from == "" {
 		var err error
-		if target, stop, err = g.target(c); err != nil {
+		if target, inspect, stop, err = g.target(c); err != nil {
 			return nil, err
 		}
 	}
@@ -253,7 +268,7 @@ func (g *grader) grade(c card) (*graded, error) {
 	for _, profile := range []string{c.Profile, "sliding-log"} {
 		var rep runReport
 		args := append([]string{"run", "--level", "all", "--profile", profile, "--report-dir", g.tmp}, target...)
-		args = append(args, c.RunFlags...)
+		args = append(append(args, inspect...), c.RunFlags...)
 		if err := g.cli(args, &rep, &rep.exit, &rep.text); err != nil {
 			return nil, err
 		}
@@ -311,8 +326,9 @@ func (g *grader) cli(args []string, v any, exit *int, text *string) error {
 }
 
 // target starts what the card needs and returns the flags that name it
-// to rlconform, and how to stop it.
-func (g *grader) target(c card) ([]string, func(), error) {
+// to rlconform, those that let a run read its keys (an endpoint card that
+// inspects its store), and how to stop it.
+func (g *grader) target(c card) (flags, inspect []string, stop func(), err error) {
 	switch {
 	case c.Exec != "":
 		cmd := strings.NewReplacer("{card}", g.shim, "{dir}", g.dir).Replace(c.Exec)
@@ -320,38 +336,59 @@ func (g *grader) target(c card) ([]string, func(), error) {
 		if c.Instances > 1 {
 			args = append(args, "--instances", strconv.Itoa(c.Instances))
 		}
-		return args, func() {}, nil
-	case c.Memory != "":
+		return args, nil, func() {}, nil
+	case c.Memory != "" || c.Serve != "":
 		port, err := freePort()
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		base := fmt.Sprintf("http://127.0.0.1:%d", port)
-		stop, err := g.process([]string{g.shim, c.Memory}, []string{fmt.Sprintf("PORT=%d", port)}, base+"/rlc/v1/capabilities")
-		if err != nil {
-			return nil, nil, err
+		argv := []string{g.shim, c.Memory}
+		if c.Serve != "" {
+			argv = []string{"sh", "-c", strings.ReplaceAll(c.Serve, "{dir}", g.dir)}
 		}
-		return []string{"--target", base}, stop, nil
+		stop, err := g.process(argv, []string{fmt.Sprintf("PORT=%d", port)}, base+"/rlc/v1/capabilities")
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return []string{"--target", base}, nil, stop, nil
 	case c.Endpoint != nil:
-		red, err := redisenv.Start(g.ctx)
-		if err != nil {
-			return nil, nil, fmt.Errorf("a Redis for the endpoint: %w", err)
-		}
-		window := c.Window
-		if window == 0 {
-			window = time.Second
-		}
-		url, stop, err := c.Endpoint(g, red.URL, "rlc-card:", window)
-		if err != nil {
-			red.Close()
-			return nil, nil, err
-		}
-		return []string{"--endpoint", url, "--identity", "header:X-User", "--policy", fmt.Sprintf("5/%v", window)}, func() {
-			stop()
-			red.Close()
-		}, nil
+		return g.endpoint(c)
 	}
-	return nil, func() {}, nil // the built-in reference
+	return nil, nil, func() {}, nil // the built-in reference
+}
+
+// endpoint starts an endpoint card on a Redis of its own.
+func (g *grader) endpoint(c card) (flags, inspect []string, stop func(), err error) {
+	red, err := redisenv.Start(g.ctx)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("a Redis for the endpoint: %w", err)
+	}
+	window := c.Window
+	if window == 0 {
+		window = time.Second
+	}
+	const prefix = "rlc-card:"
+	url, stopService, err := c.Endpoint(g, red.URL, prefix, window)
+	if err != nil {
+		red.Close()
+		return nil, nil, nil, err
+	}
+	identity := []string{"--identity", "header:X-User"}
+	if c.Identity != nil {
+		identity = c.Identity
+	}
+	flags = []string{"--endpoint", url, "--policy", fmt.Sprintf("5/%v", window)}
+	for _, f := range identity {
+		flags = append(flags, strings.ReplaceAll(f, "{dir}", g.dir))
+	}
+	if c.InspectStore {
+		inspect = []string{"--store-url", red.URL, "--store-prefix", prefix}
+	}
+	return flags, inspect, func() {
+		stopService()
+		red.Close()
+	}, nil
 }
 
 // process starts argv with env added, waits until url answers, and

@@ -78,7 +78,7 @@ func identifyLine(r identifyReport) string {
 	}
 	var fits []string
 	for _, f := range r.Fits {
-		s := "`" + f.Profile + "` (" + f.Description + ")"
+		s := "`" + f.shown() + "` (" + f.Description + ")"
 		if len(f.SameDecisions) > 0 {
 			s += ", deciding as `" + strings.Join(f.SameDecisions, "`, `") + "`"
 		}

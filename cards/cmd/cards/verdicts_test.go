@@ -61,11 +61,7 @@ func TestCompareRun(t *testing.T) {
 func TestCompareIdentifyAndMissing(t *testing.T) {
 	c, _ := byName("x-time-rate")
 	g := &graded{card: c, identify: identifyReport{Outcome: "identified"}, runs: []runReport{report(t, "token-bucket", "a/x=pass")}}
-	g.identify.Fits = append(g.identify.Fits, struct {
-		Profile       string   `json:"profile"`
-		Description   string   `json:"description"`
-		SameDecisions []string `json:"same_decisions"`
-	}{Profile: "token-bucket"})
+	g.identify.Fits = append(g.identify.Fits, identifiedFit{Profile: "token-bucket"})
 	want := map[[2]string]string{{"x-time-rate", "identify"}: "identified token-bucket", {"x-time-rate", "run token-bucket"}: "fails: -"}
 	if d := compare(want, []*graded{g}); len(d) != 0 {
 		t.Errorf("compare = %q, want no difference", d)
@@ -74,6 +70,26 @@ func TestCompareIdentifyAndMissing(t *testing.T) {
 	if d := compare(want, []*graded{g}); len(d) != 1 || !strings.Contains(d[0], `"identified token-bucket", expected "identified gcra:burst=limit"`) {
 		t.Errorf("compare = %q, want the identification's difference", d)
 	}
+	// Ambiguous among fits that include the expected one: undecided in
+	// real time, no difference; ambiguous among others, a difference.
+	want[[2]string{"x-time-rate", "identify"}] = "identified token-bucket"
+	g.identify.Outcome = "ambiguous"
+	g.identify.Fits = append(g.identify.Fits, g.identify.Fits[0])
+	g.identify.Fits[1].Profile = "gcra:burst=limit"
+	if d := compare(want, []*graded{g}); len(d) != 0 {
+		t.Errorf("compare = %q, want no difference for an ambiguity that includes the expected fit", d)
+	}
+	g.identify.Fits[0].Name = "token-bucket:capacity=?"
+	want[[2]string{"x-time-rate", "identify"}] = "identified token-bucket:capacity=?"
+	if d := compare(want, []*graded{g}); len(d) != 0 {
+		t.Errorf("compare = %q, want no difference for an ambiguity that includes the expected fit, by its name", d)
+	}
+	g.identify.Fits[0].Name = ""
+	want[[2]string{"x-time-rate", "identify"}] = "identified fixed-window"
+	if d := compare(want, []*graded{g}); len(d) != 1 || !strings.Contains(d[0], `"ambiguous token-bucket | gcra:burst=limit", expected "identified fixed-window"`) {
+		t.Errorf("compare = %q, want the identification's difference", d)
+	}
+	g.identify.Outcome, g.identify.Fits = "identified", g.identify.Fits[:1]
 	// The sliding log's run, for reference, is compared by its outcome.
 	g.runs = append(g.runs, report(t, "sliding-log", "a/x=fail"))
 	want[[2]string{"x-time-rate", "identify"}] = "identified token-bucket"
@@ -127,5 +143,24 @@ func TestExpectedRoundTrip(t *testing.T) {
 	}
 	if _, err := readExpected(path); err == nil {
 		t.Error("readExpected took a malformed line")
+	}
+}
+
+// An identification names the parameters no probe decided as "?", as
+// identify's headline does, never a value it picked among equals.
+func TestIdentifyVerdictShowsUndecidedParameters(t *testing.T) {
+	r := identifyReport{Outcome: "identified", Fits: []identifiedFit{{
+		Profile: "fixed-window:align=epoch,count-denied=false,query=read",
+		Name:    "fixed-window:align=?,count-denied=?,query=read",
+	}}}
+	if got, want := r.name(), "identified fixed-window:align=?,count-denied=?,query=read"; got != want {
+		t.Errorf("name() = %q, want %q", got, want)
+	}
+	if got := identifyLine(r); !strings.Contains(got, "`fixed-window:align=?,count-denied=?,query=read`") {
+		t.Errorf("identifyLine = %q, want the undecided parameters shown", got)
+	}
+	r.Fits[0].Name = "" // a report from before names were written
+	if got, want := r.name(), "identified fixed-window:align=epoch,count-denied=false,query=read"; got != want {
+		t.Errorf("name() = %q, want %q", got, want)
 	}
 }

@@ -1,0 +1,46 @@
+package com.google.common.util.concurrent;
+
+/**
+ * The instant rlconform's protocol v1 gives each request (X-Rlc-Now-Ms), as
+ * a Guava {@code RateLimiter.SleepingStopwatch}: the stopwatch every
+ * RateLimiter reads "now" from (RateLimiter.java:414, under its mutex, in
+ * the calling thread). The class is package-private in Guava, and so is
+ * {@code RateLimiter.create(double, SleepingStopwatch)} (RateLimiter.java:133-138,
+ * {@code @VisibleForTesting}): this class is compiled into Guava's package
+ * on the card's class path, which the JVM allows for a jar that is not
+ * sealed (Debian's guava.jar is not). Nothing else of Guava is touched:
+ * every decision is {@code RateLimiter.tryAcquire}'s.
+ */
+public final class CardClock extends RateLimiter.SleepingStopwatch {
+  private static final CardClock INSTANCE = new CardClock();
+  private static final ThreadLocal<Long> NOW = new ThreadLocal<>();
+
+  private CardClock() {}
+
+  /** Sets the instant, in microseconds, that this thread's calls read. */
+  public static void set(long micros) {
+    NOW.set(micros);
+  }
+
+  /** RateLimiter.create(permitsPerSecond) on this clock: a SmoothBursty. */
+  public static RateLimiter bursty(double permitsPerSecond) {
+    return RateLimiter.create(permitsPerSecond, INSTANCE);
+  }
+
+  @Override
+  protected long readMicros() {
+    Long now = NOW.get();
+    if (now == null) {
+      throw new IllegalStateException("no instant set for this request");
+    }
+    return now;
+  }
+
+  /**
+   * tryAcquire with no timeout never waits (its wait is the old next free
+   * ticket, already past: RateLimiter.java:415-421, :434-437): nothing to
+   * sleep on a clock that only moves when rlconform moves it.
+   */
+  @Override
+  protected void sleepMicrosUninterruptibly(long micros) {}
+}
