@@ -93,6 +93,7 @@ func TestStoreFaultThroughTheTarget(t *testing.T) {
 		return failOpen{lim}, closer, err
 	}
 	open.StoreFault = (&faults{srv: red.Server}).fault
+	//lint:ignore SA1019 the deprecated field must keep working
 	open.Capabilities.FailOpen = true
 	rep, err = suite.Check(ctx, cfg, open)
 	require.NoError(t, err)
