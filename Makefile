@@ -1,7 +1,7 @@
 # The two jobs the README opens with. Both get a real Redis first.
 GO ?= go
 
-.PHONY: conformance test test-full lint bench redis node-deps container-rung gateways arch-check api-check cards cards-update cards-deps cards-envoy
+.PHONY: conformance test test-full lint bench redis node-deps container-rung gateways chromium arch-check api-check cards cards-update cards-deps cards-envoy
 
 ## conformance: grade the reference limiter against real Redis and print the table
 conformance: redis
@@ -18,7 +18,7 @@ conformance: redis
 ## rare failure, it takes a sample (logged with its RLCONFORM_SEED, which
 ## picks it again) or fewer runs: test-full runs them whole. The edit loop:
 ## go test -short ./... (about a minute).
-test: redis gateways cards-deps node-deps container-rung arch-check api-check
+test: redis gateways chromium cards-deps node-deps container-rung arch-check api-check
 	$(GO) vet ./...
 	$(GO) test -count=1 -p 8 ./...
 	cd cards && $(GO) vet ./... && $(GO) test -count=1 ./...
@@ -59,7 +59,7 @@ cards-envoy:
 ## profile and seed, every repeated run, the CI recipes as written.
 ## .ci/run runs it after make test. Test binaries run two at a time (the
 ## default on two cores): under -race the real-time ones need the CPU.
-test-full: redis gateways cards-deps node-deps container-rung
+test-full: redis gateways chromium cards-deps node-deps container-rung
 	RLCONFORM_FULL=1 $(GO) test -race -count=1 ./...
 	cd cards && $(GO) test -race -count=1 ./...
 
@@ -95,6 +95,13 @@ api-check:
 # (as root on Debian) without letting apt start them on port 80.
 gateways:
 	@./scripts/ensure-gateways
+
+# The HTML report is opened in Debian's chromium by a test
+# (cli.TestHTMLReportInABrowser), which starts it headless itself;
+# installed with apt-get as root. Without it the test skips, saying so
+# (unless RLCONFORM_REQUIRE_CHROMIUM is set, as .ci/run does).
+chromium:
+	@./scripts/ensure-chromium || echo "make test: no chromium: TestHTMLReportInABrowser will skip" >&2
 
 # The container rung (redisenv/container) is graded through a Docker engine
 # when one answers; its tests skip otherwise. Says which, before the tests.

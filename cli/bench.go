@@ -46,6 +46,7 @@ type benchFlags struct {
 	timeout       time.Duration
 	seed          uint64
 	json, svg     string
+	html          string
 	compare       string
 	maxRegression float64
 	progress      string
@@ -73,6 +74,7 @@ func parseBench(args []string, stderr io.Writer) (*benchFlags, error) {
 	fs.Uint64Var(&f.seed, "seed", 0, "seed of the users' draw (0: pick one; the report shows it)")
 	fs.StringVar(&f.json, "json", "", "write the result as JSON to `FILE` (- for stdout): a baseline for --compare")
 	fs.StringVar(&f.svg, "svg", "", "write a chart of latency over time and the allowed rate against the limit to `FILE` (a self-contained SVG)")
+	fs.StringVar(&f.html, "html", "", "write an HTML report to `FILE` (- for stdout): one self-contained page with the figures, the chart of --svg and the evidence of any overshoot or under-admission")
 	fs.StringVar(&f.compare, "compare", "", "a `BASELINE.json` written by --json: show the change in throughput and p99 against it")
 	fs.Float64Var(&f.maxRegression, "max-regression", 0, "with --compare: exit 3 when throughput falls, or p99 rises, by more than `PERCENT`")
 	fs.StringVar(&f.progress, "progress", "auto", "a live progress line: auto (when stderr is a terminal), always or never")
@@ -100,6 +102,8 @@ func parseBench(args []string, stderr io.Writer) (*benchFlags, error) {
 		return nil, errors.New("--endpoint and --target exclude each other")
 	case len(f.endpoints) > 0 && (set["limit"] || set["window"]):
 		return nil, errors.New("--limit and --window configure a limiter; an --endpoint's limit is its --policy (or its RateLimit-Policy field)")
+	case f.json == "-" && f.html == "-":
+		return nil, errors.New("only one of --json and --html may write to stdout (-)")
 	case f.maxRegression < 0:
 		return nil, errors.New("--max-regression must not be negative")
 	case set["max-regression"] && f.compare == "":
@@ -155,7 +159,7 @@ func runBench(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) 
 	}
 	defer files.close()
 	text := stdout
-	if f.json == "-" {
+	if f.json == "-" || f.html == "-" {
 		text = stderr
 	}
 	if len(f.fromK6) > 0 {
@@ -438,6 +442,7 @@ func readBaseline(path string) (*bench.Result, error) {
 // benchFiles are the --json and --svg files, opened before the run.
 type benchFiles struct {
 	json, svg io.Writer
+	html      io.Writer
 	closers   []*os.File
 	paths     map[io.Writer]string
 	secrets   *redact.Secrets // never written
@@ -469,6 +474,10 @@ func openBenchFiles(f *benchFlags, stdout io.Writer, secrets *redact.Secrets) (*
 		files.close()
 		return nil, err
 	}
+	if files.html, err = open("--html", f.html); err != nil {
+		files.close()
+		return nil, err
+	}
 	return files, nil
 }
 
@@ -477,7 +486,7 @@ func (b *benchFiles) write(res *bench.Result) error {
 	for _, w := range []struct {
 		to    io.Writer
 		write func(io.Writer) error
-	}{{b.json, res.WriteJSON}, {b.svg, res.WriteSVG}} {
+	}{{b.json, res.WriteJSON}, {b.svg, res.WriteSVG}, {b.html, benchHTML(res, b.secrets)}} {
 		if w.to == nil {
 			continue
 		}

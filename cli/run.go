@@ -32,6 +32,9 @@ type runFlags struct {
 	seed        uint64
 	junit, json string
 	summary     string
+	html        string
+	// rerun are the arguments a reproduce line keeps (rerunArgs).
+	rerun       []string
 	storeURL    string
 	storePrefix string
 	timeout     time.Duration
@@ -62,6 +65,7 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.StringVar(&f.junit, "junit", "", "write a JUnit XML report to `FILE` (- for stdout)")
 	fs.StringVar(&f.json, "json", "", "write a JSON report to `FILE` (- for stdout)")
 	fs.StringVar(&f.summary, "summary", "", "write a Markdown summary to `FILE` (- for stdout; e.g. $GITHUB_STEP_SUMMARY)")
+	fs.StringVar(&f.html, "html", "", htmlUsage)
 	fs.StringVar(&f.storeURL, "store-url", "", "Redis URL a remote target or an endpoint writes to, so key hygiene is graded there (read only)")
 	fs.StringVar(&f.storePrefix, "store-prefix", "", "key prefix of the remote target's (or the endpoint's) keys in --store-url")
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Second, "bound on each call to a remote target")
@@ -80,6 +84,7 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	f.rerun = rerunArgs(fs, args)
 	if (f.storeURL == "") != (f.storePrefix == "") {
 		return nil, errors.New("--store-url and --store-prefix go together")
 	}
@@ -113,13 +118,13 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 		return nil, err
 	}
 	stdouts := 0
-	for _, p := range []string{f.junit, f.json, f.summary} {
+	for _, p := range []string{f.junit, f.json, f.summary, f.html} {
 		if p == "-" {
 			stdouts++
 		}
 	}
 	if stdouts > 1 {
-		return nil, errors.New("only one of --junit, --json and --summary may write to stdout (-)")
+		return nil, errors.New("only one of --junit, --json, --summary and --html may write to stdout (-)")
 	}
 	return f, nil
 }
@@ -141,6 +146,7 @@ func openReports(f *runFlags, stdout io.Writer) ([]reportFile, error) {
 		{flag: "--junit", path: f.junit, write: report.JUnit},
 		{flag: "--json", path: f.json, write: report.JSON},
 		{flag: "--summary", path: f.summary, write: report.Markdown},
+		{flag: "--html", path: f.html, write: f.writeHTML},
 	} {
 		switch r.path {
 		case "":
@@ -197,7 +203,7 @@ func run(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) int {
 	}
 	// With a report on stdout, everything people read goes to stderr.
 	text := stdout
-	if f.junit == "-" || f.json == "-" || f.summary == "-" {
+	if f.junit == "-" || f.json == "-" || f.summary == "-" || f.html == "-" {
 		text = stderr
 	}
 	reports, err := openReports(f, stdout)

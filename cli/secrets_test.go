@@ -27,14 +27,14 @@ import (
 	"github.com/rlconform/rlconform/reference"
 )
 
-// runShowing runs the command with a JSON, a JUnit and a Markdown report
-// and returns its exit code and everything it showed: stdout, stderr and
-// the three reports.
+// runShowing runs the command with a JSON, a JUnit, a Markdown and an
+// HTML report and returns its exit code and everything it showed: stdout,
+// stderr and the four reports.
 func runShowing(t *testing.T, args ...string) (int, string) {
 	t.Helper()
 	dir := t.TempDir()
-	files := []string{filepath.Join(dir, "r.json"), filepath.Join(dir, "r.xml"), filepath.Join(dir, "r.md")}
-	code, out, errOut := rlconform(t, append(args, "--json", files[0], "--junit", files[1], "--summary", files[2], "--report-dir", dir)...)
+	files := []string{filepath.Join(dir, "r.json"), filepath.Join(dir, "r.xml"), filepath.Join(dir, "r.md"), filepath.Join(dir, "r.html")}
+	code, out, errOut := rlconform(t, append(args, "--json", files[0], "--junit", files[1], "--summary", files[2], "--html", files[3], "--report-dir", dir)...)
 	shown := "stdout:\n" + out + "\nstderr:\n" + errOut
 	for _, f := range files {
 		raw, err := os.ReadFile(f)

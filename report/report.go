@@ -15,9 +15,14 @@ import (
 	"github.com/rlconform/rlconform/result"
 )
 
-// Meta is what a report says beyond the results: the grader's version.
+// Meta is what a report says beyond the results: the grader's version,
+// and the command that runs the same run again.
 type Meta struct {
 	Version string
+	// Reproduce is the command line that grades the same target again
+	// with the same seed, level and profile, to which a report adds a
+	// spec's --id ("" when unknown).
+	Reproduce string
 }
 
 // Text writes the table of results, the verdict of each level and the
@@ -105,6 +110,11 @@ type jsonFailure struct {
 	Explanation string   `json:"explanation,omitempty"`
 	Hint        string   `json:"hint,omitempty"`
 	Explained   []string `json:"explained_by,omitempty"`
+	// Timeline is every operation of the spec, as data; History, for a
+	// history no serial order explains, its operations over their calls'
+	// intervals, those that cannot be ordered marked.
+	Timeline *jsonTimeline `json:"timeline,omitempty"`
+	History  *jsonTimeline `json:"history,omitempty"`
 }
 
 // jsonDiagnosis is the run's diagnosis (result.Verdict.Explained).
@@ -191,7 +201,8 @@ func JSON(w io.Writer, rep *result.Report, meta Meta) error {
 			Expected: r.ExpectedFailure, Structural: r.Structural, Message: r.Message, DurationMs: ms(r.Duration)}
 		if f := r.Failure; f != nil {
 			jr.Failure = &jsonFailure{Kind: string(f.Kind), Summary: f.Summary, Step: f.Step, AtMs: ms(f.At), Instance: f.Instance,
-				Operation: f.Operation, Got: f.Got, Want: f.Want, Explanation: f.Explanation, Hint: f.Hint, Explained: f.Explained}
+				Operation: f.Operation, Got: f.Got, Want: f.Want, Explanation: f.Explanation, Hint: f.Hint, Explained: f.Explained,
+				Timeline: timelineJSON(f.Timeline), History: timelineJSON(f.History)}
 		}
 		out.Results = append(out.Results, jr)
 	}

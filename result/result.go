@@ -159,6 +159,13 @@ type Failure struct {
 	// sliding log with a classic mistake...) that give every answer of the
 	// failing spec, when one does.
 	Explained []string
+	// Timeline is the spec's operations as data (nil when it recorded
+	// none): what the message shows as text, for charts.
+	Timeline *Timeline
+	// History, for a concurrent history no serial order explains, is its
+	// operations, each over its call's interval, those that cannot be
+	// ordered marked (Op.Unordered); nil otherwise.
+	History *Timeline
 }
 
 // Report is the outcome of a run on one target.

@@ -116,7 +116,7 @@ func TestDocsShowTheRecipes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, path := range []string{"github-actions.yml", "gitlab-ci.yml"} {
+	for _, path := range []string{"github-actions.yml", "github-action.yml", "gitlab-ci.yml"} {
 		src, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
@@ -124,6 +124,12 @@ func TestDocsShowTheRecipes(t *testing.T) {
 		if !bytes.Contains(md, []byte("```yaml\n"+string(src)+"```\n")) {
 			t.Errorf("docs/ci.md does not show docs/ci/%s as it is: paste the file in its yaml block", path)
 		}
+	}
+	// The action in three lines: those of the recipe's step, its name and
+	// its exec.
+	three := "```yaml\n- uses: rlconform/rlconform@main\n  with:\n    exec: node server.js\n```\n"
+	if !bytes.Contains(md, []byte(three)) {
+		t.Errorf("docs/ci.md does not show the action in three lines:\n%s", three)
 	}
 }
 
@@ -137,6 +143,7 @@ type workflow struct {
 			}
 		}
 		Steps []struct {
+			ID               string
 			Name             string
 			Uses             string
 			Run              string

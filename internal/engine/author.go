@@ -79,11 +79,28 @@ func (h *Harness) AddTrace(op TraceOp) { h.trace = append(h.trace, op) }
 func (h *Harness) SetTrace(ops ...TraceOp) { h.trace = ops }
 
 // AddEvent adds a line to the timeline a failure shows.
-func (h *Harness) AddEvent(e Event) { h.timeline.Add(e) }
+func (h *Harness) AddEvent(e Event) { h.record(e) }
 
 // ResetTimeline empties the timeline (a spec that reports a replay of its
 // own, not what led to it).
-func (h *Harness) ResetTimeline() { h.timeline = Timeline{} }
+func (h *Harness) ResetTimeline() { h.timeline = Timeline{}; h.shrunkFrom = 0 }
+
+// ShrunkFrom says that the timeline is a schedule shrunk from n
+// operations to the fewest that still go wrong (the report shows it).
+func (h *Harness) ShrunkFrom(n int) { h.shrunkFrom = n }
+
+// SetHistory keeps the operations of a concurrent history that no serial
+// order explains, those that cannot be ordered marked, for the report's
+// chart of the failure (result.Failure.History).
+func (h *Harness) SetHistory(ops []result.Op) {
+	if len(ops) == 0 {
+		h.history = nil
+		return
+	}
+	total := len(ops)
+	ops = ops[:min(total, result.MaxTimelineOps)]
+	h.history = &result.Timeline{Limit: h.N(), Window: h.W(), Instances: h.InstanceCount(), UserTag: h.tag, Total: total, Ops: ops}
+}
 
 // HasPending reports whether a wrong answer was found: the spec fails when
 // it ends, whatever follows.

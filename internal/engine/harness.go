@@ -58,10 +58,14 @@ type Harness struct {
 	// says (see sentReporter).
 	sentAt   time.Time
 	timeline Timeline
-	rng      *rand.Rand
-	seed     uint64
-	run      *runner
-	tag      string // prefix of every user id of this spec
+	// shrunkFrom and history are what the report's data adds to the
+	// timeline (ShrunkFrom, SetHistory).
+	shrunkFrom int
+	history    *result.Timeline
+	rng        *rand.Rand
+	seed       uint64
+	run        *runner
+	tag        string // prefix of every user id of this spec
 	// cfg and margin are the run's configuration and real-time margin as
 	// this spec runs them; measured is what it found of the target's
 	// round trips, for the run to adopt once the spec has returned (a
@@ -120,7 +124,8 @@ func (h *Harness) diverge(f result.Failure, summary string) {
 // FailStep ends the spec at one operation that answered wrong (got is
 // "error: ..." when it failed).
 func (h *Harness) FailStep(inst int, now time.Time, op, got, want, explanation string, err error) {
-	step, at := len(h.timeline.events), FmtOffset(now.Sub(h.start))
+	step, at := h.timeline.len(), FmtOffset(now.Sub(h.start))
+	h.timeline.wantAt(step, want)
 	f := result.Failure{Kind: result.KindWrongAnswer, Step: step, At: now.Sub(h.start), Instance: inst, Operation: op, Got: got, Want: want, Explanation: explanation}
 	if errors.Is(err, contract.ErrNoAnswer) {
 		h.NoAnswer(fmt.Sprintf("step %d at %s: %s", step, at, op), err)
@@ -427,7 +432,17 @@ func (h *Harness) close() error {
 }
 
 func (h *Harness) Record(inst int, at time.Time, op, got string) {
-	h.timeline.Add(Event{At: at.Sub(h.start), inst: inst, Op: op, Got: got})
+	h.record(Event{At: at.Sub(h.start), inst: inst, Op: op, Got: got})
+}
+
+// record adds e to the timeline, with the configuration in force when
+// it has none.
+func (h *Harness) record(e Event) {
+	if e.Limit == 0 {
+		m := h.model()
+		e.Limit, e.Window = m.Limit(), m.Window()
+	}
+	h.timeline.Add(e)
 }
 
 func AllowedWord(ok bool) string {
@@ -507,11 +522,13 @@ func (h *Harness) checkedCost(i int, name, user string, cost int, want func(Mode
 	w, differ := wants[0], h.readings.Disagree(user, wants)
 	got, err := call(lim)
 	op := h.opName(name, user, cost)
+	e := Event{At: now.Sub(h.start), inst: i, Op: op, User: h.Short(user), Want: strings.Join(uniq(wants), " or ")}
 	if err != nil {
-		h.Record(i, now, op, "error")
+		e.Got = "error"
+		h.record(e)
 		h.FailStep(i, now, op, "", w, "", err)
 	}
-	h.Record(i, now, op, got)
+	e.Got = got
 	if got == InvalidCostWord { // a cost that can never fit, refused as invalid
 		got = AllowedWord(false)
 	}
@@ -520,6 +537,8 @@ func (h *Harness) checkedCost(i int, name, user string, cost int, want func(Mode
 	if n, err := strconv.Atoi(got); err == nil && name == "GetRemainingRequests" && n > h.readings.MostRemaining() {
 		verdict = model.Wrong // no reading leaves more than a fresh user has
 	}
+	e.Undecided = verdict == model.Unjudged
+	h.record(e)
 	switch verdict {
 	case model.Wrong:
 		h.FailStep(i, now, op, got, w, strings.ReplaceAll(before+differ, user, h.Short(user)), nil)
@@ -565,11 +584,12 @@ func (h *Harness) opName(name, user string, cost int) string {
 
 func (h *Harness) judgeRealTime(i int, name, user string, cost int, sent, returned time.Time, got string, err error) string {
 	op := h.opName(name, user, cost)
+	e := Event{At: sent.Sub(h.start), Until: returned.Sub(h.start), inst: i, Op: op, User: h.Short(user), Got: got}
 	if err != nil {
-		h.Record(i, sent, op, "error")
+		e.Got = "error"
+		h.record(e)
 		h.FailStep(i, sent, op, "", "an answer", "", err)
 	}
-	h.timeline.Add(Event{At: sent.Sub(h.start), Until: returned.Sub(h.start), inst: i, Op: op, Got: got})
 	h.trace = append(h.trace, TraceOp{At: sent, until: returned, inst: i, Kind: kindOf(name), User: user, Got: got, Cost: cost})
 	t := model.TimedOp{User: user, Lo: sent, Hi: returned, Cost: cost}
 	switch name {
@@ -581,8 +601,11 @@ func (h *Harness) judgeRealTime(i int, name, user string, cost int, sent, return
 	}
 	j, why, err := h.oracle.Judge(t)
 	if err != nil {
+		h.record(e)
 		h.Fault("rlconform's real-time oracle refused the operation (a bug of the grader, please report it): %v", err)
 	}
+	e.Undecided = j == model.Undecided
+	h.record(e)
 	switch j {
 	case model.Impossible:
 		want := "denied"
@@ -752,7 +775,8 @@ func (h *Harness) CheckBurst(users []string, perUser, goroutines int, instances 
 	out := h.sendBurst(users, perUser, goroutines, instances)
 	for ui, u := range users {
 		op := fmt.Sprintf("%d goroutines on %d instance(s): AllowRequest(%s) ×%d", goroutines, len(instances), h.Short(u), perUser)
-		h.Record(0, now, op, out[u].String())
+		h.record(Event{At: now.Sub(h.start), Op: op, Got: out[u].String(), User: h.Short(u), Kind: result.OpBurst, Count: perUser,
+			Want: strings.Join(uniq(wants[u]), " or ") + " allowed"})
 		h.trace = append(h.trace, TraceOp{At: now, Kind: model.OpBurst, User: u, N: perUser, allowed: out[u].Allowed, inst: ui, instances: len(instances)})
 	}
 	for _, u := range users {
@@ -928,7 +952,7 @@ func (h *Harness) checkBurstRealTime(users []string, perUser, goroutines int, in
 	ended := time.Now()
 	for _, u := range users {
 		op := fmt.Sprintf("%d goroutines on %d instance(s): AllowRequest(%s) ×%d", goroutines, len(instances), h.Short(u), perUser)
-		h.timeline.Add(Event{At: began.Sub(h.start), Until: ended.Sub(h.start), Op: op, Got: out[u].String()})
+		h.record(Event{At: began.Sub(h.start), Until: ended.Sub(h.start), Op: op, Got: out[u].String(), User: h.Short(u), Kind: result.OpBurst, Count: perUser})
 	}
 	for ui, u := range users {
 		o := out[u]
@@ -959,6 +983,35 @@ func Unguarded(lim contract.RateLimiterContract) contract.RateLimiterContract {
 		return g.lim
 	}
 	return lim
+}
+
+// timelineData is the timeline as the report's data, around step (the
+// failing one, 0 when none), or nil when the spec recorded nothing.
+func (h *Harness) timelineData(step int) *result.Timeline {
+	ops, total := h.timeline.data(step)
+	if total == 0 {
+		return nil
+	}
+	return &result.Timeline{Limit: h.N(), Window: h.W(), Instances: h.InstanceCount(), UserTag: h.tag, Total: total, Ops: ops, ShrunkFrom: h.shrunkFrom}
+}
+
+// withTimeline adds the timeline and the history, as data, to the
+// evidence of a result that has some.
+func (h *Harness) withTimeline(res *result.Result) {
+	if f := res.Failure; f != nil {
+		f.Timeline, f.History = h.timelineData(f.Step), h.history
+	}
+}
+
+// uniq is ss without repeats, in order.
+func uniq(ss []string) []string {
+	var out []string
+	for _, s := range ss {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // firstLine is s's first line, trimmed.

@@ -333,6 +333,7 @@ func (r *runner) timedOut(ctx context.Context, t Target, s *Spec, h *Harness, do
 	case <-done:
 		if summary != "" { // the spec is over: its model and timeline are still
 			res.Message = h.Report(s.titleFor(r.profile) + ": " + summary)
+			h.withTimeline(res)
 		}
 	case <-wait.C:
 		r.stuck = fmt.Sprintf("%s did not return within %v of its end (a call into %s ignores its cancelled context): the run stops here, its keys and instances left as they are",
@@ -503,6 +504,7 @@ func (r *runner) baseEnv(t Target, prefix string) Env {
 // execute runs the body, turning the panics of Failf, Skipf, and of the
 // target itself, into a result.
 func (h *Harness) execute() (res result.Result) {
+	defer h.withTimeline(&res) // after the result is set, below
 	defer func() {
 		switch v := recover().(type) {
 		case nil:

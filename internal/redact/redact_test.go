@@ -6,6 +6,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"html/template"
 	"io"
 	"net/http"
 	"net/url"
@@ -88,10 +89,12 @@ func TestSecretsReplaceEveryFormOfAValue(t *testing.T) {
 	js, _ := json.Marshal(secret)
 	var x bytes.Buffer
 	xml.EscapeText(&x, []byte(secret))
-	for _, text := range []string{secret, url.QueryEscape(secret), fmt.Sprintf("%q", secret), string(js), x.String(),
+	var h bytes.Buffer
+	require.NoError(t, template.Must(template.New("").Parse(`<p title="{{.}}">{{.}}</p>`)).Execute(&h, secret+"+1"))
+	for _, text := range []string{secret, url.QueryEscape(secret), fmt.Sprintf("%q", secret), string(js), x.String(), h.String(),
 		strings.ReplaceAll(secret, "|", `\|`), "pa$$word", "pa%24%24word", "Authorization: Bearer SECRET2"} {
 		out := s.Text("before " + text + " after")
-		for _, leak := range []string{"k&ey", "k%26ey", `k\u0026ey`, "k&amp;ey", "pa$$", "pa%24", "SECRET2"} {
+		for _, leak := range []string{"k&ey", "k%26ey", `k\u0026ey`, "k&amp;ey", "pa$$", "pa%24", "SECRET2", "&lt;val"} {
 			assert.NotContains(t, out, leak, text)
 		}
 		assert.Contains(t, out, "before ")

@@ -151,8 +151,13 @@ func (s *Secrets) Render(w io.Writer, write func(io.Writer) error) error {
 	return err
 }
 
+// htmlEscaper escapes text as html/template does, in text, quoted
+// attributes and RCDATA alike (the HTML report).
+var htmlEscaper = strings.NewReplacer("&", "&amp;", "'", "&#39;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "+", "&#43;")
+
 // forms are the ways v may appear in output: as is, percent-encoded,
-// inside Go's %q, and each of those escaped for JSON, XML and Markdown.
+// inside Go's %q, and each of those escaped for JSON, XML, HTML and
+// Markdown.
 func forms(v string) []string {
 	quoted := strconv.Quote(v)
 	base := []string{v, url.QueryEscape(v), url.PathEscape(v), quoted[1 : len(quoted)-1]}
@@ -161,7 +166,7 @@ func forms(v string) []string {
 		js, _ := json.Marshal(b)
 		var x strings.Builder
 		xml.EscapeText(&x, []byte(b))
-		out = append(out, b, string(js[1:len(js)-1]), x.String(), strings.ReplaceAll(b, "|", `\|`))
+		out = append(out, b, string(js[1:len(js)-1]), x.String(), htmlEscaper.Replace(b), strings.ReplaceAll(b, "|", `\|`))
 	}
 	slices.Sort(out)
 	return slices.Compact(out)

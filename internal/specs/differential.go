@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -74,6 +75,7 @@ func differentialOf(h *engine.Harness, maxCost int) {
 		min := shrink(h, ops)
 		h.ResetTimeline()
 		h.SetDivergence(result.Failure{})
+		h.ShrunkFrom(len(ops))
 		bad, why := replay(h, min, "min.", true)
 		if bad < 0 {
 			h.Failf("schedule %d diverged from the model, but its shrunk form did not on replay (a flaky target?); seed %d", i, h.Seed())
@@ -298,7 +300,9 @@ func replay(h *engine.Harness, ops []dop, tag string, record bool) (int, string)
 			got = "error: " + err.Error()
 		}
 		if record {
-			h.AddEvent(engine.Event{At: now.Sub(base), Op: o.String(), Got: got})
+			m := rs.Primary()
+			h.AddEvent(engine.Event{At: now.Sub(base), Op: o.String(), Got: got, Want: strings.Join(slices.Compact(slices.Sorted(slices.Values(wants))), " or "),
+				Limit: m.Limit(), Window: m.Window()})
 			t := engine.TraceOp{At: now, Kind: o.kind, User: users[o.user], Got: got, N: o.n, W: o.w, Cost: traceCost(o)}
 			if !o.weighted || o.cost > 0 { // cost 0 changes nothing, and its answer is not graded
 				h.AddTrace(t)

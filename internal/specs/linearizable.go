@@ -187,6 +187,7 @@ func checkLinearizable(h *engine.Harness, wl linWorkload) {
 		panic(engine.Inconclusive{Msg: h.Report(fmt.Sprintf("the linearizability check of %d operations did not finish within %v: nothing is proven either way", len(history), timeout))})
 	}
 	path := visualize(h, m, info)
+	h.SetHistory(unordered(h, m, history, info))
 	h.Failf("the history of %d concurrent operations is not linearizable: no serial order of them gives these answers "+
 		"(more allowed than N, or a request denied that a serial order would allow).\n  %s\n  porcupine's visualisation: %s",
 		len(history), busiest(h, history), path)
