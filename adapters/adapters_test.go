@@ -154,6 +154,31 @@ func TestCapabilities404MeansNoClock(t *testing.T) {
 	assert.ErrorContains(t, err, "answer lacks configure, remaining, reset")
 }
 
+// store_failure declares the policy while the store fails: absent is
+// error, an unknown value a fault of the target's.
+func TestCapabilitiesStoreFailure(t *testing.T) {
+	const four = `"clock":false,"configure":true,"remaining":true,"reset":true`
+	for body, want := range map[string]contract.StoreFailure{
+		`{` + four + `}`:                         "",
+		`{` + four + `,"store_failure":"error"}`: contract.StoreFailureError,
+		`{` + four + `,"store_failure":"allow"}`: contract.StoreFailureAllow,
+		`{` + four + `,"store_failure":"deny"}`:  contract.StoreFailureDeny,
+	} {
+		caps, err := NewClient(answer(t, 200, body), ClientOptions{}).Capabilities(context.Background())
+		require.NoError(t, err, body)
+		assert.Equal(t, want, caps.StoreFailure, body)
+		if want == "" {
+			assert.Equal(t, contract.StoreFailureError, caps.OnStoreFailure(), "absent means error")
+		}
+	}
+	for _, bad := range []string{`"open"`, `""`, `"ALLOW"`, `true`} {
+		_, err := NewClient(answer(t, 200, `{`+four+`,"store_failure":`+bad+`}`), ClientOptions{}).Capabilities(context.Background())
+		require.Error(t, err, bad)
+		var pe *Error
+		assert.True(t, errors.As(err, &pe), "a protocol error of the target: %v", err)
+	}
+}
+
 func TestClientBoundsHangsAndRefusals(t *testing.T) {
 	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body) // so that the server notices the client leaving

@@ -147,7 +147,8 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // Capabilities asks the target what it supports. A 404 means configure,
-// remaining and reset but no clock.
+// remaining and reset but no clock. A "store_failure" other than "error",
+// "allow" or "deny" is an error.
 func (c *Client) Capabilities(ctx context.Context) (contract.Capabilities, error) {
 	var body capabilitiesBody
 	status, err := c.call(ctx, http.MethodGet, PathCapabilities, nil, &body, func(status int) bool { return status == http.StatusNotFound })
@@ -179,6 +180,13 @@ func (c *Client) Capabilities(ctx context.Context) (contract.Capabilities, error
 			return caps, &Error{Op: op, Status: status, Err: fmt.Errorf("window_granularity_ms %d: want 1 to %d (an hour)", *g, contract.MaxWindowGranularity.Milliseconds())}
 		}
 		caps.WindowGranularity = time.Duration(*g) * time.Millisecond
+	}
+	if p := body.StoreFailure; p != nil {
+		policy, err := contract.ParseStoreFailure(*p)
+		if err != nil || *p == "" {
+			return caps, &Error{Op: op, Status: status, Err: fmt.Errorf("store_failure %q: want \"error\", \"allow\" or \"deny\" (or no field: error)", *p)}
+		}
+		caps.StoreFailure = policy
 	}
 	return caps, nil
 }

@@ -233,8 +233,9 @@ type Response struct {
 }
 
 // Do sends one request as user and returns the service's answer; a status
-// that is neither 2xx nor the refusal status is an error, and so is a body
-// that cannot carry the identity.
+// that is neither 2xx nor the refusal status is an error (wrapping
+// [contract.ErrStore] for a 5xx: the service, or its store, failed), and
+// so is a body that cannot carry the identity.
 func (e *Endpoint) Do(ctx context.Context, user string) (*Response, error) {
 	if err := contract.ValidateUserID(user); err != nil {
 		return nil, err
@@ -305,6 +306,11 @@ func (e *Endpoint) Do(ctx context.Context, user string) (*Response, error) {
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		r.Allowed = true
 	case resp.StatusCode == e.opts.LimitedStatus:
+	case resp.StatusCode >= 500 && resp.StatusCode < 600:
+		// A 5xx is the service failing (its store, say): the answer of a
+		// limiter whose policy while its store fails is error.
+		return r, fmt.Errorf("the service answered %d %s (neither 2xx nor the refusal %d: %w): %s",
+			resp.StatusCode, http.StatusText(resp.StatusCode), e.opts.LimitedStatus, contract.ErrStore, e.secrets.Text(strings.TrimSpace(string(firstBytes(text, 200)))))
 	default:
 		return r, fmt.Errorf("the service answered %d %s (neither 2xx nor the refusal %d): %s",
 			resp.StatusCode, http.StatusText(resp.StatusCode), e.opts.LimitedStatus, e.secrets.Text(strings.TrimSpace(string(firstBytes(text, 200)))))

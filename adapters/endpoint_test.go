@@ -108,6 +108,8 @@ func TestEndpointDecisions(t *testing.T) {
 			w.WriteHeader(http.StatusNoContent)
 		case "limited":
 			w.WriteHeader(http.StatusTooManyRequests)
+		case "teapot":
+			w.WriteHeader(http.StatusTeapot)
 		default:
 			http.Error(w, "boom", http.StatusBadGateway)
 		}
@@ -126,6 +128,10 @@ func TestEndpointDecisions(t *testing.T) {
 	_, err = e.AllowRequest(context.Background(), "other")
 	assert.ErrorContains(t, err, "502", "another status is an error, never a decision")
 	assert.ErrorContains(t, err, "boom")
+	assert.ErrorIs(t, err, contract.ErrStore, "a 5xx is a failure of the service or its store")
+	_, err = e.AllowRequest(context.Background(), "teapot")
+	assert.ErrorContains(t, err, "418")
+	assert.NotErrorIs(t, err, contract.ErrStore, "a 4xx is not")
 	assert.Error(t, e.Reset(context.Background(), "ok"))
 }
 

@@ -28,6 +28,10 @@ type (
 		// WindowGranularityMs, optional: the target takes only windows
 		// that are whole multiples of it (1000: whole seconds).
 		WindowGranularityMs *int64 `json:"window_granularity_ms,omitempty"`
+		// StoreFailure, optional (absent means "error"): what the target
+		// answers while its store fails, "error", "allow" or "deny"
+		// (contract.StoreFailure).
+		StoreFailure *string `json:"store_failure,omitempty"`
 	}
 	configureBody struct {
 		MaxRequests int   `json:"max_requests"`

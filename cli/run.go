@@ -49,6 +49,7 @@ type runFlags struct {
 	perCall time.Duration
 	endpointFlags
 	execFlags
+	storeFlags
 }
 
 func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
@@ -74,6 +75,7 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.StringVar(&f.profile, "profile", model.ProfileSlidingLog, "the algorithm to grade against, `NAME[:key=value,...]`: "+profileNames()+"; 'rlconform list --profile NAME' says what it grades")
 	f.endpointFlags.register(fs)
 	f.execFlags.register(fs)
+	f.storeFlags.register(fs)
 	f.token.register(fs)
 	fs.StringVar(&f.reportDir, "report-dir", "", "directory for failure artefacts such as linearizability visualisations (default: the temp directory)")
 	if err := fs.Parse(args); err != nil {
@@ -107,6 +109,9 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 		return nil, errors.New("--timeout, --spec-timeout and --max-duration must be positive")
 	}
 	if err := durationIn("--timeout", f.timeout, maxCallTimeout); err != nil {
+		return nil, err
+	}
+	if err := f.storeFlags.check(set["store-timeout"], len(f.targets), len(f.endpoints), f.command, f.timeout); err != nil {
 		return nil, err
 	}
 	if err := f.lengthFlags.check(fs); err != nil {
@@ -259,6 +264,7 @@ func run(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) int {
 	if err != nil {
 		return couldNotRun(cannotRun(sigCtx), "rlconform: %v", err)
 	}
+	f.storeFlags.apply(&cfg, target)
 	length := f.lengthFlags.plan(estimated(cfg, *target, false), stderr)
 	cfg.SpecTimeout = length.spec
 	f.warnSlowCalls(cfg.SpecTimeout, stderr)

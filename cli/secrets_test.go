@@ -247,10 +247,16 @@ var servingAt = regexp.MustCompile(`at http://[^ ]*:(\d+)/?`)
 // at and a func that stops it and returns all it printed.
 func serveProcess(t *testing.T, args ...string) (string, func() string) {
 	t.Helper()
+	return serveProcessOn(t, store.URL, args...)
+}
+
+// serveProcessOn is serveProcess on the Redis at redisURL.
+func serveProcessOn(t *testing.T, redisURL string, args ...string) (string, func() string) {
+	t.Helper()
 	self, err := os.Executable()
 	require.NoError(t, err)
 	cmd := exec.Command(self, args...)
-	cmd.Env = append(os.Environ(), asCommand+"=1", "REDIS_URL="+store.URL)
+	cmd.Env = append(os.Environ(), asCommand+"=1", "REDIS_URL="+redisURL)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	var errOut strings.Builder

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/rlconform/rlconform/adapters"
 	"github.com/rlconform/rlconform/contract"
@@ -36,6 +39,8 @@ func serve(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) int
 	prefix := fs.String("prefix", "rlc-serve:", "key prefix in Redis")
 	endpointMode := fs.Bool("endpoint-mode", false, "serve a demo API behind rlconform's net/http middleware over the reference limiter (on Redis TIME; --impl reference-compact: the compact log) instead of protocol v1: 200, or 429 with Retry-After and the RateLimit fields; grade it with rlconform run --endpoint URL --identity header:NAME")
 	keyHeader := fs.String("key-header", "X-User", "with --endpoint-mode: the header that names the client")
+	storeFailure := fs.String("store-failure", "", "with --endpoint-mode: what a request gets when the limiter cannot decide (its store is down or does not answer within --store-timeout), `POLICY` error (503, the default), allow (let through) or deny (429)")
+	storeTimeout := fs.Duration("store-timeout", 500*time.Millisecond, "with --endpoint-mode: the longest a decision may take (the Redis client's dial, read and write timeouts too); past it the request is answered as --store-failure says")
 	withClock := fs.Bool("clock", true, "declare clock control and take now from each request's X-Rlc-Now-Ms; -clock=false serves a limiter on real time (the reference and mutants read Redis TIME), graded without clock control")
 	if err := fs.Parse(args); err != nil {
 		return parseFailed(stderr, "serve", err, false)
@@ -55,12 +60,27 @@ func serve(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) int
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if (set["store-failure"] || set["store-timeout"]) && !*endpointMode {
+		fmt.Fprintln(stderr, "rlconform serve: --store-failure and --store-timeout go with --endpoint-mode (over protocol v1 the limiter's own errors are served, 503)")
+		return ExitCannotRun
+	}
 	if *endpointMode {
 		if *impl != "reference" && *impl != "reference-compact" {
 			fmt.Fprintf(stderr, "rlconform serve: --endpoint-mode serves --impl reference or reference-compact, not %q\n", *impl)
 			return ExitCannotRun
 		}
-		return serveEndpoint(ctx, stdout, stderr, endpointServe{impl: *impl, addr: *addr, keyHeader: *keyHeader, prefix: *prefix, token: token}, *limit, *window)
+		policy, err := contract.ParseStoreFailure(*storeFailure)
+		if err == nil {
+			err = durationIn("--store-timeout", *storeTimeout, maxCallTimeout)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "rlconform serve: %v\n", err)
+			return ExitCannotRun
+		}
+		return serveEndpoint(ctx, stdout, stderr, endpointServe{impl: *impl, addr: *addr, keyHeader: *keyHeader, prefix: *prefix, token: token,
+			storeFailure: policy, storeTimeout: *storeTimeout}, *limit, *window)
 	}
 	clock := fakeclock.New(time.Now())
 	var limClock fakeclock.Clock = clock
@@ -165,9 +185,12 @@ func mutantNames() string {
 
 // endpointServe is what serve --endpoint-mode serves: the limiter (impl
 // "reference", or "reference-compact"), where, keyed by which header,
-// under which prefix, and the token it asks for ("" for none).
+// under which prefix, the token it asks for ("" for none), and what a
+// request gets when its store fails, within how long.
 type endpointServe struct {
 	impl, addr, keyHeader, prefix, token string
+	storeFailure                         contract.StoreFailure
+	storeTimeout                         time.Duration
 }
 
 // serveEndpoint serves a demo API behind the middleware, over the
@@ -180,18 +203,24 @@ func serveEndpoint(ctx context.Context, stdout, stderr io.Writer, e endpointServ
 		return ExitCannotRun
 	}
 	defer store.Close()
+	var client redis.UniversalClient = store.Client // a cluster's: bounded by the middleware alone
+	if c, err := boundedClient(store.URL, e.storeTimeout); err == nil {
+		defer c.Close()
+		client = c
+	}
 	newLimiter := reference.New
 	if e.impl == "reference-compact" {
 		newLimiter = reference.NewCompact
 	}
-	lim, err := newLimiter(store.Client, reference.Options{MaxRequests: n, Window: w, Prefix: e.prefix})
+	lim, err := newLimiter(client, reference.Options{MaxRequests: n, Window: w, Prefix: e.prefix})
 	if err != nil {
 		fmt.Fprintf(stderr, "rlconform serve: %v\n", err)
 		return ExitCannotRun
 	}
 	api := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	errorLog := log.New(stderr, "rlconform serve: ", 0)
-	h := middleware.New(middleware.Reference(lim), middleware.Options{Key: middleware.Header(e.keyHeader), ErrorLog: errorLog})(api)
+	h := middleware.New(middleware.Reference(lim), middleware.Options{Key: middleware.Header(e.keyHeader), ErrorLog: errorLog,
+		StoreFailure: e.storeFailure, Timeout: e.storeTimeout})(api)
 	grade := ""
 	if e.token != "" {
 		h = adapters.RequireToken(e.token, h)
@@ -204,11 +233,33 @@ func serveEndpoint(ctx context.Context, stdout, stderr io.Writer, e endpointServ
 	}
 	srv := demoServer(h, errorLog)
 	go srv.Serve(l)
+	if e.storeFailure != contract.StoreFailureError {
+		grade += " --store-failure " + string(e.storeFailure)
+	}
 	fmt.Fprintf(stdout, "rlconform: serving a demo API limited to %d per %v by %s at http://%s/ (grade it: rlconform run --endpoint http://%s/ --identity header:%s%s)\n",
 		n, w, e.keyHeader, l.Addr(), l.Addr(), e.keyHeader, grade)
 	<-ctx.Done()
 	srv.Close()
 	return ExitConformant
+}
+
+// boundedClient is a client of the Redis at url whose every call ends
+// within timeout (dial, read and write), dialling once and never retrying:
+// the demo API answers as its store-failure policy says within it.
+func boundedClient(url string, timeout time.Duration) (*redis.Client, error) {
+	if strings.Contains(url, ",") {
+		return nil, errors.New("a cluster: one client per node")
+	}
+	if !strings.Contains(url, "://") {
+		url = "redis://" + url
+	}
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("the Redis URL: %w", err)
+	}
+	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = timeout, timeout, timeout
+	opts.MaxRetries, opts.DialerRetries, opts.ContextTimeoutEnabled = -1, 1, true
+	return redis.NewClient(opts), nil
 }
 
 // maxDemoBody bounds what the demo API reads of a request's body.

@@ -80,10 +80,13 @@ const MaxWindowGranularity = time.Hour
 //     entry and is at most a few windows (plus up to 5 minutes of spread
 //     against expiry storms), and lives under the limiter's
 //     prefix (robust/key-hygiene).
-//   - Store failures are returned as errors wrapping [ErrStore]; a failed
-//     AllowRequest reports false unless the limiter documents fail-open;
-//     every call honours its context, and the limiter recovers by itself
-//     when the store comes back (robust/store-outage, robust/context-cancel).
+//   - While its store is stopped or frozen, every call answers within the
+//     store timeout as the limiter's declared [StoreFailure] policy says:
+//     an error wrapping [ErrStore] (the default), or AllowRequest allowed
+//     or denied without an error; once the store is back the limiter
+//     counts again from what the store holds, with no error and nothing
+//     left of the outage (robust/store-outage). Every call honours its
+//     context (robust/context-cancel).
 //   - A service in front of a limiter tells its clients the truth, at
 //     every phase of the window: a refusal's Retry-After is one a client
 //     can obey, and the RateLimit fields give the policy enforced, the
@@ -213,9 +216,18 @@ type Capabilities struct {
 	// StoreInspection: every key the limiter writes lives in the Redis the
 	// suite gave it, under the key prefix it gave, so the suite may read them.
 	StoreInspection bool
-	// FailOpen: when the store is down, the limiter allows requests (and
-	// still reports the error). Without it, a request during an outage must
-	// not be allowed.
+	// StoreFailure is what the limiter answers while its store fails (is
+	// down, or does not answer): [StoreFailureError] (also the zero value),
+	// [StoreFailureAllow] or [StoreFailureDeny]. Read it with
+	// [Capabilities.OnStoreFailure], which also reads FailOpen.
+	StoreFailure StoreFailure
+	// FailOpen: when the store is down, the limiter allows requests, with
+	// or without an error.
+	//
+	// Deprecated: declare StoreFailure: [StoreFailureAllow]. A target that
+	// sets FailOpen and leaves StoreFailure empty is graded as allow, and
+	// may still return an error wrapping [ErrStore] with its allowed
+	// answer, as FailOpen always let it.
 	FailOpen bool
 	// WindowGranularity is the unit the limiter's windows come in: it
 	// refuses, with [ErrInvalidConfig], a window that is not a whole
@@ -232,4 +244,52 @@ type Capabilities struct {
 // but Cost: a limiter declares that it takes weighted requests itself.
 func All() Capabilities {
 	return Capabilities{Clock: true, Configure: true, Remaining: true, Reset: true, SharedStore: true, StoreInspection: true}
+}
+
+// StoreFailure is a limiter's declared policy while its store fails: what
+// its calls answer when the store is stopped (connections refused) or
+// frozen (connections hang). Whatever the policy, each call answers within
+// the store timeout the grader is given (default 1s), and once the store
+// is back the limiter counts from what the store holds.
+type StoreFailure string
+
+// The policies. GetRemainingRequests, Reset and Configure are not decided
+// by them: a call that needs the store returns an error wrapping
+// [ErrStore]; under allow and deny GetRemainingRequests may instead
+// answer a count from 0 to the limit.
+const (
+	// StoreFailureError: every call returns an error wrapping [ErrStore];
+	// AllowRequest returns false with it (over HTTP: 503). The default.
+	StoreFailureError StoreFailure = "error"
+	// StoreFailureAllow (fail open): AllowRequest returns true, nil (over
+	// HTTP: 2xx {"allowed":true}; an endpoint lets the request through).
+	StoreFailureAllow StoreFailure = "allow"
+	// StoreFailureDeny (fail closed): AllowRequest returns false, nil (over
+	// HTTP: 2xx {"allowed":false}; an endpoint answers its refusal status).
+	StoreFailureDeny StoreFailure = "deny"
+)
+
+// ParseStoreFailure reads a policy: "error", "allow" or "deny" ("" is
+// error, the default). Anything else is an error.
+func ParseStoreFailure(s string) (StoreFailure, error) {
+	switch p := StoreFailure(s); p {
+	case "":
+		return StoreFailureError, nil
+	case StoreFailureError, StoreFailureAllow, StoreFailureDeny:
+		return p, nil
+	}
+	return "", fmt.Errorf("store failure policy %q: want error, allow or deny", s)
+}
+
+// OnStoreFailure is the policy c declares: StoreFailure when set, else
+// [StoreFailureAllow] for the deprecated FailOpen, else
+// [StoreFailureError].
+func (c Capabilities) OnStoreFailure() StoreFailure {
+	switch {
+	case c.StoreFailure != "":
+		return c.StoreFailure
+	case c.FailOpen:
+		return StoreFailureAllow
+	}
+	return StoreFailureError
 }

@@ -51,6 +51,13 @@ type Config struct {
 	// SpecTimeout bounds each spec (default 60s): a hanging target fails
 	// the spec instead of hanging the run.
 	SpecTimeout time.Duration
+	// StoreTimeout is how long a call may take while the target's store is
+	// stopped or frozen (default 1s): robust/store-outage gives each call
+	// of an in-process target a context with this deadline, and fails a
+	// call that has not answered within it, the slowest round trip and a
+	// grace (half of it, at least 500ms). The Redis client Env.Redis of
+	// that spec has dial, read and write timeouts of half of it.
+	StoreTimeout time.Duration
 	// ReportDir receives artefacts of failures (linearizability
 	// visualisations); default the system's temp directory.
 	ReportDir string
@@ -90,9 +97,17 @@ type Target struct {
 	Capabilities contract.Capabilities
 	// NeedsRedis tells the suite to provide Env.Redis (obtaining one as
 	// redisenv.Obtain does when Config.Redis is nil); so does the
-	// StoreInspection capability. Only a target that needs Redis has the
-	// store-outage spec stop it.
+	// StoreInspection capability. The store-outage spec stops and freezes
+	// the Redis of a target that needs one when the run started it (a
+	// redis-server of its own); else only through StoreFault.
 	NeedsRedis bool
+	// StoreFault, when not nil, puts a fault on the store the target uses,
+	// or takes it away: robust/store-outage calls it with StoreStop, then
+	// StoreResume, then StoreFreeze, then StoreResume. It returns once the
+	// fault is in force (after StoreResume: once the store answers again),
+	// or an error, which ends the spec as a fault of the grader's, never a
+	// verdict. rlconform run --store-fault CMD runs "CMD stop" and so on.
+	StoreFault func(ctx context.Context, fault StoreFault) error
 	// New makes one instance of the limiter for a spec. The suite calls it
 	// once per spec, and again for each further instance a spec wants; all
 	// calls of one spec get the same Env, so their instances share one store
@@ -125,6 +140,21 @@ type Target struct {
 	// left has expired.
 	SharedLimit bool
 }
+
+// StoreFault is a fault put on a target's store, or its end.
+type StoreFault string
+
+// The faults.
+const (
+	// StoreStop stops the store: connections to it are refused.
+	StoreStop StoreFault = "stop"
+	// StoreFreeze freezes it (SIGSTOP, docker pause): connections to it
+	// open, and hang.
+	StoreFreeze StoreFault = "freeze"
+	// StoreResume ends either: the store answers again, with what it held
+	// (a store stopped without persistence comes back empty).
+	StoreResume StoreFault = "resume"
+)
 
 // HTTPAnswer is what an endpoint answered one request: the decision, when
 // it was sent and received, and what its fields said of the limit (nil:

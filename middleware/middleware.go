@@ -22,6 +22,7 @@ import (
 
 	"github.com/dunglas/httpsfv"
 
+	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/reference"
 )
 
@@ -63,9 +64,25 @@ type Options struct {
 	// ErrorLog: its text (a store's address, say) is for the operator, not
 	// for clients.
 	OnError func(http.ResponseWriter, *http.Request, error)
-	// ErrorLog receives the errors the default OnError hides from clients
-	// (nil: the log package's standard logger).
+	// ErrorLog receives the errors the default OnError hides from clients,
+	// and those of decisions answered as StoreFailure allow or deny (nil:
+	// the log package's standard logger).
 	ErrorLog *log.Logger
+	// StoreFailure is what a request gets when the limiter could not decide
+	// it (its store is down, or did not answer within Timeout), the policy
+	// rlconform grades (robust/store-outage):
+	// contract.StoreFailureError (or "", the default) hands it to OnError,
+	// 503 by default; contract.StoreFailureAllow lets it through to the
+	// next handler (fail open); contract.StoreFailureDeny refuses it with
+	// 429 (fail closed). Neither of the last two sends rate-limit fields:
+	// no decision was made. Every such error goes to ErrorLog.
+	StoreFailure contract.StoreFailure
+	// Timeout, when positive, bounds each decision: one not made by then
+	// is a failure of the limiter's store, answered as StoreFailure says
+	// (the decider's call goes on with its context cancelled). Without
+	// it, a store that hangs (frozen, partitioned) holds each request as
+	// long as the store client's own timeouts.
+	Timeout time.Duration
 }
 
 // Header keys requests by a header, refusing requests without it.
@@ -84,15 +101,19 @@ func Header(name string) func(*http.Request) (string, error) {
 // RateLimit ("policy";r=remaining;t=seconds until more quota, rounded up);
 // a refusal carries Retry-After in delta-seconds, rounded up, so that a
 // request sent after it is allowed.
+//
+// A decision that fails (or, with Options.Timeout, does not come in time)
+// is answered as Options.StoreFailure says: 503 by default, the request
+// let through (allow), or refused with 429 (deny).
 func New(decide Decider, opts Options) func(http.Handler) http.Handler {
 	if opts.Policy == "" {
 		opts.Policy = "default"
 	}
+	logger := opts.ErrorLog
+	if logger == nil {
+		logger = log.Default()
+	}
 	if opts.OnError == nil {
-		logger := opts.ErrorLog
-		if logger == nil {
-			logger = log.Default()
-		}
 		opts.OnError = func(w http.ResponseWriter, r *http.Request, err error) {
 			logger.Printf("middleware: %s %s: the rate limiter could not decide: %v", r.Method, r.URL.Path, err)
 			http.Error(w, "rate limiter unavailable", http.StatusServiceUnavailable)
@@ -109,9 +130,18 @@ func New(decide Decider, opts Options) func(http.Handler) http.Handler {
 				http.Error(w, err.Error(), http.StatusBadRequest)
 				return
 			}
-			d, err := decide(r.Context(), key)
+			d, err := bounded(r.Context(), decide, key, opts.Timeout)
 			if err != nil {
-				opts.OnError(w, r, err)
+				switch opts.StoreFailure {
+				case contract.StoreFailureAllow:
+					logger.Printf("middleware: %s %s: the rate limiter could not decide, the request goes through (fail open): %v", r.Method, r.URL.Path, err)
+					next.ServeHTTP(w, r)
+				case contract.StoreFailureDeny:
+					logger.Printf("middleware: %s %s: the rate limiter could not decide, the request is refused (fail closed): %v", r.Method, r.URL.Path, err)
+					http.Error(w, "rate limiter unavailable: request refused", http.StatusTooManyRequests)
+				default:
+					opts.OnError(w, r, err)
+				}
 				return
 			}
 			setFields(w.Header(), opts.Policy, d)
@@ -122,6 +152,38 @@ func New(decide Decider, opts Options) func(http.Handler) http.Handler {
 			}
 			next.ServeHTTP(w, r)
 		})
+	}
+}
+
+// bounded is decide's decision for key, or, when timeout is positive and
+// it has not come by then, an error wrapping context.DeadlineExceeded (the
+// call goes on, its context cancelled, and its answer is dropped). A
+// decider that panics is an error too.
+func bounded(ctx context.Context, decide Decider, key string, timeout time.Duration) (Decision, error) {
+	if timeout <= 0 {
+		return decide(ctx, key)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	type answer struct {
+		d   Decision
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- answer{err: fmt.Errorf("middleware: the decider panicked: %v", p)}
+			}
+		}()
+		d, err := decide(ctx, key)
+		done <- answer{d, err}
+	}()
+	select {
+	case a := <-done:
+		return a.d, a.err
+	case <-ctx.Done():
+		return Decision{}, fmt.Errorf("middleware: no decision within %v: %w", timeout, ctx.Err())
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/rlconform/rlconform/contract"
 )
 
 func serve(d Decider, key string) *httptest.ResponseRecorder {
@@ -62,4 +64,46 @@ func TestStoreErrorsGoToTheLogNotToClients(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, w.Code, "fails closed")
 	assert.Equal(t, "rate limiter unavailable\n", w.Body.String())
 	assert.Contains(t, logged.String(), "10.0.0.7:6379")
+}
+
+// A decision that fails, or does not come within Timeout, is answered as
+// the declared policy says: 503 (error, the default), the request let
+// through (allow), or refused with 429 (deny); none carries rate-limit
+// fields, and every error goes to the log.
+func TestStoreFailurePolicies(t *testing.T) {
+	failing := func(context.Context, string) (Decision, error) {
+		return Decision{}, errors.New("dial tcp 10.0.0.7:6379: connection refused")
+	}
+	hanging := func(ctx context.Context, _ string) (Decision, error) {
+		<-ctx.Done() // a frozen store, until the timeout
+		return Decision{}, ctx.Err()
+	}
+	for _, tt := range []struct {
+		policy contract.StoreFailure
+		code   int
+		body   string
+	}{
+		{"", http.StatusServiceUnavailable, "rate limiter unavailable\n"},
+		{contract.StoreFailureError, http.StatusServiceUnavailable, "rate limiter unavailable\n"},
+		{contract.StoreFailureAllow, http.StatusOK, "ok"},
+		{contract.StoreFailureDeny, http.StatusTooManyRequests, "rate limiter unavailable: request refused\n"},
+	} {
+		for name, d := range map[string]Decider{"failing": failing, "hanging": hanging} {
+			var logged bytes.Buffer
+			h := New(d, Options{Key: Header("X-User"), StoreFailure: tt.policy, Timeout: 50 * time.Millisecond, ErrorLog: log.New(&logged, "", 0)})(
+				http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) }))
+			r := httptest.NewRequest(http.MethodGet, "/x", nil)
+			r.Header.Set("X-User", "a")
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			assert.Equal(t, tt.code, w.Code, "%s, %s", tt.policy, name)
+			assert.Equal(t, tt.body, w.Body.String(), "%s, %s", tt.policy, name)
+			assert.Empty(t, w.Header().Get("RateLimit"), "no decision, no fields")
+			assert.Empty(t, w.Header().Get("Retry-After"))
+			assert.NotEmpty(t, logged.String(), "the error goes to the log")
+			if name == "hanging" {
+				assert.Contains(t, logged.String(), "no decision within 50ms")
+			}
+		}
+	}
 }

@@ -54,6 +54,10 @@ type Mutant struct {
 	// Weighted: the mutant implements contract.CostLimiter, and is graded
 	// with Capabilities.Cost.
 	Weighted bool
+	// StoreFailure is the policy the mutant declares while its store fails
+	// ("": error, the default): it is graded with
+	// Capabilities.StoreFailure set to it.
+	StoreFailure contract.StoreFailure
 }
 
 // All lists every mutant.
@@ -94,6 +98,10 @@ func All() []Mutant {
 		{Name: "ttl-oldest-entry", Breaks: "the key's TTL runs until its oldest entry leaves, not its newest: later entries are lost with the key", CaughtBy: []string{"robust/key-hygiene"}, NeedsRedis: true, New: TTLOldestEntry},
 		{Name: "hangs-when-down", Breaks: "retries forever, ignoring the context, while Redis is down", CaughtBy: []string{"robust/store-outage"}, NeedsRedis: true, New: HangsWhenDown},
 		{Name: "allows-when-down", Breaks: "allows every request, silently, while Redis is down", CaughtBy: []string{"robust/store-outage"}, NeedsRedis: true, New: AllowsWhenDown},
+		{Name: "fail-open-errors", Breaks: "declares that it fails open (store_failure allow), and returns errors while Redis is down", CaughtBy: []string{"robust/store-outage"}, NeedsRedis: true, New: FailOpenErrors, StoreFailure: contract.StoreFailureAllow},
+		{Name: "deny-allows", Breaks: "declares that it fails closed (store_failure deny), and allows every request while Redis is down", CaughtBy: []string{"robust/store-outage"}, NeedsRedis: true, New: DenyAllows, StoreFailure: contract.StoreFailureDeny},
+		{Name: "retries-past-deadline", Breaks: "retries a failed store call for 5s of its own, past the caller's deadline and the store timeout", CaughtBy: []string{"robust/store-outage"}, NeedsRedis: true, New: RetriesPastDeadline},
+		{Name: "fallback-leaks", Breaks: "fails open on a local fallback counter whose counts still spend the quota once Redis is back", CaughtBy: []string{"robust/store-outage"}, NeedsRedis: true, New: FallbackLeaks, StoreFailure: contract.StoreFailureAllow},
 		{Name: "ignores-context", Breaks: "store calls run on a context of their own: a cancelled caller is still decided", CaughtBy: []string{"robust/context-cancel"}, NeedsRedis: true, New: IgnoresContext},
 		{Name: "list-pop-inclusive", Breaks: "the compact log pops only entries older than now-W: an entry still counts at exactly s+W", CaughtBy: []string{"strict/rolling-expiry"}, NeedsRedis: true, New: ListPopInclusive},
 		{Name: "list-push-unordered", Breaks: "the compact log pushes every entry at its tail, even one earlier than the newest (a clock behind another instance's, a step back): the log loses its order, and the prune stops at a later entry with expired ones behind it",
@@ -176,7 +184,7 @@ type scripted struct {
 	resetPattern  bool                // Reset deletes every key matching prefix{id*
 	nonAtomic     bool                // check and add in separate round trips
 	nonAtomicCost bool                // the same, for weighted requests only
-	onError       string              // "hang": retry forever; "allow": swallow and allow
+	onError       string              // "hang": retry forever; "allow": swallow and allow; "retry-5s": retry for 5s; "fallback": count in fallback, allow
 	capLimit      int64               // the limit is cut to this (0: no cap)
 	capWindow     int64               // the window (ms) is cut to this (0: no cap)
 	keepWindow    bool                // Configure validates the window, then ignores it
@@ -187,8 +195,9 @@ type scripted struct {
 	globalKey     bool                // one key for every user
 	configInKey   bool                // keys name the limit and the window: Configure starts new logs
 	lateReset     map[string]int      // users whose Reset runs again after so many more decisions (guarded by mu)
-	mu            sync.Mutex          // guards seenCfg
+	mu            sync.Mutex          // guards seenCfg and fallback
 	seenCfg       map[string][2]int64 // perUserCfg: what each user got first
+	fallback      map[string]int64    // onError "fallback": each user's requests allowed while the store failed
 }
 
 func newScripted(s Store, script *redis.Script, mode string) (*scripted, error) {
@@ -242,6 +251,11 @@ func (l *scripted) config(user string) [2]int64 {
 		}
 		l.seenCfg[user] = cfg
 	}
+	if l.fallback != nil {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		cfg[0] = max(0, cfg[0]-l.fallback[user]) // the outage's requests still count
+	}
 	return cfg
 }
 
@@ -277,6 +291,7 @@ func (l *scripted) call(ctx context.Context, user string, record bool, cost stri
 	if cost != "" {
 		args = append(args, cost)
 	}
+	budget := time.Now().Add(5 * time.Second) // onError "retry-5s"
 	for {
 		res, err := l.script.Run(ctx, l.store.Redis, []string{l.key(user)}, args...).Int64Slice()
 		switch {
@@ -284,8 +299,17 @@ func (l *scripted) call(ctx context.Context, user string, record bool, cost stri
 			return res[0] == 1, int(res[1]), nil
 		case l.onError == "allow":
 			return true, 0, nil
+		case l.onError == "fallback" && record:
+			l.mu.Lock()
+			l.fallback[user]++
+			l.mu.Unlock()
+			return true, 0, nil
 		case l.onError == "hang":
 			ctx = context.Background() // "the caller gave up too early": retry until Redis answers
+			continue
+		case l.onError == "retry-5s" && time.Now().Before(budget):
+			ctx = context.Background() // a retry budget of its own, not the caller's
+			time.Sleep(50 * time.Millisecond)
 			continue
 		}
 		return false, 0, fmt.Errorf("%w: %w", contract.ErrStore, err)

@@ -41,7 +41,7 @@ func TestMain(m *testing.M) {
 // target turns a mutant into something the suite grades.
 func target(m mutants.Mutant) suite.Target {
 	caps := contract.All()
-	caps.Cost = m.Weighted
+	caps.Cost, caps.StoreFailure = m.Weighted, m.StoreFailure
 	return suite.Target{
 		Name:         m.Name,
 		Capabilities: caps,
@@ -206,7 +206,7 @@ var update = flag.Bool("update", false, "rewrite generated documentation")
 // server's clock (or, in memory, the real one) and the suite waits.
 func clockless(m mutants.Mutant) suite.Target {
 	caps := contract.All()
-	caps.Clock, caps.Cost = false, m.Weighted
+	caps.Clock, caps.Cost, caps.StoreFailure = false, m.Weighted, m.StoreFailure
 	return suite.Target{Name: m.Name + " (no clock control)", Capabilities: caps, NeedsRedis: true,
 		New: func(_ context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
 			var clock fakeclock.Clock // nil: the server's TIME

@@ -82,6 +82,38 @@ func AllowsWhenDown(s Store) (contract.RateLimiterContract, error) {
 	return variant(s, func(l *scripted) { l.onError = "allow" })
 }
 
+// FailOpenErrors is a correct limiter that declares the policy allow
+// (contract.StoreFailureAllow: fail open), and returns errors while its
+// store is down, as the default policy does: callers told it fails open
+// get errors instead. Caught by robust/store-outage.
+func FailOpenErrors(s Store) (contract.RateLimiterContract, error) {
+	return variant(s, func(*scripted) {})
+}
+
+// DenyAllows declares the policy deny (contract.StoreFailureDeny: fail
+// closed), and allows every request while its store is down. Caught by
+// robust/store-outage.
+func DenyAllows(s Store) (contract.RateLimiterContract, error) {
+	return variant(s, func(l *scripted) { l.onError = "allow" })
+}
+
+// RetriesPastDeadline retries a failed store call for five seconds of its
+// own, on a context of its own: each call during an outage answers (with
+// an error) long after the caller's deadline and the store timeout.
+// Caught by robust/store-outage.
+func RetriesPastDeadline(s Store) (contract.RateLimiterContract, error) {
+	return variant(s, func(l *scripted) { l.onError = "retry-5s" })
+}
+
+// FallbackLeaks declares the policy allow and, while its store is down,
+// allows every request and counts it in a local fallback counter, which it
+// never forgets: once the store is back, the requests of the outage still
+// spend each user's quota, and a user gets fewer than N. Caught by
+// robust/store-outage.
+func FallbackLeaks(s Store) (contract.RateLimiterContract, error) {
+	return variant(s, func(l *scripted) { l.onError, l.fallback = "fallback", map[string]int64{} })
+}
+
 // checkThenAdd is the classic race: read the count, decide in the client,
 // then write, for a request of cost n (all or nothing: allowed when
 // count + n <= N; n = 0 logs nothing and is allowed while one more fits).

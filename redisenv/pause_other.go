@@ -2,10 +2,19 @@
 
 package redisenv
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
-// Pause is not supported without Unix signals.
-func (s *Server) Pause() error { return errors.New("redisenv: Pause needs a Unix system") }
+// Pause is not supported without Unix signals: its error wraps
+// errors.ErrUnsupported.
+func (s *Server) Pause() error {
+	return fmt.Errorf("redisenv: Pause needs a Unix system: %w", errors.ErrUnsupported)
+}
 
-// Resume is not supported without Unix signals.
-func (s *Server) Resume() error { return errors.New("redisenv: Resume needs a Unix system") }
+// Resume is not supported without Unix signals: its error wraps
+// errors.ErrUnsupported.
+func (s *Server) Resume() error {
+	return fmt.Errorf("redisenv: Resume needs a Unix system: %w", errors.ErrUnsupported)
+}

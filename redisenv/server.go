@@ -143,13 +143,18 @@ func waitReady(ctx context.Context, addr string, pid int, exited <-chan struct{}
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		info, err := client.InfoMap(ctx, "server").Result()
+		// The port first, with a dial of our own: go-redis would retry a
+		// refused dial five times, 100ms apart, and log each failure.
+		err := listening(ctx, addr)
 		if err == nil {
-			got := info["Server"]["process_id"]
-			if got == strconv.Itoa(pid) {
-				return nil
+			var info map[string]map[string]string
+			if info, err = client.InfoMap(ctx, "server").Result(); err == nil {
+				got := info["Server"]["process_id"]
+				if got == strconv.Itoa(pid) {
+					return nil
+				}
+				err = fmt.Errorf("the Redis there is process %s, not %d", got, pid)
 			}
-			err = fmt.Errorf("the Redis there is process %s, not %d", got, pid)
 		}
 		select {
 		case <-exited:
@@ -159,6 +164,15 @@ func waitReady(ctx context.Context, addr string, pid int, exited <-chan struct{}
 		case <-tick.C:
 		}
 	}
+}
+
+// listening reports whether something accepts connections at addr.
+func listening(ctx context.Context, addr string) error {
+	conn, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	return conn.Close()
 }
 
 // dirPattern names the working directories of the servers this package

@@ -22,6 +22,17 @@ type (
 	HTTPAnswer = grade.HTTPAnswer
 	// SpecInfo describes a spec for listings. See [grade.SpecInfo].
 	SpecInfo = grade.SpecInfo
+	// StoreFault is a fault put on a target's store, or its end
+	// (Target.StoreFault). See [grade.StoreFault].
+	StoreFault = grade.StoreFault
+)
+
+// The faults a Target.StoreFault is asked for, in this order: stop,
+// resume, freeze, resume. See [grade.StoreStop].
+const (
+	StoreStop   = grade.StoreStop
+	StoreFreeze = grade.StoreFreeze
+	StoreResume = grade.StoreResume
 )
 
 // Validate reports every problem of cfg: an unknown level, id, label or

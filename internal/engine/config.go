@@ -47,8 +47,21 @@ func withDefaults(c Config) Config {
 	if c.SpecTimeout == 0 {
 		c.SpecTimeout = time.Minute
 	}
+	if c.StoreTimeout == 0 {
+		c.StoreTimeout = DefaultStoreTimeout
+	}
 	return c
 }
+
+// The store timeout (Config.StoreTimeout): its default, and the range it
+// is taken in. Below 10ms a store client on a loaded machine cannot tell
+// a slow answer from none; above 10s the calls of an outage, each given
+// the timeout and its grace, crowd the spec's own minute.
+const (
+	DefaultStoreTimeout = time.Second
+	MinStoreTimeout     = 10 * time.Millisecond
+	MaxStoreTimeout     = 10 * time.Second
+)
 
 // algorithmsOf is the set of algorithms cfg's profile is parsed against.
 func algorithmsOf(cfg Config) *model.Algorithms {
@@ -87,6 +100,9 @@ func (cat Catalogue) validated(c Config) (Config, error) {
 	}
 	if c.SpecTimeout < 0 {
 		errs = append(errs, fmt.Errorf("SpecTimeout %v: want a positive bound", c.SpecTimeout))
+	}
+	if c.StoreTimeout < MinStoreTimeout || c.StoreTimeout > MaxStoreTimeout {
+		errs = append(errs, fmt.Errorf("StoreTimeout %v: want %v to %v", c.StoreTimeout, MinStoreTimeout, MaxStoreTimeout))
 	}
 	var ids, labels []string
 	for _, s := range cat {

@@ -215,13 +215,7 @@ func (r *runner) missing(t Target, s *Spec) (why string, structural bool) {
 				why = "grades the rate-limit fields of HTTP answers: only an endpoint (rlconform run --endpoint) has them"
 			}
 		case NeedOwnRedis:
-			switch {
-			case !t.NeedsRedis:
-				structural = len(t.Addresses) > 0 // over HTTP: only --exec makes it possible
-				why = "stops the target's Redis, and the target does not use one (Target.NeedsRedis is false; on the command line, rlconform run --exec 'CMD' starts the limiter on a Redis of the run's own, and grades this)"
-			case r.redis == nil || r.redis.Server == nil:
-				why = "needs a Redis this run started, to stop it (not one from REDIS_URL or Config.Redis, nor a remote target's)"
-			}
+			why = r.faultWhy(t)
 		}
 		if why != "" {
 			return why, structural
@@ -473,6 +467,15 @@ func (r *runner) newH(ctx context.Context, t Target, s *Spec) *Harness {
 		// In real time, specs wait out their windows: short ones.
 		env.Window = r.cfg.RealTimeWindow
 		h.oracle, _ = model.NewOracle(r.profile, env.MaxRequests, env.Window)
+	}
+	if slices.Contains(s.Needs, NeedOwnRedis) && env.Redis != nil && r.redis != nil {
+		// The instances of a spec that faults the store get a client of
+		// the run's Redis that gives up within the store timeout (a
+		// cluster's nodes keep the run's client).
+		if c, err := faultClient(r.redis.URL, r.cfg.StoreTimeout); err == nil {
+			env.Redis = c
+			h.closers = append(h.closers, c.Close)
+		}
 	}
 	h.env = env
 	h.readings, _ = model.NewReadings(r.profile, env.MaxRequests, env.Window)

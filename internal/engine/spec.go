@@ -19,7 +19,7 @@ const (
 	NeedReset     Need = "reset"
 	NeedShared    Need = "shared-store"
 	NeedInspect   Need = "store-inspection"
-	NeedOwnRedis  Need = "owned-redis" // a Redis this run started, so it may stop it
+	NeedOwnRedis  Need = "owned-redis" // a store the run may stop and freeze: a Redis it started, or Target.StoreFault
 	NeedInProcess Need = "in-process"  // the target's methods get the grader's contexts themselves
 	NeedOpaqueIDs Need = "opaque-ids"  // the limiter receives the user ids as given
 	NeedEndpoint  Need = "endpoint"    // answers carry HTTP rate-limit fields

@@ -97,10 +97,11 @@ func run(endpoint string, limit int, window time.Duration) error {
 		if err != nil {
 			return fmt.Errorf("RLCONFORM_REDIS_URL: %w", err)
 		}
-		// A store that is down answers at once (503), and the client
+		// A store that is down answers at once (503), one that hangs
+		// within the store timeout rlconform grades (1s), and the client
 		// reconnects when it is back.
-		opt.MaxRetries = -1
-		opt.DialTimeout = time.Second
+		opt.MaxRetries, opt.DialerRetries = -1, 1
+		opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = 500*time.Millisecond, 500*time.Millisecond, 500*time.Millisecond
 		e.rdb = redis.NewClient(opt)
 		defer e.rdb.Close()
 	}
