@@ -177,14 +177,21 @@ func (r rules) check(grouped []Decision, end time.Duration, sc scope) Exactness 
 // window: the one past its bound by the largest part of it, then the one
 // of the lowest bound (the most concentrated).
 func found(ex *Exactness, calls []Decision, count, bound int, from, to time.Duration, rule string) {
-	if w := ex.Worst; w != nil {
-		// Past the bound by a larger part of it: (count−bound)/bound.
-		mine, theirs := (count-bound)*max(1, w.Bound), (w.Allowed-w.Bound)*max(1, bound)
-		if mine < theirs || (mine == theirs && bound >= w.Bound) {
-			return
-		}
+	if !worse(count, bound, ex.Worst) {
+		return
 	}
 	ex.Worst = &Window{User: calls[0].User, Allowed: count, Bound: bound, Rule: rule, From: from, To: to, Calls: slices.Clone(calls)}
+}
+
+// worse reports whether a set of count allowed calls past bound is worse
+// than the window w (nil: none yet): past its bound by a larger part of
+// it, (count−bound)/bound, or by as much with a lower bound.
+func worse(count, bound int, w *Window) bool {
+	if w == nil {
+		return true
+	}
+	mine, theirs := (count-bound)*max(1, w.Bound), (w.Allowed-w.Bound)*max(1, bound)
+	return mine > theirs || (mine == theirs && bound < w.Bound)
 }
 
 // linearCheck finds, for every allowed call j (sorted by Sent), a set of
