@@ -279,7 +279,9 @@ func underAdmission(ex *Exactness, calls []Decision, u underRule, end time.Durat
 // latest less L), whatever the instants in their spans.
 type sureCounter struct{ lo, hi []time.Duration }
 
-func (s *sureCounter) add(c Decision) { s.lo, s.hi = append(s.lo, earliest(c)), append(s.hi, latest(c)) }
+func (s *sureCounter) add(c Decision) {
+	s.lo, s.hi = append(s.lo, earliest(c)), append(s.hi, latest(c))
+}
 
 func (s *sureCounter) sort() { slices.Sort(s.lo); slices.Sort(s.hi) }
 
