@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"container/heap"
 	"errors"
 	"fmt"
 	"math"
@@ -47,7 +46,8 @@ type Stream struct {
 	ctx, chunk time.Duration
 	floor      int
 	users      map[string]*streamUser
-	due        userQueue
+	due        userWheel
+	spare      []*streamUser // forgotten users' states, for reuse
 	// latest is the latest instant read (a Returned); next the instant
 	// at which the next sweep judges the users due.
 	latest, next time.Duration
@@ -161,7 +161,7 @@ type streamUser struct {
 	underUntil time.Duration
 	lastWindow int64
 	denied     bool
-	queued     int // its index in the queue, -1 when not queued
+	queued     bool
 	dueAt      time.Duration
 }
 
@@ -195,6 +195,7 @@ func NewStream(j Judge, opts StreamOptions) (*Stream, error) {
 	s := &Stream{rules: r, judge: j, opts: opts, users: map[string]*streamUser{}, widths: newWidthHistogram()}
 	s.ctx = r.reach() + 2*(opts.ClockSkew+model.ClockOffset+model.ClockResolution) + time.Millisecond + opts.Settle
 	s.chunk = s.ctx
+	s.due = userWheel{gran: max(s.chunk/2, 1), slots: map[int64][]*streamUser{}}
 	s.floor = r.floor()
 	s.res.Skew = Skew{Assumed: opts.ClockSkew, Explained: true}
 	s.res.Settle, s.res.Context = opts.Settle, s.ctx
@@ -247,9 +248,7 @@ func (s *Stream) Add(c StreamCall) error {
 	s.res.First, s.res.Last = min(s.res.First, c.Sent), max(s.res.Last, c.Returned)
 	u := s.users[string(c.User)]
 	if u == nil {
-		u = &streamUser{key: string(c.User), keptFrom: math.MinInt64, underUntil: s.forgottenUnder, lastWindow: math.MinInt64, queued: -1}
-		s.users[u.key] = u
-		s.users1.add(c.User)
+		u = s.newUser(c.User)
 	}
 	if w := floorDiv(int64(c.Returned), s.rules.w); w > u.lastWindow {
 		u.lastWindow = w
@@ -272,9 +271,9 @@ func (s *Stream) Add(c StreamCall) error {
 	u.calls = append(u.calls, streamEntry{d: d, ref: c.Ref})
 	s.kept++
 	s.res.Kept = max(s.res.Kept, s.kept)
-	if u.queued < 0 {
+	if !u.queued {
 		u.dueAt = c.Returned
-		heap.Push(&s.due, u)
+		s.due.push(u)
 	}
 	if c.Returned > s.latest {
 		s.latest = c.Returned
@@ -318,14 +317,12 @@ func (s *Stream) earliest(d Decision) time.Duration { return earliest(d) - s.opt
 // sweep judges the users due by cut: those whose first call not judged
 // ended a chunk before it.
 func (s *Stream) sweep(cut time.Duration) {
-	for s.due.Len() > 0 && s.due.users[0].dueAt <= cut-s.chunk {
-		u := heap.Pop(&s.due).(*streamUser)
+	s.due.popDue(cut-s.chunk, func(u *streamUser) {
 		s.judgeUser(u, cut)
 		s.letGo(u, cut)
 		if len(u.calls) == 0 {
-			s.forgottenUnder = max(s.forgottenUnder, u.underUntil)
-			delete(s.users, u.key)
-			continue
+			s.forget(u)
+			return
 		}
 		u.dueAt = cut
 		for _, e := range u.calls {
@@ -333,15 +330,37 @@ func (s *Stream) sweep(cut time.Duration) {
 				u.dueAt = min(u.dueAt, e.d.Returned)
 			}
 		}
-		heap.Push(&s.due, u)
+		s.due.push(u)
+	})
+}
+
+// newUser is the state of user, new or forgotten.
+func (s *Stream) newUser(user []byte) *streamUser {
+	var u *streamUser
+	if n := len(s.spare); n > 0 {
+		u, s.spare = s.spare[n-1], s.spare[:n-1]
+	} else {
+		u = &streamUser{}
+	}
+	*u = streamUser{key: string(user), calls: u.calls[:0], keptFrom: math.MinInt64, underUntil: s.forgottenUnder, lastWindow: math.MinInt64}
+	s.users[u.key] = u
+	s.users1.add(user)
+	return u
+}
+
+// forget lets go of u, whose calls are all let go.
+func (s *Stream) forget(u *streamUser) {
+	s.forgottenUnder = max(s.forgottenUnder, u.underUntil)
+	delete(s.users, u.key)
+	if len(s.spare) < 4096 && cap(u.calls) <= 64 {
+		*u = streamUser{calls: u.calls[:0]}
+		s.spare = append(s.spare, u)
 	}
 }
 
 // Finish judges every call not judged yet and returns what was found.
 func (s *Stream) Finish() *StreamResult {
-	for s.due.Len() > 0 {
-		s.judgeUser(heap.Pop(&s.due).(*streamUser), math.MaxInt64)
-	}
+	s.due.popDue(math.MaxInt64, func(u *streamUser) { s.judgeUser(u, math.MaxInt64) })
 	clear(s.users)
 	r := &s.res
 	r.Users, r.UsersEstimated = s.users1.count()

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"cmp"
-	"container/heap"
 	"math"
 	"slices"
 	"time"
@@ -199,29 +198,59 @@ func (s *Stream) searchSkew(u *streamUser, exact bool, end time.Duration) {
 	k.smallest = max(k.smallest, smallest)
 }
 
-// userQueue is a heap of users by when they are due.
-type userQueue struct{ users []*streamUser }
-
-func (q *userQueue) Len() int           { return len(q.users) }
-func (q *userQueue) Less(a, b int) bool { return q.users[a].dueAt < q.users[b].dueAt }
-func (q *userQueue) Swap(a, b int) {
-	q.users[a], q.users[b] = q.users[b], q.users[a]
-	q.users[a].queued, q.users[b].queued = a, b
-}
-func (q *userQueue) Push(x any) {
-	u := x.(*streamUser)
-	u.queued = len(q.users)
-	q.users = append(q.users, u)
-}
-func (q *userQueue) Pop() any {
-	u := q.users[len(q.users)-1]
-	q.users[len(q.users)-1] = nil
-	q.users = q.users[:len(q.users)-1]
-	u.queued = -1
-	return u
+// userWheel holds the users due, in slots of gran by when they are due:
+// a user due at t waits in slot ⌊t/gran⌋, or in the first slot not swept
+// yet. A push and a pop are O(1).
+type userWheel struct {
+	gran  time.Duration
+	slots map[int64][]*streamUser
+	next  int64 // the first slot not swept; set by the first push
+	begun bool
+	spare [][]*streamUser
 }
 
-var _ heap.Interface = (*userQueue)(nil)
+func (w *userWheel) push(u *streamUser) {
+	k := floorDiv(int64(u.dueAt), int64(w.gran))
+	if !w.begun {
+		w.next, w.begun = k, true
+	}
+	k = max(k, w.next)
+	list, ok := w.slots[k]
+	if !ok && len(w.spare) > 0 {
+		list, w.spare = w.spare[len(w.spare)-1], w.spare[:len(w.spare)-1]
+	}
+	w.slots[k] = append(list, u)
+	u.queued = true
+}
+
+// popDue calls fn with each user due by upTo, slot after slot (fn may
+// push users again, due later).
+func (w *userWheel) popDue(upTo time.Duration, fn func(*streamUser)) {
+	last := floorDiv(int64(min(upTo, math.MaxInt64-w.gran)), int64(w.gran))
+	for len(w.slots) > 0 && w.next <= last {
+		k := w.next
+		if last-k > int64(4*len(w.slots)) {
+			// A long way to go: the first slot held, not every one between.
+			k = last + 1
+			for held := range w.slots {
+				k = min(k, held)
+			}
+			if k > last {
+				w.next = last + 1
+				return
+			}
+		}
+		w.next = k + 1
+		list := w.slots[k]
+		delete(w.slots, k)
+		for i, u := range list {
+			u.queued = false
+			list[i] = nil
+			fn(u)
+		}
+		w.spare = append(w.spare, list[:0])
+	}
+}
 
 // newWidthHistogram records spans from 1ns to a day, 2 significant
 // digits.
