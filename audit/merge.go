@@ -191,7 +191,7 @@ func (h *logHeap) Less(a, b int) bool {
 	return x.queue[x.head].End < y.queue[y.head].End
 }
 func (h *logHeap) Swap(a, b int) { h.logs[a], h.logs[b] = h.logs[b], h.logs[a] }
-func (h *logHeap) Push(x any)   { h.logs = append(h.logs, x.(*log)) }
+func (h *logHeap) Push(x any)    { h.logs = append(h.logs, x.(*log)) }
 func (h *logHeap) Pop() any {
 	l := h.logs[len(h.logs)-1]
 	h.logs = h.logs[:len(h.logs)-1]

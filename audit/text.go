@@ -151,4 +151,3 @@ func evidenceText(w io.Writer, e *Evidence) {
 func instant(d time.Duration) string {
 	return time.Unix(0, int64(d)).UTC().Format("2006-01-02T15:04:05.000000Z")
 }
-
