@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"strings"
@@ -214,4 +215,24 @@ func TestStdinEvidenceHasNoText(t *testing.T) {
 	require.NotNil(t, res.Overshoot)
 	assert.Empty(t, res.Overshoot.Lines[0].Text)
 	assert.Contains(t, text(res), "(not read again)")
+}
+
+// Requests with the same instants and other answers: the evidence names
+// each allowed request's own line.
+func TestEvidenceMatchesEachRequestsLine(t *testing.T) {
+	var log strings.Builder
+	for i := range 12 {
+		status := 200
+		if i%2 == 1 {
+			status = 429
+		}
+		log.WriteString(fmt.Sprintf("10.0.0.1 [27/Nov/2024:16:32:00 +0000] \"GET /api HTTP/1.1\" %d 12 1732725120.100 0.010 \"alice\"\n", status))
+	}
+	res := audit(t, nginxConfig(accesslog.NginxFormat), memory("gw.log", []byte(log.String())))
+	require.NotNil(t, res.Overshoot)
+	require.Len(t, res.Overshoot.Lines, 6)
+	for _, l := range res.Overshoot.Lines {
+		assert.Contains(t, l.Text, `" 200 `, "line %d", l.Line)
+		assert.Equal(t, int64(1), l.Line%2, "the odd lines are the allowed ones")
+	}
 }

@@ -116,16 +116,26 @@ func (s *Stream) merge(u *streamUser, ex Exactness) {
 }
 
 // refs are the Refs of calls (as u holds them), each call matched to one
-// of u's by its instants.
+// of u's by its instants and outcome (or, for a denial judged as another
+// answer, its instants alone).
 func (u *streamUser) refs(calls []Decision) []uint64 {
 	used := make([]bool, len(u.calls))
 	out := make([]uint64, len(calls))
-	for i, c := range calls {
+	find := func(c Decision, sameOutcome bool) int {
 		for j, e := range u.calls {
-			if !used[j] && e.d.Sent == c.Sent && e.d.Returned == c.Returned {
-				used[j], out[i] = true, e.ref
-				break
+			if !used[j] && e.d.Sent == c.Sent && e.d.Returned == c.Returned && (!sameOutcome || e.d.Outcome == c.Outcome) {
+				return j
 			}
+		}
+		return -1
+	}
+	for i, c := range calls {
+		j := find(c, true)
+		if j < 0 {
+			j = find(c, false)
+		}
+		if j >= 0 {
+			used[j], out[i] = true, u.calls[j].ref
 		}
 	}
 	return out
