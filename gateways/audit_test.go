@@ -223,4 +223,3 @@ func TestAuditReadsNginxAndHAProxyLogs(t *testing.T) {
 		t.Logf("attempt %d: exit codes %v: the load again, with fresh users", attempt, codes)
 	}
 }
-
