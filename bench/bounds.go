@@ -131,8 +131,12 @@ func (j Judge) rules() (rules, error) {
 // calls sc judges (every one for the zero scope).
 func (r rules) check(grouped []Decision, end time.Duration, sc scope) Exactness {
 	ex := Exactness{Profile: r.profile}
-	var allowed []Decision
-	var judged, flagged []bool
+	if sc.k == nil {
+		sc.k = &scratch{}
+	}
+	k := sc.k
+	allowed, judged, flagged := k.allowed[:0], k.judged[:0], k.flagged[:0]
+	defer func() { k.allowed, k.judged, k.flagged = allowed, judged, flagged }()
 	eachUserAt(grouped, func(at int, calls []Decision) {
 		mine := sc.part(at, len(calls))
 		denied := false
@@ -156,7 +160,7 @@ func (r rules) check(grouped []Decision, end time.Duration, sc scope) Exactness 
 			r.epochWindows(&ex, allowed, flagged, judged)
 		}
 		for _, b := range r.linear {
-			r.linearCheck(&ex, b, allowed, flagged, judged)
+			r.linearCheck(&ex, b, allowed, flagged, judged, k)
 		}
 		for i, f := range flagged {
 			if f && judged[i] {
@@ -203,18 +207,20 @@ func worse(count, bound int, w *Window) bool {
 // i×W − rate×lo_i: a deque of minima; p only moves forward as j grows, and
 // a deque of maxima keeps the latest instant. Linear. Only the sets that
 // end with a call judged[j] are reported.
-func (r rules) linearCheck(ex *Exactness, b linearBound, allowed []Decision, flagged, judged []bool) {
+func (r rules) linearCheck(ex *Exactness, b linearBound, allowed []Decision, flagged, judged []bool, k *scratch) {
 	if len(allowed) == 0 {
 		return
 	}
 	base := earliest(allowed[0])
 	lo := func(i int) int64 { return int64(earliest(allowed[i]) - base) }
 	hi := func(i int) int64 { return int64(latest(allowed[i]) - base) }
-	g := make([]i128, len(allowed))
+	g := slices.Grow(k.g[:0], len(allowed))[:len(allowed)]
+	k.g = g
 	for i := range allowed {
 		g[i] = mul128(int64(i), r.w).sub(mul128(b.rate, lo(i)))
 	}
-	var maxQ, minQ []int
+	maxQ, minQ := k.maxQ[:0], k.minQ[:0]
+	defer func() { k.maxQ, k.minQ = maxQ[:0], minQ[:0] }()
 	p := 0
 	for j := range allowed {
 		for len(maxQ) > 0 && hi(maxQ[len(maxQ)-1]) <= hi(j) {
@@ -457,12 +463,14 @@ func floorDiv(a, b int64) int64 {
 // within less than the time of one token, W/N, before it: the bucket was
 // then empty whatever the timing).
 func (r rules) bucketUnder(ex *Exactness, calls []Decision, end time.Duration, sc scope) {
-	var los, his []int64
+	k := sc.k
+	los, his, sure := k.los[:0], k.his[:0], &k.sure
+	sure.reset()
+	defer func() { k.los, k.his = los, his }()
 	var base time.Duration
 	if len(calls) > 0 {
 		base = earliest(calls[0])
 	}
-	var sure sureCounter
 	for _, c := range calls {
 		switch c.Outcome {
 		case Allowed, Other:
@@ -478,7 +486,7 @@ func (r rules) bucketUnder(ex *Exactness, calls []Decision, end time.Duration, s
 	slices.Sort(los)
 	slices.Sort(his)
 	sure.sort()
-	best, bestAt := r.bestRefills(his)
+	best, bestAt := r.bestRefills(his, k)
 	need := mul128(r.under.capacity-1, r.w)
 	token := time.Duration(r.w / r.n)
 	for i, d := range calls {
@@ -533,9 +541,10 @@ func (r rules) bucketUnder(ex *Exactness, calls []Decision, end time.Duration, s
 // before his[i] (the first of equals has the most calls at or after it):
 // his are the latest instants of the calls that may spend a token,
 // sorted.
-func (r rules) bestRefills(his []int64) ([]i128, []int) {
-	best := make([]i128, len(his))
-	bestAt := make([]int, len(his))
+func (r rules) bestRefills(his []int64, k *scratch) ([]i128, []int) {
+	best := slices.Grow(k.best[:0], len(his))[:len(his)]
+	bestAt := slices.Grow(k.bestAt[:0], len(his))[:len(his)]
+	k.best, k.bestAt = best, bestAt
 	less := 0
 	for i, h := range his {
 		if i > 0 && h != his[i-1] {

@@ -164,6 +164,22 @@ type scope struct {
 	// carry sums up the calls no longer kept, for a bucket's rule (nil:
 	// none were let go).
 	carry *bucketCarry
+	// k holds the judgement's slices, reused from one to the next (nil: a
+	// judgement of its own).
+	k *scratch
+}
+
+// scratch is the memory a judgement works in, kept for the next one.
+type scratch struct {
+	allowed         []Decision
+	judged, flagged []bool
+	g               []i128
+	maxQ, minQ      []int
+	sent, returned  []time.Duration
+	sure            sureCounter
+	los, his        []int64
+	best            []i128
+	bestAt          []int
 }
 
 // part is the scope of the n calls from index at.
@@ -221,8 +237,10 @@ func latest(d Decision) time.Duration   { _, hi := admissible(d); return hi }
 // denials sc judges are checked (and counted in ex.Denials, and in
 // ex.Decided when explained whatever the timing: see [sureCount]).
 func underAdmission(ex *Exactness, calls []Decision, u underRule, end time.Duration, sc scope) {
-	var sent, returned []time.Duration
-	var sure sureCounter
+	k := sc.k
+	sent, returned, sure := k.sent[:0], k.returned[:0], &k.sure
+	sure.reset()
+	defer func() { k.sent, k.returned = sent, returned }()
 	for _, c := range calls {
 		switch {
 		case c.Outcome == Allowed || c.Outcome == Other || (u.countDenied && c.Outcome == Denied):
@@ -278,6 +296,8 @@ func underAdmission(ex *Exactness, calls []Decision, u underRule, end time.Durat
 // within the lookback L before it (their earliest instant after its
 // latest less L), whatever the instants in their spans.
 type sureCounter struct{ lo, hi []time.Duration }
+
+func (s *sureCounter) reset() { s.lo, s.hi = s.lo[:0], s.hi[:0] }
 
 func (s *sureCounter) add(c Decision) {
 	s.lo, s.hi = append(s.lo, earliest(c)), append(s.hi, latest(c))

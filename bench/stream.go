@@ -57,6 +57,7 @@ type Stream struct {
 	kept           int
 	buf            []Decision
 	judged         []bool
+	k              scratch
 	res            StreamResult
 	users1, denied distinct
 	widths         *histogram

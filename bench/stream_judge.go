@@ -44,7 +44,7 @@ func (s *Stream) judgeUser(u *streamUser, cut time.Duration) {
 		return
 	}
 	end := s.latest + d
-	ex := s.rules.check(s.buf, end, scope{judged: s.judged, carry: u.carry})
+	ex := s.rules.check(s.buf, end, scope{judged: s.judged, carry: u.carry, k: &s.k})
 	s.merge(u, ex)
 	if ex.UnderAdmitted > 0 {
 		u.underUntil = max(u.underUntil, deniedUntil)
