@@ -85,7 +85,6 @@
 package k6
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -320,19 +319,6 @@ func (r *Reader) nothingJudged() string {
 		return fmt.Sprintf("none of its %d requests carries the tag %q that names the user, in its tags or its metadata (tag each request with the identity it sends, or give --user-tag)", r.stats.Requests, r.opts.UserTag)
 	}
 	return "no HTTP request points: is it the output of k6 run --out json=FILE?"
-}
-
-// ErrNothingJudged is NothingJudged's error: no request carried the
-// user.
-var ErrNothingJudged = errors.New("k6 output: no request to judge")
-
-// NothingJudged is nil when a request was read with its user, else an
-// error (wrapping ErrNothingJudged) saying why none was.
-func (r *Reader) NothingJudged() error {
-	if r.stats.Decisions > 0 {
-		return nil
-	}
-	return fmt.Errorf("%w: %s", ErrNothingJudged, r.nothingJudged())
 }
 
 func plural(n int, thing string) string {
