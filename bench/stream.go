@@ -112,8 +112,8 @@ type StreamResult struct {
 	// WorstRefs are the Refs of Exactness.Worst's calls, in order;
 	// UnderRefs those of Exactness.WorstUnder's nearby calls, then of
 	// its denied call.
-	WorstRefs []uint64 `json:"worst_refs,omitempty"`
-	UnderRefs []uint64 `json:"under_refs,omitempty"`
+	WorstRefs []uint64 `json:"-"`
+	UnderRefs []uint64 `json:"-"`
 	// Skew is the skew assumed and the smallest that explains every part
 	// judged (see [Skew]).
 	Skew Skew `json:"clock_skew"`

@@ -19,8 +19,6 @@ type template struct {
 	// slot[i] is where field i's value goes in a match, -1 when it is
 	// not wanted.
 	slot []int
-	// maxLen bounds a line's length: a longer one is not this format's.
-	nslots int
 }
 
 // field is one field of a format: its name as written (nginx's
@@ -36,7 +34,7 @@ type field struct {
 // literal between them cannot be told apart: an error when either is
 // wanted (else they are read as one).
 func compile(lits []string, fields []field, wanted []string) (*template, error) {
-	t := &template{lits: lits, fields: fields, slot: make([]int, len(fields)), nslots: len(wanted)}
+	t := &template{lits: lits, fields: fields, slot: make([]int, len(fields))}
 	for i := range t.slot {
 		t.slot[i] = -1
 	}
@@ -63,9 +61,6 @@ func indexField(fields []field, name string) int {
 	}
 	return -1
 }
-
-// has reports whether the format has a field named name.
-func (t *template) has(name string) bool { return indexField(t.fields, name) >= 0 }
 
 // match reads line b into out (one value per wanted field, as slices of
 // b); false when b is not of the format.
