@@ -59,7 +59,7 @@ type Stream struct {
 	judged         []bool
 	k              scratch
 	res            StreamResult
-	users1, denied distinct
+	seen, denied   distinct
 	widths         *histogram
 	skew           skewSearch
 }
@@ -345,7 +345,7 @@ func (s *Stream) newUser(user []byte) *streamUser {
 	}
 	*u = streamUser{key: string(user), calls: u.calls[:0], keptFrom: math.MinInt64, underUntil: s.forgottenUnder, lastWindow: math.MinInt64}
 	s.users[u.key] = u
-	s.users1.add(user)
+	s.seen.add(user)
 	return u
 }
 
@@ -364,7 +364,7 @@ func (s *Stream) Finish() *StreamResult {
 	s.due.popDue(math.MaxInt64, func(u *streamUser) { s.judgeUser(u, math.MaxInt64) })
 	clear(s.users)
 	r := &s.res
-	r.Users, r.UsersEstimated = s.users1.count()
+	r.Users, r.UsersEstimated = s.seen.count()
 	atLimit, _ := s.denied.count()
 	r.Exactness.UsersAtLimit = int(atLimit)
 	r.Exactness.Decisions = int(r.Calls) - r.Exactness.Failed
