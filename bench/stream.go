@@ -39,6 +39,9 @@ type Stream struct {
 	rules rules
 	judge Judge
 	opts  StreamOptions
+	// refill is how long a bucket takes to fill from empty (0 for other
+	// rules): a user met anew may have spent tokens that long before.
+	refill time.Duration
 	// ctx is how far before a part's earliest new call its context
 	// reaches; chunk the least span of new calls a part holds (as long:
 	// each call is judged about twice); floor the most allowed calls no
@@ -52,8 +55,9 @@ type Stream struct {
 	// at which the next sweep judges the users due.
 	latest, next time.Duration
 	// forgottenUnder is the latest instant of a denial found unexplained
-	// of a user since forgotten.
-	forgottenUnder time.Duration
+	// of a user since forgotten; goneUntil the latest instant (widened) of
+	// any call let go: a user met anew may have had calls until then.
+	forgottenUnder, goneUntil time.Duration
 	kept           int
 	buf            []Decision
 	judged         []bool
@@ -193,9 +197,12 @@ func NewStream(j Judge, opts StreamOptions) (*Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Stream{rules: r, judge: j, opts: opts, users: map[string]*streamUser{}, widths: newWidthHistogram()}
+	s := &Stream{rules: r, judge: j, opts: opts, users: map[string]*streamUser{}, widths: newWidthHistogram(), goneUntil: math.MinInt64}
 	s.ctx = r.reach() + 2*(opts.ClockSkew+model.ClockOffset+model.ClockResolution) + time.Millisecond + opts.Settle
 	s.chunk = s.ctx
+	if r.under.bucket {
+		s.refill = time.Duration(min(mul128(r.under.capacity, r.w).floorDiv(r.n)+1, int(366*24*time.Hour)))
+	}
 	s.due = userWheel{gran: max(s.chunk/2, 1), slots: map[int64][]*streamUser{}}
 	s.floor = r.floor()
 	s.res.Skew = Skew{Assumed: opts.ClockSkew, Explained: true}
@@ -343,7 +350,13 @@ func (s *Stream) newUser(user []byte) *streamUser {
 	} else {
 		u = &streamUser{}
 	}
-	*u = streamUser{key: string(user), calls: u.calls[:0], keptFrom: math.MinInt64, underUntil: s.forgottenUnder, lastWindow: math.MinInt64}
+	// Calls of this user may have been let go until goneUntil (and, for a
+	// bucket, its refill since): a denial that needs them is not judged.
+	keptFrom := s.goneUntil
+	if keptFrom != math.MinInt64 {
+		keptFrom += s.refill
+	}
+	*u = streamUser{key: string(user), calls: u.calls[:0], keptFrom: keptFrom, underUntil: s.forgottenUnder, lastWindow: math.MinInt64}
 	s.users[u.key] = u
 	s.seen.add(user)
 	return u

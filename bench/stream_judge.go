@@ -154,6 +154,7 @@ func (s *Stream) letGo(u *streamUser, cut time.Duration) {
 		}
 		at := latest(e.d) + s.opts.ClockSkew
 		u.keptFrom = max(u.keptFrom, at)
+		s.goneUntil = max(s.goneUntil, at)
 		if s.rules.under.bucket && (e.d.Outcome == Allowed || e.d.Outcome == Other) {
 			his = append(his, int64(at))
 		}

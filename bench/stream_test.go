@@ -225,3 +225,60 @@ func TestAStreamRefusesWhatItCannotJudge(t *testing.T) {
 	}
 	assert.Zero(t, s.Finish().Calls)
 }
+
+// A denial whose span reaches back to calls let go (a request of
+// seconds, logged at its end) is not judged, even when its user was
+// forgotten in between: judged without the admission it overlaps, it
+// would look unexplained.
+func TestADenialReachingPastTheCallsKeptIsNotJudged(t *testing.T) {
+	base := time.Duration(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	s, err := NewStream(Judge{Limit: 1, Window: 100 * time.Millisecond}, StreamOptions{Settle: 10 * time.Millisecond})
+	require.NoError(t, err)
+	add := func(user string, o Outcome, sent, returned time.Duration) {
+		require.NoError(t, s.Add(StreamCall{User: []byte(user), Outcome: o, Sent: base + sent, Returned: base + returned}))
+	}
+	add("u", Allowed, 0, time.Millisecond)
+	for i := range 1000 { // 10s of other users: u's admission is let go, u forgotten
+		at := time.Duration(i+1) * 10 * time.Millisecond
+		add(fmt.Sprint("o", i), Allowed, at, at+time.Millisecond)
+	}
+	require.NotContains(t, s.users, "u")
+	add("u", Denied, 50*time.Millisecond, 10*time.Second)
+	res := s.Finish()
+	assert.True(t, res.Exactness.Exact(), "%+v", res.Exactness.WorstUnder)
+	assert.Equal(t, int64(1), res.Unjudged)
+}
+
+// A bucket's user met anew, after its calls were let go and it was
+// forgotten, may still hold a bucket not full: its first denials are not
+// judged until the bucket could have refilled (it would look as if it had
+// a full bucket to spend).
+func TestABucketMetAnewIsNotJudgedBeforeItCouldRefill(t *testing.T) {
+	const w = 100 * time.Millisecond
+	p := profileOf(t, "token-bucket:capacity=10", 1, w)
+	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	s, err := NewStream(Judge{Profile: model.MustVariant("token-bucket:capacity=10"), Limit: 1, Window: w}, StreamOptions{Settle: time.Millisecond})
+	require.NoError(t, err)
+	add := func(user string, at time.Duration) {
+		ok, err := p.Allow(base.Add(at), user)
+		require.NoError(t, err)
+		o := Denied
+		if ok {
+			o = Allowed
+		}
+		require.NoError(t, s.Add(StreamCall{User: []byte(user), Outcome: o, Sent: time.Duration(base.UnixNano()) + at, Returned: time.Duration(base.UnixNano()) + at + 100*time.Microsecond}))
+	}
+	for i := range 12 { // the bucket spent, then denied
+		add("u", time.Duration(i)*time.Millisecond)
+	}
+	for i := range 60 { // 600ms of another user: u let go and forgotten, its bucket 6 tokens back
+		add(fmt.Sprint("o", i), 20*time.Millisecond+time.Duration(i)*10*time.Millisecond)
+	}
+	require.NotContains(t, s.users, "u")
+	for i := range 10 { // 6 allowed, then denied: a full bucket would allow 10
+		add("u", 700*time.Millisecond+time.Duration(i)*time.Millisecond)
+	}
+	res := s.Finish()
+	assert.True(t, res.Exactness.Exact(), "%+v", res.Exactness.WorstUnder)
+	assert.Positive(t, res.Unjudged)
+}
