@@ -58,14 +58,14 @@ type Stream struct {
 	// of a user since forgotten; goneUntil the latest instant (widened) of
 	// any call let go: a user met anew may have had calls until then.
 	forgottenUnder, goneUntil time.Duration
-	kept           int
-	buf            []Decision
-	judged         []bool
-	k              scratch
-	res            StreamResult
-	seen, denied   distinct
-	widths         *histogram
-	skew           skewSearch
+	kept                      int
+	buf                       []Decision
+	judged                    []bool
+	k                         scratch
+	res                       StreamResult
+	seen, denied              distinct
+	widths                    *histogram
+	skew                      skewSearch
 }
 
 // StreamOptions tune a [Stream].
