@@ -3,7 +3,9 @@
 // histogram, errors by kind, and every decision judged against the
 // algorithm it claims ([Judge]; the sliding-window log by default,
 // [Check]). It judges load that another tool drove and recorded the same
-// way ([Replay]). The rlconform bench command is built on it.
+// way ([Replay]), and calls read from a log as they come, in bounded
+// memory ([Stream]: rlconform audit). The rlconform bench command is
+// built on it.
 package bench
 
 import (

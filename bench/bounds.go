@@ -3,6 +3,7 @@ package bench
 import (
 	"container/heap"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -30,7 +31,7 @@ func (j Judge) Check(decisions []Decision, end time.Duration) (Exactness, error)
 	if err != nil {
 		return Exactness{}, err
 	}
-	ex := r.check(byUser(decisions), end)
+	ex := r.check(byUser(decisions), end, scope{})
 	ex.Took = time.Since(began)
 	return ex, nil
 }
@@ -126,22 +127,28 @@ func (j Judge) rules() (rules, error) {
 	return r, nil
 }
 
-// check is Check on decisions already grouped by [byUser].
-func (r rules) check(grouped []Decision, end time.Duration) Exactness {
+// check is Check on decisions already grouped by [byUser], judging the
+// calls sc judges (every one for the zero scope).
+func (r rules) check(grouped []Decision, end time.Duration, sc scope) Exactness {
 	ex := Exactness{Profile: r.profile}
-	var allowed []Decision
-	var flagged []bool
-	eachUser(grouped, func(calls []Decision) {
+	if sc.k == nil {
+		sc.k = &scratch{}
+	}
+	k := sc.k
+	allowed, judged, flagged := k.allowed[:0], k.judged[:0], k.flagged[:0]
+	defer func() { k.allowed, k.judged, k.flagged = allowed, judged, flagged }()
+	eachUserAt(grouped, func(at int, calls []Decision) {
+		mine := sc.part(at, len(calls))
 		denied := false
-		allowed = allowed[:0]
-		for _, c := range calls {
+		allowed, judged = allowed[:0], judged[:0]
+		for i, c := range calls {
 			switch c.Outcome {
 			case Denied:
 				denied = true
 			case Errored:
 				ex.Failed++
 			case Allowed:
-				allowed = append(allowed, c)
+				allowed, judged = append(allowed, c), append(judged, mine.judges(i))
 			}
 		}
 		if denied {
@@ -150,20 +157,20 @@ func (r rules) check(grouped []Decision, end time.Duration) Exactness {
 		flagged = slices.Grow(flagged[:0], len(allowed))[:len(allowed)]
 		clear(flagged)
 		if r.epoch {
-			r.epochWindows(&ex, allowed, flagged)
+			r.epochWindows(&ex, allowed, flagged, judged)
 		}
 		for _, b := range r.linear {
-			r.linearCheck(&ex, b, allowed, flagged)
+			r.linearCheck(&ex, b, allowed, flagged, judged, k)
 		}
-		for _, f := range flagged {
-			if f {
+		for i, f := range flagged {
+			if f && judged[i] {
 				ex.Overshoot++
 			}
 		}
 		if r.under.bucket {
-			r.bucketUnder(&ex, calls, end)
+			r.bucketUnder(&ex, calls, end, mine)
 		} else {
-			underAdmission(&ex, calls, r.under, end)
+			underAdmission(&ex, calls, r.under, end, mine)
 		}
 	})
 	ex.Decisions = len(grouped) - ex.Failed
@@ -174,14 +181,21 @@ func (r rules) check(grouped []Decision, end time.Duration) Exactness {
 // window: the one past its bound by the largest part of it, then the one
 // of the lowest bound (the most concentrated).
 func found(ex *Exactness, calls []Decision, count, bound int, from, to time.Duration, rule string) {
-	if w := ex.Worst; w != nil {
-		// Past the bound by a larger part of it: (count−bound)/bound.
-		mine, theirs := (count-bound)*max(1, w.Bound), (w.Allowed-w.Bound)*max(1, bound)
-		if mine < theirs || (mine == theirs && bound >= w.Bound) {
-			return
-		}
+	if !worse(count, bound, ex.Worst) {
+		return
 	}
 	ex.Worst = &Window{User: calls[0].User, Allowed: count, Bound: bound, Rule: rule, From: from, To: to, Calls: slices.Clone(calls)}
+}
+
+// worse reports whether a set of count allowed calls past bound is worse
+// than the window w (nil: none yet): past its bound by a larger part of
+// it, (count−bound)/bound, or by as much with a lower bound.
+func worse(count, bound int, w *Window) bool {
+	if w == nil {
+		return true
+	}
+	mine, theirs := (count-bound)*max(1, w.Bound), (w.Allowed-w.Bound)*max(1, bound)
+	return mine > theirs || (mine == theirs && bound < w.Bound)
 }
 
 // linearCheck finds, for every allowed call j (sorted by Sent), a set of
@@ -191,19 +205,22 @@ func found(ex *Exactness, calls []Decision, count, bound int, from, to time.Dura
 // > k. E bounds the span of i..j from above, so a set found breaks the
 // bound whatever the instants. For a fixed p and j the best i minimises
 // i×W − rate×lo_i: a deque of minima; p only moves forward as j grows, and
-// a deque of maxima keeps the latest instant. Linear.
-func (r rules) linearCheck(ex *Exactness, b linearBound, allowed []Decision, flagged []bool) {
+// a deque of maxima keeps the latest instant. Linear. Only the sets that
+// end with a call judged[j] are reported.
+func (r rules) linearCheck(ex *Exactness, b linearBound, allowed []Decision, flagged, judged []bool, k *scratch) {
 	if len(allowed) == 0 {
 		return
 	}
 	base := earliest(allowed[0])
 	lo := func(i int) int64 { return int64(earliest(allowed[i]) - base) }
 	hi := func(i int) int64 { return int64(latest(allowed[i]) - base) }
-	g := make([]i128, len(allowed))
+	g := slices.Grow(k.g[:0], len(allowed))[:len(allowed)]
+	k.g = g
 	for i := range allowed {
 		g[i] = mul128(int64(i), r.w).sub(mul128(b.rate, lo(i)))
 	}
-	var maxQ, minQ []int
+	maxQ, minQ := k.maxQ[:0], k.minQ[:0]
+	defer func() { k.maxQ, k.minQ = maxQ[:0], minQ[:0] }()
 	p := 0
 	for j := range allowed {
 		for len(maxQ) > 0 && hi(maxQ[len(maxQ)-1]) <= hi(j) {
@@ -229,7 +246,7 @@ func (r rules) linearCheck(ex *Exactness, b linearBound, allowed []Decision, fla
 		i, m := minQ[0], hi(maxQ[0])
 		count := j - i + 1
 		v := mul128(int64(count), r.w).sub(mul128(b.rate, m-lo(i)))
-		if v.cmp(b.k) <= 0 {
+		if v.cmp(b.k) <= 0 || !judged[j] {
 			continue
 		}
 		flagged[j] = true
@@ -244,13 +261,14 @@ func (r rules) linearCheck(ex *Exactness, b linearBound, allowed []Decision, fla
 // order, and a call that can wait for a later window leaves its place to
 // one that cannot). A call left over is past the limit whatever the instants;
 // the worst window is reported with the windows j..k it proves full
-// (Hall's condition: more calls whose spans lie within them than N each).
-func (r rules) epochWindows(ex *Exactness, allowed []Decision, flagged []bool) {
+// (Hall's condition: more calls whose spans lie within them than N each),
+// when a call judged[x] is left over.
+func (r rules) epochWindows(ex *Exactness, allowed []Decision, flagged, judged []bool) {
 	if len(allowed) == 0 {
 		return
 	}
 	a := r.assignEpochWindows(allowed, flagged)
-	if a.failed == 0 {
+	if a.failed == 0 || !a.judgedLeftOver(judged) {
 		return
 	}
 	r.reportEpochProof(ex, a.worstProof(allowed))
@@ -350,6 +368,16 @@ func (a *epochAssignment) worstProof(allowed []Decision) *epochProof {
 	return best
 }
 
+// judgedLeftOver reports whether a call judged[x] was left over.
+func (a *epochAssignment) judgedLeftOver(judged []bool) bool {
+	for x, failed := range a.isFailed {
+		if failed && judged[x] {
+			return true
+		}
+	}
+	return false
+}
+
 // proof is the proof of record at, a window k with a call left over: the
 // windows j..k it proves full, found by going back while the window before
 // was visited, full, and took only calls that had to be in by k; with the
@@ -428,17 +456,28 @@ func floorDiv(a, b int64) int64 {
 // The count only falls as s passes the latest instants, so s need only be
 // one of them (at most earliest(d)), or earliest(d) itself: a prefix
 // maximum over the calls sorted by their latest instant, and two binary
-// searches per denial. Errored calls count as allowed, up to end.
-func (r rules) bucketUnder(ex *Exactness, calls []Decision, end time.Duration) {
-	var los, his []int64
+// searches per denial. Errored calls count as allowed, up to end; calls of
+// another answer, within their own span. The calls a streaming judge let
+// go count through sc.carry. Only the denials sc judges are checked (and
+// counted in ex.Denials, and in ex.Decided when C allowed calls surely lay
+// within less than the time of one token, W/N, before it: the bucket was
+// then empty whatever the timing).
+func (r rules) bucketUnder(ex *Exactness, calls []Decision, end time.Duration, sc scope) {
+	k := sc.k
+	los, his, sure := k.los[:0], k.his[:0], &k.sure
+	sure.reset()
+	defer func() { k.los, k.his = los, his }()
 	var base time.Duration
 	if len(calls) > 0 {
 		base = earliest(calls[0])
 	}
 	for _, c := range calls {
 		switch c.Outcome {
-		case Allowed:
+		case Allowed, Other:
 			los, his = append(los, int64(earliest(c)-base)), append(his, int64(latest(c)-base))
+			if c.Outcome == Allowed {
+				sure.add(c)
+			}
 		case Errored:
 			lo, hi := model.Admissible(c.Sent, end)
 			los, his = append(los, int64(lo-base)), append(his, int64(hi-base))
@@ -446,25 +485,17 @@ func (r rules) bucketUnder(ex *Exactness, calls []Decision, end time.Duration) {
 	}
 	slices.Sort(los)
 	slices.Sort(his)
-	// best[k] is the largest N×his[i] − less(i)×W over i ≤ k, with less(i)
-	// the calls whose latest instant is before his[i] (the first of equals
-	// has the most calls at or after it).
-	best := make([]i128, len(his))
-	bestAt := make([]int, len(his))
-	less := 0
-	for i, h := range his {
-		if i > 0 && h != his[i-1] {
-			less = i
-		}
-		v := mul128(r.n, h).sub(mul128(int64(less), r.w))
-		best[i], bestAt[i] = v, i
-		if i > 0 && best[i-1].cmp(v) >= 0 {
-			best[i], bestAt[i] = best[i-1], bestAt[i-1]
-		}
-	}
+	sure.sort()
+	best, bestAt := r.bestRefills(his, k)
 	need := mul128(r.under.capacity-1, r.w)
-	for _, d := range calls {
-		if d.Outcome != Denied {
+	token := time.Duration(r.w / r.n)
+	for i, d := range calls {
+		if d.Outcome != Denied || !sc.judges(i) {
+			continue
+		}
+		ex.Denials++
+		if sure.count(d, token) >= r.under.capacity {
+			ex.Decided++
 			continue
 		}
 		lo, hi := int64(earliest(d)-base), int64(latest(d)-base)
@@ -478,6 +509,13 @@ func (r rules) bucketUnder(ex *Exactness, calls []Decision, end time.Duration) {
 			v := mul128(int64(before), r.w).sub(mul128(r.n, lo)).add(best[upTo-1])
 			if v.cmp(worst) > 0 {
 				worst, s = v, his[bestAt[upTo-1]]
+			}
+		}
+		// s among the calls let go: every kept call is after it.
+		if c := sc.carry; c != nil && c.any {
+			v := c.m.sub(mulSigned(r.n, int64(base))).add(mul128(int64(before), r.w)).sub(mul128(r.n, lo))
+			if v.cmp(worst) > 0 {
+				worst, s = v, math.MinInt64
 			}
 		}
 		if worst.cmp(need) > 0 {
@@ -496,4 +534,65 @@ func (r rules) bucketUnder(ex *Exactness, calls []Decision, end time.Duration) {
 			ex.WorstUnder = &UnderAdmission{Call: d, User: d.User, Counted: counted, Nearby: nearby, Rule: r.under.rule}
 		}
 	}
+}
+
+// bestRefills is, for each k, the largest N×his[i] − less(i)×W over i ≤
+// k and the i that has it, with less(i) the calls whose latest instant is
+// before his[i] (the first of equals has the most calls at or after it):
+// his are the latest instants of the calls that may spend a token,
+// sorted.
+func (r rules) bestRefills(his []int64, k *scratch) ([]i128, []int) {
+	best := slices.Grow(k.best[:0], len(his))[:len(his)]
+	bestAt := slices.Grow(k.bestAt[:0], len(his))[:len(his)]
+	k.best, k.bestAt = best, bestAt
+	less := 0
+	for i, h := range his {
+		if i > 0 && h != his[i-1] {
+			less = i
+		}
+		v := mul128(r.n, h).sub(mul128(int64(less), r.w))
+		best[i], bestAt[i] = v, i
+		if i > 0 && best[i-1].cmp(v) >= 0 {
+			best[i], bestAt[i] = best[i-1], bestAt[i-1]
+		}
+	}
+	return best, bestAt
+}
+
+// bucketCarry sums up, for a bucket's rule, the calls that may have spent
+// a token which a streaming judge let go ([Stream]): m is the largest
+// Ev(s)×W + N×s over their latest instants s (Unix ns, widened as the
+// judgement's), Ev(s) the calls let go whose latest instant is s or
+// later. Every call kept ends after every one let go, so for s among
+// them the count of a denial's rule is Ev(s) plus every kept call that
+// may begin by the denial's end.
+type bucketCarry struct {
+	any bool
+	m   i128
+}
+
+// let adds calls let go, his their latest instants (sorted, each at
+// least every one let go before), to the carry of a bucket of n per w.
+func (c *bucketCarry) let(his []int64, n, w int64) {
+	k := int64(len(his))
+	if k == 0 {
+		return
+	}
+	if c.any {
+		c.m = c.m.add(mul128(k, w))
+	}
+	for i, s := range his {
+		v := mul128(k-int64(i), w).add(mulSigned(n, s))
+		if !c.any || v.cmp(c.m) > 0 {
+			c.m, c.any = v, true
+		}
+	}
+}
+
+// shifted is the carry with every instant moved by delta.
+func (c *bucketCarry) shifted(delta time.Duration, n int64) *bucketCarry {
+	if c == nil || !c.any {
+		return c
+	}
+	return &bucketCarry{any: true, m: c.m.add(mulSigned(n, int64(delta)))}
 }

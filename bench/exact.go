@@ -28,11 +28,15 @@ type Outcome uint8
 
 // The outcomes of a call. An errored call may still have taken effect: the
 // exactness check counts it as possibly allowed, at any instant from when
-// it was sent to the end of the run.
+// it was sent to the end of the run. Other is an answer that is neither an
+// admission nor a refusal (a gateway's log of a 404, or of a 500 of the
+// service behind it): the limiter may have counted it, at an instant of
+// its own span.
 const (
 	Allowed Outcome = iota
 	Denied
 	Errored
+	Other
 )
 
 // Window is a set of one user's allowed calls that the check proves broke
@@ -95,6 +99,13 @@ type Exactness struct {
 	// WorstUnder is the under-admission with the fewest requests that could
 	// have counted (nil without any).
 	WorstUnder *UnderAdmission `json:"worst_under_admission,omitempty"`
+	// Denials is how many denied requests were judged, and Decided how
+	// many of them were explained whatever the timing: enough requests
+	// surely lay within the window before them (the sliding log's N within
+	// W; a bucket's capacity within the time of one token). With none
+	// decided, the calls' spans were too wide to tell.
+	Denials int `json:"denials_judged"`
+	Decided int `json:"denials_decided"`
 	// Decisions is how many answers were judged, and Failed how many failed
 	// calls were counted as possibly allowed; Took is how long that took.
 	Decisions int           `json:"decisions"`
@@ -127,15 +138,60 @@ func Check(decisions []Decision, limit int, window, end time.Duration) Exactness
 
 // eachUser calls fn with each user's calls of grouped (see [byUser]).
 func eachUser(grouped []Decision, fn func(calls []Decision)) {
+	eachUserAt(grouped, func(_ int, calls []Decision) { fn(calls) })
+}
+
+// eachUserAt is eachUser, with the index in grouped of each user's first
+// call.
+func eachUserAt(grouped []Decision, fn func(at int, calls []Decision)) {
 	for i := 0; i < len(grouped); {
 		j := i + 1
 		for j < len(grouped) && grouped[j].User == grouped[i].User {
 			j++
 		}
-		fn(grouped[i:j])
+		fn(i, grouped[i:j])
 		i = j
 	}
 }
+
+// scope narrows a judgement to some of the calls it is given (the
+// streaming judge's, [Stream]): the others are context, judged before.
+type scope struct {
+	// judged[i] says whether call i (of those given) is judged: an
+	// allowed call that ends a set breaking a bound is counted, a denial
+	// is checked. nil judges every call.
+	judged []bool
+	// carry sums up the calls no longer kept, for a bucket's rule (nil:
+	// none were let go).
+	carry *bucketCarry
+	// k holds the judgement's slices, reused from one to the next (nil: a
+	// judgement of its own).
+	k *scratch
+}
+
+// scratch is the memory a judgement works in, kept for the next one.
+type scratch struct {
+	allowed         []Decision
+	judged, flagged []bool
+	g               []i128
+	maxQ, minQ      []int
+	sent, returned  []time.Duration
+	sure            sureCounter
+	los, his        []int64
+	best            []i128
+	bestAt          []int
+}
+
+// part is the scope of the n calls from index at.
+func (s scope) part(at, n int) scope {
+	if s.judged != nil {
+		s.judged = s.judged[at : at+n]
+	}
+	return s
+}
+
+// judges reports whether call i is judged.
+func (s scope) judges(i int) bool { return s.judged == nil || s.judged[i] }
 
 // byUser returns a copy of decisions grouped by user (a counting sort: user
 // ids are small and dense), each user's calls sorted by the instant sent.
@@ -173,17 +229,25 @@ func latest(d Decision) time.Duration   { _, hi := admissible(d); return hi }
 // denied call d when t-L < e ≤ t for an instant e of a, each in its
 // admissible span: latest(a) > earliest(d)-L and earliest(a) ≤ latest(d)
 // (a call decided before d was sent before d's answer came). Errored calls
-// count as allowed, with any instant up to end. With the counted calls'
-// earliest and latest instants each sorted, that count is (those that may
-// begin by the denied call's end) − (those over before its window could
-// begin), two binary searches: every call over that early also began by
-// then.
-func underAdmission(ex *Exactness, calls []Decision, u underRule, end time.Duration) {
-	var sent, returned []time.Duration
+// count as allowed, with any instant up to end; calls of another answer,
+// within their own span. With the counted calls' earliest and latest
+// instants each sorted, that count is (those that may begin by the denied
+// call's end) − (those over before its window could begin), two binary
+// searches: every call over that early also began by then. Only the
+// denials sc judges are checked (and counted in ex.Denials, and in
+// ex.Decided when explained whatever the timing: see [sureCount]).
+func underAdmission(ex *Exactness, calls []Decision, u underRule, end time.Duration, sc scope) {
+	k := sc.k
+	sent, returned, sure := k.sent[:0], k.returned[:0], &k.sure
+	sure.reset()
+	defer func() { k.sent, k.returned = sent, returned }()
 	for _, c := range calls {
 		switch {
-		case c.Outcome == Allowed || (u.countDenied && c.Outcome == Denied):
+		case c.Outcome == Allowed || c.Outcome == Other || (u.countDenied && c.Outcome == Denied):
 			sent, returned = append(sent, earliest(c)), append(returned, latest(c))
+			if c.Outcome != Other {
+				sure.add(c)
+			}
 		case c.Outcome == Errored:
 			lo, hi := model.Admissible(c.Sent, end)
 			sent, returned = append(sent, lo), append(returned, hi)
@@ -191,8 +255,14 @@ func underAdmission(ex *Exactness, calls []Decision, u underRule, end time.Durat
 	}
 	slices.Sort(sent)
 	slices.Sort(returned)
-	for _, d := range calls {
-		if d.Outcome != Denied {
+	sure.sort()
+	for i, d := range calls {
+		if d.Outcome != Denied || !sc.judges(i) {
+			continue
+		}
+		ex.Denials++
+		if sure.count(d, time.Duration(u.lookback)) >= u.limit {
+			ex.Decided++
 			continue
 		}
 		lo, hi := earliest(d)-time.Duration(u.lookback), latest(d)
@@ -219,6 +289,30 @@ func underAdmission(ex *Exactness, calls []Decision, u underRule, end time.Durat
 			ex.WorstUnder = &UnderAdmission{Call: d, User: d.User, Counted: counted, Nearby: nearby, Rule: u.rule}
 		}
 	}
+}
+
+// sureCounter counts the calls that surely counted at a denial: decided
+// surely before it (their latest instant before its earliest) and surely
+// within the lookback L before it (their earliest instant after its
+// latest less L), whatever the instants in their spans.
+type sureCounter struct{ lo, hi []time.Duration }
+
+func (s *sureCounter) reset() { s.lo, s.hi = s.lo[:0], s.hi[:0] }
+
+func (s *sureCounter) add(c Decision) {
+	s.lo, s.hi = append(s.lo, earliest(c)), append(s.hi, latest(c))
+}
+
+func (s *sureCounter) sort() { slices.Sort(s.lo); slices.Sort(s.hi) }
+
+// count is a lower bound of the calls that surely counted at d: those
+// surely before it less those that may lie before its window (the rest
+// lie in it; one that spans the whole window is subtracted too, so the
+// bound may fall short, never over).
+func (s *sureCounter) count(d Decision, lookback time.Duration) int64 {
+	before, _ := slices.BinarySearch(s.hi, earliest(d))           // latest < earliest(d)
+	outside, _ := slices.BinarySearch(s.lo, latest(d)-lookback+1) // earliest ≤ latest(d) − L
+	return int64(before - outside)
 }
 
 func returnedOrEnd(d Decision, end time.Duration) time.Duration {

@@ -57,3 +57,11 @@ func (x i128) floorDiv(d int64) int {
 	}
 	return int(q)
 }
+
+// mulSigned is a × b for a ≥ 0 and any b but the least int64.
+func mulSigned(a, b int64) i128 {
+	if b >= 0 {
+		return mul128(a, b)
+	}
+	return i128{}.sub(mul128(a, -b))
+}

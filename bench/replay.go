@@ -183,29 +183,36 @@ func (rp Replay) smallestSkew(grouped []Decision, j Judge, assumed, end time.Dur
 		// Only the users that fail at the assumed skew.
 		var failing []Decision
 		eachUser(grouped, func(user []Decision) {
-			if ex := rules.check(user, end); !ex.Exact() {
+			if ex := rules.check(user, end, scope{}); !ex.Exact() {
 				failing = append(failing, user...)
 			}
 		})
 		calls = failing
 	}
 	buf := make([]Decision, len(calls))
-	passes := func(skew time.Duration) bool {
+	return bisectSkew(assumed, exact, assumed+end+j.Window, func(skew time.Duration) bool {
 		delta := skew - assumed
 		for i, c := range calls {
 			c.Sent, c.Returned = c.Sent-delta, c.Returned+delta
 			buf[i] = c
 		}
-		return rules.check(buf, end+delta).Exact()
-	}
+		return rules.check(buf, end+delta, scope{}).Exact()
+	})
+}
+
+// bisectSkew is the least skew, to SkewResolution, at which passes holds,
+// knowing whether it holds at assumed (exact): below assumed when it
+// does, else up to upper, past which every call may lie anywhere (if
+// passes fails there, no clock explains the decisions: explained is
+// false, searched is upper). passes must hold at every skew above one at
+// which it holds.
+func bisectSkew(assumed time.Duration, exact bool, upper time.Duration, passes func(time.Duration) bool) (smallest time.Duration, explained bool, searched time.Duration) {
 	// In steps of SkewResolution: passes(hi·step); lo·step fails (or is
 	// 0, untried).
 	step := SkewResolution
 	lo, hi := int64(0), int64((assumed+step-1)/step)
 	if !exact {
-		// Past a window and the whole run every call may lie anywhere:
-		// if that does not explain them, no clock does.
-		lo, hi = int64(assumed/step), int64((assumed+end+j.Window+step-1)/step)
+		lo, hi = int64(assumed/step), int64((upper+step-1)/step)
 		if !passes(time.Duration(hi) * step) {
 			return 0, false, time.Duration(hi) * step
 		}

@@ -207,7 +207,7 @@ func collect(cfg Config, callers []*caller, start time.Time, sent, elapsed time.
 		r.NotChecked = err.Error() // Run validated the profile: not reached
 		return r
 	}
-	ex := rules.check(r.decisions, elapsed)
+	ex := rules.check(r.decisions, elapsed, scope{})
 	ex.Took = time.Since(began)
 	if ex.Worst != nil {
 		ex.Worst.UserID = r.UserID(ex.Worst.User)
@@ -468,13 +468,13 @@ func (o Outcome) MarshalText() ([]byte, error) { return []byte(o.String()), nil 
 
 // UnmarshalText reads a name MarshalText wrote.
 func (o *Outcome) UnmarshalText(b []byte) error {
-	for _, c := range []Outcome{Allowed, Denied, Errored} {
+	for _, c := range []Outcome{Allowed, Denied, Errored, Other} {
 		if c.String() == string(b) {
 			*o = c
 			return nil
 		}
 	}
-	return fmt.Errorf("outcome %q: want allowed, denied or error", b)
+	return fmt.Errorf("outcome %q: want allowed, denied, error or other", b)
 }
 
 // String names the outcome.
@@ -484,6 +484,8 @@ func (o Outcome) String() string {
 		return "allowed"
 	case Denied:
 		return "denied"
+	case Other:
+		return "other"
 	}
 	return "error"
 }

@@ -89,7 +89,7 @@ func parseBench(args []string, stderr io.Writer) (*benchFlags, error) {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	if len(f.fromK6) > 0 || set["user-tag"] || set["clock-skew"] {
+	if len(f.fromK6) > 0 || set["user-tag"] || set["clock-skew"] || set["request-timeout"] {
 		if err := f.k6Flags.check(set); err != nil {
 			return f, err
 		}

@@ -40,13 +40,16 @@ usage:
                            and every decision checked against the limit (default: the reference)
   rlconform bench --from-k6 FILE... --policy N/W
                            judge the load k6 drove, from its JSON output (one file per generator)
+  rlconform audit --format F --user FIELD --policy N/W FILE...
+                           judge a limiter by its gateways' access logs (nginx, envoy, haproxy,
+                           caddy, k6, jsonl, csv): exact, wrong, or undecided
   rlconform serve [flags]  serve a built-in limiter over protocol v1
   rlconform list [--json] [--profile P] [LEVEL|ID-PREFIX]...
                            spec ids, their level, what they need, what they prove
                            (for profile P: its rules, and what it does not grade)
   rlconform version        the version and revision of this build
 
-run 'rlconform run -h', 'rlconform bench -h' or 'rlconform serve -h' for the flags.
+run 'rlconform run -h', 'rlconform bench -h', 'rlconform audit -h' or 'rlconform serve -h' for the flags.
 exit codes: 0 conformant, 1 not conformant (a spec failed: the limiter is
 wrong), 2 undecided or could not run (a fault, an inconclusive spec, nothing
 graded, bad flags), 130 interrupted; bench also exits 3 when slower than its
@@ -72,6 +75,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return identify(args[1:], stdout, stderr, secrets)
 	case "bench":
 		return runBench(args[1:], stdout, stderr, secrets)
+	case "audit":
+		return runAudit(args[1:], stdout, stderr)
 	case "list":
 		return listSpecs(args[1:], stdout, stderr)
 	case "version":

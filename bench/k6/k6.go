@@ -26,21 +26,45 @@
 // in the TLS handshake (http_req_tls_handshaking). The points of one
 // request share its time and its tags; k6 writes them together.
 //
+// # What k6 measures
+//
+// k6 times each phase of a request with net/http/httptrace, on the wall
+// clock (lib/netext/httpext/tracer.go): http_req_blocked runs from
+// GetConn to GotConn, so it holds the DNS lookup, connecting and the TLS
+// handshake (http_req_connecting and http_req_tls_handshaking are parts of
+// it, not phases after it); http_req_sending runs from the connection
+// being ready to the request written, http_req_waiting from then to the
+// first byte of the answer, and http_req_receiving from the first byte to
+// the end. Sending and receiving can overlap: a server that answers
+// before the request is fully written (HTTP/2 does) gets a waiting time
+// of 0, and a duration longer than the time since sending began. So the
+// duration can be too long, never too short, but in two cases, which the
+// reader widens:
+//
+//   - a negative phase: k6 reads the wall clock, and a clock stepped back
+//     during a request shortens one phase, or makes it negative (k6
+//     issues #588 and #1872);
+//   - a write that failed (an answer came while the request was being
+//     written): k6 then counts neither sending nor waiting, both 0, and
+//     the duration is the receiving alone.
+//
+// Such a request began at most the request timeout (60s, k6's default;
+// [Options.Timeout]) before its end: its interval is widened to that, and
+// counted ([Stats]).
+//
 // # A request's interval
 //
 // The limiter decided a request after it reached the server, so after k6
-// began to send it, and before k6 received the answer's end. So, on the
+// got its connection, and before k6 received the answer's end. So, on the
 // generator's clock:
 //
 //	returned = time
-//	sent     = time − (http_req_duration + http_req_blocked + http_req_connecting + http_req_tls_handshaking)
+//	sent     = time − (http_req_duration + http_req_blocked)
 //
 // The documentation makes time − http_req_duration the instant sending
-// began; subtracting the phases before it as well is conservative: it
-// covers a response that starts before the request is fully written, for
-// which k6 counts no waiting time (its http_req_waiting is then 0, so the
-// duration falls short of the time since sending began), and any overlap
-// of the phases. A wider interval can only make the check weaker, never
+// began; subtracting the time blocked as well is conservative: it covers
+// the request's retries on another connection, and any overlap of the
+// phases. A wider interval can only make the check weaker, never
 // stricter: an exact limiter is never failed for it. The instants are the
 // generator's wall clock, which rlconform bench's --clock-skew bounds
 // against the limiter's.
@@ -50,33 +74,65 @@
 // answer, error_code says why) an error, which the check counts as
 // possibly allowed at any instant from when it was sent to the end of the
 // run.
+//
+// The request's user is its user tag; a script that keeps the identity
+// out of the tags (a tag makes a time series per value) may set it as
+// metadata (data.metadata, k6's high-cardinality per-request values),
+// where the reader finds it too.
+//
+// A file cut short (k6 killed: a gzip stream without its end, a last line
+// cut in its middle) is read up to the cut, and the cut said ([Stats]).
 package k6
 
 import (
-	"bufio"
-	"bytes"
-	"compress/gzip"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/rlconform/rlconform/bench"
+	"github.com/rlconform/rlconform/internal/loglines"
 )
 
 // Options say how to read the requests.
 type Options struct {
 	// UserTag is the tag that names a request's user (default "user"):
-	// the script tags every request with the identity it sends.
+	// the script tags every request with the identity it sends (or sets
+	// it as metadata of the request, where it is read too).
 	UserTag string
 	// LimitedStatus is the status of a refusal (default 429).
 	LimitedStatus int
+	// Timeout is the longest a request may have taken: k6's request
+	// timeout (default 60s, k6's; at most a day). A request whose phases
+	// say less than it took (a negative phase, a write that failed) is
+	// widened to it.
+	Timeout time.Duration
+	// OnRequest, when set, is given each request as it is read, instead
+	// of the Reader keeping it: a Recording then holds none.
+	OnRequest func(Request) error
+}
+
+// DefaultTimeout is k6's default request timeout.
+const DefaultTimeout = 60 * time.Second
+
+// Request is one request read, as [Options.OnRequest] is given it.
+type Request struct {
+	// User is its user (valid during the call).
+	User []byte
+	// Outcome, from its Status (0: no answer).
+	Outcome bench.Outcome
+	Status  int
+	// Sent and Returned bound the instant the limiter decided it, in Unix
+	// ns on the generator's clock.
+	Sent, Returned time.Duration
+	// Line is the line of its http_req_duration point.
+	Line int64
+	// Widened says why its interval was widened to the timeout ("" when
+	// it was not): "a negative phase", "a failed write".
+	Widened string
 }
 
 // Stats count what was read.
@@ -91,9 +147,21 @@ type Stats struct {
 	// Untagged counts requests without the user tag: not judged (the
 	// script's other requests, a login say).
 	Untagged int
-	// Incomplete counts requests some of whose http_req_* points were
-	// missing: not judged.
+	// Incomplete counts requests whose http_req_duration or
+	// http_req_blocked point was missing: not judged.
 	Incomplete int
+	// FromMetadata counts requests whose user was in the request's
+	// metadata, not in its tags.
+	FromMetadata int
+	// NegativePhase counts requests with a negative phase (the clock
+	// stepped back during them), FailedWrite those whose write failed:
+	// each was widened to the timeout.
+	NegativePhase int
+	FailedWrite   int
+	// TooLong counts lines longer than 64 KiB, skipped.
+	TooLong int64
+	// Cuts says, for each output read up to a cut, where and why.
+	Cuts []string
 }
 
 // Reader reads k6 outputs, one generator each, into one recording.
@@ -103,6 +171,10 @@ type Reader struct {
 	rec   bench.Recording
 	stats Stats
 	names []string
+	// the output being read: its name, parser and gatherer.
+	name string
+	ps   parser
+	g    gatherer
 }
 
 // NewReader returns a Reader with opts (defaults filled in).
@@ -112,6 +184,9 @@ func NewReader(opts Options) *Reader {
 	}
 	if opts.LimitedStatus == 0 {
 		opts.LimitedStatus = 429
+	}
+	if opts.Timeout <= 0 || opts.Timeout > 24*time.Hour {
+		opts.Timeout = DefaultTimeout
 	}
 	return &Reader{opts: opts, users: map[string]int32{},
 		rec: bench.Recording{Errors: map[string]int{}, ErrorExamples: map[string]string{}}}
@@ -130,28 +205,11 @@ func (r *Reader) ReadFile(path string) error {
 	return nil
 }
 
-// the metrics a request's interval is made of, as bits.
-const (
-	hasDuration = 1 << iota
-	hasBlocked
-	hasConnecting
-	hasTLS
-	hasAll = hasDuration | hasBlocked | hasConnecting | hasTLS
-)
-
-// pending is a request whose points are being gathered.
-type pending struct {
-	end  int64 // its points' time, Unix ns
-	tags []byte
-	has  uint8
-	// duration and before (blocked, connecting and TLS) in ms.
-	duration, before float64
-}
-
 // The bounds on what a point may say: its time between 1970 and 2200
 // (instants of Unix nanoseconds, far from where an int64 wraps), a
-// duration in ms of at most a day (k6's request timeout defaults to 60 s):
-// anything else is an error naming the line, never a wrapped instant.
+// duration in ms of at most a day either way (k6's request timeout
+// defaults to 60 s): anything else is an error naming the line, never a
+// wrapped instant.
 var (
 	earliest = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
 	latest   = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -167,380 +225,77 @@ func instant(t time.Time) (int64, error) {
 	return t.UnixNano(), nil
 }
 
-// maxPending bounds the requests gathered at once: k6 writes a request's
-// points together, so one is almost always enough.
-const maxPending = 1024
-
-// point is the part of a line that matters here.
-type point struct {
-	Type   string `json:"type"`
-	Metric string `json:"metric"`
-	Data   struct {
-		Time  time.Time       `json:"time"`
-		Value float64         `json:"value"`
-		Tags  json.RawMessage `json:"tags"`
-	} `json:"data"`
-}
-
 // Read reads the output of one generator (JSON lines, gzipped or not),
-// streaming: only the decisions are kept.
+// streaming: only the decisions are kept. An output cut short (a gzip
+// stream without its end, a last line cut in its middle) is read up to
+// the cut, which Stats says.
 func (r *Reader) Read(name string, in io.Reader) error {
-	br := bufio.NewReaderSize(in, 1<<16)
-	if magic, err := br.Peek(2); err == nil && magic[0] == 0x1f && magic[1] == 0x8b {
-		gz, err := gzip.NewReader(br)
-		if err != nil {
-			return fmt.Errorf("gzip: %w", err)
-		}
-		defer gz.Close()
-		br = bufio.NewReaderSize(gz, 1<<16)
+	lr, err := loglines.New(in)
+	if err != nil {
+		return err
 	}
-	r.stats.Generators++
-	r.names = append(r.names, name)
-	sc := bufio.NewScanner(br)
-	sc.Buffer(make([]byte, 0, 1<<16), 64<<20)
-	var (
-		ps   parser
-		g    = gatherer{r: r}
-		line int64
-	)
-	for sc.Scan() {
-		line++
-		b := sc.Bytes()
-		// Only the points of the four metrics of an interval matter.
-		if !interesting(b) {
-			continue
-		}
-		p, ok, err := ps.parse(b)
-		if err != nil {
-			return fmt.Errorf("line %d: %w", line, err)
-		}
+	r.Begin(name)
+	for {
+		b, ok := lr.Next()
 		if !ok {
-			continue // a metric's declaration
-		}
-		bit := metricBit(p.metric)
-		if bit == 0 {
-			continue
-		}
-		if !(p.value >= 0 && p.value <= maxMillis) { // NaN too
-			return fmt.Errorf("line %d: not a point of a duration in ms (0 to %.0f, a day): %.200s", line, maxMillis, b)
-		}
-		if err := g.add(p, bit); err != nil {
-			return fmt.Errorf("line %d: %w", line, err)
-		}
-	}
-	r.stats.Lines += line
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("after line %d: %w", line, err)
-	}
-	return g.finishAll()
-}
-
-// reading is what a point says: its metric, its time (Unix ns), its
-// value and its tags.
-type reading struct {
-	metric []byte
-	end    int64
-	value  float64
-	tags   []byte
-}
-
-// parser reads the points of one output's lines, keeping from line to
-// line what the next may reuse. What a reading holds is valid until the
-// next line is read.
-type parser struct {
-	f fields
-	p point
-	// lastTime is the time last parsed, lastEnd its instant.
-	lastTime []byte
-	lastEnd  int64
-}
-
-// parse reads the point on line b: with the fast scanner, or with
-// encoding/json when the line has escapes. ok is false for a line that is
-// not a point (a metric's declaration).
-func (ps *parser) parse(b []byte) (p reading, ok bool, err error) {
-	err = scanPoint(b, &ps.f)
-	switch {
-	case err == nil:
-		return ps.scanned(b)
-	case errors.Is(err, errSlow):
-		return ps.decoded(b)
-	}
-	return reading{}, false, fmt.Errorf("%w: %.200s", err, b)
-}
-
-// scanned is the point on line b that the fast scanner read into ps.f.
-func (ps *parser) scanned(b []byte) (reading, bool, error) {
-	f := &ps.f
-	if string(f.typ) != "Point" {
-		return reading{}, false, nil
-	}
-	if len(f.time) == 0 {
-		return reading{}, false, fmt.Errorf("a point without its time: %.200s", b)
-	}
-	if !bytes.Equal(f.time, ps.lastTime) {
-		at, err := time.Parse(time.RFC3339Nano, string(f.time))
-		if err != nil {
-			return reading{}, false, fmt.Errorf("time: %w", err)
-		}
-		ns, err := instant(at)
-		if err != nil {
-			return reading{}, false, err
-		}
-		ps.lastTime, ps.lastEnd = append(ps.lastTime[:0], f.time...), ns
-	}
-	value, err := strconv.ParseFloat(string(f.value), 64)
-	if err != nil {
-		return reading{}, false, fmt.Errorf("value: %w", err)
-	}
-	return reading{metric: f.metric, end: ps.lastEnd, value: value, tags: f.tags}, true, nil
-}
-
-// decoded is the point on line b as encoding/json reads it (a line with
-// escapes).
-func (ps *parser) decoded(b []byte) (reading, bool, error) {
-	raw := ps.p.Data.Tags[:0]
-	ps.p = point{}
-	ps.p.Data.Tags = raw
-	if err := json.Unmarshal(b, &ps.p); err != nil {
-		return reading{}, false, err
-	}
-	if ps.p.Type != "Point" {
-		return reading{}, false, nil
-	}
-	if ps.p.Data.Time.IsZero() {
-		return reading{}, false, fmt.Errorf("a point without its time: %.200s", b)
-	}
-	end, err := instant(ps.p.Data.Time)
-	if err != nil {
-		return reading{}, false, err
-	}
-	return reading{metric: []byte(ps.p.Metric), end: end, value: ps.p.Data.Value, tags: ps.p.Data.Tags}, true, nil
-}
-
-// metricBit is the bit of metric among the four of an interval, 0 for
-// any other.
-func metricBit(metric []byte) uint8 {
-	switch string(metric) {
-	case "http_req_duration":
-		return hasDuration
-	case "http_req_blocked":
-		return hasBlocked
-	case "http_req_connecting":
-		return hasConnecting
-	case "http_req_tls_handshaking":
-		return hasTLS
-	}
-	return 0
-}
-
-// gatherer gathers the points of the requests of one output, at most
-// maxPending at once, and hands each request to the Reader once it has
-// all four (or when it is given up on, incomplete).
-type gatherer struct {
-	r    *Reader
-	open []*pending // oldest first
-	free []*pending
-}
-
-// add adds point p, of the metric bit, to its request (the one open with
-// its time and tags, or a new one), and finishes the request when it is
-// complete.
-func (g *gatherer) add(p reading, bit uint8) error {
-	q := g.find(p.end, p.tags)
-	if q == nil {
-		var err error
-		if q, err = g.begin(p.end, p.tags); err != nil {
-			return err
-		}
-	}
-	if q.has&bit != 0 {
-		return fmt.Errorf("a second %s point of one request (same time and tags)", p.metric)
-	}
-	q.has |= bit
-	if bit == hasDuration {
-		q.duration = p.value
-	} else {
-		q.before += p.value
-	}
-	if q.has != hasAll {
-		return nil
-	}
-	for i := len(g.open) - 1; i >= 0; i-- {
-		if g.open[i] == q {
-			g.open = append(g.open[:i], g.open[i+1:]...)
 			break
 		}
-	}
-	return g.finish(q)
-}
-
-// find is the open request with time end and tags, the newest first; nil
-// when none.
-func (g *gatherer) find(end int64, tags []byte) *pending {
-	for i := len(g.open) - 1; i >= 0; i-- {
-		if g.open[i].end == end && bytes.Equal(g.open[i].tags, tags) {
-			return g.open[i]
-		}
-	}
-	return nil
-}
-
-// begin opens a request with time end and tags; when maxPending are
-// open, the oldest is given up on first (incomplete).
-func (g *gatherer) begin(end int64, tags []byte) (*pending, error) {
-	if len(g.open) == maxPending {
-		g.r.stats.Incomplete++
-		if err := g.finish(g.open[0]); err != nil {
-			return nil, err
-		}
-		g.open = g.open[1:]
-	}
-	var q *pending
-	if n := len(g.free); n > 0 {
-		q, g.free = g.free[n-1], g.free[:n-1]
-	} else {
-		q = &pending{}
-	}
-	q.end, q.tags, q.has, q.duration, q.before = end, append(q.tags, tags...), 0, 0, 0
-	g.open = append(g.open, q)
-	return q, nil
-}
-
-// finish hands request q to the Reader and keeps it for reuse.
-func (g *gatherer) finish(q *pending) error {
-	err := g.r.request(q)
-	q.tags = q.tags[:0]
-	g.free = append(g.free, q)
-	return err
-}
-
-// finishAll hands the requests still open to the Reader, incomplete: the
-// output ended before their every point.
-func (g *gatherer) finishAll() error {
-	for _, q := range g.open {
-		g.r.stats.Incomplete++
-		if err := g.finish(q); err != nil {
+		if err := r.Feed(b, lr.Line()); err != nil && !lr.Unterminated() {
 			return err
 		}
 	}
-	return nil
+	r.stats.Lines += lr.Line()
+	r.stats.TooLong += lr.TooLong()
+	if err := lr.Err(); err != nil {
+		return fmt.Errorf("after line %d: %w", lr.Line(), err)
+	}
+	switch {
+	case lr.Cut() != nil:
+		r.stats.Cuts = append(r.stats.Cuts, fmt.Sprintf("%s: after line %d, %v", name, lr.Line(), lr.Cut()))
+	case lr.Unterminated():
+		// k6 ends every line: the last one was cut in its middle.
+		r.stats.Cuts = append(r.stats.Cuts, fmt.Sprintf("%s: its last line (%d) has no end (k6 stopped while writing it): read up to it", name, lr.Line()))
+	}
+	return r.End()
 }
 
-// interesting reports whether line b may be a point of one of the four
-// metrics of an interval: it names one of them. (The scanner then reads
-// the line's own metric.)
-func interesting(b []byte) bool {
-	for {
-		i := bytes.Index(b, []byte("http_req_"))
-		if i < 0 {
-			return false
-		}
-		b = b[i+len("http_req_"):]
-		for _, m := range [...]string{`duration"`, `blocked"`, `connecting"`, `tls_handshaking"`} {
-			if bytes.HasPrefix(b, []byte(m)) {
-				return true
-			}
-		}
-	}
+// Begin starts reading the output of another generator, line by line
+// ([Reader.Feed], then [Reader.End]).
+func (r *Reader) Begin(name string) {
+	r.stats.Generators++
+	r.names = append(r.names, name)
+	r.name, r.ps, r.g = name, parser{}, gatherer{r: r}
 }
 
-// request turns a gathered request into a decision (when complete and
-// tagged).
-func (r *Reader) request(q *pending) error {
-	r.stats.Requests++
-	if q.has != hasAll {
-		return nil // counted as incomplete by the caller
-	}
-	var t requestTags
-	if err := tagsOf(q.tags, r.opts.UserTag, &t); err != nil {
-		if !errors.Is(err, errSlow) {
-			return fmt.Errorf("tags %.200s: %w", q.tags, err)
-		}
-		// Escapes, or values not strings: encoding/json reads them.
-		var m map[string]any
-		if err := json.Unmarshal(q.tags, &m); err != nil {
-			return fmt.Errorf("tags %.200s: %w", q.tags, err)
-		}
-		t = requestTags{}
-		for k, dst := range map[string]*[]byte{r.opts.UserTag: &t.user, "status": &t.status, "error_code": &t.errorCode, "error": &t.error, "url": &t.url} {
-			if v, ok := m[k]; ok && v != nil {
-				*dst = fmt.Append(nil, v)
-				t.hasUser = t.hasUser || k == r.opts.UserTag
-				t.hasStatus = t.hasStatus || k == "status"
-			}
-		}
-	}
-	if !t.hasUser || len(t.user) == 0 {
-		r.stats.Untagged++
+// Feed reads one line of the output begun, numbered line.
+func (r *Reader) Feed(b []byte, line int64) error {
+	// Only the points of the metrics of an interval matter.
+	if !interesting(b) {
 		return nil
 	}
-	if !t.hasStatus {
-		return errors.New("a request without the status tag: k6 was run with --system-tags that leave it out (keep status and error_code)")
-	}
-	status, err := strconv.Atoi(string(t.status))
+	p, ok, err := r.ps.parse(b)
 	if err != nil {
-		return fmt.Errorf("status tag %q: %w", t.status, err)
-	}
-	u, ok := r.users[string(t.user)]
-	if !ok && len(r.rec.UserIDs) == math.MaxInt32 {
-		return fmt.Errorf("more than %d users", math.MaxInt32)
+		return fmt.Errorf("line %d: %w", line, err)
 	}
 	if !ok {
-		user := string(t.user)
-		u = int32(len(r.rec.UserIDs))
-		r.users[user] = u
-		r.rec.UserIDs = append(r.rec.UserIDs, user)
+		return nil // a metric's declaration
 	}
-	d := bench.Decision{User: u, Returned: time.Duration(q.end),
-		Sent: time.Duration(q.end) - millis(q.duration+q.before)}
-	switch {
-	case status >= 200 && status < 300:
-		d.Outcome = bench.Allowed
-	case status == r.opts.LimitedStatus:
-		d.Outcome = bench.Denied
-	default:
-		d.Outcome = bench.Errored
-		kind, example := errorKind(status, &t)
-		r.rec.Errors[kind]++
-		if _, seen := r.rec.ErrorExamples[kind]; !seen {
-			r.rec.ErrorExamples[kind] = example
-		}
+	bit := metricBit(p.metric)
+	if bit == 0 {
+		return nil
 	}
-	r.rec.Decisions = append(r.rec.Decisions, d)
-	r.rec.Latency = append(r.rec.Latency, millis(q.duration))
-	r.stats.Decisions++
+	if !(p.value >= -maxMillis && p.value <= maxMillis) { // NaN too
+		return fmt.Errorf("line %d: not a point of a duration in ms (-%.0f to %.0f, a day): %.200s", line, maxMillis, maxMillis, b)
+	}
+	p.line = line
+	if err := r.g.add(p, bit); err != nil {
+		return fmt.Errorf("line %d: %w", line, err)
+	}
 	return nil
 }
 
-// millis is ms as a duration, rounded up to the nanosecond (k6 writes
-// float64 milliseconds: a rounding can only widen the interval).
-func millis(ms float64) time.Duration { return time.Duration(math.Ceil(ms * 1e6)) }
-
-// errorKind names the kind of a failed request as bench does (timeout,
-// connection, status, other), from k6's status and error_code tags (k6's
-// error codes: 1050 a request timeout, 1100–1199 DNS, 1200–1299 TCP,
-// 1300–1399 TLS).
-func errorKind(status int, t *requestTags) (string, string) {
-	if status != 0 {
-		return "status", fmt.Sprintf("HTTP %d from %s", status, t.url)
-	}
-	msg := string(t.error)
-	if msg == "" {
-		msg = "no answer"
-	}
-	if len(t.errorCode) > 0 {
-		msg += " (error_code " + string(t.errorCode) + ")"
-	}
-	code, _ := strconv.Atoi(string(t.errorCode))
-	switch {
-	case code == 1050:
-		return "timeout", msg
-	case code >= 1100 && code < 1400:
-		return "connection", msg
-	}
-	return "other", msg
-}
+// End ends the output begun: its requests still gathered are handed on.
+func (r *Reader) End() error { return r.g.finishAll() }
 
 // Stats says what was read so far.
 func (r *Reader) Stats() Stats { return r.stats }
@@ -550,16 +305,20 @@ func (r *Reader) Stats() Stats { return r.stats }
 // carried the user tag.
 func (r *Reader) Recording() (*bench.Recording, error) {
 	if len(r.rec.Decisions) == 0 {
-		why := "no HTTP request points: is it the output of k6 run --out json=FILE?"
-		if r.stats.Untagged > 0 {
-			why = fmt.Sprintf("none of its %d requests carries the tag %q that names the user (tag each request with the identity it sends, or give --user-tag)", r.stats.Requests, r.opts.UserTag)
-		}
-		return nil, fmt.Errorf("k6 output: %s", why)
+		return nil, fmt.Errorf("k6 output: %s", r.nothingJudged())
 	}
 	rec := r.rec
 	rec.Source = fmt.Sprintf("k6 JSON output of %s (%s)", plural(r.stats.Generators, "generator"), strings.Join(r.names, ", "))
 	r.rec = bench.Recording{}
 	return &rec, nil
+}
+
+// nothingJudged says why no request was kept.
+func (r *Reader) nothingJudged() string {
+	if r.stats.Untagged > 0 {
+		return fmt.Sprintf("none of its %d requests carries the tag %q that names the user, in its tags or its metadata (tag each request with the identity it sends, or give --user-tag)", r.stats.Requests, r.opts.UserTag)
+	}
+	return "no HTTP request points: is it the output of k6 run --out json=FILE?"
 }
 
 func plural(n int, thing string) string {
@@ -568,3 +327,7 @@ func plural(n int, thing string) string {
 	}
 	return fmt.Sprintf("%d %ss", n, thing)
 }
+
+// millis is ms as a duration, rounded up to the nanosecond (k6 writes
+// float64 milliseconds: a rounding can only widen the interval).
+func millis(ms float64) time.Duration { return time.Duration(math.Ceil(ms * 1e6)) }

@@ -11,7 +11,7 @@ var errSlow = errors.New("k6: not for the fast scanner")
 
 // fields are the parts of a point line that matter, as slices of it.
 type fields struct {
-	typ, metric, time, value, tags []byte
+	typ, metric, time, value, tags, metadata []byte
 }
 
 // scanPoint reads a point line's type, metric and data's time, value and
@@ -44,12 +44,16 @@ func scanPoint(b []byte, f *fields) error {
 					}
 					f.value = s.b[from:s.i]
 					return nil
-				case "tags":
+				case "tags", "metadata":
 					from := s.space()
 					if err := s.skip(); err != nil {
 						return err
 					}
-					f.tags = s.b[from:s.i]
+					if string(key) == "tags" {
+						f.tags = s.b[from:s.i]
+					} else {
+						f.metadata = s.b[from:s.i]
+					}
 					return nil
 				}
 				return s.skip()
