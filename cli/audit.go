@@ -29,7 +29,7 @@ type auditFlags struct {
 	limitedStatus           int
 	clockSkew, settle       time.Duration
 	requestTimeout          time.Duration
-	tz, json                string
+	tz, json, html          string
 	files                   []string
 }
 
@@ -63,6 +63,7 @@ func parseAudit(args []string, stderr io.Writer) (*auditFlags, error) {
 	fs.DurationVar(&f.requestTimeout, "request-timeout", k6.DefaultTimeout, "--format k6: the longest a request may have taken (your script's timeout, at most 24h)")
 	fs.StringVar(&f.tz, "tz", "Local", "the time `ZONE` of instants logged without one (HAProxy's %tr): Local, UTC, or a name such as Europe/Paris")
 	fs.StringVar(&f.json, "json", "", "write the result as JSON to `FILE` (- for stdout)")
+	fs.StringVar(&f.html, "html", "", "write an HTML report to `FILE`: one self-contained page with the verdict, the figures and the evidence of any finding as a timeline with its log lines")
 	if err := parseInterleaved(fs, args, &f.files); err != nil {
 		return nil, err
 	}
@@ -130,6 +131,14 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rlconform audit: %v\n", err)
 		return ExitCannotRun
 	}
+	var page io.WriteCloser
+	if f.html != "" {
+		if page, err = os.Create(f.html); err != nil {
+			fmt.Fprintf(stderr, "rlconform audit: --html: %v\n", err)
+			return ExitCannotRun
+		}
+		defer page.Close()
+	}
 	var out io.WriteCloser
 	if f.json != "" && f.json != "-" {
 		// Opened first: a bad path fails now, not after the reading.
@@ -157,6 +166,16 @@ func runAudit(args []string, stdout, stderr io.Writer) int {
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(res); err != nil {
 			fmt.Fprintf(stderr, "rlconform audit: --json: %v\n", err)
+			return ExitCannotRun
+		}
+	}
+	if page != nil {
+		if err := writeAuditHTML(page, res); err != nil {
+			fmt.Fprintf(stderr, "rlconform audit: --html: %v\n", err)
+			return ExitCannotRun
+		}
+		if err := page.Close(); err != nil {
+			fmt.Fprintf(stderr, "rlconform audit: --html: %v\n", err)
 			return ExitCannotRun
 		}
 	}

@@ -143,3 +143,25 @@ func TestAuditRefusesBadFlags(t *testing.T) {
 		assert.Contains(t, errOut, tc.want, "%v", tc.args)
 	}
 }
+
+// --html writes the audit as a page: the verdict, and the worst window's
+// requests as a timeline with their log lines; a path that cannot be
+// written is refused before the logs are read.
+func TestAuditHTML(t *testing.T) {
+	log := fixedLog(t)
+	page := filepath.Join(t.TempDir(), "audit.html")
+	code, out, errOut := rlconform(t, append(auditArgs(log), "--html", page)...)
+	require.Equal(t, ExitNotConformant, code, "%s\n%s", out, errOut)
+	b, err := os.ReadFile(page)
+	require.NoError(t, err)
+	html := string(b)
+	assert.Contains(t, html, "WRONG: ")
+	assert.Contains(t, html, "Overshoot: more admissions than the limit inside one window")
+	assert.Contains(t, html, "<svg", "the evidence is drawn")
+	assert.Contains(t, html, filepath.Base(log)+":", "the log lines are named")
+	assert.NotContains(t, html, "<script", "no script")
+
+	code, _, errOut = rlconform(t, append(auditArgs(log), "--html", filepath.Join(t.TempDir(), "no", "such", "dir", "a.html"))...)
+	assert.Equal(t, ExitCannotRun, code)
+	assert.Contains(t, errOut, "--html")
+}
