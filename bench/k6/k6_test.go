@@ -289,8 +289,9 @@ func TestLiveTwoGenerators(t *testing.T) {
 	}
 }
 
-// Tags named like the fields, escapes, spaces and non-string tags read as
-// encoding/json reads them.
+// Tags named like the fields, escapes, spaces, non-string tags and tags
+// nested deeper than the fast scanner reads read as encoding/json reads
+// them.
 func TestTheScannerAgreesWithEncodingJSON(t *testing.T) {
 	const at = `"time":"2025-01-01T00:00:00.5Z"`
 	for name, tags := range map[string]string{
@@ -298,6 +299,7 @@ func TestTheScannerAgreesWithEncodingJSON(t *testing.T) {
 		"an escaped error":     `{"status":"0","user":"u\"1","error":"dial: \"refused\"","error_code":"1212"}`,
 		"spaces":               ` { "status" : "200" , "user" : "u\"1" } `,
 		"a number status":      `{"status":200,"user":"u\"1"}`,
+		"nested deep":          `{"status":"200","user":"u\"1","deep":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}`,
 	} {
 		var lines []string
 		for _, m := range []string{"http_req_duration", "http_req_blocked", "http_req_connecting", "http_req_tls_handshaking"} {
