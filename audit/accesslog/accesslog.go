@@ -156,6 +156,20 @@ func user(v []byte) ([]byte, error) {
 	return v, nil
 }
 
+// statusUser reads a line's status (st) and its user (u), in that order:
+// a bad status is the reason a line is skipped before a missing user.
+func statusUser(st, u []byte) (int, []byte, error) {
+	code, err := status(st)
+	if err != nil {
+		return 0, nil, err
+	}
+	id, err := user(u)
+	if err != nil {
+		return 0, nil, err
+	}
+	return code, id, nil
+}
+
 // status reads a status of at most three digits.
 func status(v []byte) (int, error) {
 	if len(v) == 0 || len(v) > 3 {

@@ -75,11 +75,7 @@ func (p *caddy) Parse(b []byte, n int64, emit func(*Request) error) error {
 	if !ok || took > maxSpan {
 		return skipDuration
 	}
-	st, err := status(out[2])
-	if err != nil {
-		return err
-	}
-	u, err := user(out[3])
+	st, u, err := statusUser(out[2], out[3])
 	if err != nil {
 		return err
 	}

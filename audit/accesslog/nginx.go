@@ -102,11 +102,7 @@ func (p *nginx) Parse(b []byte, n int64, emit func(*Request) error) error {
 	if !ok || took > maxSpan {
 		return skipDuration
 	}
-	st, err := status(p.out[2])
-	if err != nil {
-		return err
-	}
-	u, err := user(p.out[3])
+	st, u, err := statusUser(p.out[2], p.out[3])
 	if err != nil {
 		return err
 	}

@@ -75,11 +75,7 @@ func (p *table) Parse(b []byte, n int64, emit func(*Request) error) error {
 	if !ok1 || !ok2 {
 		return skipTime
 	}
-	st, err := status(bytes.Trim(v[3], `"`))
-	if err != nil {
-		return err
-	}
-	u, err := user(v[2])
+	st, u, err := statusUser(bytes.Trim(v[3], `"`), v[2])
 	if err != nil {
 		return err
 	}
