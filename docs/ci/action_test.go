@@ -262,7 +262,8 @@ func readOutputs(t *testing.T, path string) map[string]string {
 }
 
 // script runs command in dir with env added, the local rlconform first
-// on PATH, for at most 10 minutes, and returns its exit code and output.
+// on PATH and npm kept off the network where its cache will do, for at
+// most 10 minutes, and returns its exit code and output.
 func script(t *testing.T, dir string, env []string, command ...string) (int, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -270,9 +271,13 @@ func script(t *testing.T, dir string, env []string, command ...string) (int, str
 	cmd := exec.CommandContext(ctx, command[0], command[1:]...)
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"),
+		// npm ci takes the packages from npm's cache (make node-deps filled
+		// it) without asking the registry again, and sends no audit: a
+		// registry that stalls (once for 5 minutes here) stalls no test.
 		"npm_config_prefer_offline=true", "npm_config_audit=false", "npm_config_fund=false"), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
+	// The command's processes (the services --exec starts, too) go with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 10 * time.Second

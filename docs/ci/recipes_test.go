@@ -22,14 +22,12 @@ package ci
 
 import (
 	"bytes"
-	"context"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -358,31 +356,14 @@ func git(t *testing.T, dir string, env []string, args ...string) string {
 	return string(out)
 }
 
-// runStep runs a step's command in dir, with env added, the local rlconform
-// first on PATH and npm kept off the network where its cache will do, for
-// at most 10 minutes; it fails the test with
+// runStep runs a step's command as script does; it fails the test with
 // the step's name and output when the command exits non-zero.
 func runStep(t *testing.T, name, dir string, env []string, command ...string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, command[0], command[1:]...)
-	cmd.Dir = dir
-	cmd.Env = append(append(os.Environ(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"),
-		// npm ci takes the packages from npm's cache (make node-deps filled
-		// it) without asking the registry again, and sends no audit: a
-		// registry that stalls (once for 5 minutes here) stalls no test.
-		"npm_config_prefer_offline=true", "npm_config_audit=false", "npm_config_fund=false"), env...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	// The step's processes (the services --exec starts, too) go with it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 10 * time.Second
 	began := time.Now()
-	err := cmd.Run()
-	t.Logf("step %q: %v in %s\n%s", name, err, time.Since(began).Round(time.Millisecond), out.String())
-	if err != nil {
-		t.Fatalf("step %q failed: %v (its output is above)", name, err)
+	code, out := script(t, dir, env, command...)
+	t.Logf("step %q: exit status %d in %s\n%s", name, code, time.Since(began).Round(time.Millisecond), out)
+	if code != 0 {
+		t.Fatalf("step %q failed: exit status %d (its output is above)", name, code)
 	}
 }
