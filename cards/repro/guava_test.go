@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,37 +22,11 @@ func guavaCard(t *testing.T) *clocked {
 	if _, err := exec.LookPath("javac"); err != nil {
 		t.Fatal("javac is not installed: make cards-deps (scripts/ensure-cards) installs a JDK and Debian's Guava")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	serve, _ := filepath.Abs("../java/serve")
 	cmd := exec.Command(serve)
-	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		cmd.Wait()
-	})
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		resp, err := http.Get(base + "/rlc/v1/capabilities")
-		if err == nil {
-			resp.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("cards/java/serve did not answer: %v\n%s", err, out.String())
-		}
-		time.Sleep(50 * time.Millisecond) // polling a server that compiles and starts, not waiting for a limiter's time
-	}
+	cmd.Env = os.Environ()
+	// javac compiles the card first: it may take a minute.
+	base := serveCard(t, "cards/java/serve", cmd, syscall.SIGTERM, 60*time.Second, capabilities)
 	return &clocked{t: t, base: base, origin: time.UnixMilli(1767225600000)}
 }
 

@@ -1,9 +1,7 @@
 package repro
 
 import (
-	"bytes"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -37,40 +35,24 @@ func nodeDir(t *testing.T) string {
 func serveNode(t *testing.T, script, redisURL, ready string, env ...string) string {
 	t.Helper()
 	dir := nodeDir(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	cmd := exec.Command("node", filepath.Join(dir, script))
-	cmd.Env = append(os.Environ(), append(env, fmt.Sprintf("PORT=%d", port), "RLCONFORM_REDIS_URL="+redisURL, "RLCONFORM_KEY_PREFIX=repro:")...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		cmd.Wait()
-	})
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		req, _ := http.NewRequest(http.MethodGet, base+ready, nil)
+	cmd.Env = append(os.Environ(), append(env, "RLCONFORM_REDIS_URL="+redisURL, "RLCONFORM_KEY_PREFIX=repro:")...)
+	return serveCard(t, script, cmd, syscall.SIGKILL, 30*time.Second, func(base string) error {
+		req, err := http.NewRequest(http.MethodGet, base+ready, nil)
+		if err != nil {
+			return err
+		}
 		req.Header.Set("X-User", "repro-ready")
 		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return base
-			}
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not answer: %v\n%s", script, err, out.String())
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s: %s", ready, resp.Status)
 		}
-		time.Sleep(20 * time.Millisecond) // polling a server that starts, not waiting for a limiter's time
-	}
+		return nil
+	})
 }
 
 // runNode runs a Node.js program (src, in cards/repro/testdata) with the

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -24,37 +23,10 @@ func serveSymfony(t *testing.T, redisURL string, env ...string) string {
 	if _, err := exec.LookPath("php"); err != nil {
 		t.Fatal("php is not installed: make cards-deps (scripts/ensure-cards) installs it")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	serve, _ := filepath.Abs("../php/serve")
 	cmd := exec.Command(serve)
-	cmd.Env = append(os.Environ(), append(env, fmt.Sprintf("PORT=%d", port), "RLCONFORM_REDIS_URL="+redisURL, "RLCONFORM_KEY_PREFIX=repro:", "CARD_CONFIG_DIR="+t.TempDir())...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		cmd.Wait()
-	})
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	for deadline := time.Now().Add(15 * time.Second); ; {
-		resp, err := http.Get(base + "/rlc/v1/capabilities")
-		if err == nil {
-			resp.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("php -S did not answer: %v\n%s", err, out.String())
-		}
-		time.Sleep(20 * time.Millisecond) // polling a server that starts, not waiting for a limiter's time
-	}
+	cmd.Env = append(os.Environ(), append(env, "RLCONFORM_REDIS_URL="+redisURL, "RLCONFORM_KEY_PREFIX=repro:", "CARD_CONFIG_DIR="+t.TempDir())...)
+	base := serveCard(t, "php -S", cmd, syscall.SIGKILL, 15*time.Second, capabilities)
 	return base
 }
 
