@@ -199,3 +199,14 @@ func TestBenchPage(t *testing.T) {
 	assert.Equal(t, 6, strings.Count(out, `<g class="mark allowed"`), "a mark per call of the worst window")
 	assert.Contains(t, out, "6 allowed within 8ms; the bound is 5")
 }
+
+// Both pages list their notes in the same section, each note text.
+func TestNotes(t *testing.T) {
+	const want = "<section aria-labelledby=\"notes\">\n<h2 id=\"notes\">Notes</h2>\n<ul>\n<li>a &lt;b&gt; note</li>\n<li>another</li>\n</ul>\n</section>\n</main>"
+	rep := failing()
+	rep.Notes = []string{"a <b> note", "another"}
+	assert.Contains(t, render(t, rep), want, "the run's page")
+	var b bytes.Buffer
+	require.NoError(t, htmlreport.Bench(&b, htmlreport.BenchPage{Title: "a bench", Notes: rep.Notes}))
+	assert.Contains(t, b.String(), want, "the bench's page")
+}
