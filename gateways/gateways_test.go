@@ -315,10 +315,16 @@ func (r runReport) result(id string) runResult {
 // failed none but those of mayFail, each of mustFail failed or (in real
 // time, on a loaded machine) inconclusive, never passed, and at least
 // one failed.
+//
+// On a loaded machine (rep.slow) only the first half holds: nothing
+// fails that the evidence does not fail. Which spec catches the gateway,
+// and whether one does, then depends on how late the load sends each
+// request: a user hammering at a few requests a second lets HAProxy's
+// rate fall as a log's would (CI saw strict/denied-not-logged pass so,
+// with round trips of 161ms). That is logged, never a failure of the
+// grader: the catch is proven on a machine that answers in time.
 func expectOnlyFailures(t *testing.T, rep runReport, mayFail, mustFail []string) {
 	t.Helper()
-	assert.Equal(t, "not-conformant", rep.Outcome, rep.Verdict)
-	assert.NotEmpty(t, rep.with("fail"))
 	for _, id := range graded {
 		assert.NotEqual(t, "skip", rep.result(id).Status, "%s is graded on an endpoint", id)
 	}
@@ -326,10 +332,22 @@ func expectOnlyFailures(t *testing.T, rep runReport, mayFail, mustFail []string)
 		assert.Contains(t, mayFail, id, "a spec failed that the evidence does not fail")
 		assert.Contains(t, []string{"wrong-answer", "violation"}, rep.result(id).Failure.Kind, id)
 	}
+	assert.Empty(t, rep.with("error"))
+	if rep.slow() {
+		var passed []string
+		for _, id := range mustFail {
+			if rep.result(id).Status == "pass" {
+				passed = append(passed, id)
+			}
+		}
+		t.Logf("round trips slow for the window on this machine: outcome %s, of the specs that catch the gateway in time %v passed", rep.Outcome, passed)
+		return
+	}
+	assert.Equal(t, "not-conformant", rep.Outcome, rep.Verdict)
+	assert.NotEmpty(t, rep.with("fail"))
 	for _, id := range mustFail {
 		assert.Contains(t, []string{"fail", "inconclusive"}, rep.result(id).Status, id)
 	}
-	assert.Empty(t, rep.with("error"))
 }
 
 // expectNoFailure asserts that nothing failed: the run is conformant, or
@@ -346,7 +364,17 @@ func expectNoFailure(t *testing.T, rep runReport) {
 		assert.Equal(t, "conformant", rep.Outcome, rep.Verdict)
 	}
 	assert.Subset(t, graded, rep.with("pass"))
-	assert.GreaterOrEqual(t, len(rep.with("pass")), len(graded)-2, "passed")
+	if !rep.slow() {
+		assert.GreaterOrEqual(t, len(rep.with("pass")), len(graded)-2, "passed")
+	}
+}
+
+// slow reports whether the grader found the target's round trips slow
+// for the 1s window, or stalled (its report's note): answers near a
+// window's edges are then undecided, and a spec may decide too little to
+// catch what it catches on a machine that answers in time.
+func (r runReport) slow() bool {
+	return strings.Contains(r.text, "slow for the window") || strings.Contains(r.text, "stall")
 }
 
 // identify runs suite.Identify on the endpoint, in real time with the
@@ -417,8 +445,11 @@ func TestNginxLimitReqIsGCRA(t *testing.T) {
 				assert.Contains(t, rep.result(id).Message, "a rate with a burst lets requests through as soon as the bucket refills")
 			}
 		}
-		// strict/rolling-expiry's answers are far from every edge.
-		assert.Positive(t, named, "no failure is diagnosed as GCRA alone:\n%s", rep.text)
+		// strict/rolling-expiry's answers are far from every edge (on a
+		// machine that answers in time).
+		if !rep.slow() {
+			assert.Positive(t, named, "no failure is diagnosed as GCRA alone:\n%s", rep.text)
+		}
 	})
 
 	t.Run("as gcra:burst=5", func(t *testing.T) {
@@ -439,6 +470,18 @@ func TestNginxLimitReqIsGCRA(t *testing.T) {
 
 	t.Run("identify", func(t *testing.T) {
 		id := identify(t, url)
+		require.NotEmpty(t, id.Fits, "GCRA explains every answer")
+		if len(id.Fits) > 1 && strings.Contains(identifyNotes(id), "slow for the window") {
+			// As HAProxy's identify: an honest AMBIGUOUS under load, that
+			// must still hold nginx's bucket.
+			var fits []string
+			for _, f := range id.Fits {
+				fits = append(append(fits, f.Profile), f.SameDecisions...)
+			}
+			assert.True(t, slices.Contains(fits, "gcra:burst=5") || slices.Contains(fits, "gcra:burst=limit"), "nginx's bucket is never ruled out: %v", fits)
+			t.Logf("ambiguous under load, nginx's bucket among %d fits", len(id.Fits))
+			return
+		}
 		require.Len(t, id.Fits, 1, "one group of profiles explains every answer")
 		fit := id.Fits[0]
 		assert.Contains(t, []string{"gcra:burst=limit", "gcra:burst=5"}, fit.Profile)
@@ -490,6 +533,9 @@ func TestHAProxyHTTPReqRateIsAnAnchoredWeightedCounter(t *testing.T) {
 			"strict/same-millisecond-burst", "strict/denied-not-logged", "strict/linearizable", "http/retry-after"}
 		// A user hammering while refused keeps its rate up for seconds.
 		expectOnlyFailures(t, rep, mayFail, []string{"strict/denied-not-logged"})
+		if rep.slow() {
+			return // which failure, and its words, depend on the load
+		}
 		stricter := false
 		for _, id := range rep.with("fail") {
 			stricter = stricter || strings.Contains(rep.result(id).Message, "denied, but at most")

@@ -237,10 +237,24 @@ func TestMutantsAreCaughtWithoutClockControl(t *testing.T) {
 	for _, m := range testtier.Sample(t, graded, 8, func(m mutants.Mutant) string { return m.Name }) {
 		t.Run(m.Name, func(t *testing.T) {
 			id := m.CaughtBy[0]
-			rep, err := suite.Check(context.Background(), suite.Config{Redis: store, IDs: []string{id}, ReportDir: t.TempDir(), Profile: m.Profile}, clockless(m))
-			require.NoError(t, err)
-			r, ok := resultOf(rep, id)
-			require.True(t, ok)
+			var r result.Result
+			for try := 1; ; try++ {
+				rep, err := suite.Check(context.Background(), suite.Config{Redis: store, IDs: []string{id}, ReportDir: t.TempDir(), Profile: m.Profile}, clockless(m))
+				require.NoError(t, err)
+				var ok bool
+				r, ok = resultOf(rep, id)
+				require.True(t, ok)
+				// A real-time probe catches what the pace of its requests
+				// shows: on a machine loaded enough to spread a burst over
+				// the refills that explain it, the answers are honest
+				// ones (a pass is no lie about them). CI saw
+				// tb-over-capacity pass so once, under -p 8; the catch
+				// must then show on another try.
+				if r.Status != result.Passed || try == 3 {
+					break
+				}
+				t.Logf("try %d: %s passed %s in real time on this machine (its requests too spread to show it); trying again:\n%s", try, m.Name, id, r.Message)
+			}
 			assert.Equal(t, result.RealTime, r.Mode)
 			if r.Status == result.Inconclusive {
 				// Real time may not decide on a slow machine: never a pass.

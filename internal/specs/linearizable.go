@@ -93,10 +93,18 @@ func linearizable(h *engine.Harness) {
 
 // costConcurrent is linearizable for weighted requests: 4 goroutines over
 // two instances (one without a shared store) send requests of random
-// costs to two users.
+// costs to four users. A race shows where a user's log fills up, once a
+// window per user: four users, and with the fake clock (phases cost
+// nothing) eight phases, give a check-then-add race enough fills to be
+// seen (with two users and four phases one run in about 300 let it by).
 func costConcurrent(h *engine.Harness) {
 	h.Configure(costLimit, h.W())
-	checkLinearizable(h, linWorkload{goroutines: 4, phases: 4, ops: 10, users: []string{h.User("a"), h.User("b")}, maxCost: max(1, maxFit(h)/2)})
+	phases := 4
+	if !h.RealTime() {
+		phases = 8
+	}
+	users := []string{h.User("a"), h.User("b"), h.User("c"), h.User("d")}
+	checkLinearizable(h, linWorkload{goroutines: 4, phases: phases, ops: 10, users: users, maxCost: max(1, maxFit(h)/2)})
 }
 
 // checkLinearizable sends wl and checks the history.
@@ -110,14 +118,19 @@ func checkLinearizable(h *engine.Harness, wl linWorkload) {
 	for phase := range phases {
 		at := h.Now().UnixMilli()
 		var wg sync.WaitGroup
+		// The goroutines start together: one started late would send its
+		// first operations after the others' last, and race with none.
+		start := make(chan struct{})
 		for g := range goroutines {
 			wg.Add(1)
 			seed := h.Rand().Uint64()
 			go func() {
 				defer wg.Done()
+				<-start
 				linClient(h, rec, g, seed, at, users, instances, opsPerPhase, wl.maxCost)
 			}()
 		}
+		close(start)
 		wg.Wait()
 		h.Note(fmt.Sprintf("phase %d: %d goroutines × %d operations on %d users over %d instance(s)", phase+1, goroutines, opsPerPhase, len(users), len(instances)), "recorded")
 		if !h.RealTime() {
