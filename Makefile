@@ -9,10 +9,10 @@ conformance: redis
 	$(GO) build -o bin/rlconform ./cmd/rlconform
 	./bin/rlconform run
 
-## test: every test (about 3 minutes on two quiet cores once the build
-## cache is warm; a cold cache adds about 2): test binaries run 8 at a
-## time, as the real-time ones mostly wait, and without the race
-## detector, which test-full (CI) adds. Of the report cards (cards/, a
+## test: every test: test binaries run 4 at a time (the real-time ones
+## mostly wait; 8 at a time loaded two cores so far that loopback Redis
+## calls took 140ms and real-time runs decided little), and without the
+## race detector, which test-full (CI) adds. Of the report cards (cards/, a
 ## module of its own), the two with an injected clock. Where a test grades
 ## a matrix of equivalent targets in real time, or repeats a run to catch a
 ## rare failure, it takes a sample (logged with its RLCONFORM_SEED, which
@@ -22,7 +22,7 @@ conformance: redis
 ## identify runs have taken minutes (7m52s for one, seen under -p 8).
 test: redis gateways chromium cards-deps node-deps container-rung arch-check api-check
 	$(GO) vet ./...
-	$(GO) test -count=1 -p 8 -timeout 30m ./...
+	$(GO) test -count=1 -p 4 -timeout 30m ./...
 	cd cards && $(GO) vet ./... && $(GO) test -count=1 -timeout 30m ./...
 
 ## lint: go vet and staticcheck (pinned) over both modules, the main one

@@ -52,16 +52,22 @@ const checkEvery = 1 << 16
 
 // feed reads every log into stream; interrupted when ctx ended first.
 func (m *merger) feed(ctx context.Context, stream *bench.Stream, res *Result) (interrupted bool, err error) {
-	add := func(l *log, r *accesslog.Request) {
-		l.stats.Requests++
+	add := func(l *log, r *accesslog.Request) error {
 		err := stream.Add(bench.StreamCall{User: r.User, Outcome: r.Outcome, Sent: r.Start, Returned: r.End, Ref: ref(l.index, r.Line)})
-		if err != nil {
+		switch {
+		case errors.Is(err, bench.ErrTooDense):
+			// No verdict from part of a log: the audit stops (exit 2).
+			// (read names the log and the line; the merge below does.)
+			return fmt.Errorf("%w: the log holds more requests in that span than the audit keeps in memory; lower --settle, or audit a shorter span of the log", err)
+		case err != nil:
 			l.stats.skip("an interval the judge does not take", r.Line)
 		}
+		l.stats.Requests++
+		return nil
 	}
 	if len(m.logs) == 1 {
 		l := m.logs[0]
-		return l.read(ctx, func(r *accesslog.Request) error { add(l, r); return nil }, false)
+		return l.read(ctx, func(r *accesslog.Request) error { return add(l, r) }, false)
 	}
 	for _, l := range m.logs {
 		if interrupted, err := l.fill(ctx); interrupted || err != nil {
@@ -73,7 +79,9 @@ func (m *merger) feed(ctx context.Context, stream *bench.Stream, res *Result) (i
 	}
 	for m.ready.Len() > 0 {
 		l := m.ready.logs[0]
-		add(l, &l.queue[l.head])
+		if err := add(l, &l.queue[l.head]); err != nil {
+			return false, fmt.Errorf("audit: %s: line %d: %w", l.name, l.queue[l.head].Line, err)
+		}
 		l.head++
 		if l.head == len(l.queue) {
 			if interrupted, err := l.fill(ctx); interrupted || err != nil {

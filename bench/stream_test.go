@@ -282,3 +282,27 @@ func TestABucketMetAnewIsNotJudgedBeforeItCouldRefill(t *testing.T) {
 	assert.True(t, res.Exactness.Exact(), "%+v", res.Exactness.WorstUnder)
 	assert.Positive(t, res.Unjudged)
 }
+
+// TestAStreamRefusesMoreCallsThanItHolds: a log denser than MaxHeld
+// within a part's context (a flood of one user in one millisecond) is
+// refused with ErrTooDense rather than held whole; the same calls spread
+// past the context are taken, as they are let go.
+func TestAStreamRefusesMoreCallsThanItHolds(t *testing.T) {
+	base := time.Duration(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	add := func(spacing time.Duration) error {
+		s, err := NewStream(Judge{Limit: 5, Window: time.Second}, StreamOptions{Settle: time.Second, MaxHeld: 100})
+		require.NoError(t, err)
+		for i := range 1000 {
+			at := base + time.Duration(i)*spacing
+			if err := s.Add(StreamCall{User: []byte("flood"), Outcome: Denied, Sent: at, Returned: at + time.Millisecond}); err != nil {
+				return err
+			}
+		}
+		s.Finish()
+		return nil
+	}
+	err := add(0)
+	require.ErrorIs(t, err, ErrTooDense)
+	assert.Contains(t, err.Error(), "100 calls within")
+	assert.NoError(t, add(time.Second), "one call a second: a few held at once")
+}

@@ -40,8 +40,23 @@ type searchOracle struct {
 const (
 	searchMaxStates = 4096
 	searchMaxWidth  = 10_000  // ms in one operation's interval
-	searchBudget    = 400_000 // profile steps for one burst
+	searchBudget    = 400_000 // profile steps for one operation, or one burst
 )
+
+// overBudget reports whether judging an operation over [lo, hi] from
+// states takes more than searchBudget profile steps (a state's instants
+// from its low on): on a loaded machine a token bucket's thousands of
+// states times intervals of hundreds of ms took identify minutes. Past
+// it the user is undecided, which no verdict is drawn from.
+func overBudget(states []cand, lo, hi int64) bool {
+	steps := 0
+	for _, c := range states {
+		if steps += int(max(0, hi-max(c.low, lo)+1)); steps > searchBudget {
+			return true
+		}
+	}
+	return false
+}
 
 type searchUser struct {
 	states []cand
@@ -120,7 +135,7 @@ func (s *searchOracle) configure(op TimedOp) {
 		if su.off {
 			continue
 		}
-		if hi-lo > searchMaxWidth {
+		if hi-lo > searchMaxWidth || len(su.states)*int(hi-lo+1) > searchBudget {
 			su.off = true
 			continue
 		}
@@ -189,6 +204,10 @@ func (s *searchOracle) judge(op TimedOp) (Judgement, string) {
 		return Impossible, fmt.Sprintf("no reading of the profile leaves more than a fresh user gets, %d", s.most)
 	}
 	if su.off {
+		return Undecided, ""
+	}
+	if overBudget(su.states, lo, hi) {
+		su.off = true
 		return Undecided, ""
 	}
 	next := map[string]cand{}
@@ -405,6 +424,9 @@ func (s *searchOracle) RetryBounds(user string, lo, hi time.Time) (least, most t
 		return 0, s.w * 3 // every profile's wait is under a few windows
 	}
 	l, h := s.millis(lo, hi)
+	if overBudget(su.states, l, h) {
+		return 0, s.w * 3
+	}
 	least = -1
 	for _, c := range su.states {
 		for t := max(c.low, l); t <= h; t++ {

@@ -318,8 +318,12 @@ func Profile(spec model.Variant, n int, w int64, short func(string) string, real
 							keep(q, t)
 						}
 					case 'r':
-						if left, _ := c.p.Clone().Remaining(now, i.User); o.Unknown || left == o.Remaining {
-							keep(c.p, t)
+						// A profile whose query writes (query=write) saves
+						// the user's state as it answers: the state after
+						// it is the query's, not the one before.
+						q := c.p.Clone().(model.Replayable)
+						if left, _ := q.Remaining(now, i.User); o.Unknown || left == o.Remaining {
+							keep(q, t)
 						}
 					default: // reset
 						keep(fresh(), t)

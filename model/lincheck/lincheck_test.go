@@ -47,6 +47,33 @@ func TestProfileRealTime(t *testing.T) {
 	assert.Empty(t, lincheck.TooWide([]porcupine.Operation{first, across}))
 }
 
+// A query that writes (query=write) saves the user's state: on an
+// interval bucket of 1 per second forgotten a second after its last write
+// (expire=idle), a query at 900ms keeps the bucket of 0ms alive through
+// its refill at 1000ms, so its grid holds and the allow at 2100ms is
+// after its next refill (2000ms). Without the query's write the bucket is
+// forgotten at 1000ms, remade at 1500ms, and 2100ms is before its refill:
+// denied. The check once stepped a query on a copy it threw away, and
+// failed the reference implementation of this profile.
+func TestAQueryThatWritesSavesTheState(t *testing.T) {
+	var overflow atomic.Bool
+	m := lincheck.Profile(model.MustVariant("token-bucket:refill=interval,expire=idle,query=write"), 1, 1000, same, false, &overflow)
+	at := func(c int, ms int64, i lincheck.Input, o lincheck.Output) porcupine.Operation {
+		i.User, i.At = "u", ms
+		return op(c, ms, ms+1, i, o)
+	}
+	history := []porcupine.Operation{
+		at(0, 0, lincheck.Input{Op: 'a'}, lincheck.Output{Allowed: true}),
+		at(0, 900, lincheck.Input{Op: 'r'}, lincheck.Output{Remaining: 0}),
+		at(0, 1500, lincheck.Input{Op: 'a'}, lincheck.Output{Allowed: true}),
+		at(0, 2100, lincheck.Input{Op: 'a'}, lincheck.Output{Allowed: true}),
+	}
+	assert.True(t, porcupine.CheckOperations(m, history))
+	history[3] = at(0, 2100, lincheck.Input{Op: 'a'}, lincheck.Output{Allowed: false})
+	assert.False(t, porcupine.CheckOperations(m, history), "the query's write is not seen")
+	assert.False(t, overflow.Load())
+}
+
 // Requests of a cost: on the sliding log of 3, a cost of 2 then one of 2
 // at one instant is allowed then denied; both allowed is not
 // linearizable, nor is a cost of 2 denied on a fresh user. Real time and
