@@ -138,6 +138,25 @@ func TestExpectedRoundTrip(t *testing.T) {
 	if want, _ = readExpected(path); want[[2]string{"redis_rate", "run gcra"}] != "fails: a/x | flaky: b/y" {
 		t.Errorf("after -update: %q, want the flaky list kept", want[[2]string{"redis_rate", "run gcra"}])
 	}
+	// An identification among the expected alternatives is no difference,
+	// and -update keeps the alternatives; one outside them is.
+	old, _ = os.ReadFile(path)
+	if err := os.WriteFile(path, []byte(strings.Replace(string(old), "\tnone-fits\n", "\tidentified gcra | or: none-fits\n", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if want, _ = readExpected(path); len(compare(want, []*graded{g})) != 0 {
+		t.Errorf("none-fits differs from %q", want[[2]string{"redis_rate", "identify"}])
+	}
+	if err := updateExpected(path, verdictLines([]*graded{g}), []*graded{g}); err != nil {
+		t.Fatal(err)
+	}
+	if want, _ = readExpected(path); want[[2]string{"redis_rate", "identify"}] != "identified gcra | or: none-fits" {
+		t.Errorf("after -update: %q, want the alternatives kept", want[[2]string{"redis_rate", "identify"}])
+	}
+	g.identify = identifyReport{Outcome: "identified", Fits: []identifiedFit{{Profile: "fixed-window"}}}
+	if d := compare(want, []*graded{g}); len(d) != 1 || !strings.Contains(d[0], `"identified fixed-window", expected "identified gcra | or: none-fits"`) {
+		t.Errorf("compare = %q, want the identification outside the alternatives", d)
+	}
 	if err := os.WriteFile(path, []byte("redis_rate only two fields\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
