@@ -28,7 +28,7 @@ type lengthFlags struct {
 
 func (f *lengthFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.specTimeout, "spec-timeout", defaultSpecTimeout, "bound on each spec (default: 1m, or in real time what a spec needs with the window: four windows and more, said before the run): a call in flight for a tenth of it hung (a failure); a spec that runs out of time with every call answered is undecided (exit 2)")
-	fs.DurationVar(&f.maxDuration, "max-duration", defaultMaxDuration, "bound on the whole run (default: 15m, or in real time the spec timeout for each spec that will run, said before the run): past it, the run stops with what finished (exit 2)")
+	fs.DurationVar(&f.maxDuration, "max-duration", defaultMaxDuration, "bound on the whole run (in real time, by default, the spec timeout for each spec that will run, said before the run): past it, the run stops with what finished (exit 2)")
 }
 
 // check records which of the flags fs parsed were given, and says why

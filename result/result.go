@@ -434,15 +434,14 @@ func (v Verdict) Diagnosis() string {
 	if len(v.Explained) == 0 {
 		return ""
 	}
-	what := v.Explained[0]
-	if len(v.Explained) > 1 {
-		what = "any of these: " + strings.Join(v.Explained, "; ")
-	}
 	specs := fmt.Sprintf("the %d specs that say something of it, passed and failed,", v.Weighed)
 	if v.Weighed == 1 {
 		specs = "the one spec that says something of it"
 	}
-	out := fmt.Sprintf("diagnosis of the run: every answer of %s is what %s would give", specs, what)
+	out := fmt.Sprintf("diagnosis of the run: every answer of %s is what %s would give", specs, v.Explained[0])
+	if len(v.Explained) > 1 {
+		out = fmt.Sprintf("diagnosis of the run: every answer of %s is what any of these would give: %s", specs, strings.Join(v.Explained, "; "))
+	}
 	if v.Hint != "" {
 		out += "\n  hint: " + v.Hint
 	}
