@@ -379,7 +379,7 @@ func expectNoFailure(t *testing.T, rep runReport) {
 // decide too little to catch what it catches on a machine that answers
 // in time.
 func (r runReport) slow() bool {
-	return strings.Contains(r.text, "slow for the window") || strings.Contains(r.text, "stall") ||
+	return strings.Contains(r.text, "slow for the window") || strings.Contains(r.text, "calls stalled") ||
 		len(r.with("inconclusive")) > 0 || len(r.with("not-run")) > 0
 }
 
