@@ -81,6 +81,10 @@ type linWorkload struct {
 	goroutines, phases, ops int
 	users                   []string
 	maxCost                 int
+	// opener, when above 0, is the cost of each goroutine's first request
+	// of a phase, all to one fresh user of the phase's own: they race to
+	// fill its log at once.
+	opener int
 }
 
 // linearizable sends concurrent requests, remaining queries and resets
@@ -93,10 +97,12 @@ func linearizable(h *engine.Harness) {
 
 // costConcurrent is linearizable for weighted requests: 4 goroutines over
 // two instances (one without a shared store) send requests of random
-// costs to four users. A race shows where a user's log fills up, once a
-// window per user: four users, and with the fake clock (phases cost
-// nothing) eight phases, give a check-then-add race enough fills to be
-// seen (with two users and four phases one run in about 300 let it by).
+// costs to four users. A race shows where a user's log fills up: each
+// phase opens with the four goroutines' requests of half the limit to a
+// fresh user at once, a fill that only a serial order of the four may
+// pass, then random ones follow (with random requests alone, a
+// check-then-add race went unseen in one run of about 300, and under
+// the race detector in one of a few).
 func costConcurrent(h *engine.Harness) {
 	h.Configure(costLimit, h.W())
 	phases := 4
@@ -104,7 +110,8 @@ func costConcurrent(h *engine.Harness) {
 		phases = 8
 	}
 	users := []string{h.User("a"), h.User("b"), h.User("c"), h.User("d")}
-	checkLinearizable(h, linWorkload{goroutines: 4, phases: phases, ops: 10, users: users, maxCost: max(1, maxFit(h)/2)})
+	half := max(1, maxFit(h)/2)
+	checkLinearizable(h, linWorkload{goroutines: 4, phases: phases, ops: 10, users: users, maxCost: half, opener: half})
 }
 
 // checkLinearizable sends wl and checks the history.
@@ -117,6 +124,10 @@ func checkLinearizable(h *engine.Harness, wl linWorkload) {
 	rec := &recorder{origin: time.Now()}
 	for phase := range phases {
 		at := h.Now().UnixMilli()
+		var opener string
+		if wl.opener > 0 {
+			opener = h.User(fmt.Sprintf("fill%d", phase))
+		}
 		var wg sync.WaitGroup
 		// The goroutines start together: one started late would send its
 		// first operations after the others' last, and race with none.
@@ -127,12 +138,19 @@ func checkLinearizable(h *engine.Harness, wl linWorkload) {
 			go func() {
 				defer wg.Done()
 				<-start
+				if opener != "" {
+					linAllowN(h, rec, g, instances[g%len(instances)], lincheck.Input{Op: 'a', User: opener, At: at, Cost: wl.opener})
+				}
 				linClient(h, rec, g, seed, at, users, instances, opsPerPhase, wl.maxCost)
 			}()
 		}
 		close(start)
 		wg.Wait()
-		h.Note(fmt.Sprintf("phase %d: %d goroutines × %d operations on %d users over %d instance(s)", phase+1, goroutines, opsPerPhase, len(users), len(instances)), "recorded")
+		what := fmt.Sprintf("phase %d: %d goroutines × %d operations on %d users over %d instance(s)", phase+1, goroutines, opsPerPhase, len(users), len(instances))
+		if opener != "" {
+			what = fmt.Sprintf("phase %d: %d goroutines × AllowRequestN(%s, %d) at once, then × %d operations on %d users over %d instance(s)", phase+1, goroutines, h.Short(opener), wl.opener, opsPerPhase, len(users), len(instances))
+		}
+		h.Note(what, "recorded")
 		if !h.RealTime() {
 			h.Advance(h.W() / 3)
 		} else {
@@ -222,11 +240,7 @@ func linClient(h *engine.Harness, rec *recorder, client int, seed uint64, at int
 				return lincheck.Output{Remaining: n}, err
 			})
 		case maxCost > 0 && k < 16:
-			cost := 1 + rng.IntN(maxCost)
-			rec.do(client, lincheck.Input{Op: 'a', User: u, At: at, Cost: cost}, func() (lincheck.Output, error) {
-				ok, err := lim.(contract.CostLimiter).AllowRequestN(h.Context(), u, cost)
-				return lincheck.Output{Allowed: ok}, err
-			})
+			linAllowN(h, rec, client, lim, lincheck.Input{Op: 'a', User: u, At: at, Cost: 1 + rng.IntN(maxCost)})
 		default:
 			rec.doSent(client, lincheck.Input{Op: 'a', User: u, At: at}, func() (lincheck.Output, time.Time, error) {
 				ok, sent, err := engine.AllowSent(h.Context(), lim, u)
@@ -234,6 +248,14 @@ func linClient(h *engine.Harness, rec *recorder, client int, seed uint64, at int
 			})
 		}
 	}
+}
+
+// linAllowN records a weighted request, in.Cost units for in.User.
+func linAllowN(h *engine.Harness, rec *recorder, client int, lim contract.RateLimiterContract, in lincheck.Input) {
+	rec.do(client, in, func() (lincheck.Output, error) {
+		ok, err := lim.(contract.CostLimiter).AllowRequestN(h.Context(), in.User, in.Cost)
+		return lincheck.Output{Allowed: ok}, err
+	})
 }
 
 // visualize writes porcupine's HTML for a failed check and returns its path.
