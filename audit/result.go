@@ -9,6 +9,7 @@ import (
 
 	"github.com/rlconform/rlconform/bench"
 	"github.com/rlconform/rlconform/internal/loglines"
+	"github.com/rlconform/rlconform/internal/plural"
 )
 
 // Result is what an audit read and found: data only, for the text report
@@ -113,12 +114,12 @@ func (res *Result) judge() Verdict {
 	ex := s.Exactness
 	switch {
 	case ex.Overshoot > 0:
-		return Verdict{1, Wrong, fmt.Sprintf("%s allowed past the limit: no timing of the requests logged explains them", plural(int64(ex.Overshoot), "request"))}
+		return Verdict{1, Wrong, fmt.Sprintf("%s allowed past the limit: no timing of the requests logged explains them", plural.Count(int64(ex.Overshoot), "request"))}
 	case ex.UnderAdmitted > 0 && !s.UnderUnproven:
-		return Verdict{1, Wrong, fmt.Sprintf("%s refused that no timing explains: the limit had room", plural(int64(ex.UnderAdmitted), "request"))}
+		return Verdict{1, Wrong, fmt.Sprintf("%s refused that no timing explains: the limit had room", plural.Count(int64(ex.UnderAdmitted), "request"))}
 	case ex.UnderAdmitted > 0:
 		return Verdict{2, Undecided, fmt.Sprintf("%s refused that the requests read before them do not explain, but %s read later (longer than %v, or that far out of order) might: not proven",
-			plural(int64(ex.UnderAdmitted), "request"), plural(s.Late, "request"), s.Settle)}
+			plural.Count(int64(ex.UnderAdmitted), "request"), plural.Count(s.Late, "request"), s.Settle)}
 	case res.Interrupted:
 		return Verdict{2, Undecided, "interrupted before the logs' end"}
 	case s.Calls == 0:
@@ -127,7 +128,7 @@ func (res *Result) judge() Verdict {
 		return Verdict{2, Undecided, "not exercised: no request was refused, so the limit was never put to the test"}
 	case ex.Decided == 0:
 		return Verdict{2, Undecided, fmt.Sprintf("the intervals are too wide to tell: none of the %s refused had %d allowed surely within the window before it (widths: p50 %v, p99 %v, against a window of %v)",
-			plural(int64(ex.Denials), "request"), res.Limit, roundWidth(s.Widths.P50), roundWidth(s.Widths.P99), res.Window)}
+			plural.Count(int64(ex.Denials), "request"), res.Limit, roundWidth(s.Widths.P50), roundWidth(s.Widths.P99), res.Window)}
 	}
 	return Verdict{0, Explained, "every admission and every refusal is explained by some timing of the requests"}
 }
@@ -202,13 +203,6 @@ func readLines(s Source, ls []*EvidenceLine) {
 			ls = ls[1:]
 		}
 	}
-}
-
-func plural(n int64, thing string) string {
-	if n == 1 {
-		return "1 " + thing
-	}
-	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 // roundWidth rounds a width for reading.

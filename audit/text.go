@@ -3,6 +3,7 @@ package audit
 import (
 	"cmp"
 	"fmt"
+	"github.com/rlconform/rlconform/internal/plural"
 	"io"
 	"maps"
 	"slices"
@@ -16,14 +17,14 @@ func (res *Result) Text(w io.Writer) {
 	s := res.Stream
 	var files []string
 	for _, f := range res.Files {
-		files = append(files, fmt.Sprintf("%s (%s, %s)", f.Name, plural(f.Lines, "line"), plural(f.Requests, "request")))
+		files = append(files, fmt.Sprintf("%s (%s, %s)", f.Name, plural.Count(f.Lines, "line"), plural.Count(f.Requests, "request")))
 	}
 	fmt.Fprintf(w, "audit       %s log%s: %s\n", res.Format, map[bool]string{true: "s"}[len(res.Files) > 1], strings.Join(files, ", "))
-	users := plural(s.Users, "user")
+	users := plural.Count(s.Users, "user")
 	if s.UsersEstimated {
 		users = "about " + users
 	}
-	fmt.Fprintf(w, "judged      %s of %s, %s of %v; %d per %v as %s\n", plural(s.Calls, "request"), users, plural(s.UserWindows, "user-window"), res.Window, res.Limit, res.Window, res.Profile)
+	fmt.Fprintf(w, "judged      %s of %s, %s of %v; %d per %v as %s\n", plural.Count(s.Calls, "request"), users, plural.Count(s.UserWindows, "user-window"), res.Window, res.Limit, res.Window, res.Profile)
 	fmt.Fprintf(w, "rules       %s\n", strings.Join(res.Rules, "; "))
 	if s.Calls > 0 {
 		fmt.Fprintf(w, "intervals   widths p50 %v, p99 %v, max %v, as read; %s\n", roundWidth(s.Widths.P50), roundWidth(s.Widths.P99), roundWidth(s.Widths.Max), strings.Join(res.Notes, "; "))
@@ -39,7 +40,7 @@ func (res *Result) Text(w io.Writer) {
 	fmt.Fprintf(w, "verdict     %s (exit %d): %s\n", strings.ToUpper(res.Verdict.Outcome), res.Verdict.Code, res.Verdict.Why)
 	res.findingsText(w)
 	rate := float64(res.Lines) / max(res.Took, time.Microsecond).Seconds()
-	fmt.Fprintf(w, "read        %s in %v (%.0f lines/s); at most %s held at once\n", plural(res.Lines, "line"), res.Took.Round(time.Millisecond), rate, plural(int64(s.Kept), "request"))
+	fmt.Fprintf(w, "read        %s in %v (%.0f lines/s); at most %s held at once\n", plural.Count(res.Lines, "line"), res.Took.Round(time.Millisecond), rate, plural.Count(int64(s.Kept), "request"))
 }
 
 // skippedText writes what was not read: lines skipped, too long, logs
@@ -61,7 +62,7 @@ func (res *Result) skippedText(w io.Writer) {
 			s.n += c.Lines
 		}
 		if f.TooLong > 0 {
-			fmt.Fprintf(w, "warning     %s: %s longer than 64 KiB skipped\n", f.Name, plural(f.TooLong, "line"))
+			fmt.Fprintf(w, "warning     %s: %s longer than 64 KiB skipped\n", f.Name, plural.Count(f.TooLong, "line"))
 		}
 		if f.Cut != "" {
 			fmt.Fprintf(w, "warning     %s: %s\n", f.Name, f.Cut)
@@ -77,7 +78,7 @@ func (res *Result) skippedText(w io.Writer) {
 		parts = append(parts, fmt.Sprintf("%d %s (first: %s)", s.n, s.why, s.first))
 		n += s.n
 	}
-	fmt.Fprintf(w, "skipped     %s: %s\n", plural(n, "line"), strings.Join(parts, "; "))
+	fmt.Fprintf(w, "skipped     %s: %s\n", plural.Count(n, "line"), strings.Join(parts, "; "))
 }
 
 // skewText writes the clock skew assumed, and the smallest that explains
@@ -102,7 +103,7 @@ func (res *Result) skewText(w io.Writer) {
 func (res *Result) findingsText(w io.Writer) {
 	ex := res.Stream.Exactness
 	if wd := ex.Worst; wd != nil && res.Overshoot != nil {
-		fmt.Fprintf(w, "            OVERSHOOT: %s allowed past the limit of %d per %v, judged as %s\n", plural(int64(ex.Overshoot), "request"), res.Limit, res.Window, res.Profile)
+		fmt.Fprintf(w, "            OVERSHOOT: %s allowed past the limit of %d per %v, judged as %s\n", plural.Count(int64(ex.Overshoot), "request"), res.Limit, res.Window, res.Profile)
 		fmt.Fprintf(w, "            worst window: user %q had %d allowed from %s (first sent) to %s (last answered), %v apart, where the profile admits at most %d whatever their instants\n",
 			wd.UserID, wd.Allowed, instant(wd.From), instant(wd.To), (wd.To - wd.From).Round(time.Microsecond), wd.Bound)
 		if wd.Rule != "" {
@@ -111,7 +112,7 @@ func (res *Result) findingsText(w io.Writer) {
 		evidenceText(w, res.Overshoot)
 	}
 	if u := ex.WorstUnder; u != nil && res.Under != nil {
-		fmt.Fprintf(w, "            UNDER-ADMISSION: %s refused that %s of %d per %v admits whatever the timing\n", plural(int64(ex.UnderAdmitted), "request"), res.Profile, res.Limit, res.Window)
+		fmt.Fprintf(w, "            UNDER-ADMISSION: %s refused that %s of %d per %v admits whatever the timing\n", plural.Count(int64(ex.UnderAdmitted), "request"), res.Profile, res.Limit, res.Window)
 		fmt.Fprintf(w, "            worst: user %q refused at %s..%s with at most %d allowed (or failed) requests that could count\n", u.UserID, instant(u.Call.Sent), instant(u.Call.Returned), u.Counted)
 		if u.Rule != "" {
 			fmt.Fprintf(w, "            the rule: %s\n", u.Rule)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/rlconform/rlconform/adapters"
 	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/internal/plural"
 )
 
 // Result is what one bench measured.
@@ -313,11 +314,11 @@ func ReadJSON(rd io.Reader) (*Result, error) {
 
 // Text writes the final table.
 func (r *Result) Text(w io.Writer) {
-	mode := "closed loop, " + plural(r.Concurrency, "caller")
+	mode := "closed loop, " + plural.Count(r.Concurrency, "caller")
 	if r.Mode == "open-loop" {
 		mode = fmt.Sprintf("open loop at %.0f/s (latency from when each request was due), at most %d in flight", r.Rate, r.Concurrency)
 	}
-	users := plural(r.Users, "user") + ", uniform"
+	users := plural.Count(r.Users, "user") + ", uniform"
 	if r.Users == 1 {
 		users = "1 user"
 	}
@@ -325,7 +326,7 @@ func (r *Result) Text(w io.Writer) {
 		users = fmt.Sprintf("%d users, Zipf s=%g (user 0 hottest)", r.Users, r.Zipf)
 	}
 	if r.Mode == "recorded" {
-		fmt.Fprintf(w, "load        %s over %v; %s; limit %d per %v\n", r.Source, r.Duration.Round(time.Millisecond), plural(r.Users, "user"), r.Limit, r.Window)
+		fmt.Fprintf(w, "load        %s over %v; %s; limit %d per %v\n", r.Source, r.Duration.Round(time.Millisecond), plural.Count(r.Users, "user"), r.Limit, r.Window)
 	} else {
 		fmt.Fprintf(w, "load        %s for %v; %s; limit %d per %v\n", mode, r.Duration, users, r.Limit, r.Window)
 	}
@@ -344,7 +345,7 @@ func (r *Result) Text(w io.Writer) {
 	}
 	fmt.Fprintf(w, "errors      %s\n", r.errorLine())
 	if r.Backlog > 0 {
-		fmt.Fprintf(w, "backlog     %s due but never sent: the target could not keep up with %.0f/s\n", plural(r.Backlog, "request"), r.Rate)
+		fmt.Fprintf(w, "backlog     %s due but never sent: the target could not keep up with %.0f/s\n", plural.Count(r.Backlog, "request"), r.Rate)
 	}
 	if r.Interrupted {
 		fmt.Fprintf(w, "INTERRUPTED after %v: the figures are of what ran\n", r.Elapsed.Round(time.Millisecond))
@@ -390,11 +391,11 @@ func (r *Result) exactnessText(w io.Writer) {
 		fmt.Fprintf(w, "NOT EXERCISED: no user was ever denied, so the limit was never put to the test (fewer users, a lower limit or more load would)\n")
 	case ex.Exact():
 		fmt.Fprintf(w, "exact: no overshoot and no under-admission in %s of %s at the limit%s, judged as %s (checked in %v)\n",
-			plural(ex.Decisions, "decision"), plural(ex.UsersAtLimit, "user"), failedNote(ex), r.judged(), RoundLatency(ex.Took))
+			plural.Count(ex.Decisions, "decision"), plural.Count(ex.UsersAtLimit, "user"), failedNote(ex), r.judged(), RoundLatency(ex.Took))
 	}
 	if ex.Overshoot > 0 {
 		wd := ex.Worst
-		fmt.Fprintf(w, "OVERSHOOT: %s allowed past the limit of %d per %v, judged as %s\n", plural(ex.Overshoot, "request"), r.Limit, r.Window, r.judged())
+		fmt.Fprintf(w, "OVERSHOOT: %s allowed past the limit of %d per %v, judged as %s\n", plural.Count(ex.Overshoot, "request"), r.Limit, r.Window, r.judged())
 		fmt.Fprintf(w, "            worst window: user %q had %d allowed between +%v (first sent) and +%v (last answered), %v apart, where the profile admits at most %d whatever their instants\n",
 			wd.UserID, wd.Allowed, wd.From.Round(time.Microsecond), wd.To.Round(time.Microsecond), (wd.To - wd.From).Round(time.Microsecond), wd.Bound)
 		if wd.Rule != "" {
@@ -407,7 +408,7 @@ func (r *Result) exactnessText(w io.Writer) {
 		if ex.Overshoot == 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "            UNDER-ADMISSION: %s denied that %s of %d per %v admits whatever the timing\n", plural(ex.UnderAdmitted, "request"), r.judged(), r.Limit, r.Window)
+		fmt.Fprintf(w, "            UNDER-ADMISSION: %s denied that %s of %d per %v admits whatever the timing\n", plural.Count(ex.UnderAdmitted, "request"), r.judged(), r.Limit, r.Window)
 		fmt.Fprintf(w, "            worst: user %q denied at +%v..+%v with at most %d allowed (or failed) requests that could count\n",
 			u.UserID, u.Call.Sent.Round(time.Microsecond), u.Call.Returned.Round(time.Microsecond), u.Counted)
 		if u.Rule != "" {
@@ -448,19 +449,11 @@ func timeline(w io.Writer, r *Result, calls []Decision) {
 	}
 }
 
-// plural is "1 thing" or "n things".
-func plural(n int, thing string) string {
-	if n == 1 {
-		return "1 " + thing
-	}
-	return fmt.Sprintf("%d %ss", n, thing)
-}
-
 func failedNote(ex Exactness) string {
 	if ex.Failed == 0 {
 		return ""
 	}
-	return fmt.Sprintf(", %s counted as possibly allowed", plural(ex.Failed, "failed call"))
+	return fmt.Sprintf(", %s counted as possibly allowed", plural.Count(ex.Failed, "failed call"))
 }
 
 // MarshalText names the outcome in JSON.

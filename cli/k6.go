@@ -11,6 +11,7 @@ import (
 	"github.com/rlconform/rlconform/adapters"
 	"github.com/rlconform/rlconform/bench"
 	"github.com/rlconform/rlconform/bench/k6"
+	"github.com/rlconform/rlconform/internal/plural"
 	"github.com/rlconform/rlconform/model"
 )
 
@@ -104,7 +105,7 @@ func fromK6(f *benchFlags, spec model.Variant, baseline *bench.Result, files *be
 		return ExitCannotRun
 	}
 	fmt.Fprintf(stderr, "rlconform: read %d requests of %s (%d lines) in %v: %.0f decisions/s\n",
-		st.Requests, plural(st.Generators, "generator"), st.Lines, took.Round(time.Millisecond), float64(st.Decisions)/max(took, time.Microsecond).Seconds())
+		st.Requests, plural.Count(st.Generators, "generator"), st.Lines, took.Round(time.Millisecond), float64(st.Decisions)/max(took, time.Microsecond).Seconds())
 	if st.Untagged > 0 {
 		fmt.Fprintf(stderr, "rlconform: warning: %d requests carry no %q tag and are not judged (the script's other requests?); tag every request to the limited service with the identity it sends\n", st.Untagged, f.userTag)
 	}
@@ -157,12 +158,4 @@ func (l *pathList) Set(v string) error {
 	}
 	*l = append(*l, v)
 	return nil
-}
-
-// plural is "1 thing" or "n things".
-func plural(n int, thing string) string {
-	if n == 1 {
-		return "1 " + thing
-	}
-	return fmt.Sprintf("%d %ss", n, thing)
 }

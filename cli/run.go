@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rlconform/rlconform/adapters"
+	"github.com/rlconform/rlconform/internal/plural"
 	"github.com/rlconform/rlconform/internal/redact"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/redisenv"
@@ -270,7 +271,7 @@ func run(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) int {
 	f.warnSlowCalls(cfg.SpecTimeout, stderr)
 	ctx, cancel := length.context(sigCtx)
 	defer cancel()
-	fmt.Fprintf(stderr, "rlconform: grading %s, %d specs\n", target.Name, total)
+	fmt.Fprintf(stderr, "rlconform: grading %s, %s\n", target.Name, plural.Count(total, "spec"))
 	rep, err := suite.Check(ctx, cfg, *target)
 	if err != nil {
 		return couldNotRun(cannotRun(sigCtx), "rlconform: %v", err)

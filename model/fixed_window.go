@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/internal/plural"
 )
 
 // fixedWindow is the fixed-window profile: a counter per user and window of
@@ -357,7 +358,7 @@ func fixedWindowAlgorithm() Algorithm {
 // fixedWindowEnvelope bounds fixed windows under load: N per window of a
 // fixed grid, or 2N within any W when the windows' alignment is unknown.
 func fixedWindowEnvelope(p map[string]string, n int64, w time.Duration) Envelope {
-	e := Envelope{Under: UnderRule{Limit: n, LookbackWindows: 1, Rule: fmt.Sprintf("a denial needs %d allowed requests in its window: within less than %v before it", n, w)}}
+	e := Envelope{Under: UnderRule{Limit: n, LookbackWindows: 1, Rule: fmt.Sprintf("a denial needs %s in its window: within less than %v before it", plural.Count(n, "allowed request"), w)}}
 	if _, e.Grid = alignedGrid(p["align"]); !e.Grid {
 		e.Linear = []LinearBound{
 			{Windows: 2 * n, Within: 1, WithinPlus: 1, Rule: fmt.Sprintf("at most 2×%d allowed within any %v (two windows of unknown alignment)", n, w)},

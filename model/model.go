@@ -23,6 +23,7 @@ import (
 
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/fakeclock"
+	"github.com/rlconform/rlconform/internal/plural"
 )
 
 // slidingLog is the whole behaviour of the contract (see
@@ -419,7 +420,7 @@ func slidingLogAlgorithm() Algorithm {
 		Envelope: func(_ map[string]string, n int64, w time.Duration) Envelope {
 			return Envelope{
 				Linear: []LinearBound{{Windows: n, Within: 1, Rule: fmt.Sprintf("at most %d allowed within less than %v", n, w)}},
-				Under:  UnderRule{Limit: n, LookbackWindows: 1, Rule: fmt.Sprintf("a denial needs %d allowed requests within less than %v before it", n, w)},
+				Under:  UnderRule{Limit: n, LookbackWindows: 1, Rule: fmt.Sprintf("a denial needs %s within less than %v before it", plural.Count(n, "allowed request"), w)},
 			}
 		},
 	}

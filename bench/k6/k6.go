@@ -95,6 +95,7 @@ import (
 
 	"github.com/rlconform/rlconform/bench"
 	"github.com/rlconform/rlconform/internal/loglines"
+	"github.com/rlconform/rlconform/internal/plural"
 )
 
 // Options say how to read the requests.
@@ -308,7 +309,7 @@ func (r *Reader) Recording() (*bench.Recording, error) {
 		return nil, fmt.Errorf("k6 output: %s", r.nothingJudged())
 	}
 	rec := r.rec
-	rec.Source = fmt.Sprintf("k6 JSON output of %s (%s)", plural(r.stats.Generators, "generator"), strings.Join(r.names, ", "))
+	rec.Source = fmt.Sprintf("k6 JSON output of %s (%s)", plural.Count(r.stats.Generators, "generator"), strings.Join(r.names, ", "))
 	r.rec = bench.Recording{}
 	return &rec, nil
 }
@@ -319,13 +320,6 @@ func (r *Reader) nothingJudged() string {
 		return fmt.Sprintf("none of its %d requests carries the tag %q that names the user, in its tags or its metadata (tag each request with the identity it sends, or give --user-tag)", r.stats.Requests, r.opts.UserTag)
 	}
 	return "no HTTP request points: is it the output of k6 run --out json=FILE?"
-}
-
-func plural(n int, thing string) string {
-	if n == 1 {
-		return "1 " + thing
-	}
-	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 // millis is ms as a duration, rounded up to the nanosecond (k6 writes

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rlconform/rlconform/internal/plural"
 	"github.com/rlconform/rlconform/result"
 )
 
@@ -131,15 +132,15 @@ func (v *timelineView) describe(tl *result.Timeline, opt chartOptions, lanes []l
 		clock = "in real time, each from its call to its answer"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s on %s over %s, %s, from %s to %s", plural(len(tl.Ops), "operation"), plural(len(lanes), "lane"),
-		plural(max(tl.Instances, 1), "instance"), clock, offset(lo), offset(hi))
+	fmt.Fprintf(&b, "%s on %s over %s, %s, from %s to %s", plural.Count(len(tl.Ops), "operation"), plural.Count(len(lanes), "lane"),
+		plural.Count(max(tl.Instances, 1), "instance"), clock, offset(lo), offset(hi))
 	if opt.from != "" {
 		fmt.Fprintf(&b, " (since %s)", opt.from)
 	}
 	fmt.Fprintf(&b, ": %d allowed, %d denied, %d errors, %d other answers", count[result.AnswerAllowed], count[result.AnswerDenied],
 		count[result.AnswerError], count[result.AnswerOther])
 	if calls != len(tl.Ops) {
-		fmt.Fprintf(&b, "; %s in all", plural(calls, "call"))
+		fmt.Fprintf(&b, "; %s in all", plural.Count(calls, "call"))
 	}
 	b.WriteString(".")
 	if tl.Total > len(tl.Ops) {
@@ -151,19 +152,11 @@ func (v *timelineView) describe(tl *result.Timeline, opt chartOptions, lanes []l
 		}
 	}
 	if v.Unordered > 0 {
-		fmt.Fprintf(&b, " %s cannot be ordered: after the longest serial order found, the model refuses each of them.", plural(v.Unordered, "operation"))
+		fmt.Fprintf(&b, " %s cannot be ordered: after the longest serial order found, the model refuses each of them.", plural.Count(v.Unordered, "operation"))
 	}
 	if v.Band != nil {
 		fmt.Fprintf(&b, " The shaded band is %s.", v.Band.Label)
 	}
 	v.Desc = b.String()
 	v.Caption = v.Desc
-}
-
-// plural is "1 thing" or "n things".
-func plural(n int, thing string) string {
-	if n == 1 {
-		return "1 " + thing
-	}
-	return fmt.Sprintf("%d %ss", n, thing)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rlconform/rlconform/bench"
+	"github.com/rlconform/rlconform/internal/plural"
 	"github.com/rlconform/rlconform/result"
 )
 
@@ -17,28 +18,28 @@ func benchVerdict(res *bench.Result) (result.Outcome, string) {
 	case res.Failed():
 		var what []string
 		if ex.Overshoot > 0 {
-			what = append(what, fmt.Sprintf("%s allowed past the limit of %d per %v", plural(ex.Overshoot, "request"), res.Limit, res.Window))
+			what = append(what, fmt.Sprintf("%s allowed past the limit of %d per %v", plural.Count(ex.Overshoot, "request"), res.Limit, res.Window))
 		}
 		if ex.UnderAdmitted > 0 {
-			what = append(what, fmt.Sprintf("%s denied that the profile admits whatever the timing", plural(ex.UnderAdmitted, "request")))
+			what = append(what, fmt.Sprintf("%s denied that the profile admits whatever the timing", plural.Count(ex.UnderAdmitted, "request")))
 		}
 		return result.NotConformant, "NOT EXACT under load: " + strings.Join(what, "; ")
 	case ex == nil:
 		return result.Undecided, "exactness NOT CHECKED: " + res.NotChecked
 	case res.ErrorCount() > 0:
-		return result.Undecided, fmt.Sprintf("UNDECIDED: %s failed, so the figures are of a faulty run", plural(res.ErrorCount(), "call"))
+		return result.Undecided, fmt.Sprintf("UNDECIDED: %s failed, so the figures are of a faulty run", plural.Count(res.ErrorCount(), "call"))
 	case ex.UsersAtLimit == 0:
 		return result.Undecided, "exactness NOT EXERCISED: no user was ever denied, so the limit was never put to the test"
 	case res.Interrupted:
 		return result.Undecided, fmt.Sprintf("INTERRUPTED after %v: exact in what ran", res.Elapsed.Round(time.Millisecond))
 	}
 	return result.Conformant, fmt.Sprintf("EXACT under load: no overshoot and no under-admission in %s of %s at the limit",
-		plural(ex.Decisions, "decision"), plural(ex.UsersAtLimit, "user"))
+		plural.Count(ex.Decisions, "decision"), plural.Count(ex.UsersAtLimit, "user"))
 }
 
 // benchFacts are the figures of res.
 func benchFacts(res *bench.Result) []Fact {
-	load := fmt.Sprintf("%s, %s, for %v", res.Mode, plural(res.Concurrency, "caller"), res.Duration)
+	load := fmt.Sprintf("%s, %s, for %v", res.Mode, plural.Count(res.Concurrency, "caller"), res.Duration)
 	if res.Mode == "open-loop" {
 		load = fmt.Sprintf("open loop at %.0f/s, at most %d in flight, for %v", res.Rate, res.Concurrency, res.Duration)
 	}
@@ -81,5 +82,5 @@ func chartText(res *bench.Result) string {
 	}
 	return fmt.Sprintf("Three panels over the seconds of the run, in %s: the p50, p99 and maximum latency of each (log scale; the worst p99 is %v); "+
 		"decisions and allowed requests per second (%.0f decisions a second on average); and the most allowed requests of one user surely within a window, "+
-		"against the limit %d: at most %d, %s.", plural(len(res.Series), "bucket"), bench.RoundLatency(worstP99), res.Throughput, res.Limit, busiest, over)
+		"against the limit %d: at most %d, %s.", plural.Count(len(res.Series), "bucket"), bench.RoundLatency(worstP99), res.Throughput, res.Limit, busiest, over)
 }
