@@ -118,20 +118,30 @@ func (c *weighted) decide(key string, now int64, h http.Header) bool {
 // (ulule/limiter's memory store): n per w, a window opened by the first
 // request after the last one ended: the profile
 // fixed-window:align=first-hit. Retry-After is the seconds until the
-// window ends, rounded up; X-RateLimit-Reset the window's end as an epoch
-// second, rounded up when honest, floored when not, as ulule/limiter's
-// expiration.Unix() is.
+// window ends, rounded up (or, with ttlRetry, Flask-Limiter's: the key's
+// TTL rounded to the nearest second, as Redis's TTL is, added to now and
+// floored, plus one, less now, floored: true as a window opens, 0 in the
+// last half of a window of 1s); X-RateLimit-Reset the window's end as an
+// epoch second, rounded up when honest, floored when not, as
+// ulule/limiter's expiration.Unix() is.
 type fixed struct {
-	n, w   int64
-	honest bool
-	mu     sync.Mutex
-	keys   map[string]*window
+	n, w     int64
+	honest   bool
+	ttlRetry bool
+	mu           sync.Mutex
+	keys         map[string]*window
 }
 
 type window struct{ end, count int64 }
 
 func newFixed(n int, w time.Duration, honest bool) *fixed {
 	return &fixed{n: int64(n), w: w.Milliseconds(), honest: honest, keys: map[string]*window{}}
+}
+
+// ttlRetry is c with Flask-Limiter's Retry-After.
+func ttlRetry(c *fixed) *fixed {
+	c.ttlRetry = true
+	return c
 }
 
 func (c *fixed) decide(key string, now int64, h http.Header) bool {
@@ -154,7 +164,12 @@ func (c *fixed) decide(key string, now int64, h http.Header) bool {
 	h.Set("X-RateLimit-Remaining", strconv.FormatInt(c.n-b.count, 10))
 	h.Set("X-RateLimit-Reset", strconv.FormatInt(reset, 10))
 	if !ok {
-		h.Set("Retry-After", strconv.FormatInt(ceilDiv(b.end-now, 1000), 10))
+		retry := ceilDiv(b.end-now, 1000)
+		if c.ttlRetry {
+			ttl := (b.end - now + 500) / 1000
+			retry = ((ttl*1000+now)/1000*1000 + 1000 - now) / 1000
+		}
+		h.Set("Retry-After", strconv.FormatInt(retry, 10))
 	}
 	return ok
 }
@@ -182,6 +197,10 @@ func TestEndpointModeFailsPhaseDependentLies(t *testing.T) {
 		{"fixed window, reset floored", newFixed(5, time.Second, false), window, "http/ratelimit-fields",
 			[]string{"no quota left and more at unix second", "a client that waits t is refused again"}},
 		{"fixed window, reset floored: its Retry-After is true", newFixed(5, time.Second, false), window, "http/retry-after", nil},
+		// Seen only late in a window the user's first request opened: a
+		// burst as it opens is refused a whole window before its end.
+		{"fixed window, Retry-After from a TTL rounded to the second", ttlRetry(newFixed(5, time.Second, true)), window, "http/retry-after",
+			[]string{"in a window its user opened", "Retry-After said 0s", "a client that obeys it is refused again"}},
 		{"honest weighted counter", newWeighted(5, time.Second, true), counter, "http/retry-after,http/ratelimit-fields", nil},
 		{"honest fixed window", newFixed(5, time.Second, true), window, "http/retry-after,http/ratelimit-fields", nil},
 	} {
@@ -197,7 +216,7 @@ func TestEndpointModeFailsPhaseDependentLies(t *testing.T) {
 			}
 			if c.says == nil {
 				assert.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
-				assert.Contains(t, out, "5 phases")
+				assert.Contains(t, out, "6 phases")
 				return
 			}
 			if code == ExitConformant && strings.Contains(out, "slow for the window") {

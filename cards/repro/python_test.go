@@ -127,8 +127,8 @@ func TestLimitsKeyHoldsTheRate(t *testing.T) {
 // and early (before the window ends: no quota then) when it rounds down,
 // and so is Retry-After, int(reset − now) (extension.py:859-864): a
 // client that waits it out is refused again (flask-limiter:
-// http/ratelimit-fields; http/retry-after asks right after a burst, where
-// the TTL rounds up).
+// http/ratelimit-fields; http/retry-after, at its late phase: a burst as a
+// window opens is told the truth, where the TTL rounds up).
 func TestFlaskLimiterResetRounded(t *testing.T) {
 	var got map[string]struct {
 		Status     int     `json:"status"`

@@ -17,12 +17,12 @@ import (
 func httpSpecs() []engine.Spec {
 	return []engine.Spec{
 		{ID: "http/retry-after", Level: result.Strict, Needs: []engine.Need{engine.NeedEndpoint},
-			Rule:            "a refusal's Retry-After is truthful at every phase of the window (bursts spread over it and just after an epoch-aligned edge): a request sent after it is admitted, and it is no longer than the earliest admission rounded up to whole seconds",
+			Rule:            "a refusal's Retry-After is truthful at every phase of the window (bursts spread over it, just after an epoch-aligned edge, and late in a window the user's first request opened): a request sent after it is admitted, and it is no longer than the earliest admission rounded up to whole seconds",
 			Run:             retryAfterSpec,
 			Hint:            "set Retry-After to the time until the next request is allowed, from the limiter's state at this refusal (for a log: until the oldest entry that counts leaves), rounded up to whole seconds, never down; a constant such as the window is too short after a burst at some phases",
 			HintAllProfiles: true},
 		{ID: "http/ratelimit-fields", Level: result.Strict, Needs: []engine.Need{engine.NeedEndpoint},
-			Rule:            "the RateLimit fields tell the truth at every phase of the window (bursts spread over it and just after an epoch-aligned edge): the policy is the one enforced, r is the quota left after the request, t no later than the whole quota's return rounded up (the next unit's or the whole quota's, or between; an epoch instant to the second), and with none left a request sent t later (at that instant) is allowed",
+			Rule:            "the RateLimit fields tell the truth at every phase of the window (bursts spread over it, just after an epoch-aligned edge, and late in a window the user's first request opened): the policy is the one enforced, r is the quota left after the request, t no later than the whole quota's return rounded up (the next unit's or the whole quota's, or between; an epoch instant to the second), and with none left a request sent t later (at that instant) is allowed",
 			Run:             rateLimitFieldsSpec,
 			Hint:            "send RateLimit-Policy: \"name\";q=N;w=W and RateLimit: \"name\";r=<left after this request>;t=<seconds until more quota, or until the whole quota is back, rounded up> from the limiter's own decision; an epoch X-RateLimit-Reset is that instant rounded up to the second, not the end of a bucket the estimate still counts, nor floored",
 			HintAllProfiles: true},
@@ -59,10 +59,14 @@ type call struct {
 // at a chosen instant, and the request sent when its answers said to come
 // back (nil when they did not).
 type phase struct {
-	name  string // how the failure names it
-	user  string
-	at    time.Time
-	edge  bool // the phase just after an epoch-aligned window edge
+	name string // how the failure names it
+	user string
+	at   time.Time
+	edge bool // the phase just after an epoch-aligned window edge
+	// open, when set, is when the phase's first request is sent, before
+	// the burst at at: a window opened by the user's first request is
+	// then probed late in its life, not only as it opens.
+	open  time.Time
 	burst []call
 	due   time.Time // when the burst's answers told the client to come back
 	after *call
@@ -152,13 +156,11 @@ func phases(h *engine.Harness, burst int) (ps []*phase, note string) {
 				break
 			}
 		}
-		note = fmt.Sprintf("%d phases: %d spread over the window, 1 just after an epoch-aligned window edge", len(at), len(at)-1)
-		if len(at) == 1 {
-			note = "1 phase, just after an epoch-aligned window edge"
+		late, ok := latePhase(h, at, burst)
+		if ok {
+			ps = append(ps, late)
 		}
-		if len(at) <= spreadPhases {
-			note += fmt.Sprintf(" (not %d: --max-rps %d fits no more)", spreadPhases+1, h.Target().MaxRPS)
-		}
+		note = phasesNote(len(at)-1, ok, h.Target().MaxRPS)
 	}
 	for i, t := range at[1:] {
 		ps = append(ps, &phase{user: h.User(fmt.Sprintf("phase%d", i+1)), at: t, name: "the burst at " + engine.FmtOffset(t.Sub(start))})
@@ -167,6 +169,57 @@ func phases(h *engine.Harness, burst int) (ps []*phase, note string) {
 	h.Record(0, start, "http/ phases", note)
 	return ps, note
 }
+
+// phasesNote says which phases an http/ spec probes: spread of them
+// spread over the window, the one just after an epoch-aligned edge, and
+// the late one when it fits beside them (see phases).
+func phasesNote(spread int, late bool, rps int) string {
+	if spread == 0 && !late {
+		return "1 phase, just after an epoch-aligned window edge" + notAll(rps)
+	}
+	parts := []string{fmt.Sprintf("%d spread over the window", spread), "1 just after an epoch-aligned window edge"}
+	if late {
+		parts = append(parts, "1 late in a window its user's first request opened")
+	}
+	total := 1 + spread
+	if late {
+		total++
+	}
+	note := fmt.Sprintf("%d phases: %s", total, strings.Join(parts, ", "))
+	if spread < spreadPhases || !late {
+		note += notAll(rps)
+	}
+	return note
+}
+
+// notAll says why a spec probes fewer than all of its phases.
+func notAll(rps int) string {
+	return fmt.Sprintf(" (not %d: --max-rps %d fits no more)", spreadPhases+2, rps)
+}
+
+// latePhase is the phase whose user opens a window with one request at
+// the start, then bursts lateOffset into it, when the target's --max-rps
+// fits its burst beside the others (at): the other phases' users are
+// fresh, so a window opened by a user's first request refuses them as it
+// opens, and what a client is told late in such a window goes unseen (a
+// Retry-After of the window's life rounded down, say, which is 0 with a
+// window of 1s: Flask-Limiter's).
+func latePhase(h *engine.Harness, at []time.Time, burst int) (*phase, bool) {
+	start := h.Started()
+	t := start.Add(h.W() * lateOffset / 10)
+	// Its first request is one more in the second after start.
+	rps := h.Target().MaxRPS
+	if len(at) < 2 || rps == 1 || !fitsRPS(append(slices.Clone(at), t), burst, max(0, rps-1)) {
+		return nil, false
+	}
+	return &phase{user: h.User("late"), open: start, at: t,
+		name: fmt.Sprintf("the burst at %s, in a window its user opened at %s", engine.FmtOffset(t.Sub(start)), engine.FmtOffset(0))}, true
+}
+
+// lateOffset is how far, in tenths of the window, the late phase's burst
+// comes after its user's first request: past the window's middle, so a
+// refusal leaves less than half of it.
+const lateOffset = 6
 
 // fitsRPS tells whether bursts of burst requests starting at starts, and
 // one more request each, keep within rps requests in any one second
@@ -236,6 +289,9 @@ func runAtOnce(h *engine.Harness, ps []*phase, burst func(*phase), judge func(*p
 	back := make(chan *phase, 2*len(ps))
 	for _, p := range ps {
 		go func() {
+			if !p.open.IsZero() && sleepUntil(h.Context(), p.open) {
+				p.burst = append(p.burst, request(h, p.user))
+			}
 			if sleepUntil(h.Context(), p.at) {
 				burst(p)
 			}
