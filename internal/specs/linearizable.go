@@ -116,47 +116,12 @@ func costConcurrent(h *engine.Harness) {
 
 // checkLinearizable sends wl and checks the history.
 func checkLinearizable(h *engine.Harness, wl linWorkload) {
-	goroutines, phases, opsPerPhase, users := wl.goroutines, wl.phases, wl.ops, wl.users
 	instances := []contract.RateLimiterContract{h.Instance(0)}
 	if h.Target().Capabilities.SharedStore {
 		instances = h.Instances(2)
 	}
 	rec := &recorder{origin: time.Now()}
-	for phase := range phases {
-		at := h.Now().UnixMilli()
-		var opener string
-		if wl.opener > 0 {
-			opener = h.User(fmt.Sprintf("fill%d", phase))
-		}
-		var wg sync.WaitGroup
-		// The goroutines start together: one started late would send its
-		// first operations after the others' last, and race with none.
-		start := make(chan struct{})
-		for g := range goroutines {
-			wg.Add(1)
-			seed := h.Rand().Uint64()
-			go func() {
-				defer wg.Done()
-				<-start
-				if opener != "" {
-					linAllowN(h, rec, g, instances[g%len(instances)], lincheck.Input{Op: 'a', User: opener, At: at, Cost: wl.opener})
-				}
-				linClient(h, rec, g, seed, at, users, instances, opsPerPhase, wl.maxCost)
-			}()
-		}
-		close(start)
-		wg.Wait()
-		what := fmt.Sprintf("phase %d: %d goroutines × %d operations on %d users over %d instance(s)", phase+1, goroutines, opsPerPhase, len(users), len(instances))
-		if opener != "" {
-			what = fmt.Sprintf("phase %d: %d goroutines × AllowRequestN(%s, %d) at once, then × %d operations on %d users over %d instance(s)", phase+1, goroutines, h.Short(opener), wl.opener, opsPerPhase, len(users), len(instances))
-		}
-		h.Note(what, "recorded")
-		if !h.RealTime() {
-			h.Advance(h.W() / 3)
-		} else {
-			h.WaitUntil(time.Now().Add(h.W() / 3))
-		}
-	}
+	sendPhases(h, rec, wl, instances)
 	history := rec.history()
 	if len(rec.errs) > 0 {
 		h.Note(fmt.Sprintf("%d operations failed", len(rec.errs)), fmt.Sprintf("first: %v (counted as unknown outcomes)", rec.errs[0]))
@@ -222,6 +187,48 @@ func checkLinearizable(h *engine.Harness, wl linWorkload) {
 	h.Failf("the history of %d concurrent operations is not linearizable: no serial order of them gives these answers "+
 		"(more allowed than N, or a request denied that a serial order would allow).\n  %s\n  porcupine's visualisation: %s",
 		len(history), busiest(h, history), path)
+}
+
+// sendPhases sends wl's phases over instances, recording every operation
+// in rec: in each, the goroutines start together, and the clock moves a
+// third of a window after it.
+func sendPhases(h *engine.Harness, rec *recorder, wl linWorkload, instances []contract.RateLimiterContract) {
+	goroutines, phases, opsPerPhase, users := wl.goroutines, wl.phases, wl.ops, wl.users
+	for phase := range phases {
+		at := h.Now().UnixMilli()
+		var opener string
+		if wl.opener > 0 {
+			opener = h.User(fmt.Sprintf("fill%d", phase))
+		}
+		var wg sync.WaitGroup
+		// The goroutines start together: one started late would send its
+		// first operations after the others' last, and race with none.
+		start := make(chan struct{})
+		for g := range goroutines {
+			wg.Add(1)
+			seed := h.Rand().Uint64()
+			go func() {
+				defer wg.Done()
+				<-start
+				if opener != "" {
+					linAllowN(h, rec, g, instances[g%len(instances)], lincheck.Input{Op: 'a', User: opener, At: at, Cost: wl.opener})
+				}
+				linClient(h, rec, g, seed, at, users, instances, opsPerPhase, wl.maxCost)
+			}()
+		}
+		close(start)
+		wg.Wait()
+		what := fmt.Sprintf("phase %d: %d goroutines × %d operations on %d users over %d instance(s)", phase+1, goroutines, opsPerPhase, len(users), len(instances))
+		if opener != "" {
+			what = fmt.Sprintf("phase %d: %d goroutines × AllowRequestN(%s, %d) at once, then × %d operations on %d users over %d instance(s)", phase+1, goroutines, h.Short(opener), wl.opener, opsPerPhase, len(users), len(instances))
+		}
+		h.Note(what, "recorded")
+		if !h.RealTime() {
+			h.Advance(h.W() / 3)
+		} else {
+			h.WaitUntil(time.Now().Add(h.W() / 3))
+		}
+	}
 }
 
 func linClient(h *engine.Harness, rec *recorder, client int, seed uint64, at int64, users []string, instances []contract.RateLimiterContract, ops, maxCost int) {
