@@ -101,8 +101,8 @@ func linearizable(h *engine.Harness) {
 // phase opens with the four goroutines' requests of half the limit to a
 // fresh user at once, a fill that only a serial order of the four may
 // pass, then random ones follow (with random requests alone, a
-// check-then-add race went unseen in one run of about 300, and under
-// the race detector in one of a few).
+// check-then-add race went unseen in about one run of 300, and once in
+// CI under the race detector).
 func costConcurrent(h *engine.Harness) {
 	h.Configure(costLimit, h.W())
 	phases := 4
