@@ -128,8 +128,8 @@ type fixed struct {
 	n, w     int64
 	honest   bool
 	ttlRetry bool
-	mu           sync.Mutex
-	keys         map[string]*window
+	mu       sync.Mutex
+	keys     map[string]*window
 }
 
 type window struct{ end, count int64 }
