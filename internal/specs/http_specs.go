@@ -343,14 +343,14 @@ func ceilSeconds(d time.Duration) time.Duration {
 }
 
 // quotaBack bounds how long from an instant of [lo, hi] until user's
-// whole quota is back, as the real-time oracle knows it; false when it
-// does not.
-func quotaBack(h *engine.Harness, user string, lo, hi time.Time) (time.Duration, bool) {
+// whole quota is back, and the latest instant it may be, as the
+// real-time oracle knows them; false when it does not.
+func quotaBack(h *engine.Harness, user string, lo, hi time.Time) (within time.Duration, by time.Time, ok bool) {
 	o, ok := h.Oracle().(interface {
-		QuotaBack(user string, lo, hi time.Time) (time.Duration, bool)
+		QuotaBack(user string, lo, hi time.Time) (time.Duration, time.Time, bool)
 	})
 	if !ok {
-		return 0, false
+		return 0, time.Time{}, false
 	}
 	return o.QuotaBack(user, lo, hi)
 }
@@ -511,11 +511,11 @@ func checkFields(h *engine.Harness, p *phase, i int, a engine.HTTPAnswer) {
 	// whole quota's, or anything between: no later than the whole
 	// quota's, rounded up (to a whole second of the epoch, for an
 	// instant). Whether it is truthful, with none left, is tried after.
-	whole, ok := quotaBack(h, p.user, a.Sent, a.Returned)
+	whole, back, ok := quotaBack(h, p.user, a.Sent, a.Returned)
 	switch {
 	case !ok:
 	case a.ResetAt != nil:
-		if by := ceilUnixSecond(a.Sent.Add(whole)); a.ResetAt.After(by) {
+		if by := ceilUnixSecond(back); a.ResetAt.After(by) {
 			h.Failf("%s, request %d: the %s fields say more quota at unix second %d, but %s gives the whole quota back by unix second %d", p.name, i, a.Form, a.ResetAt.Unix(), h.ProfileName(), by.Unix())
 		}
 	case *a.Reset > ceilSeconds(whole):
