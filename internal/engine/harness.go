@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rlconform/rlconform/contract"
@@ -74,7 +75,11 @@ type Harness struct {
 	margin   time.Duration
 	measured *roundTrips
 
-	calls     inFlight // every call to the target's instances
+	calls inFlight // every call to the target's instances
+	// making counts the target's own code running outside those calls
+	// (its factory making an instance, an endpoint's Request): a spec
+	// stuck there is the target's, not the grader's.
+	making    atomic.Int32
 	mu        sync.Mutex
 	users     map[string]bool // every id User made (guarded by mu)
 	instances []contract.RateLimiterContract
@@ -382,7 +387,9 @@ func (h *Harness) instance(i int) (contract.RateLimiterContract, error) {
 		n := len(h.instances) + 1
 		Env := h.env
 		Env.Instance = n - 1
+		h.making.Add(1)
 		lim, closer, err := h.target.New(h.ctx, Env)
+		h.making.Add(-1)
 		if err != nil {
 			return nil, fmt.Errorf("making instance %d of %s: %w", n, h.target.Name, err)
 		}

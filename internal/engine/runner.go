@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rlconform/rlconform/fakeclock"
+	"github.com/rlconform/rlconform/grade"
 	"github.com/rlconform/rlconform/internal/stall"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/redisenv"
@@ -336,11 +337,20 @@ func (r *runner) timedOut(ctx context.Context, t Target, s *Spec, h *Harness, do
 			h.withTimeline(res)
 		}
 	case <-wait.C:
-		r.stuck = fmt.Sprintf("%s did not return within %v of its end (a call into %s ignores its cancelled context): the run stops here, its keys and instances left as they are",
-			s.ID, hangBound(r.cfg.SpecTimeout), t.Name)
-		if summary != "" {
-			res.Message = s.titleFor(r.profile) + ": " + summary + "\n  " + r.stuck + "\n  timeline so far:\n" + h.timeline.String(0)
+		if inCall, _ := h.calls.stats(); inCall > 0 || h.making.Load() > 0 || res.Status == result.Interrupted {
+			r.stuck = fmt.Sprintf("%s did not return within %v of its end (a call into %s ignores its cancelled context): the run stops here, its keys and instances left as they are",
+				s.ID, hangBound(r.cfg.SpecTimeout), t.Name)
+			if summary != "" {
+				res.Message = s.titleFor(r.profile) + ": " + summary + "\n  " + r.stuck + "\n  timeline so far:\n" + h.timeline.String(0)
+			}
+			return
 		}
+		// No call is in flight: the spec's goroutine is in rlconform's own
+		// code, which no target can make ignore its context.
+		r.stuck = fmt.Sprintf("%s did not return within %v of its end, with no call into %s in flight: rlconform's own work on it did not end (a bug of the grader, please report it); the run stops here, its keys and instances left as they are",
+			s.ID, hangBound(r.cfg.SpecTimeout), t.Name)
+		res.Status, res.Failure = result.Errored, &result.Failure{Kind: result.KindFault, Summary: r.stuck}
+		res.Message = s.titleFor(r.profile) + ": " + r.stuck + "\n  where it was:\n" + specStacks() + "\n  timeline so far:\n" + h.timeline.String(0)
 	}
 }
 
@@ -460,6 +470,20 @@ func (r *runner) newH(ctx context.Context, t Target, s *Spec) *Harness {
 	tag := fmt.Sprintf("%s-%02d:", r.runID, r.count)
 	env := r.baseEnv(t, r.runPrefix()+fmt.Sprintf("%02d:", r.count))
 	h := &Harness{ctx: ctx, spec: s, target: t, run: r, tag: tag, start: time.Now(), cfg: r.cfg, margin: r.margin}
+	if request := t.Request; request != nil {
+		h.target.Request = func(ctx context.Context, i int, user string) (HTTPAnswer, error) {
+			h.making.Add(1)
+			defer h.making.Add(-1)
+			return request(ctx, i, user)
+		}
+	}
+	if fault := t.StoreFault; fault != nil {
+		h.target.StoreFault = func(ctx context.Context, f grade.StoreFault) error {
+			h.making.Add(1)
+			defer h.making.Add(-1)
+			return fault(ctx, f)
+		}
+	}
 	if t.Capabilities.Clock {
 		h.fake = fakeclock.New(FakeStart)
 		env.Clock, h.start = h.fake, FakeStart
