@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,12 +20,23 @@ import (
 	"github.com/rlconform/rlconform/model"
 )
 
+// behind reads the wall clock late by its own amount: a limiter on it
+// whose windows open at its whole seconds opens them at that phase of the
+// wall clock's.
+type behind time.Duration
+
+func (d behind) Now() time.Time { return time.Now().Add(-time.Duration(d)) }
+
 // serveProfile serves a profile's model over protocol v1, with clock
-// control or on real time.
+// control or on real time (a first-second window's on a clock 400 ms
+// behind the wall clock, as Fiber's cached second may be).
 func serveProfile(t *testing.T, spec string, withClock bool) string {
 	t.Helper()
 	var clock *fakeclock.Fake
 	var read fakeclock.Clock = fakeclock.Real{}
+	if strings.Contains(spec, "first-second") {
+		read = behind(400 * time.Millisecond)
+	}
 	if withClock {
 		clock = fakeclock.New(time.Now())
 		read = clock
@@ -53,6 +65,11 @@ func TestIdentifyOverTheProtocol(t *testing.T) {
 		{"gcra:burst=3", true, "gcra:burst=3"},
 		{"sliding-counter:count-denied=true", true, "sliding-counter:admit=below,align=?,count-denied=true"},
 		{"fixed-window:align=first-hit", false, "fixed-window:align=first-hit,count-denied=false,query=read"},
+		// Windows on the limiter's own clock of seconds (at a phase of
+		// 400 ms here) end before W after the request that opened them:
+		// first-hit is ruled out, and first-second, tried when nothing
+		// fits, is named.
+		{"fixed-window:align=first-second", false, "fixed-window:align=first-second,count-denied=false,query=read"},
 	} {
 		t.Run(c.spec, func(t *testing.T) {
 			if !c.withClock {

@@ -80,6 +80,12 @@ type Algorithm struct {
 	// Envelope is what a variant with limit n per window w may decide
 	// under load, whatever the timing of its calls: the bench's bounds.
 	Envelope func(params map[string]string, n int64, w time.Duration) Envelope
+	// Unseen, when set, are the models a fresh limiter of a variant may
+	// be in real time, for what the grader cannot see of it (the phase of
+	// a clock of whole seconds that ticks from the process's start): the
+	// oracles follow each. On the fake clock, and when nil or it returns
+	// none, it is New's.
+	Unseen func(params map[string]string, n int, w time.Duration) []Replayable
 }
 
 // costShared is the rule of costs 0 and below every built-in algorithm's

@@ -21,7 +21,14 @@ import (
 //     once a whole window has passed with no counted request, i.e. at
 //     s+2W for the window [s, s+W) of the last one;
 //   - first-hit: [s, s+W), opened by the first request at or after the end
-//     of the previous window (the INCR + PEXPIRE pattern).
+//     of the previous window (the INCR + PEXPIRE pattern);
+//   - first-second: as first-hit, but s is the request's instant on the
+//     limiter's own clock of whole seconds: the last tick, at or before
+//     it, of a clock that ticks each second at phase ms of the second
+//     (Fiber's FixedWindow reads utils.Timestamp, a Unix second a ticker
+//     started with the process refreshes). On the fake clock the phase
+//     is 0, the given clock truncated; in real time it is unknown, and the
+//     oracles follow every phase ([Algorithm.Unseen]).
 //
 // countDenied counts denied requests too (INCR before the check).
 //
@@ -34,7 +41,8 @@ import (
 // reading is how a change of W or N reads a user's state
 // ([fixedWindowReadings]): relay (the default), finish, rekey or fresh.
 type fixedWindow struct {
-	align       string // epoch, go-zero, first-grid, first-hit
+	align       string // epoch, go-zero, first-grid, first-hit, first-second
+	phase       int64  // first-second: the ms of the second its clock ticks at
 	countDenied bool
 	writes      bool
 	reading     string
@@ -81,6 +89,8 @@ func (f *fixedWindow) Describe() string {
 		s = fmt.Sprintf("a fixed window of %v aligned to Go's zero time (0001-01-01 UTC, as time.Time.Truncate)", ms(f.w))
 	case "first-hit":
 		s = fmt.Sprintf("a fixed window of %v opened by the first request", ms(f.w))
+	case "first-second":
+		s = fmt.Sprintf("a fixed window of %v opened by the first request at the limiter's whole second", ms(f.w))
 	case "first-grid":
 		s = fmt.Sprintf("fixed windows of %v on a grid anchored at the user's first request", ms(f.w))
 	}
@@ -118,6 +128,10 @@ func (f *fixedWindow) current(t int64, user string) fixedState {
 	case "first-hit":
 		if !ok || t >= st.start+f.w || t < st.start {
 			return fixedState{start: t, w: f.w}
+		}
+	case "first-second":
+		if !ok || t >= st.start+f.w || t < st.start {
+			return fixedState{start: f.phase + floorDiv(t-f.phase, 1000)*1000, w: f.w}
 		}
 	default: // first-grid
 		if !ok || t >= st.start+2*f.w || t < st.anchor {
@@ -296,14 +310,17 @@ func (f *fixedWindow) Clone() Profile {
 
 // StateKey implements [Profile].
 func (f *fixedWindow) StateKey(user string) string {
-	st, ok := f.users[user]
-	if !ok {
-		return ""
+	key := ""
+	if st, ok := f.users[user]; ok {
+		key = fmt.Sprintf("%d/%d/%d", st.anchor, st.start, st.count)
+		if f.reading == fixedFinish { // the window's own length decides its end
+			key += fmt.Sprintf("/%d", st.w)
+		}
 	}
-	if f.reading == fixedFinish { // the window's own length decides its end
-		return fmt.Sprintf("%d/%d/%d/%d", st.anchor, st.start, st.w, st.count)
+	if f.align == "first-second" { // the phase decides every window's start, a fresh user's too
+		key += fmt.Sprintf("@%d", f.phase)
 	}
-	return fmt.Sprintf("%d/%d/%d", st.anchor, st.start, st.count)
+	return key
 }
 
 // fixedWindowAlgorithm describes fixed windows.
@@ -312,23 +329,24 @@ func fixedWindowAlgorithm() Algorithm {
 		Name:    ProfileFixedWindow,
 		Summary: "a counter per fixed window of W: allowed while the window's count is below N",
 		Params: []ParamInfo{
-			{"align", "epoch", []string{"epoch", "go-zero", "first-grid", "first-hit"}, "epoch: windows [kW, (k+1)W) on the epoch; go-zero: windows [kW, (k+1)W) counted from Go's zero time, 0001-01-01 UTC, as time.Time.Truncate makes them; first-grid: a grid anchored at the user's first request; first-hit: a window opened by the first request after the previous one ended (INCR + EXPIRE)"},
+			{"align", "epoch", []string{"epoch", "go-zero", "first-grid", "first-hit", "first-second"}, "epoch: windows [kW, (k+1)W) on the epoch; go-zero: windows [kW, (k+1)W) counted from Go's zero time, 0001-01-01 UTC, as time.Time.Truncate makes them; first-grid: a grid anchored at the user's first request; first-hit: a window opened by the first request after the previous one ended (INCR + EXPIRE); first-second: as first-hit, opened at the request's instant on the limiter's own clock of whole seconds, which ticks at a phase of the second the grader cannot see (Fiber's FixedWindow; the fake clock's phase is 0: the given clock truncated)"},
 			{"count-denied", "false", []string{"false", "true"}, "false: only allowed requests are counted; true: denied requests are counted too (INCR before the check)"},
 			{"query", "read", []string{"read", "write"}, "read: a query of what remains changes nothing; write: it saves the state as a request does, without counting (a user with none gets a window or grid at the query's instant: Symfony's consume(0))"},
 		},
 		New: func(p map[string]string, n int, w time.Duration) Replayable {
-			return &fixedWindow{align: p["align"], countDenied: p["count-denied"] == "true", writes: p["query"] == "write",
-				reading: pinnedReading(p, fixedRelay), n: n, w: w.Milliseconds()}
+			return newFixedWindow(p, n, w)
 		},
 		Cost:              "allowed when count + n <= N (count: the requests counted in t's window), then count += n, as n requests at t would count; refused, nothing is counted, but with count-denied=true count += n (INCRBY n before the check); n > N is never allowed; " + costQueryWrites,
 		GradesLimitChange: true,
 		Readings:          fixedWindowReadings(),
 		Candidates: func([]string) []string {
 			var list []string
-			for _, align := range []string{"epoch", "go-zero", "first-grid", "first-hit"} {
+			for _, align := range []string{"epoch", "go-zero", "first-grid", "first-hit", "first-second"} {
 				for _, d := range []string{"false", "true"} {
 					list = append(list, "align="+align+",count-denied="+d)
-					if _, grid := alignedGrid(align); !grid { // a query moves no window on a fixed grid
+					// A query moves no window on a fixed grid; no limiter
+					// on a clock of seconds is known to open one by a query.
+					if _, grid := alignedGrid(align); !grid && align != "first-second" {
 						list = append(list, "align="+align+",count-denied="+d+",query=write")
 					}
 				}
@@ -352,7 +370,29 @@ func fixedWindowAlgorithm() Algorithm {
 		Grid:        func(p map[string]string) (Grid, bool) { return alignedGrid(p["align"]) },
 		QueryWrites: func(p map[string]string) bool { return p["query"] == "write" },
 		Envelope:    fixedWindowEnvelope,
+		Unseen:      fixedWindowPhases,
 	}
+}
+
+// fixedWindowPhases are the models of align=first-second, one per phase
+// of its clock of whole seconds, in ms: nothing for other alignments.
+func fixedWindowPhases(p map[string]string, n int, w time.Duration) []Replayable {
+	if p["align"] != "first-second" {
+		return nil
+	}
+	out := make([]Replayable, 1000)
+	for phase := range out {
+		f := newFixedWindow(p, n, w)
+		f.phase = int64(phase)
+		out[phase] = f
+	}
+	return out
+}
+
+// newFixedWindow is the empty model of parameters p.
+func newFixedWindow(p map[string]string, n int, w time.Duration) *fixedWindow {
+	return &fixedWindow{align: p["align"], countDenied: p["count-denied"] == "true", writes: p["query"] == "write",
+		reading: pinnedReading(p, fixedRelay), n: n, w: w.Milliseconds()}
 }
 
 // fixedWindowEnvelope bounds fixed windows under load: N per window of a

@@ -247,6 +247,26 @@ func (v Variant) Envelope(n int64, w time.Duration) (Envelope, error) {
 	return full.alg.Envelope(full.Params, n, w), nil
 }
 
+// Unseen is every model a fresh limiter of v may be in real time
+// ([Algorithm.Unseen]): New's alone for most.
+func (v Variant) Unseen(maxRequests int, window time.Duration) ([]Replayable, error) {
+	p, err := v.New(maxRequests, window)
+	if err != nil {
+		return nil, err
+	}
+	if alg := v.Algorithm(); alg == nil || alg.Unseen == nil {
+		return []Replayable{p}, nil
+	}
+	full, err := v.Complete()
+	if err != nil {
+		return nil, err
+	}
+	if ps := full.alg.Unseen(full.Params, maxRequests, window); len(ps) > 0 {
+		return ps, nil
+	}
+	return []Replayable{p}, nil
+}
+
 // New returns the variant's model, empty, with a configuration.
 func (v Variant) New(maxRequests int, window time.Duration) (Replayable, error) {
 	if err := contract.ValidateConfig(maxRequests, window); err != nil {

@@ -34,6 +34,8 @@ type searchOracle struct {
 	// judged by the real-time rule ([AdmissibleMillis]); otherwise they
 	// are the limiter's own instants.
 	realTime bool
+	// budget, when set, bounds the steps of every search (see [Bound]).
+	budget *Budget
 }
 
 // The bounds of a search: past them, a user's answers are undecided.
@@ -45,17 +47,18 @@ const (
 
 // overBudget reports whether judging an operation over [lo, hi] from
 // states takes more than searchBudget profile steps (a state's instants
-// from its low on): on a loaded machine a token bucket's thousands of
-// states times intervals of hundreds of ms took identify minutes. Past
-// it the user is undecided, which no verdict is drawn from.
-func overBudget(states []cand, lo, hi int64) bool {
+// from its low on), or more than s's budget has left, which it spends:
+// on a loaded machine a token bucket's thousands of states times
+// intervals of hundreds of ms took identify minutes. Past it the user is
+// undecided, which no verdict is drawn from.
+func (s *searchOracle) overBudget(states []cand, lo, hi int64) bool {
 	steps := 0
 	for _, c := range states {
 		if steps += int(max(0, hi-max(c.low, lo)+1)); steps > searchBudget {
 			return true
 		}
 	}
-	return false
+	return !s.budget.take(int64(steps))
 }
 
 type searchUser struct {
@@ -110,12 +113,20 @@ func (s *searchOracle) user(u string) *searchUser {
 }
 
 // fresh is the profile's model with no history, once per reading of a
-// change of configuration, after instants no earlier than low.
+// change of configuration, after instants no earlier than low; in real
+// time, once per model the limiter may be of what the grader cannot see
+// ([Variant.Unseen]).
 func (s *searchOracle) fresh(low int64) []cand {
 	var out []cand
 	for i, v := range s.readings {
-		p, _ := v.New(s.n, s.w) // validated by newSearch
-		out = append(out, cand{p: p, low: low, reading: i})
+		ps, _ := v.Unseen(s.n, s.w) // validated by newSearch
+		if !s.realTime {
+			p, _ := v.New(s.n, s.w)
+			ps = []Replayable{p}
+		}
+		for _, p := range ps {
+			out = append(out, cand{p: p, low: low, reading: i})
+		}
 	}
 	return out
 }
@@ -135,7 +146,7 @@ func (s *searchOracle) configure(op TimedOp) {
 		if su.off {
 			continue
 		}
-		if hi-lo > searchMaxWidth || len(su.states)*int(hi-lo+1) > searchBudget {
+		if hi-lo > searchMaxWidth || len(su.states)*int(hi-lo+1) > searchBudget || !s.budget.take(int64(len(su.states))*(hi-lo+1)) {
 			su.off = true
 			continue
 		}
@@ -206,7 +217,7 @@ func (s *searchOracle) judge(op TimedOp) (Judgement, string) {
 	if su.off {
 		return Undecided, ""
 	}
-	if overBudget(su.states, lo, hi) {
+	if s.overBudget(su.states, lo, hi) {
 		su.off = true
 		return Undecided, ""
 	}
@@ -350,7 +361,7 @@ func (s *searchOracle) JudgeBurst(user string, lo, hi time.Time, sent, allowed i
 		for _, c := range cur {
 			from := max(c.low, l)
 			budget -= int(h-from) + 1
-			if budget < 0 || h-from > searchMaxWidth {
+			if budget < 0 || h-from > searchMaxWidth || !s.budget.take(h-from+1) {
 				su.off = true
 				return Undecided, "any number"
 			}
@@ -424,7 +435,7 @@ func (s *searchOracle) RetryBounds(user string, lo, hi time.Time) (least, most t
 		return 0, s.w * 3 // every profile's wait is under a few windows
 	}
 	l, h := s.millis(lo, hi)
-	if overBudget(su.states, l, h) {
+	if s.overBudget(su.states, l, h) {
 		return 0, s.w * 3
 	}
 	least = -1

@@ -136,9 +136,10 @@ func (h *Harness) evidence(failed bool) (clues []clue, graded bool) {
 			return replayAll(fresh.Algorithm, fresh.RemainingVaries, ops), fresh.Describe()
 		}, a.RemainingVaries, a.Variant})
 	}
+	budget := model.NewBudget(diagnosisSteps).Until(h.ctx.Done())
 	for _, c := range cands {
 		ok, name := explains(c.replay)
-		if !ok && failed && h.fake == nil && h.admits(c.spec, !c.varies) {
+		if !ok && failed && h.fake == nil && h.admits(c.spec, !c.varies, budget) {
 			ok, name = true, c.name
 		}
 		silent := ok && name == ""
@@ -161,15 +162,19 @@ func (h *Harness) evidence(failed bool) (clues []clue, graded bool) {
 // oracle (remaining answers too, with remaining): false for no profile
 // (a mistake's sliding log), and for a trace it does not judge alone (a
 // concurrent burst, whose search would be slow for a diagnosis, or a
-// configuration changed under a history).
-func (h *Harness) admits(c model.Variant, remaining bool) bool {
-	if c.Name == "" || slices.ContainsFunc(h.trace, func(op TraceOp) bool { return op.Kind == model.OpBurst }) ||
+// configuration changed under a history), and once b, the diagnosis's
+// budget of search steps, is spent or the spec's time is up: a search
+// that gave up admits nothing. The diagnosis runs on the spec's goroutine
+// after its verdict; unbounded, its searches once kept a failed spec
+// from returning for over a minute under -race.
+func (h *Harness) admits(c model.Variant, remaining bool, b *model.Budget) bool {
+	if c.Name == "" || b.Exhausted() || h.ctx.Err() != nil || slices.ContainsFunc(h.trace, func(op TraceOp) bool { return op.Kind == model.OpBurst }) ||
 		slices.ContainsFunc(h.trace[1:], func(op TraceOp) bool { return op.Kind == model.OpConfigure }) {
 		return false
 	}
 	p := probe{n: h.env.MaxRequests, w: h.env.Window, realTime: true, trace: h.trace}
-	out, _ := replayProbe(c, p, remaining, false)
-	return out == nil
+	out, _ := replayProbe(c, p, remaining, false, b)
+	return out == nil && !b.Exhausted()
 }
 
 // timed is the real-time trace with every instant taken at the sending

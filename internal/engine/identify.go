@@ -269,15 +269,27 @@ func identifyOnce(ctx context.Context, cat Catalogue, cfg Config, target Target,
 	if err != nil {
 		return nil, nil, err
 	}
-	judgeFits(id, cands, probes, false)
+	b := model.NewBudget(identifySteps)
+	judgeFits(id, cands, probes, false, b)
 	if len(id.Fits) == 0 && changesConfig(probes) {
-		configureApart(id, cands, probes)
+		configureApart(id, cands, probes, b)
 	}
 	if len(id.Fits) == 0 {
 		id.Mistakes = mistakes(id.Limit, id.Window, probes)
 	}
 	return id, nil, nil
 }
+
+// identifySteps bounds the profile steps of every search an
+// identification's replays take, together; diagnosisSteps those of one
+// spec's diagnosis (Harness.admits). Each operation's own search is
+// bounded too (the search oracle's searchBudget), but not the number of
+// operations, candidates and readings: on a loaded machine, with round
+// trips of hundreds of ms, they took minutes.
+const (
+	identifySteps  = 50_000_000
+	diagnosisSteps = 2_000_000
+)
 
 // cause is why a probe could not run: the first line of its message after
 // the spec's title, which is all the first line says.
@@ -305,9 +317,9 @@ func changesConfig(probes []probe) bool {
 // configuration starts on keys of its own). When a profile fits then, it
 // is the algorithm in steady state, and Configure is reported apart, with
 // the answer the profile's own Configure would not give.
-func configureApart(id *result.Identification, cands []model.Variant, probes []probe) {
+func configureApart(id *result.Identification, cands []model.Variant, probes []probe, b *model.Budget) {
 	fresh := &result.Identification{Limit: id.Limit, Window: id.Window}
-	judgeFits(fresh, cands, probes, true)
+	judgeFits(fresh, cands, probes, true, b)
 	if len(fresh.Fits) == 0 {
 		return
 	}
@@ -409,7 +421,7 @@ func sameDecisions(a, b model.Variant, n int, queries, oneGrid bool) bool {
 // rlconform does not model: see model.Readings); fit.ChangeUnjudged then
 // says so. When nothing explains the answers, it returns the first
 // reading's evidence.
-func readingsExplaining(c model.Variant, probes []probe, fresh bool, fit *result.Fit) ([]model.Variant, *result.RuledOut) {
+func readingsExplaining(c model.Variant, probes []probe, fresh bool, fit *result.Fit, b *model.Budget) ([]model.Variant, *result.RuledOut) {
 	readings := c.Readings()
 	if fresh {
 		readings = readings[:1] // every Configure starts afresh: no reading
@@ -417,7 +429,7 @@ func readingsExplaining(c model.Variant, probes []probe, fresh bool, fit *result
 	explain := func(v model.Variant) (*result.RuledOut, int) {
 		decided := 0
 		for _, p := range probes {
-			bad, d := replayProbe(v, p, false, fresh)
+			bad, d := replayProbe(v, p, false, fresh, b)
 			decided += d
 			if bad != nil {
 				return bad, decided
@@ -457,32 +469,32 @@ func readingsExplaining(c model.Variant, probes []probe, fresh bool, fit *result
 // judge replays every probe on every candidate.
 // With fresh, every Configure forgets every user's history (see
 // configureApart).
-func judgeFits(id *result.Identification, cands []model.Variant, probes []probe, fresh bool) {
+func judgeFits(id *result.Identification, cands []model.Variant, probes []probe, fresh bool, b *model.Budget) {
 	var fits []result.Fit
 	var fitSpecs []model.Variant
-	for _, c := range cands {
-		desc := ""
-		if p, err := c.New(id.Limit, id.Window); err == nil {
-			desc = p.Describe()
-		}
-		fit := result.Fit{Profile: c.String(), Description: desc}
-		explains, out := readingsExplaining(c, probes, fresh, &fit)
-		if len(explains) > 0 {
-			out, c = nil, explains[0]
-		}
-		if out != nil {
-			out.Profile, out.Description = c.String(), desc
-			id.RuledOut = append(id.RuledOut, *out)
-			continue
-		}
-		for _, p := range probes {
-			if bad, _ := replayProbe(c, p, true, fresh); bad != nil {
-				fit.RemainingDiffers = fmt.Sprintf("%s step %d at %s: %s = %s, the profile says %s", bad.Probe, bad.Step, FmtOffset(bad.At), bad.Operation, bad.Got, bad.Want)
-				break
+	var unjudged []string
+	judge := func(cands []model.Variant) {
+		for _, c := range cands {
+			fit, spec, out := judgeCandidate(id, c, probes, fresh, b)
+			switch {
+			case out != nil:
+				id.RuledOut = append(id.RuledOut, *out)
+			case b.Exhausted(): // its searches gave users up: no answer ruled it out, none was judged
+				unjudged = append(unjudged, c.String())
+			default:
+				fits, fitSpecs = append(fits, fit), append(fitSpecs, spec)
 			}
 		}
-		fits = append(fits, fit)
-		fitSpecs = append(fitSpecs, c)
+	}
+	// Windows on the limiter's own clock of seconds are tried last, when
+	// nothing else fits (see lastResort).
+	judge(slices.DeleteFunc(slices.Clone(cands), lastResort))
+	if len(fits) == 0 {
+		judge(slices.DeleteFunc(slices.Clone(cands), func(c model.Variant) bool { return !lastResort(c) }))
+	}
+	if len(unjudged) > 0 {
+		id.Notes = append(id.Notes, fmt.Sprintf("not judged, so neither fits nor ruled out: %s: the search of their states ran past identify's budget of %d steps (slow round trips widen every instant a search follows; a loaded machine makes them slow)",
+			strings.Join(unjudged, ", "), identifySteps))
 	}
 	// Fits a modelled reading of a change explains come first, so that
 	// one names its group.
@@ -526,6 +538,42 @@ func judgeFits(id *result.Identification, cands []model.Variant, probes []probe,
 	slices.SortStableFunc(id.Fits, func(a, b result.Fit) int {
 		return boolInt(a.RemainingDiffers != "") - boolInt(b.RemainingDiffers != "")
 	})
+}
+
+// lastResort tells the candidates identify tries only when no other
+// fits: fixed windows opened at the limiter's own whole second
+// (align=first-second). In real time the oracle gives each user a phase
+// of its own, so that profile explains whatever first-hit does for users
+// whose windows open at one phase of the second, as the probes' users
+// mostly do; and its search follows 1000 phases, ten times the steps of
+// every other candidate together.
+func lastResort(c model.Variant) bool {
+	return c.Name == model.ProfileFixedWindow && c.Params["align"] == "first-second"
+}
+
+// judgeCandidate replays the probes on c: the fit, with the reading of a
+// change that explains them, or why c is ruled out.
+func judgeCandidate(id *result.Identification, c model.Variant, probes []probe, fresh bool, b *model.Budget) (result.Fit, model.Variant, *result.RuledOut) {
+	desc := ""
+	if p, err := c.New(id.Limit, id.Window); err == nil {
+		desc = p.Describe()
+	}
+	fit := result.Fit{Profile: c.String(), Description: desc}
+	explains, out := readingsExplaining(c, probes, fresh, &fit, b)
+	if len(explains) > 0 {
+		out, c = nil, explains[0]
+	}
+	if out != nil {
+		out.Profile, out.Description = c.String(), desc
+		return fit, c, out
+	}
+	for _, p := range probes {
+		if bad, _ := replayProbe(c, p, true, fresh, b); bad != nil {
+			fit.RemainingDiffers = fmt.Sprintf("%s step %d at %s: %s = %s, the profile says %s", bad.Probe, bad.Step, FmtOffset(bad.At), bad.Operation, bad.Got, bad.Want)
+			break
+		}
+	}
+	return fit, c, nil
 }
 
 func boolInt(b bool) int {
@@ -631,7 +679,7 @@ func splitClauses(desc string) []string {
 // answers it decided. Remaining answers are judged only with remaining.
 // With fresh, every Configure starts c afresh under the new configuration,
 // every user's history forgotten.
-func replayProbe(c model.Variant, p probe, remaining, fresh bool) (*result.RuledOut, int) {
+func replayProbe(c model.Variant, p probe, remaining, fresh bool, b *model.Budget) (*result.RuledOut, int) {
 	decided := 0
 	if !fresh && !c.LimitChangeGraded() && slices.ContainsFunc(p.trace[1:], func(o TraceOp) bool { return o.Kind == model.OpConfigure }) {
 		return nil, 0 // a limit changed under a history: not evidence for this profile
@@ -640,6 +688,7 @@ func replayProbe(c model.Variant, p probe, remaining, fresh bool) (*result.Ruled
 	var oracle model.Oracle
 	if p.realTime {
 		oracle, _ = model.NewOracle(c, p.n, p.w)
+		model.Bound(oracle, b)
 	} else {
 		exact, _ = model.NewReadings(c, p.n, p.w)
 	}
@@ -653,6 +702,7 @@ func replayProbe(c model.Variant, p probe, remaining, fresh bool) (*result.Ruled
 				exact, _ = model.NewReadings(c, op.N, op.W)
 			case fresh:
 				oracle, _ = model.NewOracle(c, op.N, op.W)
+				model.Bound(oracle, b)
 			case exact != nil:
 				_ = exact.Configure(op.At, op.N, op.W) // the probes' configurations are valid
 			default:

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -260,9 +261,15 @@ type profStates struct {
 // then not proven.
 func Profile(spec model.Variant, n int, w int64, short func(string) string, realTime bool, overflow *atomic.Bool) porcupine.Model {
 	base := SlidingLog(n, w, short)
-	fresh := func() model.Replayable {
-		p, _ := spec.New(n, time.Duration(w)*time.Millisecond) // the caller's configuration is valid
-		return p
+	// fresh is every model a fresh user may be: in real time, one per
+	// state of the limiter the grader cannot see (model.Variant.Unseen).
+	fresh := func() []model.Replayable {
+		ps, _ := spec.Unseen(n, time.Duration(w)*time.Millisecond) // the caller's configuration is valid
+		if !realTime {
+			p, _ := spec.New(n, time.Duration(w)*time.Millisecond)
+			ps = []model.Replayable{p}
+		}
+		return ps
 	}
 	set := func(m map[string]profState) profStates {
 		keys := make([]string, 0, len(m))
@@ -279,7 +286,12 @@ func Profile(spec model.Variant, n int, w int64, short func(string) string, real
 	return porcupine.Model{
 		Partition: base.Partition,
 		Init: func() any {
-			return set(map[string]profState{"": {p: fresh(), low: math.MinInt64 / 2}})
+			init := map[string]profState{}
+			for i, p := range fresh() {
+				k := strconv.Itoa(i)
+				init[k] = profState{p: p, low: math.MinInt64 / 2, key: k}
+			}
+			return set(init)
 		},
 		Step: func(st, in, out any) (bool, any) {
 			s, i, o := st.(profStates), in.(Input), out.(Output)
@@ -326,7 +338,9 @@ func Profile(spec model.Variant, n int, w int64, short func(string) string, real
 							keep(q, t)
 						}
 					default: // reset
-						keep(fresh(), t)
+						for _, p := range fresh() {
+							keep(p, t)
+						}
 					}
 				}
 			}
