@@ -7,8 +7,10 @@
 -- ARGV[2]  window W in ms (>= 1)
 -- ARGV[3]  limit N (>= 1)
 -- ARGV[4]  "1": decide (and count) the request; "0": only look
--- ARGV[5]  align: epoch | go-zero | first-grid | first-hit (go-zero: the
---          windows of Go's time.Time.Truncate, counted from 0001-01-01 UTC)
+-- ARGV[5]  align: epoch | go-zero | first-grid | first-hit | first-second
+--          (go-zero: the windows of Go's time.Time.Truncate, counted from
+--          0001-01-01 UTC; first-second: a window opened at now truncated
+--          to the second, the model's phase 0)
 -- ARGV[6]  "1": denied requests are counted too
 -- ARGV[7]  query: read | write (a look saves the state, without counting)
 -- ARGV[8]  the request's cost n (>= 0; absent: 1, a unit request): all or
@@ -56,9 +58,12 @@ if align == "epoch" or align == "go-zero" then
   if not exists or start ~= s then
     anchor, start, count = 0, s, 0
   end
-elseif align == "first-hit" then
+elseif align == "first-hit" or align == "first-second" then
   if not exists or now >= start + window or now < start then
     anchor, start, count = 0, now, 0
+    if align == "first-second" then
+      start = now - now % 1000
+    end
   end
 else -- first-grid: forgotten a whole window after the last counted one
   if not exists or now >= start + 2 * window or now < anchor then

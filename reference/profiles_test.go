@@ -31,6 +31,7 @@ var profileSpecs = []string{
 	"token-bucket:capacity=8", "token-bucket:refill=interval,capacity=3",
 	"token-bucket:refill=interval,expire=idle,query=write",
 	"fixed-window:align=go-zero", "sliding-counter:align=go-zero,admit=at-most,count-denied=true",
+	"fixed-window:align=first-second,count-denied=true",
 }
 
 // obtainRedis gives the test the package's one Redis (its TestMain's),
@@ -121,6 +122,9 @@ func TestProfileImplementationsFailOtherProfiles(t *testing.T) {
 		{"token-bucket:refill=interval,expire=idle,query=write", "token-bucket:refill=interval", "strict/differential"},
 		{"fixed-window:align=first-hit,query=write", "fixed-window:align=first-hit", "strict/differential"},
 		{"fixed-window:align=first-grid,query=write", "fixed-window:align=first-grid", "strict/differential"},
+		// A window opened at the second's start, not at the request's.
+		{"fixed-window:align=first-second", "fixed-window:align=first-hit", "strict/differential"},
+		{"fixed-window:align=first-hit", "fixed-window:align=first-second", "strict/differential"},
 		{"token-bucket:refill=interval", "token-bucket:refill=interval,expire=idle,query=write", "strict/differential"},
 		// Windows of 30 days, 365 days and 100 years lie elsewhere on
 		// Go's grid (time.Time.Truncate's) than on the epoch's.

@@ -39,7 +39,8 @@ func TestIdentifyNamesEveryProfileModel(t *testing.T) {
 	t.Parallel() // in memory
 	for _, p := range append(slices.Clone(profileSpecs), "sliding-log", "gcra:burst=9", "token-bucket:capacity=2,expire=full,query=read,refill=interval",
 		"token-bucket:refill=interval", "token-bucket:refill=interval,expire=idle,query=write", "token-bucket:refill=interval,query=write",
-		"fixed-window:align=first-hit,query=write", "fixed-window:align=first-grid,query=write", "fixed-window:align=first-hit,count-denied=true,query=read", "fixed-window:align=epoch", "sliding-counter:admit=at-most") {
+		"fixed-window:align=first-hit,query=write", "fixed-window:align=first-grid,query=write", "fixed-window:align=first-hit,count-denied=true,query=read", "fixed-window:align=epoch", "sliding-counter:admit=at-most",
+		"fixed-window:align=first-second", "fixed-window:align=first-second,count-denied=true") {
 		t.Run(p, func(t *testing.T) {
 			id, err := suite.Identify(context.Background(), suite.Config{}, targets.ProfileModel(model.MustVariant(p)))
 			require.NoError(t, err)

@@ -136,7 +136,10 @@ func (h *Harness) evidence(failed bool) (clues []clue, graded bool) {
 			return replayAll(fresh.Algorithm, fresh.RemainingVaries, ops), fresh.Describe()
 		}, a.RemainingVaries, a.Variant})
 	}
-	budget := model.NewBudget(diagnosisSteps).Until(h.ctx.Done())
+	budget := model.NewBudget(diagnosisSteps)
+	if h.ctx != nil {
+		budget.Until(h.ctx.Done()) // the spec's time: its verdict waits for the diagnosis
+	}
 	for _, c := range cands {
 		ok, name := explains(c.replay)
 		if !ok && failed && h.fake == nil && h.admits(c.spec, !c.varies, budget) {
@@ -168,7 +171,7 @@ func (h *Harness) evidence(failed bool) (clues []clue, graded bool) {
 // after its verdict; unbounded, its searches once kept a failed spec
 // from returning for over a minute under -race.
 func (h *Harness) admits(c model.Variant, remaining bool, b *model.Budget) bool {
-	if c.Name == "" || b.Exhausted() || h.ctx.Err() != nil || slices.ContainsFunc(h.trace, func(op TraceOp) bool { return op.Kind == model.OpBurst }) ||
+	if c.Name == "" || b.Exhausted() || slices.ContainsFunc(h.trace, func(op TraceOp) bool { return op.Kind == model.OpBurst }) ||
 		slices.ContainsFunc(h.trace[1:], func(op TraceOp) bool { return op.Kind == model.OpConfigure }) {
 		return false
 	}

@@ -154,10 +154,14 @@ var cards = []card{
 	{Name: "nestjs-throttler-noblock", Library: "@nestjs/throttler ThrottlerGuard (ThrottlerStorageService, in memory), blockDuration: 0", NPM: []string{"@nestjs/throttler", "@nestjs/core", "@nestjs/platform-express"},
 		Served:   "endpoint: as nestjs-throttler, the throttler's blockDuration 0",
 		Endpoint: nodeEndpoint("nest.js", "CARD_BLOCK_MS=0"), Profile: "sliding-log"},
-	// Fiber's FixedWindow (cmd/card -endpoint fiber2-fixed, fiber3-fixed)
-	// is held back: its windows end at its process's ticker phase, an
-	// honest fixed window that no alignment rlconform knows can name
-	// (notes/_intro.md, "Held back").
+	// Fiber's FixedWindow decides on a clock of whole seconds that ticks
+	// at its process's phase: align=first-second.
+	{Name: "fiber2-fixed", Library: "github.com/gofiber/fiber/v2 middleware/limiter, FixedWindow (memory storage)", Version: "v2.52.15",
+		Served:   "endpoint: limiter.New on a Fiber app, KeyGenerator X-User, served by Fiber",
+		Endpoint: goEndpoint("fiber2-fixed"), Profile: "fixed-window:align=first-second,count-denied=true"},
+	{Name: "fiber3-fixed", Library: "github.com/gofiber/fiber/v3 middleware/limiter, FixedWindow (memory storage)", Version: "v3.1.0",
+		Served:   "endpoint: limiter.New on a Fiber app, KeyGenerator X-User, served by Fiber",
+		Endpoint: goEndpoint("fiber3-fixed"), Profile: "fixed-window:align=first-second,count-denied=true"},
 	{Name: "fiber2-sliding", Library: "github.com/gofiber/fiber/v2 middleware/limiter, SlidingWindow (memory storage)", Version: "v2.52.15",
 		Served:   "endpoint: limiter.New on a Fiber app, KeyGenerator X-User, served by Fiber",
 		Endpoint: goEndpoint("fiber2-sliding"), Profile: "sliding-counter:align=first-grid,count-denied=true"},
