@@ -94,6 +94,7 @@ func TestEveryMutantIsCaught(t *testing.T) {
 			}
 			rep, err := suite.Check(context.Background(), cfg, target(m))
 			require.NoError(t, err)
+			retryRaces(t, cfg, m, rep)
 			var caughtBy []string
 			for _, id := range m.CaughtBy {
 				r, ok := resultOf(rep, id)
@@ -139,6 +140,37 @@ func robustOnly(ids []string) []string {
 		}
 	}
 	return out
+}
+
+// raceSpecs catch a race only when the limiter's calls interleave: a
+// check-then-add of separate round trips passes whenever the scheduler
+// serializes them, as a loaded machine under -race sometimes does
+// (make test-full saw cost-non-atomic pass strict/cost-concurrent twice
+// in some hundred runs, with the fill race in every phase).
+var raceSpecs = []string{"core/concurrent-4", "strict/cost-concurrent", "strict/shared-store-concurrent", "strict/linearizable", "strict/reset-race"}
+
+// retryRaces grades again, alone and up to twice, each spec of m's
+// CaughtBy that catches a race and passed: a race missed once is not
+// caught that time, not a spec that cannot fail (a third miss in a row
+// fails the test). rep is updated in place.
+func retryRaces(t *testing.T, cfg suite.Config, m mutants.Mutant, rep *result.Report) {
+	t.Helper()
+	for _, id := range m.CaughtBy {
+		i := slices.IndexFunc(rep.Results, func(r result.Result) bool { return r.ID == id })
+		if i < 0 || rep.Results[i].Status != result.Passed || !slices.ContainsFunc(raceSpecs, func(p string) bool { return strings.HasPrefix(id, p) }) {
+			continue
+		}
+		for try := 2; try <= 3 && rep.Results[i].Status == result.Passed; try++ {
+			t.Logf("%s passed %s: its race did not show; try %d", m.Name, id, try)
+			again := cfg
+			again.Level, again.IDs = result.Robust, []string{id}
+			one, err := suite.Check(context.Background(), again, target(m))
+			require.NoError(t, err)
+			if r, ok := resultOf(one, id); ok {
+				rep.Results[i] = r
+			}
+		}
+	}
 }
 
 func resultOf(rep *result.Report, id string) (result.Result, bool) {
