@@ -22,7 +22,7 @@ func TestFirstSecondOnTheGivenClock(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, c.allowed, ok, "at %d", c.at)
 	}
-	assert.Equal(t, 300*time.Millisecond, p.(Replayable).Lifetime(at(3700), "u"), "the window [3000, 4000)")
+	assert.Equal(t, 300*time.Millisecond, p.Lifetime(at(3700), "u"), "the window [3000, 4000)")
 }
 
 // In real time the phase of the limiter's second is unknown: the oracle

@@ -261,28 +261,7 @@ type profStates struct {
 // then not proven.
 func Profile(spec model.Variant, n int, w int64, short func(string) string, realTime bool, overflow *atomic.Bool) porcupine.Model {
 	base := SlidingLog(n, w, short)
-	// fresh is every model a fresh user may be: in real time, one per
-	// state of the limiter the grader cannot see (model.Variant.Unseen).
-	fresh := func() []model.Replayable {
-		ps, _ := spec.Unseen(n, time.Duration(w)*time.Millisecond) // the caller's configuration is valid
-		if !realTime {
-			p, _ := spec.New(n, time.Duration(w)*time.Millisecond)
-			ps = []model.Replayable{p}
-		}
-		return ps
-	}
-	set := func(m map[string]profState) profStates {
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		out := profStates{sig: strings.Join(keys, "|")}
-		for _, k := range keys {
-			out.states = append(out.states, m[k])
-		}
-		return out
-	}
+	fresh := func() []model.Replayable { return freshModels(spec, n, w, realTime) }
 	return porcupine.Model{
 		Partition: base.Partition,
 		Init: func() any {
@@ -291,7 +270,7 @@ func Profile(spec model.Variant, n int, w int64, short func(string) string, real
 				k := strconv.Itoa(i)
 				init[k] = profState{p: p, low: math.MinInt64 / 2, key: k}
 			}
-			return set(init)
+			return stateSet(init)
 		},
 		Step: func(st, in, out any) (bool, any) {
 			s, i, o := st.(profStates), in.(Input), out.(Output)
@@ -351,7 +330,7 @@ func Profile(spec model.Variant, n int, w int64, short func(string) string, real
 				overflow.Store(true)
 				return true, profStates{sig: "overflowed", overflowed: true}
 			}
-			return true, set(next)
+			return true, stateSet(next)
 		},
 		Equal: func(a, b any) bool { return a.(profStates).sig == b.(profStates).sig },
 		DescribeOperation: func(in, out any) string {
@@ -370,6 +349,33 @@ func Profile(spec model.Variant, n int, w int64, short func(string) string, real
 			return fmt.Sprintf("%d possible states", len(s.states))
 		},
 	}
+}
+
+// freshModels is every model a fresh user may be: in real time, one per
+// state of the limiter the grader cannot see (model.Variant.Unseen).
+func freshModels(spec model.Variant, n int, w int64, realTime bool) []model.Replayable {
+	window := time.Duration(w) * time.Millisecond
+	if !realTime {
+		p, _ := spec.New(n, window) // the caller's configuration is valid
+		return []model.Replayable{p}
+	}
+	ps, _ := spec.Unseen(n, window)
+	return ps
+}
+
+// stateSet is the states of m as porcupine's state, keyed by their sorted
+// keys.
+func stateSet(m map[string]profState) profStates {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := profStates{sig: strings.Join(keys, "|")}
+	for _, k := range keys {
+		out.states = append(out.states, m[k])
+	}
+	return out
 }
 
 // TooWide says why the real-time history cannot be checked against a
