@@ -431,7 +431,9 @@ func TestNginxLimitReqIsGCRA(t *testing.T) {
 		// http/retry-after, too, judges its requests' answers by the log:
 		// one sent 200ms after a refusal is admitted by the bucket (seen
 		// under load, when its phases land past a refill).
-		mayFail := []string{"core/sliding-expiry", "strict/boundary-burst-epoch", "strict/boundary-burst-first",
+		// So does core/multi-user when its calls are slow enough (7.7s
+		// for its 18 in one make test) that a refill lands mid-spec.
+		mayFail := []string{"core/sliding-expiry", "core/multi-user", "strict/boundary-burst-epoch", "strict/boundary-burst-first",
 			"strict/rolling-expiry", "strict/same-millisecond-burst", "strict/denied-not-logged", "strict/linearizable", "http/retry-after"}
 		// Quota comes back one request every 200ms, long before the
 		// requests of the last second leave it: these fail however late
