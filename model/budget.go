@@ -8,14 +8,15 @@ import "sync/atomic"
 // Exhausted says so, so that its caller draws nothing from them. A nil
 // *Budget bounds nothing. It is safe for concurrent use.
 type Budget struct {
-	left atomic.Int64
-	out  atomic.Bool
-	done <-chan struct{} // closed: spent, whatever is left
+	steps int64
+	left  atomic.Int64
+	out   atomic.Bool
+	done  <-chan struct{} // closed: spent, whatever is left
 }
 
 // NewBudget returns a budget of steps profile steps.
 func NewBudget(steps int64) *Budget {
-	b := &Budget{}
+	b := &Budget{steps: steps}
 	b.left.Store(steps)
 	return b
 }
@@ -50,7 +51,7 @@ func (b *Budget) Exhausted() bool { return b != nil && b.out.Load() }
 
 // Spent is how many steps were taken (more than the budget once
 // exhausted).
-func (b *Budget) Spent(of int64) int64 { return of - b.left.Load() }
+func (b *Budget) Spent() int64 { return b.steps - b.left.Load() }
 
 // Bound makes o's searches spend b (an oracle that does not search, the
 // sliding log's, takes few steps and is not bounded), and returns o.

@@ -250,19 +250,24 @@ func (v Variant) Envelope(n int64, w time.Duration) (Envelope, error) {
 // Unseen is every model a fresh limiter of v may be in real time
 // ([Algorithm.Unseen]): New's alone for most.
 func (v Variant) Unseen(maxRequests int, window time.Duration) ([]Replayable, error) {
+	if alg := v.Algorithm(); alg != nil && alg.Unseen != nil {
+		full := v
+		if v.alg == nil { // not parsed: its defaults filled in first
+			var err error
+			if full, err = v.Complete(); err != nil {
+				return nil, err
+			}
+		}
+		if err := contract.ValidateConfig(maxRequests, window); err != nil {
+			return nil, err
+		}
+		if ps := alg.Unseen(full.Params, maxRequests, window); len(ps) > 0 {
+			return ps, nil
+		}
+	}
 	p, err := v.New(maxRequests, window)
 	if err != nil {
 		return nil, err
-	}
-	if alg := v.Algorithm(); alg == nil || alg.Unseen == nil {
-		return []Replayable{p}, nil
-	}
-	full, err := v.Complete()
-	if err != nil {
-		return nil, err
-	}
-	if ps := full.alg.Unseen(full.Params, maxRequests, window); len(ps) > 0 {
-		return ps, nil
 	}
 	return []Replayable{p}, nil
 }

@@ -119,8 +119,10 @@ func (s *searchOracle) user(u string) *searchUser {
 func (s *searchOracle) fresh(low int64) []cand {
 	var out []cand
 	for i, v := range s.readings {
-		ps, _ := v.Unseen(s.n, s.w) // validated by newSearch
-		if !s.realTime {
+		var ps []Replayable // the configuration was validated by newSearch
+		if s.realTime {
+			ps, _ = v.Unseen(s.n, s.w)
+		} else {
 			p, _ := v.New(s.n, s.w)
 			ps = []Replayable{p}
 		}

@@ -51,7 +51,7 @@ func TestSearchesShareABudget(t *testing.T) {
 	require.NoError(t, err)
 	Bound(first, b)
 	assert.NotEqual(t, Impossible, judge(first, "a"))
-	assert.False(t, b.Exhausted(), "a state per reading of a change over 1004 instants: %d steps", b.Spent(10_000))
+	assert.False(t, b.Exhausted(), "a state per reading of a change over 1004 instants: %d steps", b.Spent())
 	second, err := NewOracle(MustVariant("fixed-window:align=first-hit"), 5, time.Second)
 	require.NoError(t, err)
 	Bound(second, b)
