@@ -34,9 +34,11 @@ lint:
 	$(GO) run $(STATICCHECK) ./...
 	cd cards && $(GO) vet ./... && $(GO) run $(STATICCHECK) ./...
 
-## cards: grade every report card (docs/cards.md) with rlconform, one at a
-## time, compare the verdicts with cards/expected.txt (a difference fails),
-## and write docs/cards.md. About 35 minutes, mostly in real time.
+## cards: grade every report card (docs/cards.md) with rlconform, four at
+## a time (each on its own Redis and ports; -parallel 1 one at a time),
+## compare the verdicts with cards/expected.txt (a difference fails), and
+## write docs/cards.md. About 9 minutes on two cores, mostly in real time
+## (36m53s one at a time).
 cards: redis gateways cards-deps cards-envoy
 	cd cards && $(GO) run ./cmd/cards
 
@@ -57,14 +59,20 @@ cards-deps:
 cards-envoy:
 	@GO=$(GO) ./scripts/ensure-envoy
 
-## test-full: every test again under the race detector, with the full
-## tier (RLCONFORM_FULL=1) of the packages that have one: every mutant,
-## profile and seed, every repeated run, the CI recipes as written.
-## .ci/run runs it after make test. Test binaries run two at a time (the
-## default on two cores): under -race the real-time ones need the CPU.
+## test-full: what make test leaves out, and nothing it ran, in two
+## halves. The race detector over every test that does not wait on real
+## time (go test -race -short, both modules). The rest of the full tier
+## (scripts/test-rest): the tests of internal/testtier/rest.txt with
+## RLCONFORM_FULL=rest, each running the rest of what make test sampled
+## with the same RLCONFORM_SEED (every mutant, profile and seed make test
+## left out, the repeated runs beyond its count, the CI recipes as
+## written); without a seed, each matrix whole. .ci/run runs it after make
+## test with one RLCONFORM_SEED for both. RLCONFORM_FULL=1 go test ./...
+## still runs every matrix whole.
 test-full: redis gateways chromium cards-deps node-deps container-rung
-	RLCONFORM_FULL=1 $(GO) test -race -count=1 -timeout 45m ./...
-	cd cards && $(GO) test -race -count=1 -timeout 45m ./...
+	$(GO) test -race -short -count=1 -timeout 45m ./...
+	cd cards && $(GO) test -race -short -count=1 -timeout 45m ./...
+	GO=$(GO) ./scripts/test-rest
 
 ## bench: the reference side by side with its ceilings, in interleaved runs
 ## (docs/performance.md): AllowRequest against a bare go-redis Script.Run,

@@ -79,13 +79,26 @@ func requireClean(t *testing.T, rep *result.Report, p string, minPassed int) {
 // robust/store-outage stops the Redis for seconds and grades what every
 // profile's Go wrapper does with a store error, the same code for all: it
 // grades a sample of the profiles, which rotates with the seed, and all of
-// them in the full tier.
+// them in the full tier (its rest: the others).
 func TestProfileImplementationsPassTheirProfile(t *testing.T) {
 	// Not parallel: robust/store-outage stops the shared Redis.
 	r := obtainRedis(t)
 	outage := map[string]bool{}
 	for _, p := range testtier.Sample(t, profileSpecs, testtier.Quick(2, 0), func(p string) string { return p }) {
 		outage[p] = true
+	}
+	if testtier.Rest() {
+		// The default tier graded every profile, the store's outage on a
+		// sample of them: the rest is the outage of the others.
+		for p := range outage {
+			t.Run(p, func(t *testing.T) {
+				cfg := suite.Config{Profile: p, Redis: r, ReportDir: t.TempDir(), SpecTimeout: 10 * time.Minute, IDs: []string{"robust/store-outage"}}
+				rep, err := suite.Check(context.Background(), cfg, profileTarget(t, p))
+				require.NoError(t, err)
+				requireClean(t, rep, p, 1)
+			})
+		}
+		return
 	}
 	// go test -short grades a sample of the profiles.
 	for _, p := range testtier.Sample(t, profileSpecs, testtier.Quick(len(profileSpecs), 3), func(p string) string { return p }) {

@@ -10,9 +10,17 @@
 //     so that a failure reproduces, and a different part of it runs each
 //     time; a loop that repeats a run to catch a rare failure runs fewer
 //     times ([Runs]), a property test fewer seeds ([Seeds]).
-//   - RLCONFORM_FULL=1 (make test-full, which CI runs after make test, all
-//     under the race detector): every sample is the whole matrix and every
-//     loop runs its full count.
+//   - RLCONFORM_FULL=1: every sample is the whole matrix and every loop
+//     runs its full count.
+//   - RLCONFORM_FULL=rest (make test-full, which CI runs after make test):
+//     what the default tier left out, and nothing it ran: the rest of each
+//     matrix the default tier sampled with the same RLCONFORM_SEED (the
+//     whole matrix when no seed is given, as nothing says what was
+//     sampled), and the runs of a loop beyond the default tier's. make
+//     test-full runs only the tests that have such a part (rest.txt, which
+//     TestRestListsEveryTieredTest keeps whole), and every test that does
+//     not wait on real time again under the race detector (go test -race
+//     -short).
 //
 // RLCONFORM_SEED=N picks the sample that a logged seed N picked.
 package testtier
@@ -37,8 +45,18 @@ const FullEnv = "RLCONFORM_FULL"
 // SeedEnv, set to a number, is the seed of every sample of the run.
 const SeedEnv = "RLCONFORM_SEED"
 
-// Full reports whether the full tier runs (RLCONFORM_FULL=1).
-func Full() bool { return os.Getenv(FullEnv) == "1" }
+// Full reports whether the full tier runs (RLCONFORM_FULL=1), or its rest
+// (RLCONFORM_FULL=rest).
+func Full() bool { v := os.Getenv(FullEnv); return v == "1" || v == RestTier }
+
+// RestTier, as the value of FullEnv, runs what the default tier left out.
+const RestTier = "rest"
+
+// Rest reports whether the run is the rest of a default tier run with a
+// known seed (RLCONFORM_FULL=rest and RLCONFORM_SEED): a sample is then
+// the matrix less what that run picked, and a test runs only its part
+// beyond the default tier's.
+func Rest() bool { return os.Getenv(FullEnv) == RestTier && os.Getenv(SeedEnv) != "" }
 
 // SkipShort skips t under go test -short, saying what it leaves out; make
 // test and the full tier run it.
@@ -59,22 +77,21 @@ func SkipUnlessFull(t testing.TB, what string) {
 }
 
 // Runs is how many times a repeated run goes: full in the full tier,
-// quick otherwise.
+// quick otherwise, and full less quick in the rest of the full tier (the
+// default tier ran quick of them).
 func Runs(full, quick int) int {
-	if Full() {
+	switch {
+	case os.Getenv(FullEnv) == RestTier:
+		return max(0, full-quick)
+	case Full():
 		return full
 	}
 	return quick
 }
 
-var seed = sync.OnceValues(func() (uint64, error) {
-	if s := os.Getenv(SeedEnv); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("%s=%q: not a number: %w", SeedEnv, s, err)
-		}
-		return n, nil
-	}
+// randomSeed is the seed of a run that names none: chosen once per test
+// binary.
+var randomSeed = sync.OnceValues(func() (uint64, error) {
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return 0, fmt.Errorf("testtier: a seed: %w", err)
@@ -87,7 +104,14 @@ var seed = sync.OnceValues(func() (uint64, error) {
 // once per test binary.
 func Seed(t testing.TB) uint64 {
 	t.Helper()
-	s, err := seed()
+	if s := os.Getenv(SeedEnv); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("%s=%q: not a number: %v", SeedEnv, s, err)
+		}
+		return n
+	}
+	s, err := randomSeed()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,11 +120,19 @@ func Seed(t testing.TB) uint64 {
 
 // Sample returns k of all, chosen by the run's seed and the test's name,
 // in their order in all, and logs which, with the seed that chose them;
-// in the full tier, or when k covers all, it returns all. name names an
-// element in the log.
+// in the full tier, or when k covers all, it returns all; in the rest of
+// the full tier with a seed, the others (those the default tier with that
+// seed left out). name names an element in the log.
 func Sample[T any](t testing.TB, all []T, k int, name func(T) string) []T {
 	t.Helper()
-	if Full() || k >= len(all) {
+	if k >= len(all) {
+		if Rest() {
+			t.Logf("the default tier ran all %d: none left for the rest", len(all))
+			return nil
+		}
+		return all
+	}
+	if Full() && !Rest() {
 		return all
 	}
 	s := Seed(t)
@@ -111,13 +143,18 @@ func Sample[T any](t testing.TB, all []T, k int, name func(T) string) []T {
 	for _, i := range r.Perm(len(all))[:k] {
 		picked[i] = true
 	}
+	take := !Rest() // the rest takes those the default tier did not
 	var out []T
 	var names []string
 	for i, e := range all {
-		if picked[i] {
+		if picked[i] == take {
 			out = append(out, e)
 			names = append(names, name(e))
 		}
+	}
+	if Rest() {
+		t.Logf("the rest: %d of %d, those the default tier with %s=%d left out: %s", len(out), len(all), SeedEnv, s, strings.Join(names, ", "))
+		return out
 	}
 	t.Logf("sampled %d of %d: %s (%s=%d picks them again; %s=1 runs all)",
 		k, len(all), strings.Join(names, ", "), SeedEnv, s, FullEnv)

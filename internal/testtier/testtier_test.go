@@ -56,3 +56,29 @@ func indexOf(s string) int {
 	}
 	return -1
 }
+
+func TestTheRestTakesWhatTheDefaultTierLeftOut(t *testing.T) {
+	t.Setenv(SeedEnv, "4242")
+	t.Setenv(FullEnv, "")
+	picked := Sample(t, letters, 3, id)
+	assert.Equal(t, 3, Runs(20, 3))
+	t.Setenv(FullEnv, RestTier)
+	rest := Sample(t, letters, 3, id)
+	assert.Len(t, rest, len(letters)-3)
+	assert.ElementsMatch(t, letters, append(append([]string{}, picked...), rest...), "the two tiers together run the whole matrix, each element once")
+	assert.Equal(t, 17, Runs(20, 3), "the runs beyond the default tier's")
+	assert.Empty(t, Sample(t, letters, len(letters), id), "the default tier ran all: nothing is left")
+	assert.ElementsMatch(t, []uint64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, append(Seeds(t, 10, 4), seedsOf(t, 10, 4)...), "seeds too")
+}
+
+func TestTheRestWithoutASeedTakesAll(t *testing.T) {
+	t.Setenv(SeedEnv, "")
+	t.Setenv(FullEnv, RestTier)
+	assert.Equal(t, letters, Sample(t, letters, 2, id), "no seed says what the default tier picked: all")
+}
+
+// seedsOf is the default tier's seeds (of n, k) in the same test.
+func seedsOf(t *testing.T, n, k uint64) []uint64 {
+	t.Setenv(FullEnv, "")
+	return Seeds(t, n, k)
+}

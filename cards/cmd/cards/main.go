@@ -1,5 +1,5 @@
 // Command cards grades every report card (cards.go) with rlconform's own
-// command line, as a user would, one card at a time, writes docs/cards.md
+// command line, as a user would, several cards at once, writes docs/cards.md
 // (one table and a section per card: the notes in cards/notes and what the
 // runs said), and compares the verdicts with cards/expected.txt: a verdict
 // that changed fails with the difference, until the card is updated on
@@ -8,9 +8,13 @@
 //	go run ./cmd/cards                      # from cards/: all, compare, write docs/cards.md
 //	go run ./cmd/cards -only redis_rate,x-time-rate -write=false
 //	go run ./cmd/cards -update              # take the verdicts of this run as expected
+//	go run ./cmd/cards -parallel 1          # one card at a time
 //
 // Most cards are graded in real time (the libraries read their own
-// clock): run one grading at a time on a small machine.
+// clock), so a grading mostly waits out windows: -parallel cards (default
+// 4) are graded at once, each on its own Redis, ports and directory. A
+// real-time grading judges every answer by when it was sent and received,
+// so a busy machine can only leave answers undecided, never fail one.
 package main
 
 import (
@@ -46,10 +50,11 @@ func main() {
 	expected := flag.String("expected", "", "the expected verdicts (default: expected.txt in the cards/ directory)")
 	keep := flag.String("keep", "", "keep each grading's output and JSON report in this directory")
 	from := flag.String("from", "", "grade nothing: read the gradings a run kept (-keep) in this directory, and write and compare as if they had just run")
+	parallel := flag.Int("parallel", 4, "how many cards are graded at once")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	code, err := run(ctx, options{root: *root, only: *only, update: *update, write: *write, out: *out, expected: *expected, keep: *keep, from: *from})
+	code, err := run(ctx, options{root: *root, only: *only, update: *update, write: *write, out: *out, expected: *expected, keep: *keep, from: *from, parallel: *parallel})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "cards:", err)
 	}
@@ -59,6 +64,7 @@ func main() {
 type options struct {
 	root, only, out, expected, keep, from string
 	update, write                         bool
+	parallel                              int // cards graded at once
 }
 
 func run(ctx context.Context, o options) (int, error) {
@@ -100,22 +106,15 @@ func run(ctx context.Context, o options) (int, error) {
 			return 2, err
 		}
 	}
-	var graded []*graded
-	var failed []error
-	for _, c := range selected {
-		fmt.Fprintf(os.Stderr, "cards: grading %s\n", c.Name)
-		r, err := g.grade(c)
-		if err != nil {
-			err = fmt.Errorf("card %s: %w", c.Name, err)
-			fmt.Fprintln(os.Stderr, "cards:", err)
-			failed = append(failed, err)
-			continue
-		}
-		fmt.Fprintf(os.Stderr, "cards: %s took %v\n", c.Name, r.took.Round(time.Second))
-		graded = append(graded, r)
+	began := time.Now()
+	graded, err := gradeAll(g, selected, o.parallel)
+	if err != nil {
+		return 2, err
 	}
-	if len(failed) > 0 {
-		return 2, fmt.Errorf("%d card(s) could not be graded: %w", len(failed), errors.Join(failed...))
+	var wall time.Duration
+	if o.from == "" {
+		wall = time.Since(began)
+		fmt.Fprintf(os.Stderr, "cards: %d card(s) graded in %v, %d at a time\n", len(graded), wall.Round(time.Second), max(1, min(o.parallel, len(graded))))
 	}
 	lines := verdictLines(graded)
 	code := 0
@@ -139,7 +138,7 @@ func run(ctx context.Context, o options) (int, error) {
 		}
 	}
 	if o.write && o.only == "" {
-		if err := writeReport(dir, o.out, graded); err != nil {
+		if err := writeReport(dir, o.out, graded, wall, max(1, min(o.parallel, len(graded)))); err != nil {
 			return 2, err
 		}
 		fmt.Fprintf(os.Stderr, "cards: wrote %s\n", o.out)
@@ -147,7 +146,8 @@ func run(ctx context.Context, o options) (int, error) {
 	return code, nil
 }
 
-// grader runs rlconform on one card at a time.
+// grader runs rlconform on one card; gradeAll gives each card graded at
+// once a copy of its own.
 type grader struct {
 	ctx                  context.Context
 	shim, dir, tmp, keep string

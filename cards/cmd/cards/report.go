@@ -9,8 +9,10 @@ import (
 )
 
 // writeReport writes docs/cards.md: notes/_intro.md, one table, and a
-// section per card (notes/NAME.md, then what the runs said).
-func writeReport(dir, path string, gs []*graded) error {
+// section per card (notes/NAME.md, then what the runs said). wall is how
+// long the whole run took with parallel cards graded at once (0: not
+// known, for a run read back with -from).
+func writeReport(dir, path string, gs []*graded, wall time.Duration, parallel int) error {
 	intro, err := os.ReadFile(filepath.Join(dir, "notes", "_intro.md"))
 	if err != nil {
 		return fmt.Errorf("the report's introduction: %w", err)
@@ -26,7 +28,11 @@ func writeReport(dir, path string, gs []*graded) error {
 			g.identify.name(), "`"+own.Profile+"`: "+summary(own), brief(log), int(g.took.Seconds()+0.5))
 		total += g.took
 	}
-	fmt.Fprintf(&b, "\nGrading all %d cards took %v here (two cores, shared).\n", len(gs), total.Round(time.Second))
+	fmt.Fprintf(&b, "\nGrading all %d cards took %v here (two cores, shared), the sum of the times above", len(gs), total.Round(time.Second))
+	if wall > 0 {
+		fmt.Fprintf(&b, "; graded %d at a time, the run took %v", parallel, wall.Round(time.Second))
+	}
+	b.WriteString(".\n")
 	for _, g := range gs {
 		notes, err := os.ReadFile(filepath.Join(dir, "notes", g.card.Name+".md"))
 		if err != nil {

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+)
+
+// gradeAll grades the cards, up to parallel of them at once, and returns
+// what each said in the cards' order. Each card is graded by a grader of
+// its own (its own directory for reports, its own count of gradings);
+// what a card starts (a Redis, a service, a gateway) is its own too, on
+// ports of its own. A card that could not be graded is an error, after
+// the others have finished.
+func gradeAll(g *grader, selected []card, parallel int) ([]*graded, error) {
+	parallel = max(1, min(parallel, len(selected)))
+	results := make([]*graded, len(selected))
+	errs := make([]error, len(selected))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range parallel {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				results[i], errs[i] = gradeOne(g, selected[i])
+			}
+		}()
+	}
+	for i := range selected {
+		if g.ctx.Err() != nil {
+			errs[i] = fmt.Errorf("card %s: not graded: %w", selected[i].Name, g.ctx.Err())
+			continue
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	var failed []error
+	for _, err := range errs {
+		if err != nil {
+			failed = append(failed, err)
+		}
+	}
+	if len(failed) > 0 {
+		return nil, fmt.Errorf("%d card(s) could not be graded: %w", len(failed), errors.Join(failed...))
+	}
+	return results, nil
+}
+
+// gradeOne grades c with a grader of its own, in a directory of its own
+// under g's.
+func gradeOne(g *grader, c card) (*graded, error) {
+	own := *g
+	dir, err := os.MkdirTemp(g.tmp, c.Name+"-")
+	if err != nil {
+		return nil, fmt.Errorf("card %s: %w", c.Name, err)
+	}
+	own.tmp = dir
+	fmt.Fprintf(os.Stderr, "cards: grading %s\n", c.Name)
+	r, err := own.grade(c)
+	if err != nil {
+		err = fmt.Errorf("card %s: %w", c.Name, err)
+		fmt.Fprintln(os.Stderr, "cards:", err)
+		return nil, err
+	}
+	fmt.Fprintf(os.Stderr, "cards: %s took %v\n", c.Name, r.took.Round(time.Second))
+	return r, nil
+}
