@@ -51,7 +51,10 @@ func (s *sethvargo) GetRemainingRequests(ctx context.Context, u string) (int, er
 	if err != nil {
 		return 0, storeErr("go-limiter Get", err)
 	}
-	if limit == 0 { // no bucket for u: Get answers 0, 0
+	// No bucket for u: Get answers 0, 0 (memorystore/store.go:162). The
+	// library has no count for it; its first Take makes a full bucket of
+	// the store's Tokens (store.go:138, :272-281), which is what is left.
+	if limit == 0 {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return s.n, nil
