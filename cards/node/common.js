@@ -32,9 +32,17 @@ function env() {
 
 // redis is an ioredis client that fails a command within a second while
 // Redis is down (the card then answers 503) and reconnects when it is back.
+// It retries nothing, as the Go cards' client (MaxRetries -1): with
+// maxRetriesPerRequest 0 the first lost connection fails every command
+// still waiting (ioredis 5.9.2 built/redis/event_handler.js:198-209,
+// built/Redis.js:672-692), so none is sent again on the next connection
+// (autoResendUnfulfilledCommands, event_handler.js:280-289), where a
+// command Redis ran before the connection dropped would be counted twice.
+// A library's own retry stays its own (rate-limit-redis runs its
+// increment once more after any error, dist/index.cjs:129-149).
 function redis(url) {
   if (!url) throw new Error("RLCONFORM_REDIS_URL is not set: this card keeps its state in Redis");
-  const client = new Redis(url, { commandTimeout: 1000, maxRetriesPerRequest: 1 });
+  const client = new Redis(url, { commandTimeout: 1000, maxRetriesPerRequest: 0 });
   client.on("error", () => {}); // reconnects by itself; each command reports its own failure
   return client;
 }

@@ -117,8 +117,16 @@ try {
                 return answer(204);
             }
             if ('/rlc/v1/remaining' === $path) {
-                // consume(0) takes nothing and answers what is left.
-                return answer(200, ['remaining' => max(0, $lim->consume(0)->getRemainingTokens())]);
+                // consume(0) takes nothing and answers what is left, as
+                // the component computes it, unclamped: the sliding
+                // window's limit - hitCount (SlidingWindowLimiter.php:89-92,
+                // below 0 under a lowered limit) and the fixed window's
+                // maxSize - hitCount (Window.php:68-76; a hit count a
+                // negative cost took below 0 is stored as an unsigned
+                // 32-bit 'N', :60, :91, :111, and read back as 2^32 - 2),
+                // which getRemainingTokens returns as is
+                // (RateLimit.php:58-61). What the library says is graded.
+                return answer(200, ['remaining' => $lim->consume(0)->getRemainingTokens()]);
             }
             // A request's cost is consume($tokens), as given: the fixed
             // window and the token bucket throw \InvalidArgumentException

@@ -148,11 +148,11 @@ func TestThrottledPeekConsumesAfterALostSwap(t *testing.T) {
 	}
 }
 
-// The float drift of x-time-rate's strict/differential shows on weighted
-// requests too (x-time-rate: strict/cost-differential, shrunk to this
-// schedule): 5 per minute, 5 taken at 0 and 2 at 35999 ms leave exactly
+// The float drift of TestXTimeRateFloatTokens on weighted requests (the
+// schedule x-time-rate's strict/cost-differential once shrank to): 5 per
+// minute, 5 taken at 0 and 2 at 35999 ms leave exactly
 // 5 - 7 + 84000/12000 = 5 tokens at 84000 ms, but the doubles add up to
-// less, and ⌊tokens⌋ is 4.
+// less; AllowN admits 5 all the same (rate.go:357-362, :417).
 func TestXTimeRateFloatTokensWeighted(t *testing.T) {
 	start := time.UnixMilli(1767225600000)
 	lim := rate.NewLimiter(rate.Limit(5.0/60), 5)
@@ -166,5 +166,8 @@ func TestXTimeRateFloatTokensWeighted(t *testing.T) {
 	t.Logf("TokensAt(+84000ms) = %.17g, exactly 5", got)
 	if math.Floor(got) == 5 {
 		t.Errorf("TokensAt(+84000ms) = %v: whole again, the float drift is gone", got)
+	}
+	if !lim.AllowN(at(84000), 5) {
+		t.Errorf("AllowN(+84000ms, 5) refused at %.17g tokens: the library no longer admits what it drifted from", got)
 	}
 }

@@ -148,10 +148,13 @@ func TestUluleResetRoundedDown(t *testing.T) {
 
 // golang.org/x/time/rate keeps tokens as float64 and converts time to
 // tokens by elapsed.Seconds() × limit (rate.go:422-427). 5 per minute:
-// one allowed at 0, four at 5351ms, one at 22400ms leave exactly
-// 5/12 + 10/12 - … = 0.8667 tokens, and at 72000ms exactly 5 (full), but
-// the doubles add up to 4.999…, and ⌊tokens⌋ is 4 (x-time-rate:
-// strict/differential, shrunk to this schedule).
+// one allowed at 0, four at 5351ms, one at 22400ms, and at 72000ms the
+// bucket is exactly full (5), but the doubles add up to 4.999…; AllowN
+// admits 5 all the same, its wait for the missing 1e-15 token truncated
+// to 0 ns (rate.go:357-362, :417). So ⌊TokensAt⌋ (4) is not what the
+// library grants: x-time-rate's remaining is the count AllowN admits
+// (cards/cmd/card remainingAt), and this is the schedule its
+// strict/differential once shrank to, when the card answered ⌊TokensAt⌋.
 func TestXTimeRateFloatTokens(t *testing.T) {
 	start := time.UnixMilli(1767225600000)
 	lim := rate.NewLimiter(rate.Limit(5.0/60), 5)
@@ -167,5 +170,8 @@ func TestXTimeRateFloatTokens(t *testing.T) {
 	t.Logf("TokensAt(+72000ms) = %.17g, exactly 5", got)
 	if math.Floor(got) == 5 {
 		t.Errorf("TokensAt(+72000ms) = %v: whole again, the float drift is gone", got)
+	}
+	if !lim.AllowN(at(72000), 5) {
+		t.Errorf("AllowN(+72000ms, 5) refused at %.17g tokens: the library no longer admits what it drifted from", got)
 	}
 }

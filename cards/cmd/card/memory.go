@@ -51,7 +51,10 @@ func (s *sethvargo) GetRemainingRequests(ctx context.Context, u string) (int, er
 	if err != nil {
 		return 0, storeErr("go-limiter Get", err)
 	}
-	if limit == 0 { // no bucket for u: Get answers 0, 0
+	// No bucket for u: Get answers 0, 0 (memorystore/store.go:162). The
+	// library has no count for it; its first Take makes a full bucket of
+	// the store's Tokens (store.go:138, :272-281), which is what is left.
+	if limit == 0 {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return s.n, nil
@@ -123,12 +126,52 @@ func (x *xTime) AllowRequestN(_ context.Context, u string, n int) (bool, error) 
 	return x.user(u).AllowN(x.e.now(), n), nil
 }
 
-// GetRemainingRequests is the whole tokens TokensAt reports.
+// GetRemainingRequests is the largest n that AllowN(t, n) would admit at
+// t, asked of the library without consuming: the library has no such
+// call (TokensAt is float64 tokens, ReserveN consumes and CancelAt moves
+// the Limiter's anchor), so grants is reserveN's own test on the
+// library's own numbers.
 func (x *xTime) GetRemainingRequests(_ context.Context, u string) (int, error) {
 	if err := checkUser(u); err != nil {
 		return 0, err
 	}
-	return int(math.Max(0, math.Floor(x.user(u).TokensAt(x.e.now())))), nil
+	l := x.user(u)
+	return remainingAt(l.TokensAt(x.e.now()), l.Limit(), l.Burst()), nil
+}
+
+// remainingAt is the largest n in [0, burst] that grants admits, given
+// the tokens TokensAt reports (advance, rate.go:86-91, the value reserveN
+// starts from at :350). It is not ⌊tokens⌋: at 4.999999999999999 tokens
+// the library admits 5, its wait for the 1e-15 token short truncating to
+// 0 ns (rate.go:417).
+func remainingAt(tokens float64, limit rate.Limit, burst int) int {
+	n := 0
+	if tokens >= 1 {
+		n = min(int(tokens), burst) // admitted without a wait: tokens - n >= 0
+	}
+	for n < burst && grants(tokens, limit, burst, n+1) {
+		n++
+	}
+	return n
+}
+
+// grants is reserveN's decision for AllowN(t, n) (maxFutureReserve 0) on
+// a finite limit, from the tokens advance gives: rate.go:353-362, with
+// durationFromTokens (rate.go:405-418) as written there, its float64 wait
+// truncated to whole nanoseconds.
+func grants(tokens float64, limit rate.Limit, burst, n int) bool {
+	tokens -= float64(n) // rate.go:353
+	var wait time.Duration
+	if tokens < 0 { // rate.go:357-359
+		wait = rate.InfDuration // durationFromTokens: rate.go:406-408
+		if limit > 0 {
+			d := (-tokens / float64(limit)) * float64(time.Second) // rate.go:410
+			if d <= float64(math.MaxInt64) {                       // rate.go:413-415
+				wait = time.Duration(d) // rate.go:417
+			}
+		}
+	}
+	return n <= burst && wait <= 0 // rate.go:362
 }
 
 func (x *xTime) Reset(_ context.Context, u string) error {

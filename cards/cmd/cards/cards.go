@@ -97,8 +97,9 @@ var cards = []card{
 		Memory: "sethvargo-memory", Profile: "fixed-window:align=first-grid"},
 	{Name: "x-time-rate", Library: "golang.org/x/time/rate", Version: "v0.16.0", Served: "protocol v1 shim, a Limiter per user, clock control through AllowN(t)",
 		Memory: "x-time-rate", Profile: "token-bucket",
-		// The seed whose strict/differential schedule shrinks to the float
-		// drift (notes/x-time-rate.md): graded exactly, every time.
+		// The seed whose strict/differential schedule reaches the float
+		// drift (notes/x-time-rate.md: TokensAt a hair below a whole
+		// number, which AllowN admits): graded exactly, every time.
 		RunFlags: []string{"--seed", "17643693416623303077"}},
 	{Name: "symfony-fixed-window", Library: "Symfony RateLimiter fixed_window (CacheStorage, RedisAdapter)", Debian: []string{"php-symfony-rate-limiter", "php-redis"},
 		Served: "protocol v1 router under php -S, 2 instances × 4 workers, no lock factory",
