@@ -46,6 +46,9 @@ type Limiter struct {
 	New func(Store) (contract.RateLimiterContract, error)
 	// KeyOf is the key it keeps a user's state under, when it has one.
 	KeyOf func(prefix, userID string) string
+	// Cost says that its instances take weighted requests
+	// ([contract.CostLimiter]): it is graded with Capabilities.Cost.
+	Cost bool
 }
 
 // All lists the in-process limiters. [NewHashedService] and [GCRAMiddleware]
@@ -58,6 +61,10 @@ func All() []Limiter {
 			New: func(s Store) (contract.RateLimiterContract, error) { return NewExactLog(s) }, KeyOf: plainKey},
 		{Name: "fixed-window", Profile: FixedWindowProfile, Once: "robust/key-hygiene failed a TTL equal to the state's lifetime, at random",
 			New: func(s Store) (contract.RateLimiterContract, error) { return NewFixedWindow(s) }},
+		{Name: "cost-log", Cost: true, Once: "strict/cost-differential failed an answer of invalid input (ErrInvalidCost) to a cost that a Configure lowering the limit had made too large to ever fit, where the contract takes it",
+			New: func(s Store) (contract.RateLimiterContract, error) { return NewCostLog(s) }, KeyOf: plainKey},
+		{Name: "cost-log-positive", Cost: true, Once: "strict/cost-differential failed an answer of invalid input (ErrInvalidCost) to a cost of 0, where the contract takes it",
+			New: func(s Store) (contract.RateLimiterContract, error) { return NewPositiveCostLog(s) }, KeyOf: plainKey},
 		{Name: "sliding-counter", Profile: SlidingCounterProfile, Once: "identify said NONE FITS, and the weighted counter's profile failed it: it admitted only while the estimate was below N, not while the estimate including this request is at most N",
 			New: func(s Store) (contract.RateLimiterContract, error) { return NewSlidingCounter(s) }},
 	}

@@ -48,7 +48,7 @@ func TestMain(m *testing.M) {
 // clock, or without clock control on the Redis server's clock.
 func target(l honest.Limiter, clock bool) suite.Target {
 	caps := contract.All()
-	caps.Clock = clock
+	caps.Clock, caps.Cost = clock, l.Cost
 	return suite.Target{Name: l.Name, Capabilities: caps, NeedsRedis: true, KeyOf: l.KeyOf,
 		New: func(_ context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
 			var c fakeclock.Clock // nil: the server's TIME
@@ -354,4 +354,82 @@ func resultOf(rep *result.Report, id string) (result.Result, bool) {
 		}
 	}
 	return result.Result{}, false
+}
+
+// costIDs are the ids of the specs that grade weighted requests.
+func costIDs() []string {
+	var out []string
+	for _, s := range suite.Specs() {
+		if strings.Contains(s.ID, "cost") {
+			out = append(out, s.ID)
+		}
+	}
+	return out
+}
+
+// passesEveryCostSpec asserts that every spec grading weighted requests
+// ran and passed: none skipped, none inconclusive.
+func passesEveryCostSpec(t *testing.T, rep *result.Report) {
+	t.Helper()
+	ids := costIDs()
+	require.NotEmpty(t, ids)
+	for _, id := range ids {
+		r, ok := resultOf(rep, id)
+		if assert.True(t, ok, "%s was not run", id) {
+			assert.Equal(t, result.Passed, r.Status, "%s:\n%s", id, r.Message)
+		}
+	}
+}
+
+// TestCostLogPassesEveryCostSpec: the logs that answer a cost that can
+// never fit (above the limit in force, after a Configure too), and with
+// cost-log-positive a cost of 0, as invalid input (ErrInvalidCost), as
+// the contract allows, pass every spec of weighted requests, on the fake
+// clock: strict/cost-differential once failed them where a lowered limit
+// left a drawn cost too large to ever fit, and on a cost of 0 (its
+// schedules are seeded: a few seeds).
+//
+// Without clock control (not under -short), graded in real time on the
+// Redis server's clock, neither fails a spec.
+func TestCostLogPassesEveryCostSpec(t *testing.T) {
+	for _, name := range []string{"cost-log", "cost-log-positive"} {
+		t.Run(name, func(t *testing.T) {
+			l := byName(t, name)
+			for seed := range uint64(3) {
+				rep, err := suite.Check(context.Background(), suite.Config{Redis: store, Profile: l.Profile, IDs: costIDs(), Seed: seed + 1, ReportDir: t.TempDir()}, target(l, true))
+				require.NoError(t, err)
+				passesEveryCostSpec(t, rep)
+			}
+		})
+		t.Run(name+" in real time", func(t *testing.T) {
+			testtier.SkipShort(t, "grades in real time")
+			l := byName(t, name)
+			rep, err := suite.Check(context.Background(), suite.Config{Redis: store, Profile: l.Profile, IDs: costIDs(), ReportDir: t.TempDir()}, target(l, false))
+			require.NoError(t, err)
+			passes(t, rep)
+			t.Log("\n" + report.String(rep))
+		})
+	}
+}
+
+// TestCostLogPassesEveryCostSpecOverHTTP grades cost-log-positive served
+// over protocol v1, where ErrInvalidCost is a 400 that the client maps
+// back to it: every spec of weighted requests passes.
+func TestCostLogPassesEveryCostSpecOverHTTP(t *testing.T) {
+	prefix := fmt.Sprintf("rlc-costlog:%d:", time.Now().UnixNano())
+	var urls []string
+	for range 2 {
+		fake := fakeclock.New(time.Now())
+		lim, err := honest.NewPositiveCostLog(honest.Store{Redis: store.Client, Clock: fake, Prefix: prefix, MaxRequests: 5, Window: time.Minute})
+		require.NoError(t, err)
+		srv := httptest.NewServer(adapters.Handler(lim, fake))
+		t.Cleanup(srv.Close)
+		urls = append(urls, srv.URL)
+	}
+	target, err := targets.Remote(context.Background(), urls, 5*time.Second)
+	require.NoError(t, err)
+	require.True(t, target.Capabilities.Cost && target.Capabilities.Clock, "%+v", target.Capabilities)
+	rep, err := suite.Check(context.Background(), suite.Config{Redis: store, StorePrefix: prefix, IDs: costIDs(), ReportDir: t.TempDir()}, target)
+	require.NoError(t, err)
+	passesEveryCostSpec(t, rep)
 }

@@ -20,10 +20,21 @@ var _ contract.CostLimiter = weighted{}
 
 // AllowRequestN implements [contract.CostLimiter]: a negative cost is
 // refused with [contract.ErrInvalidCost] before the store is touched,
-// except under cost-negative-refunds, which sends it to the script.
+// except under cost-negative-refunds, which sends it to the script. Under
+// cost-invalid-over-free, a cost above what is free now is refused with
+// ErrInvalidCost too, after a query of its own.
 func (l weighted) AllowRequestN(ctx context.Context, user string, n int) (bool, error) {
 	if err := contract.ValidateCost(n); err != nil && !l.hasFault("cost-negative-refunds") {
 		return false, fmt.Errorf("mutant: AllowRequestN: %w", err)
+	}
+	if l.hasFault("cost-invalid-over-free") && n > 0 {
+		_, free, err := l.call(ctx, user, false, "")
+		if err != nil {
+			return false, err
+		}
+		if n > free {
+			return false, fmt.Errorf("mutant: AllowRequestN: %w: cost %d, and %d free", contract.ErrInvalidCost, n, free)
+		}
 	}
 	ok, _, err := l.call(ctx, user, true, strconv.Itoa(n))
 	return ok, err
@@ -104,6 +115,15 @@ func CostNonAtomic(s Store) (contract.RateLimiterContract, error) {
 	return weighted{l}, nil
 }
 
+// CostInvalidOverFree answers a weighted request that does not fit now
+// (above what is free, not above what a full quota holds) as invalid
+// input, an error wrapping [contract.ErrInvalidCost], instead of denying
+// it: the contract takes that answer only for a cost that can never fit.
+// Caught by strict/cost-all-or-nothing (and strict/cost-differential).
+func CostInvalidOverFree(s Store) (contract.RateLimiterContract, error) {
+	return costZset(s, "cost-invalid-over-free")
+}
+
 // costMutants lists the weighted mutants.
 func costMutants() []Mutant {
 	return []Mutant{
@@ -121,6 +141,8 @@ func costMutants() []Mutant {
 			CaughtBy: []string{"robust/cost-negative"}, NeedsRedis: true, New: CostNegativeRefunds, Weighted: true},
 		{Name: "cost-spread-scores", Breaks: "the n entries of a weighted request are unique by their scores (now, now-1, ..., now-(n-1)): all but one leave before s+W",
 			CaughtBy: []string{"strict/cost-expiry-edge"}, NeedsRedis: true, New: CostSpreadScores, Weighted: true},
+		{Name: "cost-invalid-over-free", Breaks: "a weighted request above what is free now, which a full quota would hold, is answered as invalid input (ErrInvalidCost), not denied",
+			CaughtBy: []string{"strict/cost-all-or-nothing", "strict/cost-differential"}, NeedsRedis: true, New: CostInvalidOverFree, Weighted: true},
 		{Name: "cost-non-atomic", Breaks: "a weighted request's count and add are separate round trips: concurrent weighted requests pass the same check",
 			CaughtBy: []string{"strict/cost-concurrent"}, NeedsRedis: true, New: CostNonAtomic, Weighted: true},
 	}

@@ -23,6 +23,9 @@ type costStep struct {
 	cost  int
 	want  bool
 	left  int
+	// invalid: the request is refused with an error wrapping
+	// contract.ErrInvalidCost.
+	invalid bool
 }
 
 // allOrNothing is what an honest log of 6 answers: a request that fits in
@@ -50,6 +53,8 @@ func TestCostFaults(t *testing.T) {
 		"cost-zero-consumes": {{cost: 0, want: true}, {query: true, left: 5}, {cost: 5, want: true}, {cost: 0}, {query: true}},
 		// -2 refunds the two oldest entries.
 		"cost-negative-refunds": {{cost: 6, want: true}, {cost: -2, want: true}, {query: true, left: 2}, {cost: 2, want: true}, {cost: 1}},
+		// of 3 with 2 free, and of 1 with none, invalid input; nothing logged.
+		"cost-invalid-over-free": {{cost: 4, want: true}, {cost: 3, invalid: true}, {query: true, left: 2}, {cost: 2, want: true}, {cost: 1, invalid: true}, {query: true}},
 		// entries at s, s-1, s-2: two leave before s+W.
 		"cost-spread-scores": {{cost: 3, want: true}, {query: true, left: 3}, {at: w - 2*time.Millisecond, query: true, left: 4}, {at: w - time.Millisecond, query: true, left: 5}, {at: w, query: true, left: 6}},
 	}
@@ -75,7 +80,11 @@ func TestCostFaults(t *testing.T) {
 					continue
 				}
 				got, err := costly.AllowRequestN(ctx, "u", s.cost)
-				require.NoError(t, err)
+				if s.invalid {
+					require.ErrorIs(t, err, contract.ErrInvalidCost, "step %d: AllowRequestN(u, %d)", i, s.cost)
+				} else {
+					require.NoError(t, err)
+				}
 				assert.Equal(t, s.want, got, "step %d: AllowRequestN(u, %d) at +%v", i, s.cost, s.at)
 			}
 		})

@@ -2,7 +2,10 @@ package suite_test
 
 import (
 	"context"
+	"fmt"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -42,6 +45,85 @@ func TestProfileModelsPassTheirProfile(t *testing.T) {
 				assert.NotEqual(t, result.Errored, r.Status, "%s under %s:\n%s", r.ID, p, r.Message)
 			}
 			assert.Greater(t, rep.Count(result.Passed), 20, "most of the catalogue grades %s", p)
+		})
+	}
+}
+
+// invalidNeverFit answers a request whose cost can never fit under the
+// configuration in force (a fresh user's full quota refuses it), or of
+// cost 0, as invalid input (contract.ErrInvalidCost), as Symfony's
+// limiters and Guava do, and every other as its limiter does.
+type invalidNeverFit struct {
+	contract.CostLimiter
+	profile model.Variant
+	mu      sync.Mutex
+	n       int
+	w       time.Duration
+}
+
+func (l *invalidNeverFit) Configure(ctx context.Context, n int, w time.Duration) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.CostLimiter.Configure(ctx, n, w); err != nil {
+		return err
+	}
+	l.n, l.w = n, w
+	return nil
+}
+
+func (l *invalidNeverFit) AllowRequestN(ctx context.Context, user string, n int) (bool, error) {
+	l.mu.Lock()
+	fresh, err := l.profile.New(l.n, l.w)
+	l.mu.Unlock()
+	if err != nil {
+		return false, err
+	}
+	if fits, _ := model.AllowN(fresh, time.Unix(0, 0), "fresh", n); n == 0 || !fits && n > 0 {
+		return false, fmt.Errorf("AllowRequestN(%q, %d): %w: it can never fit", user, n, contract.ErrInvalidCost)
+	}
+	return l.CostLimiter.AllowRequestN(ctx, user, n)
+}
+
+// Under every profile, a limiter that answers a cost that can never fit
+// under the configuration in force (after a Configure too, and above a
+// bucket's capacity below the limit), and a cost of 0, as invalid input
+// passes every spec of weighted requests: the contract takes that answer
+// as it takes a denial, and the answer changes nothing (a profile that
+// counts denied requests counts none of it).
+func TestNeverFitMayBeInvalidUnderEveryProfile(t *testing.T) {
+	t.Parallel() // in memory
+	for _, p := range append([]string{"sliding-log"}, profileSpecs...) {
+		t.Run(p, func(t *testing.T) {
+			v := model.MustVariant(p)
+			m := targets.ProfileModel(v)
+			target := m
+			var mu sync.Mutex
+			wrapped := map[contract.RateLimiterContract]*invalidNeverFit{} // the model's instances share one limiter
+			target.New = func(ctx context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
+				lim, closer, err := m.New(ctx, env)
+				if err != nil {
+					return nil, nil, err
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if wrapped[lim] == nil {
+					wrapped[lim] = &invalidNeverFit{CostLimiter: lim.(contract.CostLimiter), profile: v, n: env.MaxRequests, w: env.Window}
+				}
+				return wrapped[lim], closer, nil
+			}
+			var ids []string
+			for _, s := range suite.Specs() {
+				if strings.Contains(s.ID, "/cost-") {
+					ids = append(ids, s.ID)
+				}
+			}
+			rep, err := suite.Check(context.Background(), suite.Config{Profile: p, IDs: ids, ReportDir: t.TempDir()}, target)
+			require.NoError(t, err)
+			for _, r := range rep.Results {
+				assert.Contains(t, []result.Status{result.Passed, result.Skipped}, r.Status, "%s under %s:\n%s", r.ID, p, r.Message)
+			}
+			r := rep.Results[slices.IndexFunc(rep.Results, func(r result.Result) bool { return r.ID == "strict/cost-differential" })]
+			assert.Equal(t, result.Passed, r.Status, r.Message)
 		})
 	}
 }

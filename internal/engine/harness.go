@@ -525,10 +525,22 @@ func (h *Harness) checkedCost(i int, name, user string, cost int, want func(Mode
 	lim := h.Instance(i)
 	now := h.Now()
 	before := h.readings.For(user).Explain(now, h.start, user)
-	wants := h.readings.Answers(user, now, func(m model.Replayable) string { return want(m, now) })
-	w, differ := wants[0], h.readings.Disagree(user, wants)
+	// The target answers first: an answer of invalid input changes
+	// nothing, so no model may see the operation then (on the fake clock
+	// the order is no matter: time stands still).
 	got, err := call(lim)
 	op := h.opName(name, user, cost)
+	if err == nil && got == InvalidCostWord {
+		h.invalidCost(i, now, time.Time{}, op, user, cost, func() string {
+			if m, ok := h.readings.For(user).Clone().(Model); ok {
+				return want(m, now)
+			}
+			return "allowed or denied"
+		})
+		return AllowedWord(false)
+	}
+	wants := h.readings.Answers(user, now, func(m model.Replayable) string { return want(m, now) })
+	w, differ := wants[0], h.readings.Disagree(user, wants)
 	e := Event{At: now.Sub(h.start), inst: i, Op: op, User: h.Short(user), Want: strings.Join(uniq(wants), " or ")}
 	if err != nil {
 		e.Got = "error"
@@ -536,9 +548,6 @@ func (h *Harness) checkedCost(i int, name, user string, cost int, want func(Mode
 		h.FailStep(i, now, op, "", w, "", err)
 	}
 	e.Got = got
-	if got == InvalidCostWord { // a cost that can never fit, refused as invalid
-		got = AllowedWord(false)
-	}
 	h.trace = append(h.trace, TraceOp{At: now, inst: i, Kind: kindOf(name), User: user, Got: got, Cost: cost})
 	verdict := h.readings.Keep(user, now, wants, got)
 	if n, err := strconv.Atoi(got); err == nil && name == "GetRemainingRequests" && n > h.readings.MostRemaining() {
@@ -591,6 +600,10 @@ func (h *Harness) opName(name, user string, cost int) string {
 
 func (h *Harness) judgeRealTime(i int, name, user string, cost int, sent, returned time.Time, got string, err error) string {
 	op := h.opName(name, user, cost)
+	if err == nil && got == InvalidCostWord {
+		h.invalidCost(i, sent, returned, op, user, cost, func() string { return "allowed or denied" })
+		return AllowedWord(false)
+	}
 	e := Event{At: sent.Sub(h.start), Until: returned.Sub(h.start), inst: i, Op: op, User: h.Short(user), Got: got}
 	if err != nil {
 		e.Got = "error"

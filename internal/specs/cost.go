@@ -73,7 +73,7 @@ func costAllOrNothing(h *engine.Harness) {
 	h.AllowN(u, 2)
 	queryIf(h, u)
 	h.Allow(u)
-	full := min(costLimit, maxFit(h))
+	full := min(costLimit, h.MaxFit())
 	h.AllowN(v, full)
 	queryIf(h, v)
 	h.Allow(v)
@@ -101,16 +101,17 @@ func costExpiryEdge(h *engine.Harness) {
 }
 
 // costNeverFit sends requests above what a full quota holds to a fresh
-// user and to one with history, each a user of its own (see
-// engine.Harness.AllowNeverFit).
+// user and to one with history: each is denied, or answered as invalid
+// input (engine.InvalidCostHonest), never allowed.
 func costNeverFit(h *engine.Harness) {
 	h.Configure(costLimit, h.W())
-	most := maxFit(h)
-	h.AllowNeverFit(h.User("fresh"), most+1)
+	most := h.MaxFit()
+	h.AllowN(h.User("fresh"), most+1)
 	busy := h.User("busy")
 	h.Allow(busy)
-	h.AllowNeverFit(busy, most+1)
-	h.AllowNeverFit(h.User("far"), 10*most)
+	h.AllowN(busy, most+1)
+	h.Allow(busy)
+	h.AllowN(h.User("far"), 10*most)
 }
 
 // costZero sends requests of cost 0 to a user with one request left, to
@@ -131,7 +132,7 @@ func costZero(h *engine.Harness) {
 	h.Allow(u)
 	h.AllowZero(v)
 	queryIf(h, v)
-	h.AllowN(v, min(3, maxFit(h)))
+	h.AllowN(v, min(3, h.MaxFit()))
 }
 
 // costNegative sends a negative cost to a user that has spent its quota:
@@ -159,37 +160,6 @@ func queryIf(h *engine.Harness, u string) {
 	if h.Target().Capabilities.Remaining {
 		h.Remaining(u)
 	}
-}
-
-// maxFit is the largest cost the profile ever admits, under the
-// configuration in force: what a fresh user's full quota holds (N, or a
-// bucket's burst), found on fresh models.
-func maxFit(h *engine.Harness) int {
-	fits := func(n int) bool {
-		m, err := h.Profile().New(h.N(), h.W())
-		if err != nil {
-			h.Fault("the profile's model refused its own configuration: %v", err)
-		}
-		w, ok := m.(model.Weighted)
-		if !ok {
-			h.Fault("profile %s states no rule for weighted requests", h.Profile())
-		}
-		ok, _ = w.AllowN(engine.FakeStart.Add(time.Hour), "probe", n)
-		return ok
-	}
-	lo, hi := 0, 1 // fits(lo); find a hi that does not
-	for fits(hi) && hi < contract.MaxLimit/2 {
-		lo, hi = hi, 2*hi
-	}
-	for hi-lo > 1 {
-		mid := lo + (hi-lo)/2
-		if fits(mid) {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return lo
 }
 
 // drawCost draws a differential allow: with maxCost 0 a unit request;

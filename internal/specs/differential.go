@@ -58,7 +58,7 @@ func differential(h *engine.Harness) { differentialOf(h, 0) }
 
 // costDifferential is differential with weighted requests among the
 // allows, of random costs up to what a full quota holds.
-func costDifferential(h *engine.Harness) { differentialOf(h, maxFit(h)) }
+func costDifferential(h *engine.Harness) { differentialOf(h, h.MaxFit()) }
 
 // differentialOf runs the differential's schedules, whose allows are
 // weighted requests of random costs from 0 to maxCost when maxCost > 0.
@@ -269,13 +269,14 @@ func replay(h *engine.Harness, ops []dop, tag string, record bool) (int, string)
 		var err error
 		switch o.kind {
 		case model.OpAllow:
-			wants = rs.Answers(users[o.user], now, func(m model.Replayable) string {
-				ok, _ := allowCost(m, now, users[o.user], o.weighted, o.cost)
-				return engine.AllowedWord(ok)
-			})
-			var ok bool
-			ok, err = allowOf(h, lim, users[o.user], o.weighted, o.cost)
-			got = engine.AllowedWord(ok)
+			var refused bool
+			got, wants, refused, err = replayAllow(h, lim, rs, o, users[o.user], now)
+			if refused { // invalid input, honestly: it changed nothing, and is not judged
+				if record {
+					h.AddEvent(engine.Event{At: now.Sub(base), Op: o.String(), Got: got, Want: refusedWant(o.cost), Limit: rs.Primary().Limit(), Window: rs.Primary().Window()})
+				}
+				continue
+			}
 		case model.OpRemaining:
 			wants = rs.Answers(users[o.user], now, func(m model.Replayable) string { n, _ := m.Remaining(now, users[o.user]); return strconv.Itoa(n) })
 			var n int
@@ -299,28 +300,66 @@ func replay(h *engine.Harness, ops []dop, tag string, record bool) (int, string)
 		if err != nil {
 			got = "error: " + err.Error()
 		}
+		invalid := got == engine.InvalidCostWord // to a cost that fits: wrong whatever the history
 		if record {
 			m := rs.Primary()
 			h.AddEvent(engine.Event{At: now.Sub(base), Op: o.String(), Got: got, Want: strings.Join(slices.Compact(slices.Sorted(slices.Values(wants))), " or "),
 				Limit: m.Limit(), Window: m.Window()})
 			t := engine.TraceOp{At: now, Kind: o.kind, User: users[o.user], Got: got, N: o.n, W: o.w, Cost: traceCost(o)}
-			if !o.weighted || o.cost > 0 { // cost 0 changes nothing, and its answer is not graded
+			if (!o.weighted || o.cost > 0) && !invalid { // cost 0 changes nothing, and its answer is not graded
 				h.AddTrace(t)
 			}
 		}
 		if o.kind == model.OpAllow && o.weighted && o.cost == 0 && err == nil {
 			continue // a request of cost 0: its answer is not graded
 		}
-		if want := wants[0]; err != nil || rs.Keep(users[o.user], now, wants, got) == model.Wrong {
+		if want := wants[0]; err != nil || invalid || rs.Keep(users[o.user], now, wants, got) == model.Wrong {
 			d := result.Failure{Kind: result.KindWrongAnswer, Step: step, At: now.Sub(base), Operation: o.String(), Got: got, Want: want}
 			if err != nil {
 				d.Kind = result.KindTargetError
 			}
+			why := fmt.Sprintf("step %d at %s: %s = %s, want %s", step, at, o, got, want)
+			if invalid {
+				m := rs.Primary()
+				d.Explanation = fmt.Sprintf("an error wrapping ErrInvalidCost answers only a cost that can never fit (above %d under Configure(%d, %v)) or a cost of 0", h.MaxFitUnder(m.Limit(), m.Window()), m.Limit(), m.Window())
+				why += ": " + d.Explanation
+			}
 			h.SetDivergence(d)
-			return i, fmt.Sprintf("step %d at %s: %s = %s, want %s", step, at, o, got, want)
+			return i, why
 		}
 	}
 	return -1, ""
+}
+
+// replayAllow sends o, an allow of a schedule, for user at now to lim,
+// and returns its answer and the answers of the readings rs. An error
+// wrapping ErrInvalidCost is the answer engine.InvalidCostWord (err nil);
+// refused says that it is honest (engine.InvalidCostHonest under the
+// configuration rs follows): it changed nothing, so no reading saw the
+// request, and it is not judged. Otherwise the readings decide o.
+func replayAllow(h *engine.Harness, lim contract.RateLimiterContract, rs *model.Readings, o dop, user string, now time.Time) (got string, wants []string, refused bool, err error) {
+	ok, err := allowOf(h, lim, user, o.weighted, o.cost)
+	got = engine.AllowedWord(ok)
+	if o.weighted && errors.Is(err, contract.ErrInvalidCost) {
+		if m := rs.Primary(); h.InvalidCostHonestUnder(m.Limit(), m.Window(), o.cost) {
+			return engine.InvalidCostWord, nil, true, nil
+		}
+		got, err = engine.InvalidCostWord, nil
+	}
+	wants = rs.Answers(user, now, func(m model.Replayable) string {
+		ok, _ := allowCost(m, now, user, o.weighted, o.cost)
+		return engine.AllowedWord(ok)
+	})
+	return got, wants, false, err
+}
+
+// refusedWant is what a timeline shows as wanted of a request of cost
+// answered, honestly, as invalid input.
+func refusedWant(cost int) string {
+	if cost == 0 {
+		return "not graded (cost 0)"
+	}
+	return engine.AllowedWord(false) + " or " + engine.InvalidCostWord
 }
 
 // shrink removes operations one at a time, keeping each removal after which
@@ -405,6 +444,10 @@ type rtVerdict struct {
 func differentialRealTime(h *engine.Harness, maxCost int) {
 	lim := h.Instance(0)
 	caps := h.Target().Capabilities
+	most := 0 // the largest cost that ever fits: no Configure comes
+	if maxCost > 0 {
+		most = h.MaxFit()
+	}
 	h.Origin()
 	results := make([]rtVerdict, rtDiffUsers)
 	var wg sync.WaitGroup
@@ -414,7 +457,7 @@ func differentialRealTime(h *engine.Harness, maxCost int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rtSchedule(h, lim, caps, u, seed, maxCost, &results[k])
+			rtSchedule(h, lim, caps, u, seed, rtCosts{maxCost, most}, &results[k])
 		}()
 	}
 	wg.Wait()
@@ -435,11 +478,18 @@ func differentialRealTime(h *engine.Harness, maxCost int) {
 	h.Note(fmt.Sprintf("%d users × %d operations in real time", rtDiffUsers, rtDiffOps), fmt.Sprintf("%d answers decided, %d undecided", decided, undecided))
 }
 
+// rtCosts are the costs of a real-time schedule's weighted requests:
+// drawn up to maxCost (0: none), of which most is the largest that ever
+// fits.
+type rtCosts struct{ maxCost, most int }
+
 // rtSchedule plays user u's random real-time schedule, seeded with seed, on
 // lim, judging each answer as it comes with an interval oracle of the
 // user's own, and records in v how it went. It stops at the first wrong
-// answer, error or unanswered call: what follows could not be judged.
-func rtSchedule(h *engine.Harness, lim contract.RateLimiterContract, caps contract.Capabilities, u string, seed uint64, maxCost int, v *rtVerdict) {
+// answer, error or unanswered call: what follows could not be judged. An
+// honest answer of invalid input (engine.InvalidCostHonest) is decided,
+// and the oracle does not see it: it changed nothing.
+func rtSchedule(h *engine.Harness, lim contract.RateLimiterContract, caps contract.Capabilities, u string, seed uint64, costs rtCosts, v *rtVerdict) {
 	rng := engine.NewRand(seed)
 	v.user = u
 	oracle, _ := model.NewOracle(h.Profile(), h.N(), h.W())
@@ -449,7 +499,7 @@ func rtSchedule(h *engine.Harness, lim contract.RateLimiterContract, caps contra
 			return
 		}
 		sent := time.Now()
-		op, name, called, err := rtCall(h, lim, caps, u, rng, maxCost)
+		op, name, called, err := rtCall(h, lim, caps, u, rng, costs.maxCost)
 		if !called {
 			rtPause(h, rng, entries)
 			continue
@@ -460,6 +510,10 @@ func rtSchedule(h *engine.Harness, lim contract.RateLimiterContract, caps contra
 		}
 		op.User, op.Lo, op.Hi = u, sent, returned
 		got := rtAnswer(op)
+		invalid := name == "AllowRequestN" && errors.Is(err, contract.ErrInvalidCost)
+		if invalid {
+			got, err = engine.InvalidCostWord, nil
+		}
 		if op.Kind == model.OpAllow && op.Allowed {
 			entries = append(entries, sent)
 		}
@@ -480,8 +534,18 @@ func rtSchedule(h *engine.Harness, lim contract.RateLimiterContract, caps contra
 			v.failed = fmt.Sprintf("%s returned an error: %v", call, err)
 			return
 		}
+		if invalid && !engine.InvalidCostHonest(op.Cost, costs.most) {
+			v.steps = append(v.steps, step)
+			v.failed = fmt.Sprintf("step %d: %s = %s: an error wrapping ErrInvalidCost answers only a cost that can never fit (above %d) or a cost of 0", len(v.steps), call, got, costs.most)
+			return
+		}
 		if name == "AllowRequestN" && op.Cost == 0 {
 			v.steps = append(v.steps, step+" (cost 0: not graded)")
+			continue
+		}
+		if invalid { // honest: it changed nothing
+			v.steps = append(v.steps, step)
+			v.decided++
 			continue
 		}
 		v.steps = append(v.steps, step)

@@ -110,7 +110,7 @@ func costConcurrent(h *engine.Harness) {
 		phases = 8
 	}
 	users := []string{h.User("a"), h.User("b"), h.User("c"), h.User("d")}
-	half := max(1, maxFit(h)/2)
+	half := max(1, h.MaxFit()/2)
 	checkLinearizable(h, linWorkload{goroutines: 4, phases: phases, ops: 10, users: users, maxCost: half, opener: half})
 }
 
