@@ -16,7 +16,7 @@ conformance: redis
 ## module of its own), the two with an injected clock. Where a test grades
 ## a matrix of equivalent targets in real time, or repeats a run to catch a
 ## rare failure, it takes a sample (logged with its RLCONFORM_SEED, which
-## picks it again) or fewer runs: test-full runs them whole. The edit loop:
+## picks it again) or fewer runs: test-full runs the rest of them. The edit loop:
 ## go test -short ./... (about a minute). The timeout is raised from go
 ## test's 10 minutes: on a loaded machine the cli package's real-time
 ## identify runs have taken minutes (7m52s for one, seen under -p 8).
