@@ -32,6 +32,7 @@ var profileSpecs = []string{
 	"token-bucket:refill=interval,expire=idle,query=write",
 	"fixed-window:align=go-zero", "sliding-counter:align=go-zero,admit=at-most,count-denied=true",
 	"fixed-window:align=first-second,count-denied=true",
+	"fixed-window:align=elastic,count-denied=true,query=read", "fixed-window:align=elastic-allowed",
 }
 
 // obtainRedis gives the test the package's one Redis (its TestMain's),
@@ -138,6 +139,14 @@ func TestProfileImplementationsFailOtherProfiles(t *testing.T) {
 		// A window opened at the second's start, not at the request's.
 		{"fixed-window:align=first-second", "fixed-window:align=first-hit", "strict/differential"},
 		{"fixed-window:align=first-hit", "fixed-window:align=first-second", "strict/differential"},
+		// A window whose expiry each request renews holds its count
+		// past W after the request that opened it; one renewed by
+		// allowed requests only ends W after the last of those.
+		{"fixed-window:align=elastic,count-denied=true", "fixed-window:align=first-hit,count-denied=true", "strict/denied-not-logged"},
+		{"fixed-window:align=first-hit,count-denied=true", "fixed-window:align=elastic,count-denied=true", "strict/denied-not-logged"},
+		{"fixed-window:align=elastic-allowed", "fixed-window:align=first-hit", "strict/differential"},
+		{"fixed-window:align=first-hit", "fixed-window:align=elastic-allowed", "strict/differential"},
+		{"fixed-window:align=elastic", "fixed-window:align=elastic-allowed", "strict/denied-not-logged"},
 		{"token-bucket:refill=interval", "token-bucket:refill=interval,expire=idle,query=write", "strict/differential"},
 		// Windows of 30 days, 365 days and 100 years lie elsewhere on
 		// Go's grid (time.Time.Truncate's) than on the epoch's.
