@@ -192,16 +192,16 @@ func TestDifferentialFindsAQueryThatOpensAWindow(t *testing.T) {
 
 // Without clock control the scripts read the Redis server's TIME; graded
 // in real time they fail nothing (a spec real time cannot decide is
-// skipped, never passed). make test grades one of the two profiles here,
-// which rotates with the seed (see below); the full tier both.
+// skipped, never passed). make test grades one of the three profiles
+// here, which rotates with the seed (see below); the full tier all.
 func TestProfileImplementationsInRealTime(t *testing.T) {
 	testtier.SkipShort(t, "grades the profiles' scripts in real time")
 	t.Parallel() // beside the other parallel tests: real time mostly waits
 	r := obtainRedis(t)
 	// The search oracle of a profile other than the sliding log costs
 	// seconds of CPU per real-time burst (under -race): make test grades
-	// one of the two, which rotates with the seed, the full tier both.
-	for _, p := range testtier.Sample(t, []string{"fixed-window:align=first-hit", "gcra:burst=2"}, 1, func(p string) string { return p }) {
+	// one of them, which rotates with the seed, the full tier all.
+	for _, p := range testtier.Sample(t, []string{"fixed-window:align=first-hit", "gcra:burst=2", "fixed-window:align=elastic,count-denied=true"}, 1, func(p string) string { return p }) {
 		t.Run(p, func(t *testing.T) {
 			t.Parallel() // real time mostly waits
 			spec := model.MustVariant(p)
