@@ -26,6 +26,7 @@ var weightedSpecs = append([]string{
 	"gcra:reconfigure=drain", "gcra:burst=3,reconfigure=settle",
 	"token-bucket:refill=interval,expire=idle,query=write", "token-bucket:capacity=3,reconfigure=proportional",
 	"token-bucket:refill=interval,reconfigure=settle", "token-bucket:query=write,expire=idle",
+	"fixed-window:align=elastic-allowed,count-denied=true,reconfigure=finish", "fixed-window:align=elastic,reconfigure=finish",
 }, everySpec...)
 
 // capacity is the largest cost a fresh user of spec under limit n can be
@@ -124,7 +125,8 @@ func TestAllowNOfOneIsAllow(t *testing.T) {
 //     Remaining), and an allowed one leaves the state n Allow at t leave:
 //     the same StateKey, and every later answer alike;
 //   - a refused one changes nothing (the same StateKey), but under
-//     count-denied, where it adds n to the count of t's window;
+//     count-denied, where it adds n to the count of t's window, and
+//     under align=elastic, where it renews the window's expiry;
 //   - a cost above the capacity (N, B or C) is never allowed;
 //   - a cost of 0 is allowed and changes nothing.
 func TestWeightedRequests(t *testing.T) {
@@ -206,6 +208,13 @@ func weightedStep(t *testing.T, spec string, p Replayable, shadow *Replayable, n
 		tm := now.UnixMilli()
 		require.Equal(t, counted(before, tm, u)+int64(c), counted(p, tm, u), "%s: a refused request counts its cost", where)
 		*shadow = p.Clone().(Replayable) // n unit requests would not all have been refused
+	case MustVariant(spec).Params["align"] == "elastic":
+		tm := now.UnixMilli()
+		require.Equal(t, counted(before, tm, u), counted(p, tm, u), "%s: a refused request counts nothing", where)
+		if counted(p, tm, u) > 0 {
+			require.Equal(t, p.Window(), p.Lifetime(now, u), "%s: a refused request renews the window's expiry", where)
+		}
+		*shadow = p.Clone().(Replayable) // a refused unit request renews it too, but may not be refused
 	default:
 		require.Equal(t, touched(before, now, u).StateKey(u), p.StateKey(u), "%s: a refused request changes nothing", where)
 		*shadow = touched(*shadow, now, u) // the sliding log pruned the user's old entries

@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	"github.com/rlconform/rlconform/contract"
@@ -22,6 +23,12 @@ import (
 //     s+2W for the window [s, s+W) of the last one;
 //   - first-hit: [s, s+W), opened by the first request at or after the end
 //     of the previous window (the INCR + PEXPIRE pattern);
+//   - elastic: as first-hit, but every request renews the window's
+//     expiry: s is the instant of the last request, allowed or denied,
+//     and the window ends at s+W (python limits'
+//     FixedWindowElasticExpiry: INCRBY then EXPIRE on every hit);
+//   - elastic-allowed: as elastic, renewed by allowed requests only (s
+//     is the last allowed one's instant);
 //   - first-second: as first-hit, but s is the request's instant on the
 //     limiter's own clock of whole seconds: the last tick, at or before
 //     it, of a clock that ticks each second at phase ms of the second
@@ -41,7 +48,7 @@ import (
 // reading is how a change of W or N reads a user's state
 // ([fixedWindowReadings]): relay (the default), finish, rekey or fresh.
 type fixedWindow struct {
-	align       string // epoch, go-zero, first-grid, first-hit, first-second
+	align       string // epoch, go-zero, first-grid, first-hit, first-second, elastic, elastic-allowed
 	phase       int64  // first-second: the ms of the second its clock ticks at
 	countDenied bool
 	writes      bool
@@ -53,7 +60,7 @@ type fixedWindow struct {
 
 type fixedState struct {
 	anchor int64 // first-grid: the grid's anchor
-	start  int64 // the window of the last counted request is [start, start+w)
+	start  int64 // the window of the last counted request is [start, start+w) (elastic: start is its last renewal)
 	w      int64 // the window's length: the W in force when it opened
 	count  int
 }
@@ -70,9 +77,9 @@ const (
 // a user with a count, the model's default first.
 func fixedWindowReadings() []Reading {
 	return []Reading{
-		{Name: fixedRelay, Doc: "the start (first-grid: the anchor) and the count are kept, compared with N', and windows are laid out with W' from the next decision: the window [s, s+W') keeps its count (epoch, go-zero, first-grid: when it is the W'-window holding t)",
+		{Name: fixedRelay, Doc: "the start (first-grid: the anchor; elastic: the last renewal) and the count are kept, compared with N', and windows are laid out with W' from the next decision: the window [s, s+W') keeps its count (epoch, go-zero, first-grid: when it is the W'-window holding t)",
 			Seen: "none known (a {start, count} state read with the W in force)"},
-		{Name: fixedFinish, Doc: "the window open at the change keeps its end s+W and its count, compared with N'; the windows after it have W' (first-hit: opened by a request at or after s+W; epoch, go-zero: the W'-grid's; first-grid: anchored at s+W, reached by a request before s+W+min(W, W'), the old anchor's expiry)",
+		{Name: fixedFinish, Doc: "the window open at the change keeps its end s+W and its count, compared with N'; the windows after it have W' (first-hit: opened by a request at or after s+W; elastic: the next renewal at r moves the end to r+W'; epoch, go-zero: the W'-grid's; first-grid: anchored at s+W, reached by a request before s+W+min(W, W'), the old anchor's expiry)",
 			Seen: "ulule/limiter, rate-limiter-flexible, go-zero PeriodLimit (a TTL written when the window opened)"},
 		{Name: fixedRekey, Doc: "a changed W starts every user afresh (the window's index, hence W, is in the key); a changed N keeps the count, compared with N'",
 			Seen: "rack-attack"},
@@ -93,6 +100,10 @@ func (f *fixedWindow) Describe() string {
 		s = fmt.Sprintf("a fixed window of %v opened by the first request at the limiter's whole second", ms(f.w))
 	case "first-grid":
 		s = fmt.Sprintf("fixed windows of %v on a grid anchored at the user's first request", ms(f.w))
+	case "elastic":
+		s = fmt.Sprintf("a fixed window of %v whose expiry every request renews (it ends %v after the last request, allowed or denied)", ms(f.w), ms(f.w))
+	case "elastic-allowed":
+		s = fmt.Sprintf("a fixed window of %v whose expiry every allowed request renews (it ends %v after the last allowed request)", ms(f.w), ms(f.w))
 	}
 	if f.writes && !f.fixedGrid() { // a query moves no window on a fixed grid
 		s += " (or a query)"
@@ -125,7 +136,7 @@ func (f *fixedWindow) current(t int64, user string) fixedState {
 		if !ok || st.start != start {
 			return fixedState{start: start, w: f.w}
 		}
-	case "first-hit":
+	case "first-hit", "elastic", "elastic-allowed":
 		if !ok || t >= st.start+f.w || t < st.start {
 			return fixedState{start: t, w: f.w}
 		}
@@ -171,6 +182,13 @@ func (f *fixedWindow) end(st fixedState) int64 {
 	return st.start + f.w
 }
 
+// renews reports whether a request, allowed (ok) or not, renews its
+// window's expiry: every one under align=elastic, the allowed ones under
+// elastic-allowed.
+func (f *fixedWindow) renews(ok bool) bool {
+	return f.align == "elastic" || f.align == "elastic-allowed" && ok
+}
+
 // fixedGrid reports whether the windows lie on a grid fixed in time (the
 // epoch's or Go's), whatever the requests.
 func (f *fixedWindow) fixedGrid() bool { return f.align == "epoch" || f.align == "go-zero" }
@@ -182,8 +200,11 @@ func (f *fixedWindow) Allow(now time.Time, user string) (bool, error) {
 
 // AllowN implements [Weighted]: allowed when count + n <= N, and then
 // count += n; refused, count += n only with countDenied (INCRBY n before
-// the check). Cost 0 is allowed and counts nothing; with query=write it
-// is the query, and saves the state as the query does.
+// the check). Under align=elastic every request (elastic-allowed: every
+// allowed one) renews the window's expiry: its end is W from now; a
+// window with no count has nothing to renew (an EXPIRE of no key). Cost
+// 0 is allowed and counts nothing; with query=write it is the query, and
+// saves the state as the query does.
 func (f *fixedWindow) AllowN(now time.Time, user string, n int) (bool, error) {
 	if err := validateRequest(user, n); err != nil {
 		return false, err
@@ -197,8 +218,14 @@ func (f *fixedWindow) AllowN(now time.Time, user string, n int) (bool, error) {
 	t := now.UnixMilli()
 	st := f.current(t, user)
 	ok := n <= f.n-st.count
-	if ok || f.countDenied {
+	counted, renewed := ok || f.countDenied, f.renews(ok) && (ok || f.countDenied || st.count > 0)
+	if counted {
 		st.count += n
+	}
+	if renewed {
+		st.start, st.w = t, f.w // the expiry written again, with the W in force
+	}
+	if counted || renewed {
 		f.save(user, st)
 	}
 	return ok, nil
@@ -296,6 +323,13 @@ func (f *fixedWindow) Explain(now, base time.Time, user string) string {
 	kept := ""
 	if end-st.start != f.w {
 		kept = fmt.Sprintf(" (opened under a window of %v, it keeps its end)", ms(end-st.start))
+		if f.renews(true) {
+			kept = fmt.Sprintf(" (renewed under a window of %v, it keeps its end)", ms(end-st.start))
+		}
+	}
+	if f.renews(true) && st.count > 0 {
+		return fmt.Sprintf("the window of %s, whose expiry was last renewed at %s, ends at %s%s and has counted %d of limit %d",
+			user, offset(time.UnixMilli(st.start), base), offset(time.UnixMilli(end), base), kept, st.count, f.n)
 	}
 	return fmt.Sprintf("the window [%s, %s)%s of %s has counted %d of limit %d",
 		offset(time.UnixMilli(st.start), base), offset(time.UnixMilli(end), base), kept, user, st.count, f.n)
@@ -329,24 +363,25 @@ func fixedWindowAlgorithm() Algorithm {
 		Name:    ProfileFixedWindow,
 		Summary: "a counter per fixed window of W: allowed while the window's count is below N",
 		Params: []ParamInfo{
-			{"align", "epoch", []string{"epoch", "go-zero", "first-grid", "first-hit", "first-second"}, "epoch: windows [kW, (k+1)W) on the epoch; go-zero: windows [kW, (k+1)W) counted from Go's zero time, 0001-01-01 UTC, as time.Time.Truncate makes them; first-grid: a grid anchored at the user's first request; first-hit: a window opened by the first request after the previous one ended (INCR + EXPIRE); first-second: as first-hit, opened at the request's instant on the limiter's own clock of whole seconds, which ticks at a phase of the second the grader cannot see (Fiber's FixedWindow; the fake clock's phase is 0: the given clock truncated)"},
+			{"align", "epoch", []string{"epoch", "go-zero", "first-grid", "first-hit", "first-second", "elastic", "elastic-allowed"}, "epoch: windows [kW, (k+1)W) on the epoch; go-zero: windows [kW, (k+1)W) counted from Go's zero time, 0001-01-01 UTC, as time.Time.Truncate makes them; first-grid: a grid anchored at the user's first request; first-hit: a window opened by the first request after the previous one ended (INCR + EXPIRE); first-second: as first-hit, opened at the request's instant on the limiter's own clock of whole seconds, which ticks at a phase of the second the grader cannot see (Fiber's FixedWindow; the fake clock's phase is 0: the given clock truncated); elastic: as first-hit, but every request, allowed or denied, renews the window's expiry, so that it ends W after the last request (python limits' FixedWindowElasticExpiry: INCRBY then EXPIRE on every hit); elastic-allowed: as elastic, the expiry renewed by allowed requests only"},
 			{"count-denied", "false", []string{"false", "true"}, "false: only allowed requests are counted; true: denied requests are counted too (INCR before the check)"},
 			{"query", "read", []string{"read", "write"}, "read: a query of what remains changes nothing; write: it saves the state as a request does, without counting (a user with none gets a window or grid at the query's instant: Symfony's consume(0))"},
 		},
 		New: func(p map[string]string, n int, w time.Duration) Replayable {
 			return newFixedWindow(p, n, w)
 		},
-		Cost:              "allowed when count + n <= N (count: the requests counted in t's window), then count += n, as n requests at t would count; refused, nothing is counted, but with count-denied=true count += n (INCRBY n before the check); n > N is never allowed; " + costQueryWrites,
+		Cost:              "allowed when count + n <= N (count: the requests counted in t's window), then count += n, as n requests at t would count; refused, nothing is counted, but with count-denied=true count += n (INCRBY n before the check); n > N is never allowed; align=elastic: a request renews the window's expiry (its end is t+W) whether allowed or refused, elastic-allowed: when allowed (a window with no count has none to renew); " + costQueryWrites,
 		GradesLimitChange: true,
 		Readings:          fixedWindowReadings(),
 		Candidates: func([]string) []string {
 			var list []string
-			for _, align := range []string{"epoch", "go-zero", "first-grid", "first-hit", "first-second"} {
+			for _, align := range []string{"epoch", "go-zero", "first-grid", "first-hit", "elastic", "elastic-allowed", "first-second"} {
 				for _, d := range []string{"false", "true"} {
 					list = append(list, "align="+align+",count-denied="+d)
 					// A query moves no window on a fixed grid; no limiter
-					// on a clock of seconds is known to open one by a query.
-					if _, grid := alignedGrid(align); !grid && align != "first-second" {
+					// on a clock of seconds, nor with an elastic expiry,
+					// is known to open one by a query.
+					if _, grid := alignedGrid(align); !grid && align != "first-second" && !strings.HasPrefix(align, "elastic") {
 						list = append(list, "align="+align+",count-denied="+d+",query=write")
 					}
 				}
@@ -365,7 +400,7 @@ func fixedWindowAlgorithm() Algorithm {
 			// denied requests count or not.
 			return "fixed-window/" + align + "/" + query
 		},
-		Suspects:    crossed([]string{"epoch", "first-hit", "first-grid", "go-zero"}, []string{"false", "true"}, nil),
+		Suspects:    crossed([]string{"epoch", "first-hit", "first-grid", "go-zero", "elastic", "elastic-allowed"}, []string{"false", "true"}, nil),
 		Remedy:      "a counter per window lets N requests just before a window edge and N just after through: keep a log of the instants of allowed requests (a ZSET pruned to now-W) instead",
 		Grid:        func(p map[string]string) (Grid, bool) { return alignedGrid(p["align"]) },
 		QueryWrites: func(p map[string]string) bool { return p["query"] == "write" },
@@ -396,9 +431,15 @@ func newFixedWindow(p map[string]string, n int, w time.Duration) *fixedWindow {
 }
 
 // fixedWindowEnvelope bounds fixed windows under load: N per window of a
-// fixed grid, or 2N within any W when the windows' alignment is unknown.
+// fixed grid, or 2N within any W when the windows' alignment is unknown
+// (an elastic window is W long at least: the same bounds). A denial needs
+// N allowed requests within W before it, but under an elastic expiry,
+// which no span bounds: there, none.
 func fixedWindowEnvelope(p map[string]string, n int64, w time.Duration) Envelope {
 	e := Envelope{Under: UnderRule{Limit: n, LookbackWindows: 1, Rule: fmt.Sprintf("a denial needs %s in its window: within less than %v before it", plural.Count(n, "allowed request"), w)}}
+	if strings.HasPrefix(p["align"], "elastic") {
+		e.Under = UnderRule{Rule: fmt.Sprintf("none: a denial needs %s in its window, which each renewal of its expiry keeps open %v longer, so no span bounds how long before it they came", plural.Count(n, "counted request"), w)}
+	}
 	if _, e.Grid = alignedGrid(p["align"]); !e.Grid {
 		e.Linear = []LinearBound{
 			{Windows: 2 * n, Within: 1, WithinPlus: 1, Rule: fmt.Sprintf("at most 2×%d allowed within any %v (two windows of unknown alignment)", n, w)},

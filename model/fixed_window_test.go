@@ -57,3 +57,91 @@ func TestFirstSecondInRealTime(t *testing.T) {
 	assert.NotEqual(t, Impossible, judge(t, o, allow("b", 100)))
 	assert.NotEqual(t, Impossible, judge(t, o, allow("b", 600)), "a phase in (103, 598] opens [φ−1000, φ) at 100")
 }
+
+// An elastic window's expiry is renewed by every request (align=elastic,
+// python limits' FixedWindowElasticExpiry), or by every allowed one
+// (elastic-allowed): its count holds until W passes with no renewal,
+// where first-hit's window ends W after the request that opened it.
+func TestElasticExpiry(t *testing.T) {
+	for _, c := range []struct {
+		spec    string
+		at      []int64
+		allowed []bool
+	}{
+		// 2 of 2 at 0 and 500; the denials at 900, 1800 and 2799 each push
+		// the end to W after them: 3799.
+		{"fixed-window:align=elastic,count-denied=true", []int64{0, 500, 900, 1800, 2799, 3799}, []bool{true, true, false, false, false, true}},
+		{"fixed-window:align=elastic", []int64{0, 500, 900, 1800, 2799, 3799}, []bool{true, true, false, false, false, true}},
+		// Renewed by the allowed request at 500 only: it ends at 1500.
+		{"fixed-window:align=elastic-allowed", []int64{0, 500, 900, 1499, 1500}, []bool{true, true, false, false, true}},
+		{"fixed-window:align=first-hit", []int64{0, 500, 900, 999, 1000}, []bool{true, true, false, false, true}},
+		// Requests W apart or more: each opens a window, as first-hit's.
+		{"fixed-window:align=elastic", []int64{0, 1000, 2500, 2600, 2700}, []bool{true, true, true, true, false}},
+	} {
+		p := MustVariant(c.spec)
+		m, err := p.New(2, time.Second)
+		require.NoError(t, err)
+		var got []bool
+		for _, t := range c.at {
+			ok, _ := m.Allow(at(t), "u")
+			got = append(got, ok)
+		}
+		assert.Equal(t, c.allowed, got, c.spec)
+	}
+	p, err := MustVariant("fixed-window:align=elastic").New(2, time.Second)
+	require.NoError(t, err)
+	answers := func(ts ...int64) {
+		for _, t := range ts {
+			p.Allow(at(t), "u")
+		}
+	}
+	answers(0, 500, 900)
+	left, _ := p.Remaining(at(950), "u")
+	assert.Equal(t, 0, left)
+	assert.Equal(t, 950*time.Millisecond, p.RetryAfter(at(950), "u"), "the end: W after the denial at 900")
+	assert.Equal(t, 950*time.Millisecond, p.Lifetime(at(950), "u"))
+	assert.Equal(t, "the window of u, whose expiry was last renewed at +900ms, ends at +1900ms and has counted 2 of limit 2", p.Explain(at(950), at(0), "u"))
+	key := p.StateKey("u")
+	p.Remaining(at(1000), "u")
+	assert.Equal(t, key, p.StateKey("u"), "a query renews nothing")
+}
+
+// In real time the oracle follows an elastic window: a denial renews its
+// expiry (elastic) or not (elastic-allowed), so a request within W of the
+// last renewal is denied however long ago the window opened; the whole
+// quota is back W after the last renewal.
+func TestElasticInRealTime(t *testing.T) {
+	allow := func(t int64, ok bool) TimedOp {
+		return TimedOp{Kind: OpAllow, User: "u", Lo: at(t), Hi: at(t + 5), Allowed: ok}
+	}
+	for _, c := range []struct {
+		spec string
+		at   int64
+		want Judgement
+	}{
+		{"fixed-window:align=elastic", 1700, Impossible}, // renewed at 900: ends at 1900 or later
+		{"fixed-window:align=elastic-allowed", 1200, Impossible},
+		{"fixed-window:align=elastic-allowed", 1700, Certain}, // renewed at 500: ends by 1505
+		{"fixed-window:align=first-hit", 1200, Certain},
+	} {
+		o, err := NewOracle(MustVariant(c.spec), 2, time.Second)
+		require.NoError(t, err)
+		for _, op := range []TimedOp{allow(0, true), allow(500, true), allow(900, false)} {
+			j, why, err := o.Judge(op)
+			require.NoError(t, err)
+			require.NotEqual(t, Impossible, j, "%s: %s", c.spec, why)
+		}
+		j, why, err := o.Judge(allow(c.at, true))
+		require.NoError(t, err)
+		assert.Equal(t, c.want, j, "%s allowed at %d: %s", c.spec, c.at, why)
+	}
+	s, err := newSearch(MustVariant("fixed-window:align=elastic"), 2, time.Second)
+	require.NoError(t, err)
+	for _, op := range []TimedOp{allow(0, true), allow(500, true), allow(900, false)} {
+		s.Judge(op)
+	}
+	d, by, ok := s.QuotaBack("u", at(900), at(905))
+	require.True(t, ok)
+	assert.Equal(t, time.Second, d, "W from the denial's own instant")
+	assert.Equal(t, at(1905), by, "renewed as late as 905")
+}

@@ -19,6 +19,7 @@ var everySpec = []string{
 	"fixed-window:align=go-zero", "fixed-window:align=go-zero,count-denied=true,query=write",
 	"fixed-window:align=first-grid", "fixed-window:align=first-grid,count-denied=true,query=read",
 	"fixed-window:align=first-hit", "fixed-window:align=first-hit,count-denied=true,query=read",
+	"fixed-window:align=elastic", "fixed-window:align=elastic,count-denied=true,query=read", "fixed-window:align=elastic-allowed",
 	"sliding-counter", "sliding-counter:count-denied=true",
 	"sliding-counter:align=first-grid", "sliding-counter:align=first-grid,count-denied=true",
 	"sliding-counter:admit=at-most", "sliding-counter:align=first-grid,admit=at-most,count-denied=true",
@@ -160,7 +161,7 @@ func TestEquivalentProfiles(t *testing.T) {
 	equivalent(t, "token-bucket:refill=interval,query=write", "fixed-window:align=first-hit,query=write")
 	equivalent(t, "gcra", "token-bucket:expire=idle,query=write")
 	equivalent(t, "fixed-window:align=epoch", "fixed-window:align=epoch,query=write")
-	for _, align := range []string{"epoch", "first-grid", "first-hit"} {
+	for _, align := range []string{"epoch", "first-grid", "first-hit", "elastic", "elastic-allowed"} {
 		equivalent(t, "fixed-window:align="+align, "fixed-window:count-denied=true,align="+align)
 	}
 }

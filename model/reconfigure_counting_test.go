@@ -111,6 +111,11 @@ func TestFixedWindowRelay(t *testing.T) {
 		// first-hit: the window opened at 100 becomes [100, 2100).
 		{"first-hit window raised", "fixed-window:align=first-hit,reconfigure=relay", 2, 1000, []rstep{
 			rAllow(100, true), rAllow(200, true), rConf(300, 2, 2000), rLife(300, 1800), rAllow(1500, false), rAllow(2100, true)}},
+		// elastic: renewed last by the denial at 300, the window ends at
+		// 300 + W' = 2300; a query renews nothing.
+		{"elastic window raised", "fixed-window:align=elastic,reconfigure=relay", 2, 1000, []rstep{
+			rAllow(100, true), rAllow(200, true), rAllow(300, false), rConf(400, 2, 2000), rLife(400, 1900),
+			rLeft(2299, 0), rLeft(2300, 2)}},
 		// first-grid anchored at 100: 100 + ⌊(t-100)/2000⌋·2000 = 100 for t < 2100: the count's window.
 		{"first-grid window raised", "fixed-window:align=first-grid,reconfigure=relay", 2, 1000, []rstep{
 			rAllow(100, true), rAllow(200, true), rConf(300, 2, 2000), rAllow(1500, false), rAllow(2100, true)}},
@@ -141,6 +146,11 @@ func TestFixedWindowFinish(t *testing.T) {
 		{"first-hit window raised", "fixed-window:align=first-hit,reconfigure=finish", 2, 1000, []rstep{
 			rAllow(100, true), rAllow(200, true), rConf(300, 2, 2000), rAllow(1099, false), rAllow(1100, true),
 			rAllow(3000, true), rAllow(3099, false), rAllow(3100, true)}},
+		// elastic: the TTL written at 300 keeps its end 1300; the denial
+		// at 1200 writes one of W': the end is 3200.
+		{"elastic window raised", "fixed-window:align=elastic,reconfigure=finish", 2, 1000, []rstep{
+			rAllow(100, true), rAllow(200, true), rAllow(300, false), rConf(400, 2, 2000), rLife(400, 900),
+			rLeft(1199, 0), rAllow(1200, false), rLife(1200, 2000), rLeft(3199, 0), rLeft(3200, 2)}},
 		// first-hit, W' = 500: still [100, 1100), then [1100, 1600).
 		{"first-hit window lowered", "fixed-window:align=first-hit,reconfigure=finish", 2, 1000, []rstep{
 			rAllow(100, true), rAllow(200, true), rConf(300, 2, 500), rAllow(1099, false), rAllow(1100, true),
@@ -344,7 +354,7 @@ func countingReadingSpecs() map[string][][]string {
 		var bases []string
 		switch name {
 		case ProfileFixedWindow:
-			for _, c := range crossed([]string{"epoch", "go-zero", "first-grid", "first-hit"}, []string{"false", "true"}, nil) {
+			for _, c := range crossed([]string{"epoch", "go-zero", "first-grid", "first-hit", "elastic", "elastic-allowed"}, []string{"false", "true"}, nil) {
 				bases = append(bases, c+",query=read", c+",query=write")
 			}
 		default:

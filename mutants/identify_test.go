@@ -22,20 +22,23 @@ import (
 // sliding log whose fault lies outside the decisions the probes make
 // (keys, errors, ids, time), so a sliding log fits.
 var identity = map[string]struct{ profile, mistake string }{
-	"fixed-window-epoch":   {"fixed-window:align=epoch,count-denied=false,query=read", ""},
-	"fixed-window-first":   {"fixed-window:align=first-hit,count-denied=false,query=read", ""},
-	"two-window-approx":    {"sliding-counter:admit=below,align=epoch,count-denied=false", ""},
-	"same-ms-collision":    {"", "same millisecond count once"},
-	"logs-denied":          {"", "logs denied requests"},
-	"off-by-one":           {"", "one more than the limit"},
-	"under-admits":         {"", "one fewer than the limit"},
-	"inclusive-boundary":   {"", "still count at exactly s+W"},
-	"list-pop-inclusive":   {"", "still count at exactly s+W"},
-	"window-unit-mixup":    {"", "seconds taken as milliseconds"},
-	"reconfigure-ignored":  {"", ""},
-	"config-in-key":        {"sliding-log", ""}, // in steady state: Configure is reported apart
-	"clock-ignored":        {"", ""},
-	"fw-expire-every-hit":  {"", ""},
+	"fixed-window-epoch":  {"fixed-window:align=epoch,count-denied=false,query=read", ""},
+	"fixed-window-first":  {"fixed-window:align=first-hit,count-denied=false,query=read", ""},
+	"two-window-approx":   {"sliding-counter:admit=below,align=epoch,count-denied=false", ""},
+	"same-ms-collision":   {"", "same millisecond count once"},
+	"logs-denied":         {"", "logs denied requests"},
+	"off-by-one":          {"", "one more than the limit"},
+	"under-admits":        {"", "one fewer than the limit"},
+	"inclusive-boundary":  {"", "still count at exactly s+W"},
+	"list-pop-inclusive":  {"", "still count at exactly s+W"},
+	"window-unit-mixup":   {"", "seconds taken as milliseconds"},
+	"reconfigure-ignored": {"", ""},
+	"config-in-key":       {"sliding-log", ""}, // in steady state: Configure is reported apart
+	"clock-ignored":       {"", ""},
+	// An EXPIRE on every hit is the window python limits'
+	// FixedWindowElasticExpiry keeps: a fault of first-hit, honest as
+	// elastic.
+	"fw-expire-every-hit":  {"fixed-window:align=elastic,count-denied=true,query=read", ""},
 	"fw-incr-expire-split": {"fixed-window:align=first-hit,count-denied=true,query=read", ""},
 	// A fault of Configure: the profile the mutant claims, where the
 	// probes' raised limit (a change of the limit alone, graded against
@@ -102,7 +105,7 @@ func checkLogOrNothing(t *testing.T, tg suite.Target) {
 // every profile, so what it must never do is rule the right one out; the
 // classic mistakes it names there are a diagnosis, not a verdict, and a
 // loaded machine may leave them unnamed.
-var inRealTime = []string{"fixed-window-epoch", "fixed-window-first", "two-window-approx", "fw-incr-expire-split", "gcra-burst-off-by-one"}
+var inRealTime = []string{"fixed-window-epoch", "fixed-window-first", "two-window-approx", "fw-incr-expire-split", "gcra-burst-off-by-one", "fw-expire-every-hit"}
 
 // TestIdentifyReportsConfigureApart: an exact log whose keys name the
 // limit is the sliding log in steady state, and identify says so, with

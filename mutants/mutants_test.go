@@ -333,6 +333,7 @@ var named = map[string]string{
 	"per-instance":              "own log",
 	"window-unit-mixup":         "seconds taken as milliseconds",
 	"remaining-truncated-start": "truncated to whole seconds",
+	"fw-expire-every-hit":       "whose expiry every request renews",
 }
 
 func explainedBy(r result.Result, name string) bool {

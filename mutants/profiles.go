@@ -71,7 +71,9 @@ const (
 // EXPIRE sent on every hit, not only the window's first: a user who keeps
 // sending, even denied, pushes the window's end ahead and is never let
 // through again. Graded as a fixed window opened by the first request,
-// counting denied requests. Caught by strict/denied-not-logged.
+// counting denied requests. Caught by strict/denied-not-logged. It is
+// the honest fixed-window:align=elastic,count-denied=true (python limits'
+// elastic expiry), which identify names it.
 func FixedWindowExpireEveryHit(s Store) (contract.RateLimiterContract, error) {
 	return mutated(s, fixedHitProfile, edits(edit{fixedWrite, "  start = now -- the TTL set again: the window closes W after the last hit\n" + fixedWrite}))
 }

@@ -2,15 +2,18 @@
 -- (model.FixedWindow: the rules are in its doc comment).
 --
 -- KEYS[1]  the user's state: a HASH of a (first-grid anchor), s (start of
---          the window of the last counted request) and c (its count)
+--          the window of the last counted request; elastic: its last
+--          renewal) and c (its count)
 -- ARGV[1]  now in unix ms, or "" to read the server's TIME (the prelude sets now)
 -- ARGV[2]  window W in ms (>= 1)
 -- ARGV[3]  limit N (>= 1)
 -- ARGV[4]  "1": decide (and count) the request; "0": only look
 -- ARGV[5]  align: epoch | go-zero | first-grid | first-hit | first-second
---          (go-zero: the windows of Go's time.Time.Truncate, counted from
---          0001-01-01 UTC; first-second: a window opened at now truncated
---          to the second, the model's phase 0)
+--          | elastic | elastic-allowed (go-zero: the windows of Go's
+--          time.Time.Truncate, counted from 0001-01-01 UTC; first-second: a
+--          window opened at now truncated to the second, the model's phase
+--          0; elastic: as first-hit, every request renews the window's
+--          expiry, W from now; elastic-allowed: every allowed one does)
 -- ARGV[6]  "1": denied requests are counted too
 -- ARGV[7]  query: read | write (a look saves the state, without counting)
 -- ARGV[8]  the request's cost n (>= 0; absent: 1, a unit request): all or
@@ -58,7 +61,7 @@ if align == "epoch" or align == "go-zero" then
   if not exists or start ~= s then
     anchor, start, count = 0, s, 0
   end
-elseif align == "first-hit" or align == "first-second" then
+elseif align == "first-hit" or align == "first-second" or align == "elastic" or align == "elastic-allowed" then
   if not exists or now >= start + window or now < start then
     anchor, start, count = 0, now, 0
     if align == "first-second" then
@@ -84,13 +87,20 @@ local remaining = limit - count
 if remaining < 0 then
   remaining = 0
 end
-if (record and (allowed == 1 or countDenied)) or (writes and not record) then
+local counts = record and (allowed == 1 or countDenied)
+-- elastic: the request renews the window's expiry (elastic-allowed: an
+-- allowed one); a window with no count has none to renew.
+local renews = record and (align == "elastic" or (align == "elastic-allowed" and allowed == 1))
+if counts or (writes and not record) or (renews and count > 0) then
   -- A unit request's INCR is written as it always was: mutants/ plants a
   -- fault at that line.
-  if record and cost == 1 then
+  if counts and cost == 1 then
     count = count + 1
-  elseif record then
+  elseif counts then
     count = count + cost
+  end
+  if renews then
+    start = now -- the window now ends W from this request
   end
   redis.call("HSET", key, "a", anchor, "s", start, "c", count)
   -- The count matters until its window ends (first-grid: the anchor a

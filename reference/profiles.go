@@ -92,7 +92,7 @@ const ExactBound = 1 << 52
 // NewProfile returns a Redis limiter implementing the profile spec exactly
 // as its model (model.Variant.New) decides, one Lua script per decision: the
 // sliding log is [New]; fixed windows (align=epoch, go-zero, first-grid, first-hit,
-// first-second at phase 0, count-denied, query), the two-window weighted counter (align, count-denied,
+// first-second at phase 0, elastic, elastic-allowed, count-denied, query), the two-window weighted counter (align, count-denied,
 // admit), GCRA and token buckets
 // (refill, expire, query) keep one HASH per user under
 // opts.Prefix + "{" + userID + "}", with a TTL renewed on every write: the

@@ -32,6 +32,7 @@ var profileSpecs = []string{
 	"token-bucket:refill=interval,expire=idle,query=write",
 	"fixed-window:align=go-zero", "sliding-counter:align=go-zero,admit=at-most,count-denied=true",
 	"fixed-window:align=first-second,count-denied=true",
+	"fixed-window:align=elastic,count-denied=true,query=read", "fixed-window:align=elastic-allowed",
 }
 
 // obtainRedis gives the test the package's one Redis (its TestMain's),
@@ -138,6 +139,14 @@ func TestProfileImplementationsFailOtherProfiles(t *testing.T) {
 		// A window opened at the second's start, not at the request's.
 		{"fixed-window:align=first-second", "fixed-window:align=first-hit", "strict/differential"},
 		{"fixed-window:align=first-hit", "fixed-window:align=first-second", "strict/differential"},
+		// A window whose expiry each request renews holds its count
+		// past W after the request that opened it; one renewed by
+		// allowed requests only ends W after the last of those.
+		{"fixed-window:align=elastic,count-denied=true", "fixed-window:align=first-hit,count-denied=true", "strict/denied-not-logged"},
+		{"fixed-window:align=first-hit,count-denied=true", "fixed-window:align=elastic,count-denied=true", "strict/denied-not-logged"},
+		{"fixed-window:align=elastic-allowed", "fixed-window:align=first-hit", "strict/differential"},
+		{"fixed-window:align=first-hit", "fixed-window:align=elastic-allowed", "strict/differential"},
+		{"fixed-window:align=elastic", "fixed-window:align=elastic-allowed", "strict/denied-not-logged"},
 		{"token-bucket:refill=interval", "token-bucket:refill=interval,expire=idle,query=write", "strict/differential"},
 		// Windows of 30 days, 365 days and 100 years lie elsewhere on
 		// Go's grid (time.Time.Truncate's) than on the epoch's.
@@ -183,16 +192,16 @@ func TestDifferentialFindsAQueryThatOpensAWindow(t *testing.T) {
 
 // Without clock control the scripts read the Redis server's TIME; graded
 // in real time they fail nothing (a spec real time cannot decide is
-// skipped, never passed). make test grades one of the two profiles here,
-// which rotates with the seed (see below); the full tier both.
+// skipped, never passed). make test grades one of the three profiles
+// here, which rotates with the seed (see below); the full tier all.
 func TestProfileImplementationsInRealTime(t *testing.T) {
 	testtier.SkipShort(t, "grades the profiles' scripts in real time")
 	t.Parallel() // beside the other parallel tests: real time mostly waits
 	r := obtainRedis(t)
 	// The search oracle of a profile other than the sliding log costs
 	// seconds of CPU per real-time burst (under -race): make test grades
-	// one of the two, which rotates with the seed, the full tier both.
-	for _, p := range testtier.Sample(t, []string{"fixed-window:align=first-hit", "gcra:burst=2"}, 1, func(p string) string { return p }) {
+	// one of them, which rotates with the seed, the full tier all.
+	for _, p := range testtier.Sample(t, []string{"fixed-window:align=first-hit", "gcra:burst=2", "fixed-window:align=elastic,count-denied=true"}, 1, func(p string) string { return p }) {
 		t.Run(p, func(t *testing.T) {
 			t.Parallel() // real time mostly waits
 			spec := model.MustVariant(p)

@@ -76,6 +76,32 @@ func TestIdentifyGroupsProfilesThatDecideAlike(t *testing.T) {
 	}
 }
 
+// A window whose expiry every request renews (align=elastic), or every
+// allowed one (elastic-allowed), decides as first-hit's while requests
+// are W apart or more: the probes tell the three apart without a change
+// of the limit, each one group with its count-denied twin (and first-hit
+// with the interval bucket).
+func TestIdentifyTellsElasticWindowsFromFirstHit(t *testing.T) {
+	t.Parallel() // in memory
+	twins := func(align string) []string {
+		return []string{"fixed-window:align=" + align + ",count-denied=false,query=read", "fixed-window:align=" + align + ",count-denied=true,query=read"}
+	}
+	for p, group := range map[string][]string{
+		"fixed-window:align=elastic,count-denied=true": twins("elastic"),
+		"fixed-window:align=elastic-allowed":           twins("elastic-allowed"),
+		"fixed-window:align=first-hit":                 append(twins("first-hit"), "token-bucket:capacity=limit,expire=full,query=read,refill=interval"),
+	} {
+		t.Run(p, func(t *testing.T) {
+			tg := targets.ProfileModel(model.MustVariant(p))
+			tg.Capabilities.Configure = false
+			id, err := suite.Identify(context.Background(), suite.Config{}, tg)
+			require.NoError(t, err)
+			require.Len(t, id.Fits, 1, "one group: %+v", id.Fits)
+			assert.ElementsMatch(t, group, append([]string{id.Fits[0].Profile}, id.Fits[0].SameDecisions...))
+		})
+	}
+}
+
 // Windows on the epoch's grid and on Go's (align=go-zero, as
 // time.Time.Truncate lays them) are one where the window divides the
 // 62,135,596,800,000 ms between 0001-01-01 and 1970: identify reports

@@ -29,6 +29,7 @@ var profileSpecs = []string{
 	"fixed-window:align=go-zero", "sliding-counter:align=go-zero,admit=at-most,count-denied=true",
 	"gcra", "gcra:burst=2",
 	"token-bucket:capacity=8", "token-bucket:refill=interval,capacity=3",
+	"fixed-window:align=elastic,count-denied=true,query=read", "fixed-window:align=elastic-allowed",
 }
 
 // Each profile's own model, graded against its profile, passes every spec
