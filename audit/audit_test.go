@@ -107,6 +107,59 @@ func TestWholeSecondsAgainstASecondAreUndecided(t *testing.T) {
 	assert.Equal(t, 0, res.Verdict.Code, res.Verdict.Why)
 }
 
+// With the default settling time, a log written out of order is judged
+// as it is: lines shuffled by up to 2s, or written by two workers, one
+// of them flushing its buffer every 5s, are explained, the settling time adapted
+// to the disorder seen (twice it), never 30s of every user's requests; a
+// line written 40s late is never taken for a failure (it may make a
+// refusal it explains not proven, exit 2).
+func TestAnOutOfOrderLogIsJudgedWithTheDefaults(t *testing.T) {
+	const flush = 5 * time.Second
+	for _, tc := range []struct {
+		name      string
+		late      func(r *rand.Rand, i int, at time.Time) time.Duration
+		lateness  time.Duration // at least
+		explained bool
+	}{
+		{"shuffled by up to 2s", func(r *rand.Rand, _ int, _ time.Time) time.Duration {
+			return time.Duration(r.Int64N(int64(2 * time.Second)))
+		}, 1900 * time.Millisecond, true},
+		{"two workers, one flushing every 5s", func(r *rand.Rand, i int, at time.Time) time.Duration {
+			if r.IntN(2) == 0 {
+				return 0
+			}
+			return at.Truncate(flush).Add(flush).Sub(at)
+		}, 4 * time.Second, true},
+		{"a line 40s late", func(_ *rand.Rand, i int, _ time.Time) time.Duration {
+			return time.Duration(b2i(i == 5000)) * 40 * time.Second
+		}, 39 * time.Second, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := rand.New(rand.NewPCG(31, 32))
+			s := &synth{r: rand.New(rand.NewPCG(33, 34)), at: start, gap: time.Millisecond, users: 50, decide: sliding(50, 5, time.Second)}
+			res := audit(t, nginxConfig(accesslog.NginxFormat), memory("gw.log", s.disordered(60_000, func(i int, at time.Time) time.Duration { return tc.late(r, i, at) })))
+			st := res.Stream
+			assert.NotEqual(t, 1, res.Verdict.Code, "never a failure: %s", res.Verdict.Why)
+			if tc.explained {
+				assert.Equal(t, 0, res.Verdict.Code, res.Verdict.Why)
+			} else if res.Verdict.Code == 2 {
+				assert.Contains(t, res.Verdict.Why, "not proven")
+			}
+			assert.True(t, st.Adaptive)
+			assert.GreaterOrEqual(t, st.Lateness, tc.lateness)
+			assert.Equal(t, min(max(2*st.Lateness, bench.MinSettle), bench.DefaultSettle), st.Settle)
+			assert.Contains(t, text(res), fmt.Sprintf("settle      %v, adaptive", st.Settle))
+		})
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // No refusal in the log: nothing put the limit to the test (exit 2).
 func TestALogWithoutRefusalsIsNotExercised(t *testing.T) {
 	s := &synth{r: rand.New(rand.NewPCG(7, 8)), at: start, gap: time.Second, users: 3, decide: sliding(3, 5, time.Second)}

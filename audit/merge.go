@@ -58,7 +58,7 @@ func (m *merger) feed(ctx context.Context, stream *bench.Stream, res *Result) (i
 		case errors.Is(err, bench.ErrTooDense):
 			// No verdict from part of a log: the audit stops (exit 2).
 			// (read names the log and the line; the merge below does.)
-			return fmt.Errorf("%w: the log holds more requests in that span than the audit keeps in memory; lower --settle, or audit a shorter span of the log", err)
+			return fmt.Errorf("%w: the log holds more requests in that span than the audit keeps in memory; give a shorter --settle, or audit a shorter span of the log", err)
 		case err != nil:
 			l.stats.skip("an interval the judge does not take", r.Line)
 		}

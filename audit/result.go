@@ -118,8 +118,12 @@ func (res *Result) judge() Verdict {
 	case ex.UnderAdmitted > 0 && !s.UnderUnproven:
 		return Verdict{1, Wrong, fmt.Sprintf("%s refused that no timing explains: the limit had room", plural.Count(int64(ex.UnderAdmitted), "request"))}
 	case ex.UnderAdmitted > 0:
+		wait := s.Hold
+		if s.Hurried > 0 {
+			wait = s.Shortest
+		}
 		return Verdict{2, Undecided, fmt.Sprintf("%s refused that the requests read before them do not explain, but %s read later (longer than %v, or that far out of order) might: not proven",
-			plural.Count(int64(ex.UnderAdmitted), "request"), plural.Count(s.Late, "request"), s.Settle)}
+			plural.Count(int64(ex.UnderAdmitted), "request"), plural.Count(s.Late, "request"), wait)}
 	case res.Interrupted:
 		return Verdict{2, Undecided, "interrupted before the logs' end"}
 	case s.Calls == 0:

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -104,6 +105,27 @@ func (s *synth) log(n int) []byte {
 	var b []byte
 	for range n {
 		b = s.line(b)
+	}
+	return b
+}
+
+// disordered is n lines written out of order: line i, decided at at, as
+// if it were written late(i, at) after (lines written together keep
+// their order).
+func (s *synth) disordered(n int, late func(i int, at time.Time) time.Duration) []byte {
+	type line struct {
+		at   time.Time
+		text []byte
+	}
+	lines := make([]line, n)
+	for i := range lines {
+		at := s.at
+		lines[i] = line{at.Add(late(i, at)), s.line(nil)}
+	}
+	slices.SortStableFunc(lines, func(a, b line) int { return a.at.Compare(b.at) })
+	var b []byte
+	for _, l := range lines {
+		b = append(b, l.text...)
 	}
 	return b
 }

@@ -3,12 +3,14 @@ package audit
 import (
 	"cmp"
 	"fmt"
-	"github.com/rlconform/rlconform/internal/plural"
 	"io"
 	"maps"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/rlconform/rlconform/bench"
+	"github.com/rlconform/rlconform/internal/plural"
 )
 
 // Text writes the report: what was read, how it was judged, and the
@@ -36,11 +38,30 @@ func (res *Result) Text(w io.Writer) {
 		fmt.Fprintf(w, "; %d not judged: their requests began more than %v before they ended", s.Unjudged, s.Settle)
 	}
 	fmt.Fprintln(w)
+	settleText(w, s)
 	res.skewText(w)
 	fmt.Fprintf(w, "verdict     %s (exit %d): %s\n", strings.ToUpper(res.Verdict.Outcome), res.Verdict.Code, res.Verdict.Why)
 	res.findingsText(w)
 	rate := float64(res.Lines) / max(res.Took, time.Microsecond).Seconds()
 	fmt.Fprintf(w, "read        %s in %v (%.0f lines/s); at most %s held at once\n", plural.Count(res.Lines, "line"), res.Took.Round(time.Millisecond), rate, plural.Count(int64(s.Kept), "request"))
+}
+
+// settleText writes the settling time the requests were judged with, and
+// how far out of order they were read.
+func settleText(w io.Writer, s *bench.StreamResult) {
+	if !s.Adaptive {
+		fmt.Fprintf(w, "settle      %v, as given; lines read out of order by up to %v\n", s.Settle, roundWidth(s.Lateness))
+		return
+	}
+	fmt.Fprintf(w, "settle      %v, adaptive: twice the most a line was read out of order (%v), from %v to %v; a refusal that looked unexplained waited %v for lines read later",
+		s.Settle, roundWidth(s.Lateness), bench.MinSettle, bench.DefaultSettle, s.Hold)
+	if s.Held > 0 {
+		fmt.Fprintf(w, " (%s)", plural.Count(s.Held, "part"))
+	}
+	if s.Hurried > 0 {
+		fmt.Fprintf(w, "; settled sooner (down to %v), not waiting, %s to stay within memory", s.Shortest, plural.Count(s.Hurried, "time"))
+	}
+	fmt.Fprintln(w)
 }
 
 // skippedText writes what was not read: lines skipped, too long, logs

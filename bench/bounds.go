@@ -563,8 +563,9 @@ func (r rules) bestRefills(his []int64, k *scratch) ([]i128, []int) {
 // a token which a streaming judge let go ([Stream]): m is the largest
 // Ev(s)×W + N×s over their latest instants s (Unix ns, widened as the
 // judgement's), Ev(s) the calls let go whose latest instant is s or
-// later. Every call kept ends after every one let go, so for s among
-// them the count of a denial's rule is Ev(s) plus every kept call that
+// later. Every call kept ends after every one let go (or, read late, is
+// counted as if it did: more calls, never fewer), so for s among them
+// the count of a denial's rule is Ev(s) plus every kept call that
 // may begin by the denial's end.
 type bucketCarry struct {
 	any bool
@@ -572,7 +573,12 @@ type bucketCarry struct {
 }
 
 // let adds calls let go, his their latest instants (sorted, each at
-// least every one let go before), to the carry of a bucket of n per w.
+// least every one let go before), to the carry of a bucket of n per w. A
+// call read late may end before one let go already: it is then counted
+// at every instant let go before too, and for its own instant s the term
+// of the first instant let go before at or after s is at least its own
+// (as many calls or more, a later instant), so the carry is never less
+// than the sum it stands for: a denial it explains is explained.
 func (c *bucketCarry) let(his []int64, n, w int64) {
 	k := int64(len(his))
 	if k == 0 {

@@ -10,12 +10,30 @@ import (
 )
 
 // judgeUser judges u's calls that ended before cut and were not judged
-// yet (its new calls), with the others kept as their context.
+// yet (its new calls), with the others kept as their context: first the
+// part held, if any, for good (its wait is over, memory is pressed, or
+// the log ended), then the rest.
 func (s *Stream) judgeUser(u *streamUser, cut time.Duration) {
+	if u.holdUntil != 0 {
+		held := u.holdCut
+		u.holdUntil, u.holdCut = 0, 0
+		s.judgePart(u, held, true)
+		if cut <= held {
+			return
+		}
+	}
+	s.judgePart(u, cut, s.finishing)
+}
+
+// judgePart judges u's new calls that ended before cut. Unless final, a
+// part in which a denial looks unexplained while the log has been read
+// less than the hold past it is held instead: its calls stay new, to be
+// judged again, for good, with the calls read by then.
+func (s *Stream) judgePart(u *streamUser, cut time.Duration, final bool) {
 	s.sortCalls(u)
 	d := s.opts.ClockSkew
 	s.buf, s.judged = s.buf[:0], s.judged[:0]
-	news, denials, allowed := 0, 0, 0
+	news, denials, allowed, unjudged := 0, 0, 0, int64(0)
 	deniedUntil := time.Duration(math.MinInt64)
 	for i := range u.calls {
 		c := u.calls[i].d
@@ -25,7 +43,7 @@ func (s *Stream) judgeUser(u *streamUser, cut time.Duration) {
 		if isNew && c.Outcome == Denied {
 			if s.reachesPast(u, c) {
 				c.Outcome = Other // possibly counted, never judged
-				s.res.Unjudged++
+				unjudged++
 			} else {
 				denials++
 				deniedUntil = max(deniedUntil, latest(c))
@@ -41,10 +59,22 @@ func (s *Stream) judgeUser(u *streamUser, cut time.Duration) {
 		s.buf, s.judged = append(s.buf, c), append(s.judged, isNew)
 	}
 	if news == 0 || (denials == 0 && allowed <= s.floor) {
+		s.res.Unjudged += unjudged
 		return
 	}
 	end := s.latest + d
 	ex := s.rules.check(s.buf, end, scope{judged: s.judged, carry: u.carry, k: &s.k})
+	if !final && ex.UnderAdmitted > 0 && s.hold > 0 && s.latest < deniedUntil+s.hold && !s.pressed() {
+		for i, isNew := range s.judged {
+			if isNew {
+				u.calls[i].d.User = 0
+			}
+		}
+		u.holdUntil, u.holdCut = deniedUntil+s.hold, cut
+		s.res.Held++
+		return
+	}
+	s.res.Unjudged += unjudged
 	s.merge(u, ex)
 	if ex.UnderAdmitted > 0 {
 		u.underUntil = max(u.underUntil, deniedUntil)
@@ -142,9 +172,8 @@ func (u *streamUser) refs(calls []Decision) []uint64 {
 }
 
 // letGo lets go u's judged calls that no later part can need: those that
-// ended a context before cut.
-func (s *Stream) letGo(u *streamUser, cut time.Duration) {
-	limit := cut - s.ctx
+// ended by limit (a context before its first call not judged).
+func (s *Stream) letGo(u *streamUser, limit time.Duration) {
 	var his []int64
 	kept := u.calls[:0]
 	for _, e := range u.calls {

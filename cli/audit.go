@@ -28,6 +28,7 @@ type auditFlags struct {
 	policy, profile         string
 	limitedStatus           int
 	clockSkew, settle       time.Duration
+	settleGiven             bool
 	requestTimeout          time.Duration
 	tz, json, html          string
 	files                   []string
@@ -59,7 +60,7 @@ func parseAudit(args []string, stderr io.Writer) (*auditFlags, error) {
 	fs.StringVar(&f.profile, "profile", model.ProfileSlidingLog, "the algorithm the limiter claims, `NAME[:key=value,...]` ("+strings.Join(model.Builtin().Names(), ", ")+"): its admissions and refusals are judged by that profile's bounds")
 	fs.IntVar(&f.limitedStatus, "limited-status", 429, "the status of the limiter's refusal (Envoy: with the RL response flag)")
 	fs.DurationVar(&f.clockSkew, "clock-skew", 0, "how far any gateway's clock may be from the limiter's (at most 1h): every interval is widened by it on each side")
-	fs.DurationVar(&f.settle, "settle", 30*time.Second, "how far out of order a log's lines may be, and how long a request may last before its refusals are judged (at most 1h): a longer request read later makes the refusals it might explain unproven")
+	fs.DurationVar(&f.settle, "settle", 0, "how far out of order a log's lines may be, and how long a request may last before its refusals are judged (at most 1h): a longer request read later makes the refusals it might explain unproven. Default: adaptive, twice the most a line was seen out of order, from 1s to 30s, and a refusal that looks unexplained waits 30s for lines read late")
 	fs.DurationVar(&f.requestTimeout, "request-timeout", k6.DefaultTimeout, "--format k6: the longest a request may have taken (your script's timeout, at most 24h)")
 	fs.StringVar(&f.tz, "tz", "Local", "the time `ZONE` of instants logged without one (HAProxy's %tr): Local, UTC, or a name such as Europe/Paris")
 	fs.StringVar(&f.json, "json", "", "write the result as JSON to `FILE` (- for stdout)")
@@ -67,6 +68,7 @@ func parseAudit(args []string, stderr io.Writer) (*auditFlags, error) {
 	if err := parseInterleaved(fs, args, &f.files); err != nil {
 		return nil, err
 	}
+	fs.Visit(func(fl *flag.Flag) { f.settleGiven = f.settleGiven || fl.Name == "settle" })
 	if err := f.check(); err != nil {
 		return nil, err
 	}
@@ -103,7 +105,7 @@ func (f *auditFlags) check() error {
 		return errors.New("no log to read: give the files (- for standard input)")
 	case f.clockSkew < 0 || f.clockSkew > bench.MaxClockSkew:
 		return fmt.Errorf("--clock-skew %v: want 0 to %v", f.clockSkew, bench.MaxClockSkew)
-	case f.settle <= 0 || f.settle > time.Hour:
+	case f.settle < 0 || f.settle > time.Hour || f.settleGiven && f.settle == 0:
 		return fmt.Errorf("--settle %v: want more than 0, at most 1h", f.settle)
 	case f.requestTimeout <= 0 || f.requestTimeout > 24*time.Hour:
 		return fmt.Errorf("--request-timeout %v: want more than 0, at most 24h", f.requestTimeout)

@@ -75,11 +75,18 @@ func TestAuditExplainsAnExactLimiter(t *testing.T) {
 	assert.Contains(t, out, "audit       nginx log: ")
 	assert.Contains(t, out, "judged      125 requests of 1 user")
 	assert.Contains(t, out, "verdict     EXPLAINED (exit 0)")
+	assert.Contains(t, out, "settle      1s, adaptive: ", "by default the settling time adapts")
 	var res map[string]any
 	b, err := os.ReadFile(js)
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &res))
 	assert.Equal(t, "explained", res["verdict"].(map[string]any)["outcome"])
+	assert.Equal(t, true, res["judged"].(map[string]any)["settle_adaptive"])
+
+	// A settling time given is kept as it is.
+	code, out, errOut = rlconform(t, append(auditArgs(exactLog(t)), "--settle", "2s")...)
+	require.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
+	assert.Contains(t, out, "settle      2s, as given")
 }
 
 func TestAuditFailsAFixedWindow(t *testing.T) {
@@ -131,6 +138,8 @@ func TestAuditRefusesBadFlags(t *testing.T) {
 		{[]string{"audit", "--format", "apache", "--user", "u", "--policy", "5/1s", log}, `format "apache"`},
 		{[]string{"audit", "--format", "nginx", "--user", "u", "--policy", "5/1s", log}, "give the log_format string"},
 		{append(auditArgs(log), "--clock-skew", "2h"), "--clock-skew 2h0m0s: want 0 to 1h0m0s"},
+		{append(auditArgs(log), "--settle", "0"), "--settle 0s: want more than 0, at most 1h"},
+		{append(auditArgs(log), "--settle", "2h"), "--settle 2h0m0s: want more than 0, at most 1h"},
 		{append(auditArgs(log), "--policy", "0/1s"), "--policy"},
 		{append(auditArgs(log), "--profile", "nope"), "--profile"},
 		{append(auditArgs(log), "--limited-status", "200"), "--limited-status 200"},
