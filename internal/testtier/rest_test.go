@@ -67,16 +67,15 @@ func TestRestListsEveryTieredTest(t *testing.T) {
 // tieredTests returns the top-level tests of the package in dir that do
 // more in the full tier, sorted.
 func tieredTests(dir string) ([]string, error) {
-	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, dir, func(fi fs.FileInfo) bool { return strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	pkgs, err := parseTests(dir)
 	if err != nil {
 		return nil, err
 	}
 	var tests []string
-	for _, p := range pkgs {
+	for _, files := range pkgs {
 		refs := map[string][]string{} // a package-level name and the names it refers to
 		tiered := map[string]bool{}
-		for _, f := range p.Files {
+		for _, f := range files {
 			for _, decl := range f.Decls {
 				for name, node := range declared(decl) {
 					ast.Inspect(node, func(n ast.Node) bool {
@@ -109,6 +108,24 @@ func tieredTests(dir string) ([]string, error) {
 	}
 	slices.Sort(tests)
 	return tests, nil
+}
+
+// parseTests parses the test files of dir, by package (p and p_test).
+func parseTests(dir string) (map[string][]*ast.File, error) {
+	names, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+	if err != nil {
+		return nil, err
+	}
+	fset := token.NewFileSet()
+	out := map[string][]*ast.File{}
+	for _, name := range names {
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			return nil, err
+		}
+		out[f.Name.Name] = append(out[f.Name.Name], f)
+	}
+	return out, nil
 }
 
 // declared maps the package-level names decl declares (functions, and
