@@ -114,6 +114,26 @@ const (
 	ReadingAny       = "any"
 )
 
+// CostParam is the parameter of GCRA and token buckets that says how a
+// request of cost n is decided ([Weighted]): CostWhole, the default, all
+// or nothing (allowed when n fit, so a cost above the burst or capacity
+// never is); CostDebt, allowed whenever a unit request would be (the user
+// owes nothing: a GCRA's max(TAT, t) − t ≤ (B−1)×T, a bucket's tokens ≥
+// 1), and then all n are taken, possibly leaving the user in debt that
+// later requests wait out (Guava's RateLimiter.tryAcquire(n)). A unit
+// request is decided alike under both.
+const (
+	CostParam = "cost"
+	CostWhole = "whole"
+	CostDebt  = "debt"
+)
+
+// costParam is [CostParam]'s declaration, for the algorithms that take it.
+func costParam() ParamInfo {
+	return ParamInfo{Name: CostParam, Default: CostWhole, Values: []string{CostWhole, CostDebt},
+		Doc: "how a request of cost n is decided: whole, all or nothing (allowed when n fit; n above the burst or capacity never is); debt, allowed whenever one unit would be (nothing is owed), then all n are taken, possibly into debt that later requests wait out (Guava's RateLimiter.tryAcquire(n))"}
+}
+
 // Grid is a fixed grid of windows [o+kW, o+(k+1)W) for every whole k.
 type Grid struct {
 	// Origin is o, an edge of every grid whatever W.

@@ -22,6 +22,13 @@ import (
 // retry at TAT - (B-1)*T, rounded up to the millisecond. Its decisions are
 // those of a token bucket of capacity B refilled continuously at N per W.
 //
+// A request of cost n (cost=whole, the default) is n emission intervals,
+// all or nothing: allowed when max(TAT, t) + n*T - t <= B*T. With
+// cost=debt it is allowed whenever a unit request would be, max(TAT, t) -
+// t <= (B-1)*T, whatever n, and TAT = max(TAT, t) + n*T all the same: the
+// user may owe more than a burst, and later requests wait until TAT comes
+// back within (B-1)*T of them (Guava's RateLimiter).
+//
 // A change of N or W at c reads a user's TAT as the reading says
 // ([gcraReadings]): kept (keep-tat), its excess drained at the new rate
 // from the last allowed request l (drain), settled as a bucket at c
@@ -29,6 +36,7 @@ import (
 type gcraModel struct {
 	burst   int // 0: follow N
 	reading string
+	debt    bool // cost=debt: a request of any cost while nothing is owed
 	n       int
 	w       int64
 	users   map[string]gcraUser
@@ -75,7 +83,11 @@ func readingOf(p map[string]string, first string) string {
 
 // Describe implements [Profile].
 func (g *gcraModel) Describe() string {
-	return fmt.Sprintf("GCRA (a token bucket of %d refilled continuously at %d per %v, one every %v)", g.b(), g.n, ms(g.w), g.interval())
+	s := fmt.Sprintf("GCRA (a token bucket of %d refilled continuously at %d per %v, one every %v)", g.b(), g.n, ms(g.w), g.interval())
+	if g.debt {
+		s += ", a request of any cost allowed while nothing is owed, its whole cost owed after it"
+	}
+	return s
 }
 
 func (g *gcraModel) b() int {
@@ -115,9 +127,9 @@ func (g *gcraModel) Allow(now time.Time, user string) (bool, error) {
 }
 
 // AllowN implements [Weighted]: n emission intervals, allowed when
-// max(TAT, t) + n*T - t <= B*T, that is when slack - (n-1)*T >= 0, and
-// then TAT = max(TAT, t) + n*T; refused, nothing changes. Cost 0 is
-// allowed and changes nothing.
+// max(TAT, t) + n*T - t <= B*T, that is when slack - (n-1)*T >= 0 (with
+// cost=debt when slack >= 0, as for one), and then TAT = max(TAT, t) +
+// n*T; refused, nothing changes. Cost 0 is allowed and changes nothing.
 func (g *gcraModel) AllowN(now time.Time, user string, n int) (bool, error) {
 	if err := validateRequest(user, n); err != nil {
 		return false, err
@@ -128,7 +140,11 @@ func (g *gcraModel) AllowN(now time.Time, user string, n int) (bool, error) {
 	t := now.UnixMilli()
 	slack, from := g.slack(t, user)
 	extra := new(big.Rat).Mul(big.NewRat(int64(n-1), 1), g.t())
-	if slack.Cmp(extra) < 0 {
+	need := extra // all n must fit
+	if g.debt {
+		need = new(big.Rat) // as for one: nothing owed beyond the tolerance
+	}
+	if slack.Cmp(need) < 0 {
 		return false, nil
 	}
 	if g.users == nil {
@@ -291,21 +307,22 @@ func gcraAlgorithm() Algorithm {
 		Summary: "the generic cell rate algorithm (leaky bucket as a meter): one request every W/N, a burst of B",
 		Params: []ParamInfo{
 			{"burst", "limit", nil, "the burst B: requests allowed at once from idle (limit: follow N)"},
+			costParam(),
 		},
 		New: func(p map[string]string, n int, w time.Duration) Replayable {
-			return &gcraModel{burst: fixedParam(p["burst"]), reading: readingOf(p, gcraKeepTAT), n: n, w: w.Milliseconds()}
+			return &gcraModel{burst: fixedParam(p["burst"]), reading: readingOf(p, gcraKeepTAT), debt: p[CostParam] == CostDebt, n: n, w: w.Milliseconds()}
 		},
-		Cost:     "n emission intervals (T = W/N): allowed when max(TAT, t) + n×T - t <= B×T, then TAT = max(TAT, t) + n×T; refused, nothing changes; n > B is never allowed; " + costShared,
+		Cost:     "n emission intervals (T = W/N): cost=whole, allowed when max(TAT, t) + n×T - t <= B×T (n > B is never allowed); cost=debt, allowed when max(TAT, t) - t <= (B-1)×T, as one request is, whatever n; then TAT = max(TAT, t) + n×T; refused, nothing changes; " + costShared,
 		Readings: gcraReadings(),
 		Candidates: func(bursts []string) []string {
 			var list []string
 			for _, b := range bursts {
-				list = append(list, "burst="+b)
+				list = append(list, "burst="+b, "burst="+b+","+CostParam+"="+CostDebt)
 			}
 			return list
 		},
 		Alike: func(p map[string]string, n int, _, _ bool) string {
-			return "bucket/" + sizeKey(p["burst"], n)
+			return "bucket/" + sizeKey(p["burst"], n) + costKey(p)
 		},
 		Suspects:        []string{""},
 		Remedy:          "a rate with a burst lets requests through as soon as the bucket refills, one every W/N, not when an entry leaves the window: keep a log of the instants of allowed requests instead",
@@ -315,6 +332,15 @@ func gcraAlgorithm() Algorithm {
 			return bucketEnvelope(b, n, w, false, fmt.Sprintf("a GCRA of burst %d", b))
 		},
 	}
+}
+
+// costKey is what a variant's parameter cost adds to its key of decisions
+// ([Algorithm.Alike]): nothing for cost=whole, the default.
+func costKey(p map[string]string) string {
+	if c := p[CostParam]; c != "" && c != CostWhole {
+		return "/cost=" + c
+	}
+	return ""
 }
 
 // sizeKey is a burst or capacity parameter as identify compares it under

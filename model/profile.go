@@ -138,9 +138,11 @@ func (v Variant) Algorithm() *Algorithm {
 }
 
 // String is the variant with every parameter, in a stable order:
-// "fixed-window:align=epoch,count-denied=false,query=read". The one
-// parameter it leaves out at its default is reconfigure=any (every
-// reading of a change: see [Algorithm.Readings]); a pinned reading is
+// "fixed-window:align=epoch,count-denied=false,query=read". The two
+// parameters it leaves out at their defaults are reconfigure=any (every
+// reading of a change: see [Algorithm.Readings]) and cost=whole (weighted
+// requests all or nothing: see [CostParam]), so that a variant is named
+// as it was before they were added; a pinned reading, and cost=debt, are
 // shown.
 func (v Variant) String() string {
 	name := v.Name
@@ -149,7 +151,7 @@ func (v Variant) String() string {
 	}
 	keys := make([]string, 0, len(v.Params))
 	for k, val := range v.Params {
-		if k != ReconfigureParam || val != ReadingAny {
+		if (k != ReconfigureParam || val != ReadingAny) && (k != CostParam || val != CostWhole) {
 			keys = append(keys, k)
 		}
 	}

@@ -39,7 +39,14 @@ import (
 // query's instant, and with expire=idle the bucket lives on from there).
 // An allowed request writes; a denied one does not.
 //
-// Remaining is the whole tokens in the bucket at t.
+// cost says how a request of cost n is decided: whole (the default), all
+// or nothing, allowed when the bucket holds n tokens; debt, allowed when it
+// holds one, as a unit request is, and then all n are spent, which may
+// leave it below zero (in debt): refills repay the debt before another
+// request is allowed, and a store keeps the bucket until it is full again
+// (with expire=idle, W*ceil((C+debt)/N) after its last write).
+//
+// Remaining is the whole tokens in the bucket at t, 0 when in debt.
 //
 // A change of N or W at c reads a user's bucket as the reading says
 // ([bucketReadings]): its tokens and last refill read with the new rate
@@ -52,6 +59,7 @@ type tokenBucket struct {
 	interval bool
 	idle     bool // expire=idle
 	writes   bool // query=write
+	debt     bool // cost=debt: a request of any cost while a token is there
 	n        int
 	w        int64
 	users    map[string]bucket
@@ -74,10 +82,14 @@ func (b *tokenBucket) c() int64 {
 
 // Describe implements [Profile].
 func (b *tokenBucket) Describe() string {
+	s := fmt.Sprintf("a token bucket of %d refilled continuously at %d per %v", b.c(), b.n, ms(b.w))
 	if b.interval {
-		return fmt.Sprintf("a token bucket of %d refilled with %d tokens at once every %v", b.c(), b.n, ms(b.w))
+		s = fmt.Sprintf("a token bucket of %d refilled with %d tokens at once every %v", b.c(), b.n, ms(b.w))
 	}
-	return fmt.Sprintf("a token bucket of %d refilled continuously at %d per %v", b.c(), b.n, ms(b.w))
+	if b.debt {
+		s += ", a request of any cost allowed while a token is there, its whole cost taken (into debt)"
+	}
+	return s
 }
 
 // Limit implements [Profile].
@@ -122,10 +134,15 @@ func (b *tokenBucket) at(t int64, user string) (bucket, bool) {
 	return bucket{tokens: tok, last: t, expires: expires}, true
 }
 
-// save keeps st as the user's bucket, written at t.
+// save keeps st as the user's bucket, written at t. With expire=idle it
+// lives W*ceil((C+debt)/N) from t: the refills that make it full.
 func (b *tokenBucket) save(t int64, user string, st bucket) {
 	if b.idle {
-		st.expires = t + b.w*ceilDiv(b.c(), int64(b.n))
+		missing := big.NewRat(b.c(), 1)
+		if st.tokens.Sign() < 0 {
+			missing.Sub(missing, st.tokens)
+		}
+		st.expires = t + b.w*ceilRat(missing.Quo(missing, big.NewRat(int64(b.n), 1)))
 	}
 	if b.users == nil {
 		b.users = map[string]bucket{}
@@ -141,9 +158,10 @@ func (b *tokenBucket) Allow(now time.Time, user string) (bool, error) {
 }
 
 // AllowN implements [Weighted]: allowed when the bucket, refilled up to
-// now, holds at least n tokens, and then it spends n; refused, nothing
-// changes. Cost 0 is allowed and spends nothing; with query=write it is
-// the query, and saves the bucket as the query does.
+// now, holds at least n tokens (with cost=debt at least one, as for a
+// unit request), and then it spends n; refused, nothing changes. Cost 0
+// is allowed and spends nothing; with query=write it is the query, and
+// saves the bucket as the query does.
 func (b *tokenBucket) AllowN(now time.Time, user string, n int) (bool, error) {
 	if err := validateRequest(user, n); err != nil {
 		return false, err
@@ -156,7 +174,11 @@ func (b *tokenBucket) AllowN(now time.Time, user string, n int) (bool, error) {
 	}
 	st, _ := b.at(now.UnixMilli(), user)
 	cost := big.NewRat(int64(n), 1)
-	if st.tokens.Cmp(cost) < 0 {
+	need := cost
+	if b.debt {
+		need = one
+	}
+	if st.tokens.Cmp(need) < 0 {
 		return false, nil
 	}
 	st.tokens = new(big.Rat).Sub(st.tokens, cost)
@@ -173,6 +195,9 @@ func (b *tokenBucket) Remaining(now time.Time, user string) (int, error) {
 	if b.writes {
 		b.save(now.UnixMilli(), user, st)
 	}
+	if st.tokens.Sign() < 0 { // in debt (cost=debt)
+		return 0, nil
+	}
 	return int(new(big.Int).Quo(st.tokens.Num(), st.tokens.Denom()).Int64()), nil
 }
 
@@ -184,7 +209,9 @@ func (b *tokenBucket) RetryAfter(now time.Time, user string) time.Duration {
 		return 0
 	}
 	if b.interval {
-		return ms(st.last + b.w - t)
+		// The refills that bring a token: one, unless in debt.
+		k := new(big.Rat).Sub(one, st.tokens)
+		return ms(st.last + ceilRat(k.Quo(k, big.NewRat(int64(b.n), 1)))*b.w - t)
 	}
 	// (1 - tokens) * W / N ms, rounded up.
 	d := new(big.Rat).Sub(one, st.tokens)
@@ -321,17 +348,18 @@ func tokenBucketAlgorithm() Algorithm {
 			{"refill", "continuous", []string{"continuous", "interval"}, "continuous: N/W tokens per ms, exactly; interval: N tokens at once every whole W since the bucket was made"},
 			{"expire", "full", []string{"full", "idle"}, "full: a bucket is forgotten when refills make it full (a key whose TTL is the time until full); idle: W*ceil(C/N) after its last write, and an interval bucket keeps its grid until then (Symfony's TokenBucket)"},
 			{"query", "read", []string{"read", "write"}, "read: a query of what remains changes nothing; write: it saves the bucket as an allowed request does, without a token (a user with none gets one at the query's instant)"},
+			costParam(),
 		},
 		New: func(p map[string]string, n int, w time.Duration) Replayable {
-			return &tokenBucket{capacity: fixedParam(p["capacity"]), reading: readingOf(p, bucketLazy), interval: p["refill"] == "interval", idle: p["expire"] == "idle", writes: p["query"] == "write", n: n, w: w.Milliseconds()}
+			return &tokenBucket{capacity: fixedParam(p["capacity"]), reading: readingOf(p, bucketLazy), interval: p["refill"] == "interval", idle: p["expire"] == "idle", writes: p["query"] == "write", debt: p[CostParam] == CostDebt, n: n, w: w.Milliseconds()}
 		},
-		Cost:     "allowed when the bucket, refilled up to t (refill=continuous or interval, as for one token), holds at least n tokens, then tokens -= n; refused, nothing changes; n > C is never allowed; " + costQueryWrites,
+		Cost:     "the bucket refilled up to t (refill=continuous or interval, as for one token): cost=whole, allowed when it holds at least n tokens (n > C is never allowed); cost=debt, allowed when it holds at least one, as one request is, whatever n; then tokens -= n (under cost=debt possibly below zero, a debt refills repay before the next request); refused, nothing changes; " + costQueryWrites,
 		Readings: bucketReadings(),
 		Candidates: func(bursts []string) []string {
 			var list []string
 			for _, b := range bursts {
 				c := "capacity=" + b
-				list = append(list, c+",refill=continuous", c+",refill=interval", c+",refill=interval,query=write", c+",refill=interval,expire=idle,query=write")
+				list = append(list, c+",refill=continuous", c+",refill=continuous,"+CostParam+"="+CostDebt, c+",refill=interval", c+",refill=interval,query=write", c+",refill=interval,expire=idle,query=write")
 			}
 			return list
 		},
@@ -383,8 +411,8 @@ func tokenBucketAlike(p map[string]string, n int, queries, _ bool) string {
 	case p["refill"] == "continuous":
 		// A continuous bucket refilled exactly decides alike whenever it
 		// is forgotten or written, and as a GCRA of the same burst.
-		return "bucket/" + sizeKey(p["capacity"], n)
-	case sizeKey(p["capacity"], n) == "limit" && p["expire"] == "full":
+		return "bucket/" + sizeKey(p["capacity"], n) + costKey(p)
+	case sizeKey(p["capacity"], n) == "limit" && p["expire"] == "full" && costKey(p) == "":
 		// Every refill fills it: forgotten, the next request (or a query
 		// that writes) opens a new window.
 		return "fixed-window/first-hit/" + p["query"]

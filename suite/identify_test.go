@@ -40,7 +40,7 @@ func TestIdentifyNamesEveryProfileModel(t *testing.T) {
 	for _, p := range append(slices.Clone(profileSpecs), "sliding-log", "gcra:burst=9", "token-bucket:capacity=2,expire=full,query=read,refill=interval",
 		"token-bucket:refill=interval", "token-bucket:refill=interval,expire=idle,query=write", "token-bucket:refill=interval,query=write",
 		"fixed-window:align=first-hit,query=write", "fixed-window:align=first-grid,query=write", "fixed-window:align=first-hit,count-denied=true,query=read", "fixed-window:align=epoch", "sliding-counter:admit=at-most",
-		"fixed-window:align=first-second", "fixed-window:align=first-second,count-denied=true") {
+		"fixed-window:align=first-second", "fixed-window:align=first-second,count-denied=true", "gcra:cost=debt") {
 		t.Run(p, func(t *testing.T) {
 			id, err := suite.Identify(context.Background(), suite.Config{}, targets.ProfileModel(model.MustVariant(p)))
 			require.NoError(t, err)
@@ -154,8 +154,10 @@ func (l wholeSeconds) Configure(ctx context.Context, n int, w time.Duration) err
 	return l.RateLimiterContract.Configure(ctx, n, w)
 }
 
-// onlyWholeSeconds wraps a target's instances in wholeSeconds.
+// onlyWholeSeconds wraps a target's instances in wholeSeconds, which take
+// no cost.
 func onlyWholeSeconds(t suite.Target, only time.Duration) suite.Target {
+	t.Capabilities.Cost = false
 	inner := t.New
 	t.New = func(ctx context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
 		lim, closer, err := inner(ctx, env)

@@ -30,6 +30,7 @@ var profileSpecs = []string{
 	"gcra", "gcra:burst=2",
 	"token-bucket:capacity=8", "token-bucket:refill=interval,capacity=3",
 	"fixed-window:align=elastic,count-denied=true,query=read", "fixed-window:align=elastic-allowed",
+	"gcra:burst=1,cost=debt", "token-bucket:cost=debt",
 }
 
 // Each profile's own model, graded against its profile, passes every spec
@@ -37,7 +38,7 @@ var profileSpecs = []string{
 // profile's.
 func TestProfileModelsPassTheirProfile(t *testing.T) {
 	t.Parallel() // in memory
-	for _, p := range profileSpecs {
+	for _, p := range append(slices.Clone(profileSpecs), "token-bucket:refill=interval,capacity=3,cost=debt,expire=idle,query=write") {
 		t.Run(p, func(t *testing.T) {
 			rep, err := suite.Check(context.Background(), suite.Config{Profile: p, ReportDir: t.TempDir()}, targets.ProfileModel(model.MustVariant(p)))
 			require.NoError(t, err)
@@ -46,6 +47,31 @@ func TestProfileModelsPassTheirProfile(t *testing.T) {
 				assert.NotEqual(t, result.Errored, r.Status, "%s under %s:\n%s", r.ID, p, r.Message)
 			}
 			assert.Greater(t, rep.Count(result.Passed), 20, "most of the catalogue grades %s", p)
+		})
+	}
+}
+
+// A model that decides weighted requests whole, graded as one that runs
+// into debt (cost=debt), fails the specs of weighted requests where they
+// differ, with a wrong answer, and so does one that runs into debt graded
+// as whole: the parameter is graded, and the specs ask the model what
+// fits (strict/cost-never-fit: a cost above the burst is allowed into
+// debt, refused whole).
+func TestCostParameterIsGraded(t *testing.T) {
+	t.Parallel() // in memory
+	for _, c := range []struct{ impl, graded string }{
+		{"gcra:burst=2", "gcra:burst=2,cost=debt"}, {"gcra:burst=2,cost=debt", "gcra:burst=2"},
+		{"token-bucket:refill=interval", "token-bucket:refill=interval,cost=debt"}, {"token-bucket:cost=debt", "token-bucket"},
+	} {
+		t.Run(c.impl+" as "+c.graded, func(t *testing.T) {
+			ids := []string{"strict/cost-all-or-nothing", "strict/cost-never-fit", "strict/cost-differential"}
+			rep, err := suite.Check(context.Background(), suite.Config{Profile: c.graded, IDs: ids, ReportDir: t.TempDir()}, targets.ProfileModel(model.MustVariant(c.impl)))
+			require.NoError(t, err)
+			require.Len(t, rep.Results, len(ids))
+			for _, r := range rep.Results {
+				require.Equal(t, result.Failed, r.Status, "%s graded as %s must fail %s:\n%s", c.impl, c.graded, r.ID, r.Message)
+				assert.Equal(t, result.KindWrongAnswer, r.Failure.Kind, r.Message)
+			}
 		})
 	}
 }

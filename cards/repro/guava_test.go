@@ -111,7 +111,9 @@ func TestGuava(t *testing.T) {
 // push the next ticket n intervals on (SmoothRateLimiter.java:355-367).
 // With 5 per minute (one every 12s), a fresh user's cost of 4 is allowed
 // and the next request waits 48s; a cost of 7, above the limit, is
-// allowed too (guava: strict/cost-all-or-nothing, strict/cost-expiry-edge,
+// allowed too: the profiles' cost=debt, which the card is graded as
+// (guava: gcra:burst=1,cost=debt; graded whole it failed
+// strict/cost-all-or-nothing, strict/cost-expiry-edge,
 // strict/cost-never-fit).
 func guavaCostNeverThrottlesItself(c *clocked) {
 	c.call("/rlc/v1/configure", 0, map[string]int{"max_requests": 5, "window_ms": 60000})
@@ -155,7 +157,8 @@ func guavaStoresOneSecond(c *clocked) {
 // Guava refuses a request of no permits: checkPermits throws
 // IllegalArgumentException for 0 (RateLimiter.java:493-495), which the
 // card answers 400, invalid input. It consumes nothing (guava:
-// strict/cost-zero fails on the error alone; notes/guava.md).
+// strict/cost-zero takes the error for a cost of 0 as honest;
+// notes/guava.md).
 func guavaRefusesCostZero(c *clocked) {
 	c.call("/rlc/v1/configure", 0, map[string]int{"max_requests": 5, "window_ms": 60000})
 	c.replay([]step{

@@ -66,32 +66,76 @@ func (h *Harness) AllowNOn(i int, user string, n int) bool {
 	return got == AllowedWord(true)
 }
 
-// MaxFit is the largest cost profile p ever admits under the
-// configuration (n, w): what a fresh user's full quota holds (N, or a
-// bucket's burst), found on fresh models. A request of a higher cost can
-// never fit. It fails when p's model refuses (n, w) or states no rule for
-// weighted requests.
-func MaxFit(p model.Variant, n int, w time.Duration) (int, error) {
+// CostBound is what profile p says of weighted requests under one
+// configuration, found on fresh models ([Bound]).
+type CostBound struct {
+	// Full is what a fresh user's full quota holds (N, a burst B, a
+	// capacity C): the largest cost it is allowed whole, or under a
+	// profile that runs into debt, how many unit requests it is allowed.
+	Full int
+	// Debt says that a cost above Full may be allowed too: a fresh user
+	// is allowed a cost above contract.MaxLimit, more than any limit,
+	// burst or capacity holds (cost=debt: any cost while nothing is
+	// owed). No cost then can never fit.
+	Debt bool
+}
+
+// NeverFits reports whether a request of cost can never be allowed.
+func (b CostBound) NeverFits(cost int) bool { return !b.Debt && cost > b.Full }
+
+// Bound is what profile p says of weighted requests under the
+// configuration (n, w): what a fresh user's full quota holds, and whether
+// a cost above it can ever fit, found on fresh models. It fails when p's
+// model refuses (n, w) or states no rule for weighted requests.
+func Bound(p model.Variant, n int, w time.Duration) (CostBound, error) {
 	var failed error
-	fits := func(cost int) bool {
+	fresh := func() model.Replayable {
 		m, err := p.New(n, w)
 		if err != nil {
 			failed = fmt.Errorf("the model of %s refused Configure(%d, %v): %w", p, n, w, err)
-			return false
+			return nil
 		}
-		wm, ok := m.(model.Weighted)
-		if !ok {
+		if _, ok := m.(model.Weighted); !ok {
 			failed = fmt.Errorf("profile %s states no rule for weighted requests (its model is not model.Weighted)", p)
+			return nil
+		}
+		return m
+	}
+	at := FakeStart.Add(time.Hour)
+	fits := func(cost int) bool {
+		m := fresh()
+		if m == nil {
 			return false
 		}
-		ok, _ = wm.AllowN(FakeStart.Add(time.Hour), "probe", cost)
+		ok, _ := m.(model.Weighted).AllowN(at, "probe", cost)
 		return ok
 	}
+	if fits(contract.MaxLimit + 1) {
+		full, _ := fresh().Remaining(at, "probe")
+		return CostBound{Full: full, Debt: true}, nil
+	}
+	most := maxFit(fits)
+	if failed != nil {
+		return CostBound{}, failed
+	}
+	return CostBound{Full: most}, nil
+}
+
+// MaxFit is what a fresh user's full quota holds under profile p and
+// the configuration (n, w) (N, or a bucket's burst): Bound's Full.
+func MaxFit(p model.Variant, n int, w time.Duration) (int, error) {
+	b, err := Bound(p, n, w)
+	return b.Full, err
+}
+
+// maxFit is the largest cost fits admits, by bisection; fits(0) holds,
+// and fits holds for every cost below one it holds for.
+func maxFit(fits func(int) bool) int {
 	lo, hi := 0, 1 // fits(lo); find a hi that does not
 	for fits(hi) && hi < contract.MaxLimit/2 {
 		lo, hi = hi, 2*hi
 	}
-	for hi-lo > 1 && failed == nil {
+	for hi-lo > 1 {
 		mid := lo + (hi-lo)/2
 		if fits(mid) {
 			lo = mid
@@ -99,43 +143,54 @@ func MaxFit(p model.Variant, n int, w time.Duration) (int, error) {
 			hi = mid
 		}
 	}
-	if failed != nil {
-		return 0, failed
-	}
-	return lo, nil
+	return lo
 }
 
 // InvalidCostHonest reports whether an error wrapping
 // contract.ErrInvalidCost is an honest answer to a request of cost (0 or
-// more) where most is the largest cost that ever fits (MaxFit): to a cost
-// of 0 (strict/cost-zero: Guava's tryAcquire(0) throws) and to one that
-// can never fit (strict/cost-never-fit: Symfony's limiters throw for more
-// tokens than the limit). Every spec that judges weighted requests one
-// by one follows it (strict/cost-concurrent takes any error as an
-// unknown outcome). Such an answer admits nothing and changes nothing: a
-// grader applies it to no model, oracle or trace. To a cost that fits, it
-// is a wrong answer.
-func InvalidCostHonest(cost, most int) bool { return cost == 0 || cost > most }
+// more) under the bound b of the profile graded (Bound): to a cost of 0
+// (strict/cost-zero: Guava's tryAcquire(0) throws) and to one that can
+// never fit (strict/cost-never-fit: Symfony's limiters throw for more
+// tokens than the limit; under a profile that runs into debt, none).
+// Every spec that judges weighted requests one by one follows it
+// (strict/cost-concurrent takes any error as an unknown outcome). Such
+// an answer admits nothing and changes nothing: a grader applies it to no
+// model, oracle or trace. To a cost that fits, it is a wrong answer.
+func InvalidCostHonest(cost int, b CostBound) bool { return cost == 0 || b.NeverFits(cost) }
 
-// MaxFit is MaxFit of the profile graded under the configuration in
-// force; the spec ends as a fault of the grader when its model has none.
-func (h *Harness) MaxFit() int { return h.MaxFitUnder(h.N(), h.W()) }
+// Fits says, for a failure message, which costs fit under b and the
+// configuration (n, w): every cost above 0 under a profile that runs into
+// debt, else up to what a full quota holds.
+func (b CostBound) Fits(n int, w time.Duration) string {
+	if b.Debt {
+		return fmt.Sprintf("under Configure(%d, %v) this profile allows a request of any cost while nothing is owed (cost=debt): no cost but 0 is invalid", n, w)
+	}
+	return fmt.Sprintf("only a cost above %d, what a full quota holds under Configure(%d, %v), can never fit", b.Full, n, w)
+}
+
+// MaxFit is what a full quota holds (Bound's Full) under the profile
+// graded and the configuration in force; the spec ends as a fault of the
+// grader when its model has none.
+func (h *Harness) MaxFit() int { return h.BoundUnder(h.N(), h.W()).Full }
+
+// MaxFitUnder is MaxFit under the configuration (n, w).
+func (h *Harness) MaxFitUnder(n int, w time.Duration) int { return h.BoundUnder(n, w).Full }
 
 // InvalidCostHonestUnder is InvalidCostHonest for a request of cost under
 // the configuration (n, w) of the profile graded, for a spec that follows
 // a configuration of its own (the differential's replays).
 func (h *Harness) InvalidCostHonestUnder(n int, w time.Duration, cost int) bool {
-	return cost == 0 || InvalidCostHonest(cost, h.MaxFitUnder(n, w))
+	return cost == 0 || InvalidCostHonest(cost, h.BoundUnder(n, w))
 }
 
-// MaxFitUnder is MaxFit of the profile graded under the configuration
+// BoundUnder is Bound of the profile graded under the configuration
 // (n, w); the spec ends as a fault of the grader when its model has none.
-func (h *Harness) MaxFitUnder(n int, w time.Duration) int {
-	most, err := MaxFit(h.Profile(), n, w)
+func (h *Harness) BoundUnder(n int, w time.Duration) CostBound {
+	b, err := Bound(h.Profile(), n, w)
 	if err != nil {
 		h.Fault("the largest cost that fits: %v", err)
 	}
-	return most
+	return b
 }
 
 // invalidCost judges an error wrapping contract.ErrInvalidCost, the
@@ -150,8 +205,8 @@ func (h *Harness) invalidCost(i int, at, until time.Time, op, user string, cost 
 	if !until.IsZero() {
 		e.Until = until.Sub(h.start)
 	}
-	most := h.MaxFit()
-	if InvalidCostHonest(cost, most) {
+	b := h.BoundUnder(h.N(), h.W())
+	if InvalidCostHonest(cost, b) {
 		e.Want = AllowedWord(false) + " or " + InvalidCostWord
 		h.record(e)
 		h.decided++
@@ -160,8 +215,8 @@ func (h *Harness) invalidCost(i int, at, until time.Time, op, user string, cost 
 	e.Want = want()
 	h.record(e)
 	h.FailStep(i, at, op, InvalidCostWord, e.Want, fmt.Sprintf(
-		"an error wrapping ErrInvalidCost answers only a cost that can never fit (above %d, what a full quota holds under Configure(%d, %v)) or a cost of 0; a cost of %d fits, and must be decided",
-		most, h.N(), h.W(), cost), nil)
+		"an error wrapping ErrInvalidCost answers only a cost that can never fit, or a cost of 0: %s; a cost of %d fits, and must be decided",
+		b.Fits(h.N(), h.W()), cost), nil)
 }
 
 // AllowZero sends AllowRequestN(user, 0), which consumes nothing, and

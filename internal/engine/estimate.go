@@ -48,8 +48,7 @@ func (cat Catalogue) EstimateIdentify(cfg Config, t Target) (Estimate, error) {
 	if err != nil {
 		return Estimate{}, err
 	}
-	probes := append([]Spec{burstProbe()}, append(selectSpecs(full, cat), gridProbe(), bucketProbe())...)
-	return estimate(full, t, probes)
+	return estimate(full, t, probeSpecs(selectSpecs(full, cat), t))
 }
 
 // estimate is Estimate for specs, cfg with its defaults.

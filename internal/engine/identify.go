@@ -162,6 +162,58 @@ func bucketProbe() Spec {
 		}}
 }
 
+// costProbe tells a weighted request decided whole from one allowed into
+// debt (the parameter cost of GCRA and token buckets, model.CostParam).
+// User debt spends more than any burst the burst probe can see, at one
+// instant; an emission interval W/N later (rounded up to the ms: a bucket
+// refilled continuously then holds one token, not two) it asks for a
+// cost of 2, which cost=whole refuses (2 do not fit, or never do) and
+// cost=debt allows (one would be); one more request follows. Identify
+// runs it only on a target that declares weighted requests.
+func costProbe() Spec {
+	return Spec{ID: "identify/cost", Level: result.Core, Needs: []Need{NeedCost},
+		Rule: "whether a request of cost 2 is refused where one token is left, or allowed into debt",
+		Run: func(h *Harness) {
+			u := h.User("debt")
+			a := 34_567 * time.Millisecond
+			if h.fake == nil {
+				h.Origin()
+				a = 0
+			}
+			h.At(a)
+			for range 4*h.N() + 5 {
+				h.Allow(u)
+			}
+			t := time.Duration(ceilDiv(h.W().Milliseconds(), int64(h.N()))) * time.Millisecond
+			h.After(h.Now().Sub(h.start) + t)
+			h.AllowN(u, 2)
+			h.Allow(u)
+		}}
+}
+
+// probeSpecs are the probes identify runs on t, in order: the burst
+// first (a paced endpoint has its whole budget then), the catalogue's
+// selected, the grid and bucket probes, and with weighted requests the
+// cost probe.
+func probeSpecs(selected []Spec, t Target) []Spec {
+	specs := append([]Spec{burstProbe()}, append(selected, gridProbe(), bucketProbe())...)
+	if t.Capabilities.Cost {
+		specs = append(specs, costProbe())
+	}
+	return specs
+}
+
+// ceilDiv is a/b rounded up, for a >= 0 and b > 0.
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// weighed reports whether a probe sent a weighted request of a cost above
+// 1: without one, no answer tells model.CostParam's values apart.
+func weighed(probes []probe) bool {
+	return slices.ContainsFunc(probes, func(p probe) bool {
+		return slices.ContainsFunc(p.trace, func(o TraceOp) bool { return o.Kind == model.OpAllow && o.Cost > 1 })
+	})
+}
+
 // probe is one probe's history.
 type probe struct {
 	id       string
@@ -238,8 +290,7 @@ func identifyOnce(ctx context.Context, cat Catalogue, cfg Config, target Target,
 	if !target.Capabilities.Clock {
 		id.Mode = result.RealTime
 	}
-	// The burst first: a paced endpoint has its whole budget then.
-	specs := append([]Spec{burstProbe()}, append(r.selected(), gridProbe(), bucketProbe())...)
+	specs := probeSpecs(r.selected(), target)
 	for i := range specs {
 		s := &specs[i]
 		rep := &result.Report{}
@@ -268,6 +319,14 @@ func identifyOnce(ctx context.Context, cat Catalogue, cfg Config, target Target,
 	cands, err := candidates(algorithmsOf(cfg), id.Limit, id.Burst)
 	if err != nil {
 		return nil, nil, err
+	}
+	if !weighed(probes) {
+		// A cost other than whole decides unit requests as whole does:
+		// with none but those, the whole variant is the one named.
+		cands = slices.DeleteFunc(cands, func(c model.Variant) bool {
+			v, ok := c.Params[model.CostParam]
+			return ok && v != model.CostWhole
+		})
 	}
 	b := model.NewBudget(identifySteps)
 	judgeFits(id, cands, probes, false, b)

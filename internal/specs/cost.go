@@ -18,7 +18,7 @@ func costSpecs() []engine.Spec {
 	return []engine.Spec{
 		{ID: "strict/cost-all-or-nothing", Level: result.Strict, Needs: cost, MinDecided: 2,
 			Rule:    "a request of cost n is allowed only when n more fit (active + n <= N), and then counts n times; refused, it counts nothing",
-			General: "a request of cost n is allowed only when n more fit, as the profile's rule for weighted requests says, and then counts n times; refused, it counts nothing (or what the profile counts of a denied request)",
+			General: "a request of cost n is decided as a whole, as the profile's rule for weighted requests says (allowed only when n more fit; under cost=debt, whenever one would be), and then counts n times; refused, it counts nothing (or what the profile counts of a denied request)",
 			Run:     costAllOrNothing,
 			Hint:    "decide a weighted request as a whole: compare active + n with N before writing, then log n entries, each under a member of its own (a ZSET keeps one entry per member); never admit the part that fits, and log nothing for a refused request"},
 		{ID: "strict/cost-expiry-edge", Level: result.Strict, Needs: cost, MinDecided: 2,
@@ -28,8 +28,9 @@ func costSpecs() []engine.Spec {
 			Hint:    "log all n entries of a weighted request at its own instant s (a unique member each, one score): shifting members' scores to keep them unique makes some leave before s+W"},
 		{ID: "strict/cost-never-fit", Level: result.Strict, Needs: cost, MinDecided: 1,
 			Rule:            "a request whose cost can never fit (above N, or above a bucket's burst) is refused, or answered as invalid input, never allowed",
+			General:         "a request above what a full quota holds is decided as the profile's rule for weighted requests says: where it can never fit (above N, a burst or a capacity), refused or answered as invalid input, never allowed; under cost=debt, allowed while nothing is owed, its whole cost then owed",
 			Run:             costNeverFit,
-			Hint:            "compare the cost with what a full quota holds: a request above it must be denied (or return contract.ErrInvalidCost; over HTTP, 400), not admitted in part nor clamped to the limit",
+			Hint:            "compare the cost with what a full quota holds: a request above it must be denied (or return contract.ErrInvalidCost; over HTTP, 400), not admitted in part nor clamped to the limit; a limiter that lets any cost through while nothing is owed, and charges it to the next requests, is graded with cost=debt",
 			HintAllProfiles: true},
 		{ID: "strict/cost-zero", Level: result.Strict, Needs: cost, MinDecided: 1,
 			Rule:            "a request of cost 0 consumes nothing (its answer, or ErrInvalidCost, is not graded)",
@@ -101,8 +102,10 @@ func costExpiryEdge(h *engine.Harness) {
 }
 
 // costNeverFit sends requests above what a full quota holds to a fresh
-// user and to one with history: each is denied, or answered as invalid
-// input (engine.InvalidCostHonest), never allowed.
+// user and to one with history, each decided as the profile's model says:
+// where such a cost can never fit, denied or answered as invalid input
+// (engine.InvalidCostHonest), never allowed; under cost=debt, allowed
+// while nothing is owed (the bound is the model's: engine.Bound).
 func costNeverFit(h *engine.Harness) {
 	h.Configure(costLimit, h.W())
 	most := h.MaxFit()

@@ -57,8 +57,17 @@ const (
 func differential(h *engine.Harness) { differentialOf(h, 0) }
 
 // costDifferential is differential with weighted requests among the
-// allows, of random costs up to what a full quota holds.
-func costDifferential(h *engine.Harness) { differentialOf(h, h.MaxFit()) }
+// allows, of random costs up to what a full quota holds, or under a
+// profile that runs into debt (cost=debt) up to twice that and one more:
+// debts of more than a whole quota.
+func costDifferential(h *engine.Harness) {
+	b := h.BoundUnder(h.N(), h.W())
+	if b.Debt {
+		differentialOf(h, 2*b.Full+1)
+		return
+	}
+	differentialOf(h, b.Full)
+}
 
 // differentialOf runs the differential's schedules, whose allows are
 // weighted requests of random costs from 0 to maxCost when maxCost > 0.
@@ -321,7 +330,7 @@ func replay(h *engine.Harness, ops []dop, tag string, record bool) (int, string)
 			why := fmt.Sprintf("step %d at %s: %s = %s, want %s", step, at, o, got, want)
 			if invalid {
 				m := rs.Primary()
-				d.Explanation = fmt.Sprintf("an error wrapping ErrInvalidCost answers only a cost that can never fit (above %d under Configure(%d, %v)) or a cost of 0", h.MaxFitUnder(m.Limit(), m.Window()), m.Limit(), m.Window())
+				d.Explanation = "an error wrapping ErrInvalidCost answers only a cost that can never fit, or a cost of 0: " + h.BoundUnder(m.Limit(), m.Window()).Fits(m.Limit(), m.Window())
 				why += ": " + d.Explanation
 			}
 			h.SetDivergence(d)
@@ -444,9 +453,10 @@ type rtVerdict struct {
 func differentialRealTime(h *engine.Harness, maxCost int) {
 	lim := h.Instance(0)
 	caps := h.Target().Capabilities
-	most := 0 // the largest cost that ever fits: no Configure comes
+	costs := rtCosts{maxCost: maxCost} // what fits: no Configure comes
 	if maxCost > 0 {
-		most = h.MaxFit()
+		costs.bound = h.BoundUnder(h.N(), h.W())
+		costs.fits = costs.bound.Fits(h.N(), h.W())
 	}
 	h.Origin()
 	results := make([]rtVerdict, rtDiffUsers)
@@ -457,7 +467,7 @@ func differentialRealTime(h *engine.Harness, maxCost int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rtSchedule(h, lim, caps, u, seed, rtCosts{maxCost, most}, &results[k])
+			rtSchedule(h, lim, caps, u, seed, costs, &results[k])
 		}()
 	}
 	wg.Wait()
@@ -479,9 +489,13 @@ func differentialRealTime(h *engine.Harness, maxCost int) {
 }
 
 // rtCosts are the costs of a real-time schedule's weighted requests:
-// drawn up to maxCost (0: none), of which most is the largest that ever
-// fits.
-type rtCosts struct{ maxCost, most int }
+// drawn up to maxCost (0: none), with bound what the profile says fits
+// (and fits, in words).
+type rtCosts struct {
+	maxCost int
+	bound   engine.CostBound
+	fits    string
+}
 
 // rtSchedule plays user u's random real-time schedule, seeded with seed, on
 // lim, judging each answer as it comes with an interval oracle of the
@@ -534,9 +548,9 @@ func rtSchedule(h *engine.Harness, lim contract.RateLimiterContract, caps contra
 			v.failed = fmt.Sprintf("%s returned an error: %v", call, err)
 			return
 		}
-		if invalid && !engine.InvalidCostHonest(op.Cost, costs.most) {
+		if invalid && !engine.InvalidCostHonest(op.Cost, costs.bound) {
 			v.steps = append(v.steps, step)
-			v.failed = fmt.Sprintf("step %d: %s = %s: an error wrapping ErrInvalidCost answers only a cost that can never fit (above %d) or a cost of 0", len(v.steps), call, got, costs.most)
+			v.failed = fmt.Sprintf("step %d: %s = %s: an error wrapping ErrInvalidCost answers only a cost that can never fit, or a cost of 0: %s", len(v.steps), call, got, costs.fits)
 			return
 		}
 		if name == "AllowRequestN" && op.Cost == 0 {

@@ -123,7 +123,7 @@ var cards = []card{
 			"--fields", "json:/statuses/0/limitRemaining,/statuses/0/durationUntilReset,/statuses/0/currentLimit"}},
 	{Name: "guava", Library: "Guava RateLimiter.create (SmoothBursty)", Debian: []string{"libguava-java", "openjdk-17-jdk-headless"},
 		Served: "protocol v1 shim on the JDK's com.sun.net.httpserver, a RateLimiter per user, clock control through its SleepingStopwatch",
-		Serve:  "{dir}/java/serve", Profile: "gcra:burst=1"},
+		Serve:  "{dir}/java/serve", Profile: "gcra:burst=1,cost=debt"},
 	{Name: "limits-fixed-window", Library: "python limits FixedWindowRateLimiter (RedisStorage)", Debian: []string{"python3-limits", "python3-redis"},
 		Served: "protocol v1 shim on http.server, 2 instances on one Redis",
 		Exec:   "CARD_STRATEGY=fixed-window {dir}/python/serve", Instances: 2, Profile: "fixed-window:align=first-hit,count-denied=true,query=read"},
