@@ -9,13 +9,16 @@
 -- ARGV[3]  limit N (>= 1): the emission interval is T = W/N
 -- ARGV[4]  burst B (>= 1)
 -- ARGV[5]  "1": decide (and record) the request; "0": only look
--- ARGV[6]  the request's cost n (>= 0; absent: 1, a unit request): n
---          emission intervals, all or nothing: TAT' = max(TAT, now) + n*T,
---          allowed when TAT' - now <= B*T (n = 1: max(TAT, now) - now <=
---          (B-1)*T, the unit rule), and then TAT' is stored; refused, nothing
---          is. n > B is refused. n = 0 writes nothing and is allowed (as
+-- ARGV[6]  cost: "whole" (all or nothing) or "debt" (as a unit request)
+-- ARGV[7]  the request's cost n (>= 0; absent: 1, a unit request): n
+--          emission intervals, TAT' = max(TAT, now) + n*T. whole: allowed
+--          when TAT' - now <= B*T (n = 1: max(TAT, now) - now <= (B-1)*T,
+--          the unit rule), so n > B is refused; debt: allowed when
+--          max(TAT, now) - now <= (B-1)*T, the unit rule, whatever n (the
+--          user may then owe more than a burst). Allowed, TAT' is stored;
+--          refused, nothing is. n = 0 writes nothing and is allowed (as
 --          the model answers; the answer is not graded). The caller never
---          sends a negative n.
+--          sends a negative n, nor under debt one with n*W above 2^52.
 --
 -- Arithmetic: in units of 1/L ms, L = lcm(d, N), every quantity is a whole
 -- number. The caller keeps B*W <= 2^52 and N <= 2^52; the script keeps
@@ -30,7 +33,8 @@ local window = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])
 local burst = tonumber(ARGV[4])
 local record = ARGV[5] == "1"
-local cost = tonumber(ARGV[6] or "1")
+local debt = ARGV[6] == "debt"
+local cost = tonumber(ARGV[7] or "1")
 if cost == 0 then
   return {1, 0} -- consumes and writes nothing: allowed
 end
@@ -63,19 +67,25 @@ if L > BIG or burst * window * (L / limit) > BIG then
 end
 
 -- slack = (B-1)*T - (from - now) - (n-1)*T, in units of 1/L: allowed
--- when >= 0. With n <= B, (n-1)*T <= (B-1)*T: exact.
+-- when >= 0 (debt: without the (n-1)*T). With n <= B, (n-1)*T <= (B-1)*T:
+-- exact. Under debt a TAT far ahead makes used more than 2^53, rounded,
+-- but still above tol (at most 2^52): the comparison holds.
 local used = (fq - now) * L + fr * (L / fd)
 local tol = (burst - 1) * window * (L / limit)
 local per = window * (L / limit) -- T in units of 1/L
 local allowed, remaining = 0, 0
-if cost <= burst and used + (cost - 1) * per <= tol then
+local need = (cost - 1) * per
+if debt then
+  need = 0
+end
+if (debt or cost <= burst) and used + need <= tol then
   allowed = 1
   remaining = math.floor((tol - used) / per) + 1
 end
 
 if record and allowed == 1 then
   -- TAT = from + n*T: n*W/N ms, its whole part wq and the rest in 1/L
-  -- (n*W <= B*W <= 2^52: exact)
+  -- (n*W <= B*W <= 2^52, or under debt n*W <= 2^52 by the caller: exact)
   local nw = cost * window
   local wq = math.floor(nw / limit)
   local nr = fr * (L / fd) + (nw - wq * limit) * (L / limit)

@@ -41,6 +41,11 @@ type luaProfile struct {
 	// exact refuses a configuration (N, C the burst or capacity, W in ms)
 	// the script could not compute exactly; nil when it has no products.
 	exact func(n, c, w int64) error
+	// debt says that the script takes the parameter cost=debt
+	// (model.CostParam), as its argument after the fixed ones; costExact
+	// refuses a cost it could not compute exactly under it (W in ms).
+	debt      bool
+	costExact func(cost, w int64) error
 }
 
 // luaProfileOf is the reference's implementation of the algorithm name,
@@ -56,8 +61,9 @@ func luaProfileOf(name string) (luaProfile, bool) {
 			return []any{flag(p["count-denied"] == "true"), p["align"], p["admit"]}
 		}, exact: func(n, _, w int64) error { return overBound("N×W", n, w) }}, true
 	case model.ProfileGCRA:
-		return luaProfile{source: luaprelude.Source(gcraBody), sizedBy: "burst", args: func(map[string]string) []any { return nil },
-			exact: func(n, c, w int64) error { return errors.Join(overBound("B×W", c, w), overBound("N", n, 1)) }}, true
+		return luaProfile{source: luaprelude.Source(gcraBody), sizedBy: "burst", args: func(p map[string]string) []any { return []any{p[model.CostParam]} },
+			exact: func(n, c, w int64) error { return errors.Join(overBound("B×W", c, w), overBound("N", n, 1)) },
+			debt:  true, costExact: func(cost, w int64) error { return costOverBound(cost, w) }}, true
 	case model.ProfileTokenBucket:
 		return luaProfile{source: luaprelude.Source(tokenBucketBody), sizedBy: "capacity", args: func(p map[string]string) []any {
 			return []any{p["refill"], p["expire"], p["query"]}
@@ -74,6 +80,16 @@ func overBound(what string, a, b int64) error {
 	return nil
 }
 
+// costOverBound is an error wrapping [contract.ErrInvalidCost] when a
+// cost n of a profile that runs into debt (cost=debt) makes n×W above
+// [ExactBound].
+func costOverBound(n, w int64) error {
+	if n > ExactBound/w {
+		return fmt.Errorf("%w: n×W = %d×%d is above 2^52, the largest this cost=debt limiter computes exactly", contract.ErrInvalidCost, n, w)
+	}
+	return nil
+}
+
 // ExactBound is the largest product of a configuration the profile scripts
 // compute with: 2^52. Redis runs Lua with double-precision numbers, whole
 // numbers exact up to 2^53; keeping every compared quantity at most 2^52
@@ -81,7 +97,9 @@ func overBound(what string, a, b int64) error {
 // wrapping [contract.ErrInvalidConfig], a configuration that would pass it:
 //
 //   - sliding-counter: N*W (W in ms);
-//   - gcra: B*W, and N (B the burst, N by default);
+//   - gcra: B*W, and N (B the burst, N by default); with cost=debt, n*W
+//     for a request of cost n too, which AllowRequestN refuses above it
+//     with an error wrapping [contract.ErrInvalidCost];
 //   - token-bucket: C*W, and N (C the capacity, N by default).
 //
 // Fixed windows have no products. For scale: with W = 100 years N may be
@@ -93,8 +111,8 @@ const ExactBound = 1 << 52
 // as its model (model.Variant.New) decides, one Lua script per decision: the
 // sliding log is [New]; fixed windows (align=epoch, go-zero, first-grid, first-hit,
 // first-second at phase 0, elastic, elastic-allowed, count-denied, query), the two-window weighted counter (align, count-denied,
-// admit), GCRA and token buckets
-// (refill, expire, query) keep one HASH per user under
+// admit), GCRA (burst, cost) and token buckets (capacity, refill, expire,
+// query; cost=whole only) keep one HASH per user under
 // opts.Prefix + "{" + userID + "}", with a TTL renewed on every write: the
 // time the model says the state still matters (its Lifetime), plus one
 // window of slack (a state read past its lifetime answers as a fresh one,
@@ -161,6 +179,9 @@ func Implements(spec model.Variant) error {
 	}
 	if r, first := full.Reading(), full.Algorithm().Readings; r != "" && len(first) > 0 && r != first[0].Name {
 		return fmt.Errorf("reference: profile %s: the reference reads a change of configuration as %s only (reconfigure=%s, or any)", full, first[0].Name, first[0].Name)
+	}
+	if impl, _ := luaProfileOf(full.Name); full.Params[model.CostParam] == model.CostDebt && !impl.debt {
+		return fmt.Errorf("reference: profile %s: the reference's %s decides a weighted request whole only (cost=whole); cost=debt is implemented for %s", full, full.Name, model.ProfileGCRA)
 	}
 	return nil
 }
@@ -233,11 +254,17 @@ func (p *profileLimiter) AllowRequest(ctx context.Context, userID string) (bool,
 // of the profile's count, intervals or tokens; a profile that counts
 // denied requests counts a refused one n times. A cost of 0 consumes and
 // writes nothing, and is allowed (as the model answers); a cost above N
-// (above the burst or capacity) is refused; a negative one returns
+// (above the burst or capacity) is refused, but by a GCRA with cost=debt,
+// which allows any cost while nothing is owed; a negative one returns
 // an error wrapping [contract.ErrInvalidCost].
 func (p *profileLimiter) AllowRequestN(ctx context.Context, userID string, n int) (bool, error) {
 	if err := contract.ValidateCost(n); err != nil {
 		return false, fmt.Errorf("%s: AllowRequestN: %w", p.name, err)
+	}
+	if p.impl.costExact != nil && p.spec.Params[model.CostParam] == model.CostDebt {
+		if err := p.impl.costExact(int64(n), p.base.cfg.Load().window); err != nil {
+			return false, fmt.Errorf("%s: AllowRequestN: %w", p.name, err)
+		}
 	}
 	ok, _, err := p.run(ctx, "AllowRequestN", userID, n, true)
 	return ok, err

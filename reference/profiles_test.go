@@ -27,7 +27,7 @@ var profileSpecs = []string{
 	"fixed-window:align=first-hit,query=write", "fixed-window:align=first-grid,count-denied=true,query=write",
 	"sliding-counter", "sliding-counter:count-denied=true", "sliding-counter:align=first-grid,count-denied=true",
 	"sliding-counter:admit=at-most", "sliding-counter:align=first-grid,admit=at-most,count-denied=true",
-	"gcra", "gcra:burst=2",
+	"gcra", "gcra:burst=2", "gcra:burst=1,cost=debt", "gcra:cost=debt",
 	"token-bucket:capacity=8", "token-bucket:refill=interval,capacity=3",
 	"token-bucket:refill=interval,expire=idle,query=write",
 	"fixed-window:align=go-zero", "sliding-counter:align=go-zero,admit=at-most,count-denied=true",
@@ -131,6 +131,12 @@ func TestProfileImplementationsFailOtherProfiles(t *testing.T) {
 		{"sliding-counter", "sliding-counter:admit=at-most", "strict/boundary-burst-epoch"},
 		{"gcra", "fixed-window:align=epoch", "strict/differential"},
 		{"gcra:burst=2", "gcra", "core/allow-within-limit"},
+		// A weighted request into debt, graded whole, and the other way:
+		// a cost of 3 where 2 are left, allowed into debt, refused whole.
+		{"gcra:cost=debt", "gcra", "strict/cost-all-or-nothing"},
+		{"gcra", "gcra:cost=debt", "strict/cost-all-or-nothing"},
+		{"gcra:burst=1,cost=debt", "gcra:burst=1", "strict/cost-never-fit"},
+		{"gcra:burst=1", "gcra:burst=1,cost=debt", "strict/cost-never-fit"},
 		{"token-bucket:capacity=8", "token-bucket", "core/block-over-limit"},
 		{"token-bucket:refill=interval,capacity=3", "token-bucket:capacity=3", "strict/differential"},
 		{"token-bucket:refill=interval,expire=idle,query=write", "token-bucket:refill=interval", "strict/differential"},
@@ -299,5 +305,10 @@ func TestProfileImplementsItsFirstReadingOnly(t *testing.T) {
 		} else if assert.Error(t, err, spec) {
 			assert.Contains(t, err.Error(), "reads a change of configuration as", spec)
 		}
+	}
+	assert.NoError(t, reference.Implements(model.MustVariant("gcra:cost=debt")))
+	err := reference.Implements(model.MustVariant("token-bucket:cost=debt"))
+	if assert.Error(t, err) {
+		assert.Contains(t, err.Error(), "decides a weighted request whole only")
 	}
 }
