@@ -63,6 +63,11 @@ func TestIdentifyOverTheProtocol(t *testing.T) {
 		shown string
 	}{
 		{"gcra:burst=3", true, "gcra:burst=3"},
+		// identify/cost tells a weighted request into debt from one
+		// decided whole, with the clock and in real time.
+		{"gcra:burst=3,cost=debt", true, "gcra:burst=3,cost=debt"},
+		{"gcra", false, "gcra:burst=limit"},
+		{"gcra:cost=debt", false, "gcra:burst=limit,cost=debt"},
 		{"sliding-counter:count-denied=true", true, "sliding-counter:admit=below,align=?,count-denied=true"},
 		{"fixed-window:align=first-hit", false, "fixed-window:align=first-hit,count-denied=false,query=read"},
 		// Windows on the limiter's own clock of seconds (at a phase of

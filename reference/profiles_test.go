@@ -207,7 +207,7 @@ func TestProfileImplementationsInRealTime(t *testing.T) {
 	// The search oracle of a profile other than the sliding log costs
 	// seconds of CPU per real-time burst (under -race): make test grades
 	// one of them, which rotates with the seed, the full tier all.
-	for _, p := range testtier.Sample(t, []string{"fixed-window:align=first-hit", "gcra:burst=2", "fixed-window:align=elastic,count-denied=true"}, 1, func(p string) string { return p }) {
+	for _, p := range testtier.Sample(t, []string{"fixed-window:align=first-hit", "gcra:burst=2", "fixed-window:align=elastic,count-denied=true", "gcra:burst=2,cost=debt"}, 1, func(p string) string { return p }) {
 		t.Run(p, func(t *testing.T) {
 			t.Parallel() // real time mostly waits
 			spec := model.MustVariant(p)
@@ -260,6 +260,18 @@ func TestProfileExactBound(t *testing.T) {
 	require.ErrorIs(t, err, contract.ErrInvalidConfig)
 	_, err = reference.NewProfile(r.Client, model.MustVariant("gcra"), reference.Options{MaxRequests: 1, Window: 1, Prefix: "a{b}"})
 	require.Error(t, err)
+
+	// Under cost=debt a cost may pass the burst: n×W above 2^52 is
+	// refused as a cost it cannot compute, below it decided.
+	debt, err := reference.NewProfile(r.Client, model.MustVariant("gcra:cost=debt"), reference.Options{MaxRequests: 10, Window: contract.MaxWindow, Prefix: "rlc-bound-debt:"})
+	require.NoError(t, err)
+	most := int(reference.ExactBound / contract.MaxWindow.Milliseconds())
+	_, err = debt.(contract.CostLimiter).AllowRequestN(ctx, "u", most+1)
+	require.ErrorIs(t, err, contract.ErrInvalidCost)
+	ok, err := debt.(contract.CostLimiter).AllowRequestN(ctx, "u", most)
+	require.NoError(t, err)
+	require.True(t, ok, "a cost of %d, into debt", most)
+	require.NoError(t, debt.Reset(ctx, "u"))
 }
 
 // Identify names each profile's Redis implementation alone (or with the
