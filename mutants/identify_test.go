@@ -65,6 +65,8 @@ var identity = map[string]struct{ profile, mistake string }{
 	"gcra-reconfigure-old-while-active":    {"gcra:burst=limit", ""},
 	"tb-reconfigure-old-while-active":      {"gcra:burst=limit", ""},
 	"gcra-burst-off-by-one":                {"gcra:burst=6", ""},
+	// A weighted request decided whole: identify/cost names it so.
+	"gcra-debt-whole": {"gcra:burst=limit", ""},
 	// The probes land on no edge where the floats drift: a GCRA (its
 	// drift is graded by strict/config-range).
 	"gcra-float-drift":        {"gcra:burst=limit", ""},

@@ -114,6 +114,8 @@ func All() []Mutant {
 			CaughtBy: []string{"robust/key-hygiene"}, NeedsRedis: true, New: FixedWindowIncrExpireSplit, Profile: fixedHitProfile},
 		{Name: "gcra-burst-off-by-one", Breaks: "GCRA admits while TAT-now <= B×T: a burst of B+1",
 			CaughtBy: []string{"core/block-over-limit", "strict/differential"}, NeedsRedis: true, New: GCRABurstOffByOne, Profile: gcraProfile},
+		{Name: "gcra-debt-whole", Breaks: "a GCRA graded as cost=debt decides a weighted request whole: a cost above what is left is refused, though one request would be allowed",
+			CaughtBy: []string{"strict/cost-all-or-nothing", "strict/cost-never-fit"}, NeedsRedis: true, New: GCRADebtDecidedWhole, Profile: gcraDebtProfile, Weighted: true},
 		{Name: "gcra-float-drift", Breaks: "GCRA in float64 seconds: decisions on the exact edge flip",
 			CaughtBy: []string{"strict/config-range", "core/concurrent-4"}, NeedsRedis: true, New: GCRAFloatDrift, Profile: gcraProfile},
 		{Name: "tb-refill-wrong-instant", Breaks: "the token bucket's last refill moves to now while only whole tokens are added: the fraction earned is lost",

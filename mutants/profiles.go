@@ -27,6 +27,7 @@ const (
 	fixedHitProfile = "fixed-window:align=first-hit,count-denied=true"
 	counterProfile  = "sliding-counter"
 	gcraProfile     = "gcra"
+	gcraDebtProfile = "gcra:cost=debt"
 	bucketProfile   = "token-bucket"
 )
 
@@ -108,6 +109,15 @@ func GCRABurstOffByOne(s Store) (contract.RateLimiterContract, error) {
 // edge of a decision the answer flips. Caught by strict/config-range.
 func GCRAFloatDrift(s Store) (contract.RateLimiterContract, error) {
 	return mutated(s, gcraProfile, func(string) (string, error) { return gcraFloatSource, nil })
+}
+
+// GCRADebtDecidedWhole claims a GCRA whose weighted requests run into
+// debt (cost=debt: allowed whenever one request would be, as Guava's
+// tryAcquire(n) is) but decides them whole: a cost above what is left is
+// refused, and one above the burst never fits. Caught by
+// strict/cost-all-or-nothing (and strict/cost-never-fit).
+func GCRADebtDecidedWhole(s Store) (contract.RateLimiterContract, error) {
+	return mutated(s, gcraDebtProfile, edits(edit{`local debt = ARGV[6] == "debt"`, `local debt = false`}))
 }
 
 // TokenBucketRefillWrongInstant adds only the whole tokens earned since the
