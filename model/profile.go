@@ -326,9 +326,6 @@ func offset(t, base time.Time) string {
 
 func ms(d int64) time.Duration { return time.Duration(d) * time.Millisecond }
 
-// ceilDiv is a/b rounded up, for a >= 0 and b > 0.
-func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
-
 // floorDiv is a/b rounded toward minus infinity.
 func floorDiv(a, b int64) int64 {
 	q := a / b
