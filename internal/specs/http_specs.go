@@ -121,80 +121,152 @@ func edgePhase(h *engine.Harness, user string, t time.Time) *phase {
 		name: "the burst at " + engine.FmtOffset(at.Sub(h.Started())) + ", just after " + grid}
 }
 
-// spreadPhases is how many of the http/ specs' phases are spread over the
-// window; one more starts just after an epoch-aligned window edge (a
-// multiple of W since the Unix epoch), where a limiter with now/W buckets
-// (fixed windows, weighted counters) starts one. What a service answers
-// may depend on the phase: a wait announced as whole seconds, or as the
-// end of a bucket, is true at some phases and a lie at others.
+// spreadPhases is the fewest phases of the http/ specs spread over the
+// window that are wanted; one more starts just after an epoch-aligned
+// window edge (a multiple of W since the Unix epoch), where a limiter
+// with now/W buckets (fixed windows, weighted counters) starts one. What a
+// service answers may depend on the phase: a wait announced as whole
+// seconds, or as the end of a bucket, is true at some phases and a lie at
+// others.
 const spreadPhases = 4
+
+// spreadMost bounds the phases spread over the window: each is a burst of
+// its own, and a lie confined to less than W/spreadMost is beyond them.
+const spreadMost = 41
+
+// spreadSpan is how long, at most, the spread phases may take to start
+// when --max-rps does not fit them in one window: a short window is probed
+// over several, each phase in a window of its own, from the first phase
+// to the last at most this long (or one window).
+const spreadSpan = 4 * time.Second
+
+// spread is how the phases spread over the window are laid out.
+type spread struct {
+	at      []time.Time   // the instants of their bursts
+	want    int           // how many were wanted
+	every   time.Duration // how far apart their phases of the window are
+	windows int           // how many windows they start in
+	late    *phase        // the late phase, when it fits beside them
+}
+
+// spreadWanted is how many phases spread over the window (and a second
+// more, when W is over a second: span) an http/ spec wants: enough that
+// any interval of W/(2N) of the window's phases holds one, so that a lie
+// confined to it (go-chi/httprate's Retry-After ⌊W⌋, with sub-windows of
+// a phase of its own and its estimate rounded) is met whatever the
+// service's phase; at least spreadPhases, at most spreadMost.
+func spreadWanted(n int, w, span time.Duration) int {
+	k := int((time.Duration(2*n+1)*span + w - 1) / w)
+	return min(spreadMost, max(spreadPhases, k))
+}
+
+// spreadAt lays out k phases one every span/k from start+u, phase i in
+// window i mod m: their phases of the window are as even as in one, and
+// any one second holds a share of them.
+func spreadAt(start time.Time, w, span, u time.Duration, k, m int) []time.Time {
+	at := make([]time.Time, k)
+	for i := range k {
+		at[i] = start.Add(u + span*time.Duration(i)/time.Duration(k) + w*time.Duration(i%m))
+	}
+	return at
+}
+
+// layOut lays out the phases spread over the window beside the one just
+// after an edge (at edge): as many as wanted, or as many as the target's
+// --max-rps fits in any one second with every phase's later request
+// (fitsRPS), starting in as few windows as fit them, up to spreadSpan,
+// from a random offset. The late phase is kept when it fits beside them
+// at the cost of one spread phase at most.
+func layOut(h *engine.Harness, edge time.Time, burst int) spread {
+	start, w, rps := h.Started(), h.W(), h.Target().MaxRPS
+	span := w
+	if w > time.Second { // over the second too: the fields count whole seconds
+		span += time.Second
+	}
+	want := spreadWanted(h.N(), w, span)
+	most := max(1, int(spreadSpan/w))
+	withLate, without := spread{want: want}, spread{want: want}
+	for k := want; k >= 1 && withLate.late == nil; k-- {
+		every := span / time.Duration(k)
+		u := time.Duration(h.Rand().Int64N(int64(max(1, every))))
+		for m := 1; m <= min(most, k); m++ {
+			at := spreadAt(start, w, span, u, k, m)
+			all := append([]time.Time{edge}, at...)
+			s := spread{at: at, want: want, every: every, windows: m}
+			if late, ok := latePhase(h, all, burst); ok {
+				s.late = late
+				withLate = s
+				break
+			}
+			if without.at == nil && fitsRPS(all, burst, rps) {
+				without = s
+			}
+		}
+	}
+	if withLate.late != nil && len(withLate.at)+1 >= len(without.at) {
+		return withLate
+	}
+	return without
+}
 
 // phases lays out the phases of an http/ spec whose bursts send burst
 // requests each, and says how many it probes: the one just after an
-// epoch-aligned edge, then as many spread over the window (and, for a
-// window over a second, over the second too, since the fields count whole
-// seconds) as the target's --max-rps fits in any one second with every
-// phase's later request; only the first with one limit shared by every
-// request.
+// epoch-aligned edge, those spread over the window (layOut) and the late
+// one (latePhase); only the first with one limit shared by every request.
 func phases(h *engine.Harness, burst int) (ps []*phase, note string) {
 	h.Origin()
-	start, w := h.Started(), h.W()
+	start := h.Started()
 	ps = []*phase{edgePhase(h, "phase0", start)}
-	at := []time.Time{ps[0].at}
 	note = "1 phase, just after an epoch-aligned window edge: every request shares one limit, so no two phases can run side by side"
 	if !h.Target().SharedLimit {
-		for k := spreadPhases; k >= 0; k-- {
-			at = at[:1]
-			for i := range k {
-				off := w * time.Duration(i) / time.Duration(k)
-				if w > time.Second {
-					off += time.Second * time.Duration(i) / time.Duration(k)
-				}
-				at = append(at, start.Add(off))
-			}
-			if k == 0 || fitsRPS(at, burst, h.Target().MaxRPS) {
-				break
-			}
+		s := layOut(h, ps[0].at, burst)
+		for i, t := range s.at {
+			ps = append(ps, &phase{user: h.User(fmt.Sprintf("phase%d", i+1)), at: t, name: "the burst at " + engine.FmtOffset(t.Sub(start))})
 		}
-		late, ok := latePhase(h, at, burst)
-		if ok {
-			ps = append(ps, late)
+		if s.late != nil {
+			ps = append(ps, s.late)
 		}
-		note = phasesNote(len(at)-1, ok, h.Target().MaxRPS)
-	}
-	for i, t := range at[1:] {
-		ps = append(ps, &phase{user: h.User(fmt.Sprintf("phase%d", i+1)), at: t, name: "the burst at " + engine.FmtOffset(t.Sub(start))})
+		note = phasesNote(s, h.W(), h.Target().MaxRPS)
 	}
 	slices.SortFunc(ps, func(a, b *phase) int { return a.at.Compare(b.at) })
 	h.Record(0, start, "http/ phases", note)
 	return ps, note
 }
 
-// phasesNote says which phases an http/ spec probes: spread of them
-// spread over the window, the one just after an epoch-aligned edge, and
-// the late one when it fits beside them (see phases).
-func phasesNote(spread int, late bool, rps int) string {
-	if spread == 0 && !late {
-		return "1 phase, just after an epoch-aligned window edge" + notAll(rps)
+// phasesNote says which phases an http/ spec probes (see phases): how
+// many in all, how many spread over the window and how far apart their
+// phases of it are, the one just after an epoch-aligned edge, and the
+// late one when it fits; and, when fewer fit than wanted, that a lie
+// confined to less of the window can be missed.
+func phasesNote(s spread, w time.Duration, rps int) string {
+	all := s.want + 2
+	if len(s.at) == 0 && s.late == nil {
+		return "1 phase, just after an epoch-aligned window edge" + notAll(all, rps, w)
 	}
-	parts := []string{fmt.Sprintf("%d spread over the window", spread), "1 just after an epoch-aligned window edge"}
-	if late {
+	where := "over the window"
+	if s.windows > 1 {
+		where = fmt.Sprintf("over the window's phases in %d windows", s.windows)
+	}
+	parts := []string{fmt.Sprintf("%d spread %s, one every %v from a random offset", len(s.at), where, s.every.Round(time.Millisecond)),
+		"1 just after an epoch-aligned window edge"}
+	if s.late != nil {
 		parts = append(parts, "1 late in a window its user's first request opened")
 	}
-	total := 1 + spread
-	if late {
+	total := 1 + len(s.at)
+	if s.late != nil {
 		total++
 	}
 	note := fmt.Sprintf("%d phases: %s", total, strings.Join(parts, ", "))
-	if spread < spreadPhases || !late {
-		note += notAll(rps)
+	if len(s.at) < s.want || s.late == nil {
+		note += notAll(all, rps, s.every)
 	}
 	return note
 }
 
-// notAll says why a spec probes fewer than all of its phases.
-func notAll(rps int) string {
-	return fmt.Sprintf(" (not %d: --max-rps %d fits no more)", spreadPhases+2, rps)
+// notAll says why a spec probes fewer than all of its phases, and what
+// can then go unseen: a lie confined to less than every of the window.
+func notAll(all, rps int, every time.Duration) string {
+	return fmt.Sprintf(" (not %d: --max-rps %d fits no more; a lie confined to less than %v of the window can be missed)", all, rps, every.Round(time.Millisecond))
 }
 
 // latePhase is the phase whose user opens a window with one request at
