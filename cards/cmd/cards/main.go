@@ -111,10 +111,9 @@ func run(ctx context.Context, o options) (int, error) {
 	if err != nil {
 		return 2, err
 	}
-	var wall time.Duration
+	wall, parallel := runTime(o, time.Since(began), max(1, min(o.parallel, len(graded))))
 	if o.from == "" {
-		wall = time.Since(began)
-		fmt.Fprintf(os.Stderr, "cards: %d card(s) graded in %v, %d at a time\n", len(graded), wall.Round(time.Second), max(1, min(o.parallel, len(graded))))
+		fmt.Fprintf(os.Stderr, "cards: %d card(s) graded in %v, %d at a time\n", len(graded), wall.Round(time.Second), parallel)
 	}
 	lines := verdictLines(graded)
 	code := 0
@@ -138,12 +137,29 @@ func run(ctx context.Context, o options) (int, error) {
 		}
 	}
 	if o.write && o.only == "" {
-		if err := writeReport(dir, o.out, graded, wall, max(1, min(o.parallel, len(graded)))); err != nil {
+		if err := writeReport(dir, o.out, graded, wall, parallel); err != nil {
 			return 2, err
 		}
 		fmt.Fprintf(os.Stderr, "cards: wrote %s\n", o.out)
 	}
 	return code, nil
+}
+
+// runTime is how long the run took and how many cards it graded at once:
+// took and parallel for a run that graded, kept (-keep) in run.txt; for
+// a run read back (-from), what that file says (zero when it is absent).
+func runTime(o options, took time.Duration, parallel int) (time.Duration, int) {
+	if o.from != "" {
+		var ms int64
+		if b, err := os.ReadFile(filepath.Join(o.from, "run.txt")); err == nil {
+			fmt.Sscanf(string(b), "%d %d", &ms, &parallel)
+		}
+		return time.Duration(ms) * time.Millisecond, parallel
+	}
+	if o.keep != "" {
+		os.WriteFile(filepath.Join(o.keep, "run.txt"), []byte(fmt.Sprintf("%d %d\n", took.Milliseconds(), parallel)), 0o644)
+	}
+	return took, parallel
 }
 
 // grader runs rlconform on one card; gradeAll gives each card graded at

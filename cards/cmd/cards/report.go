@@ -21,11 +21,17 @@ func writeReport(dir, path string, gs []*graded, wall time.Duration, parallel in
 	b.WriteString("<!-- Written by make cards (cards/cmd/cards) from cards/notes: edit those. -->\n")
 	b.Write(intro)
 	b.WriteString("\n| card | version graded | served | `identify` | its own profile | as a sliding log | time |\n|---|---|---|---|---|---|---|\n")
+	notes := map[string][]byte{}
+	for _, g := range gs {
+		if notes[g.card.Name], err = os.ReadFile(filepath.Join(dir, "notes", g.card.Name+".md")); err != nil {
+			return fmt.Errorf("card %s: its notes: %w", g.card.Name, err)
+		}
+	}
 	var total time.Duration
 	for _, g := range gs {
 		own, log := g.runs[0], g.runs[len(g.runs)-1]
 		fmt.Fprintf(&b, "| [%s](#%s) | %s | %s | %s | %s | %s | %ds |\n", g.card.Name, anchor(g.card.Name), g.version, g.card.Served,
-			g.identify.name(), "`"+own.Profile+"`: "+summary(own), brief(log), int(g.took.Seconds()+0.5))
+			g.identify.name(), "`"+own.Profile+"`: "+summary(own, noteClasses(string(notes[g.card.Name]))), brief(log), int(g.took.Seconds()+0.5))
 		total += g.took
 	}
 	fmt.Fprintf(&b, "\nGrading all %d cards took %v here (two cores, shared), the sum of the times above", len(gs), total.Round(time.Second))
@@ -34,12 +40,8 @@ func writeReport(dir, path string, gs []*graded, wall time.Duration, parallel in
 	}
 	b.WriteString(".\n")
 	for _, g := range gs {
-		notes, err := os.ReadFile(filepath.Join(dir, "notes", g.card.Name+".md"))
-		if err != nil {
-			return fmt.Errorf("card %s: its notes: %w", g.card.Name, err)
-		}
 		fmt.Fprintf(&b, "\n## %s\n\n%s: %s. Served: %s.\n\n", g.card.Name, g.card.Library, g.version, g.card.Served)
-		b.Write(notes)
+		b.Write(notes[g.card.Name])
 		b.WriteString("\n### What rlconform said\n\n")
 		fmt.Fprintf(&b, "- `rlconform identify`: %s\n", identifyLine(g.identify))
 		own := g.runs[0]
@@ -94,11 +96,11 @@ func identifyLine(r identifyReport) string {
 }
 
 // summary is a run's outcome in a table cell.
-func summary(r runReport) string {
+func summary(r runReport, classes map[string]string) string {
 	fails, inc := r.with("fail"), r.with("inconclusive")
 	s := strings.ReplaceAll(r.Outcome, "-", " ")
 	if len(fails) > 0 {
-		s += ": fails " + strings.Join(sorted(fails), ", ")
+		s += ": fails " + classed(fails, classes)
 	}
 	if len(inc) > 0 {
 		s += fmt.Sprintf(" (%d inconclusive)", len(inc))

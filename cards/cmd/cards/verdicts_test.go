@@ -183,3 +183,65 @@ func TestIdentifyVerdictShowsUndecidedParameters(t *testing.T) {
 		t.Errorf("name() = %q, want %q", got, want)
 	}
 }
+
+// TestEveryExpectedFailureIsClassed keeps the cards page honest about
+// what a failure is: every spec a card's own profile is expected to fail,
+// or may fail (flaky), is classed in its note as a bug, an honest
+// deviation or a documented design.
+func TestEveryExpectedFailureIsClassed(t *testing.T) {
+	want, err := readExpected("../../expected.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cards {
+		v, ok := ownLine(want, c)
+		if !ok {
+			t.Errorf("card %s: expected.txt has no line for its own profile %s", c.Name, c.Profile)
+			continue
+		}
+		fails, flaky, err := parseVerdict(v)
+		if err != nil {
+			t.Errorf("card %s: %v", c.Name, err)
+			continue
+		}
+		note, err := os.ReadFile("../../notes/" + c.Name + ".md")
+		if err != nil {
+			t.Fatal(err)
+		}
+		classes := noteClasses(string(note))
+		for id := range fails {
+			if classes[id] == "" {
+				t.Errorf("card %s fails %s, which notes/%s.md does not class: a Deviations bullet naming it, then **bug**, **limitation** (or **deviation**) or **by design**", c.Name, id, c.Name)
+			}
+		}
+		for id := range flaky {
+			if classes[id] == "" {
+				t.Errorf("card %s may fail %s (flaky), which notes/%s.md does not class: a Deviations bullet naming it, then **bug**, **limitation** (or **deviation**) or **by design**", c.Name, id, c.Name)
+			}
+		}
+	}
+}
+
+// ownLine is the expected verdict of c's run on its own profile (named
+// in full in expected.txt, as the run reports it).
+func ownLine(want map[[2]string]string, c card) (string, bool) {
+	for k, v := range want {
+		if k[0] == c.Name && strings.HasPrefix(k[1], "run ") && (k[1] != "run sliding-log" || c.Profile == "sliding-log") {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+func TestNoteClasses(t *testing.T) {
+	got := noteClasses("**Deviations**:\n- `robust/cost-negative`: **bug** (a negative cost).\n- `core/a`, and most runs `strict/b` and\n  `strict/c`: **limitation** (whole seconds).\n- `strict/d`: the same race, **bug**.\n- `core/e`: **by design**.\n")
+	want := map[string]string{"robust/cost-negative": classBug, "core/a": classDeviation, "strict/b": classDeviation, "strict/c": classDeviation, "core/e": classDesign}
+	if len(got) != len(want) {
+		t.Errorf("noteClasses = %v, want %v", got, want)
+	}
+	for id, c := range want {
+		if got[id] != c {
+			t.Errorf("noteClasses[%s] = %q, want %q", id, got[id], c)
+		}
+	}
+}
