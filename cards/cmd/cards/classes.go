@@ -26,7 +26,7 @@ var classWords = map[string]string{
 }
 
 var (
-	bulletHead = regexp.MustCompile("(?s)^- (.*?):\\s+(?:the same\\s+)?\\*\\*([^*]+)\\*\\*")
+	bulletHead = regexp.MustCompile(`(?s)^- (.*?):\s+(?:the same\s+)?\*\*([^*]+)\*\*`)
 	specID     = regexp.MustCompile("`([a-z]+/[a-z0-9-]+)`")
 )
 
