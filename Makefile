@@ -60,8 +60,8 @@ cards-envoy:
 	@GO=$(GO) ./scripts/ensure-envoy
 
 ## test-full: what make test leaves out, and nothing it ran, in two
-## halves. The race detector over every test that does not wait on real
-## time (go test -race -short, both modules). The rest of the full tier
+## halves. The race detector over the edit loop's tests (go test -race
+## -short, both modules). The rest of the full tier
 ## (scripts/test-rest): the tests of internal/testtier/rest.txt with
 ## RLCONFORM_FULL=rest, each running the rest of what make test sampled
 ## with the same RLCONFORM_SEED (every mutant, profile and seed make test

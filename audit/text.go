@@ -53,10 +53,12 @@ func settleText(w io.Writer, s *bench.StreamResult) {
 		fmt.Fprintf(w, "settle      %v, as given; lines read out of order by up to %v\n", s.Settle, roundWidth(s.Lateness))
 		return
 	}
-	fmt.Fprintf(w, "settle      %v, adaptive: twice the most a line was read out of order (%v), from %v to %v; a refusal that looked unexplained waited %v for lines read later",
+	fmt.Fprintf(w, "settle      %v, adaptive: twice the most a line was read out of order (%v), from %v to %v; a refusal that looks unexplained waits %v for lines read later",
 		s.Settle, roundWidth(s.Lateness), bench.MinSettle, bench.DefaultSettle, s.Hold)
 	if s.Held > 0 {
-		fmt.Fprintf(w, " (%s)", plural.Count(s.Held, "part"))
+		fmt.Fprintf(w, " (%s waited)", plural.Count(s.Held, "part"))
+	} else {
+		fmt.Fprint(w, " (none did)")
 	}
 	if s.Hurried > 0 {
 		fmt.Fprintf(w, "; settled sooner (down to %v), not waiting, %s to stay within memory", s.Shortest, plural.Count(s.Hurried, "time"))
