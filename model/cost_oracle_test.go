@@ -77,7 +77,7 @@ func TestWeightedOraclesAreSound(t *testing.T) {
 	seeds := testtier.Seeds(t, 6, 3)
 	// A bucket's or a GCRA's fractions make a state per instant of a wide
 	// interval: the widened histories take a sample of the variants.
-	widened := testtier.Sample(t, weightedSpecs, 12, func(s string) string { return s })
+	widened := testtier.Sample(t, "weighted specs", weightedSpecs, 12, func(s string) string { return s })
 	for _, spec := range weightedSpecs {
 		for _, mode := range oracleModes {
 			if mode.widen > 0 && spec != ProfileSlidingLog && !slices.Contains(widened, spec) {

@@ -160,7 +160,7 @@ func TestIdentifyNamesEveryMutant(t *testing.T) {
 		testtier.SkipShort(t, "identifies mutants in real time")
 		// Real time waits for windows to pass: make test identifies a
 		// sample, which rotates with the seed; the full tier all of them.
-		for _, name := range testtier.Sample(t, inRealTime, 2, func(s string) string { return s }) {
+		for _, name := range testtier.Sample(t, "mutants identified in real time", inRealTime, 2, func(s string) string { return s }) {
 			m := byName(t, name)
 			want := identity[name]
 			t.Run(name, func(t *testing.T) {

@@ -72,7 +72,7 @@ func TestEveryMutantIsCaught(t *testing.T) {
 		}
 	}
 	whole := map[string]bool{}
-	for _, m := range testtier.Sample(t, unnamed, testtier.Quick(4, 0), func(m mutants.Mutant) string { return m.Name }) {
+	for _, m := range testtier.Sample(t, "mutants", unnamed, testtier.Quick(4, 0), func(m mutants.Mutant) string { return m.Name }) {
 		whole[m.Name] = true
 	}
 	for _, m := range mutants.All() {
@@ -278,7 +278,7 @@ func TestMutantsAreCaughtWithoutClockControl(t *testing.T) {
 		}
 		graded = append(graded, m)
 	}
-	for _, m := range testtier.Sample(t, graded, 8, func(m mutants.Mutant) string { return m.Name }) {
+	for _, m := range testtier.Sample(t, "mutants", graded, 8, func(m mutants.Mutant) string { return m.Name }) {
 		t.Run(m.Name, func(t *testing.T) {
 			id := m.CaughtBy[0]
 			var r result.Result

@@ -85,7 +85,7 @@ func TestProfileImplementationsPassTheirProfile(t *testing.T) {
 	// Not parallel: robust/store-outage stops the shared Redis.
 	r := obtainRedis(t)
 	outage := map[string]bool{}
-	for _, p := range testtier.Sample(t, profileSpecs, testtier.Quick(2, 0), func(p string) string { return p }) {
+	for _, p := range testtier.Sample(t, "profiles", profileSpecs, testtier.Quick(2, 0), func(p string) string { return p }) {
 		outage[p] = true
 	}
 	if testtier.Rest() {
@@ -102,7 +102,7 @@ func TestProfileImplementationsPassTheirProfile(t *testing.T) {
 		return
 	}
 	// go test -short grades a sample of the profiles.
-	for _, p := range testtier.Sample(t, profileSpecs, testtier.Quick(len(profileSpecs), 3), func(p string) string { return p }) {
+	for _, p := range testtier.Sample(t, "profiles", profileSpecs, testtier.Quick(len(profileSpecs), 3), func(p string) string { return p }) {
 		t.Run(p, func(t *testing.T) {
 			// A loaded machine's calls may be slow (make test has seen
 			// 140ms a Redis call): the specs get the time they need.
@@ -207,7 +207,7 @@ func TestProfileImplementationsInRealTime(t *testing.T) {
 	// The search oracle of a profile other than the sliding log costs
 	// seconds of CPU per real-time burst (under -race): make test grades
 	// one of them, which rotates with the seed, the full tier all.
-	for _, p := range testtier.Sample(t, []string{"fixed-window:align=first-hit", "gcra:burst=2", "fixed-window:align=elastic,count-denied=true", "gcra:burst=2,cost=debt"}, 1, func(p string) string { return p }) {
+	for _, p := range testtier.Sample(t, "profiles", []string{"fixed-window:align=first-hit", "gcra:burst=2", "fixed-window:align=elastic,count-denied=true", "gcra:burst=2,cost=debt"}, 1, func(p string) string { return p }) {
 		t.Run(p, func(t *testing.T) {
 			t.Parallel() // real time mostly waits
 			spec := model.MustVariant(p)

@@ -122,12 +122,13 @@ func Seed(t testing.TB) uint64 {
 // in their order in all, and logs which, with the seed that chose them;
 // in the full tier, or when k covers all, it returns all; in the rest of
 // the full tier with a seed, the others (those the default tier with that
-// seed left out). name names an element in the log.
-func Sample[T any](t testing.TB, all []T, k int, name func(T) string) []T {
+// seed left out). what says what the elements are, in the plural
+// ("mutants", "seeds"), and name names one, in the log.
+func Sample[T any](t testing.TB, what string, all []T, k int, name func(T) string) []T {
 	t.Helper()
 	if k >= len(all) {
 		if Rest() {
-			t.Logf("the default tier ran all %d: none left for the rest", len(all))
+			t.Logf("the default tier ran all %d %s: none left for the rest", len(all), what)
 			return nil
 		}
 		return all
@@ -153,11 +154,11 @@ func Sample[T any](t testing.TB, all []T, k int, name func(T) string) []T {
 		}
 	}
 	if Rest() {
-		t.Logf("the rest: %d of %d, those the default tier with %s=%d left out: %s", len(out), len(all), SeedEnv, s, strings.Join(names, ", "))
+		t.Logf("the rest: %d of %d %s, those the default tier with %s=%d left out: %s", len(out), len(all), what, SeedEnv, s, strings.Join(names, ", "))
 		return out
 	}
-	t.Logf("sampled %d of %d: %s (%s=%d picks them again; %s=1 runs all)",
-		k, len(all), strings.Join(names, ", "), SeedEnv, s, FullEnv)
+	t.Logf("sampled %d of %d %s: %s (%s=%d picks them again; %s=1 runs all)",
+		k, len(all), what, strings.Join(names, ", "), SeedEnv, s, FullEnv)
 	return out
 }
 
@@ -187,7 +188,7 @@ func Seeds(t testing.TB, n, k uint64) []uint64 {
 	for i := range all {
 		all[i] = uint64(i)
 	}
-	return Sample(t, all, int(k), func(s uint64) string { return strconv.FormatUint(s, 10) })
+	return Sample(t, "seeds", all, int(k), func(s uint64) string { return strconv.FormatUint(s, 10) })
 }
 
 // Quick is n, or short under go test -short: how many of a matrix the edit

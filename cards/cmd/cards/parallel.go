@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 )
@@ -66,6 +67,16 @@ func gradeOne(g *grader, c card) (*graded, error) {
 		fmt.Fprintln(os.Stderr, "cards:", err)
 		return nil, err
 	}
-	fmt.Fprintf(os.Stderr, "cards: %s took %v\n", c.Name, r.took.Round(time.Second))
+	fmt.Fprintf(os.Stderr, "cards: %s took %v: %s\n", c.Name, r.took.Round(time.Second), findings(r))
 	return r, nil
+}
+
+// findings says in one line what a card's gradings found, as expected.txt
+// keeps it: what identify named, then each run's verdict.
+func findings(r *graded) string {
+	var parts []string
+	for _, l := range verdictLines([]*graded{r}) {
+		parts = append(parts, l.what+": "+l.verdict)
+	}
+	return strings.Join(parts, "; ")
 }
