@@ -34,6 +34,8 @@ type runFlags struct {
 	junit, json string
 	summary     string
 	html        string
+	// fromIdentify is identify's JSON whose passing probes the run takes.
+	fromIdentify string
 	// rerun are the arguments a reproduce line keeps (rerunArgs).
 	rerun       []string
 	storeURL    string
@@ -78,6 +80,7 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	f.execFlags.register(fs)
 	f.storeFlags.register(fs)
 	f.token.register(fs)
+	fs.StringVar(&f.fromIdentify, "from-identify", "", "take the specs that rlconform identify --json `FILE` (of this target, within the hour) graded as this run would, and passed, instead of grading them again")
 	fs.StringVar(&f.reportDir, "report-dir", "", "directory for failure artefacts such as linearizability visualisations (default: the temp directory)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -250,6 +253,17 @@ func run(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) int {
 	}
 	if err := suite.Validate(cfg); err != nil {
 		return couldNotRun(ExitCannotRun, "rlconform run: %v", err)
+	}
+	if f.fromIdentify != "" {
+		prior, why, err := readPrior(f.fromIdentify, Version(), time.Now())
+		if err != nil {
+			return couldNotRun(ExitCannotRun, "rlconform run: %v", err)
+		}
+		if why != "" {
+			fmt.Fprintln(stderr, "rlconform:", why)
+			notes = append(notes, why)
+		}
+		cfg.Prior = prior
 	}
 
 	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

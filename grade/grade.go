@@ -73,6 +73,15 @@ type Config struct {
 	Algorithms *model.Algorithms
 	// Progress, when set, is called after each spec.
 	Progress func(result.Result)
+	// Prior is an identification of the same target (Identify's, or
+	// rlconform identify's JSON read back) whose passing probes of the
+	// catalogue the run takes instead of grading them again: each where
+	// it was graded as the run grades it (the target's name, the mode,
+	// the profile, and the limit and window in force). A spec taken says
+	// so in its message, and the report's notes count them. Give only an
+	// identification of the limiter as it is now: a pass is not graded
+	// again.
+	Prior *result.Identification
 }
 
 // Variant is the profile graded: Profile, parsed against Algorithms.

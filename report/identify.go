@@ -151,6 +151,10 @@ func IdentificationJSON(w io.Writer, id *result.Identification, meta Meta) error
 		Configure *configure `json:"configure,omitempty"`
 		Probes    []string   `json:"probes"`
 		Notes     []string   `json:"notes,omitempty"`
+		// Graded are the catalogue's probes as each was graded, for
+		// rlconform run --from-identify; At is when the probes ended.
+		Graded []GradedJSON `json:"graded,omitempty"`
+		At     string       `json:"at,omitempty"`
 	}{Version: meta.Version, Target: id.Target, Limit: id.Limit, WindowMs: id.Window.Milliseconds(), Mode: string(id.Mode), Burst: id.Burst,
 		Fits: []fit{}, RuledOut: []ruledOut{}, Mistakes: id.Mistakes, Probes: id.Probes, Notes: id.Notes}
 	switch len(id.Fits) {
@@ -176,7 +180,27 @@ func IdentificationJSON(w io.Writer, id *result.Identification, meta Meta) error
 		r := c.Evidence
 		out.Configure = &configure{c.Does, ruledOut{r.Profile, r.Description, r.Probe, r.Step, r.At.Milliseconds(), r.Operation, r.Got, r.Want, r.Timeline}}
 	}
+	for _, g := range id.Graded {
+		out.Graded = append(out.Graded, GradedJSON{ID: g.Result.ID, Status: string(g.Result.Status), Mode: string(g.Result.Mode),
+			Profile: g.Profile, Limit: g.Limit, WindowMs: g.Window.Milliseconds(), Message: g.Result.Message})
+	}
+	if !id.At.IsZero() {
+		out.At = id.At.UTC().Format(time.RFC3339Nano)
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
+}
+
+// GradedJSON is a probe of the catalogue as identify's JSON holds it: the
+// spec, its status and mode, and the profile, limit and window it was
+// graded under.
+type GradedJSON struct {
+	ID       string `json:"id"`
+	Status   string `json:"status"`
+	Mode     string `json:"mode"`
+	Profile  string `json:"profile"`
+	Limit    int    `json:"limit"`
+	WindowMs int64  `json:"window_ms"`
+	Message  string `json:"message,omitempty"`
 }

@@ -37,6 +37,22 @@ type Identification struct {
 	// Probes are the specs whose histories were replayed.
 	Probes []string
 	Notes  []string
+	// Graded are the probes of the catalogue as each was graded, under
+	// the default profile and the configuration it ran with: a run given
+	// this identification (Config.Prior) takes the passing ones instead
+	// of grading them again, when it grades them alike.
+	Graded []Graded `json:",omitempty"`
+	// At is when the probes ended.
+	At time.Time
+}
+
+// Graded is a spec's result with what it was graded under: the profile,
+// and the limit and window the spec began with.
+type Graded struct {
+	Result  Result
+	Profile string
+	Limit   int
+	Window  time.Duration
 }
 
 // ConfigureFinding is what a limiter's Configure does, found apart from

@@ -295,6 +295,9 @@ func identifyOnce(ctx context.Context, cat Catalogue, cfg Config, target Target,
 		s := &specs[i]
 		rep := &result.Report{}
 		res := r.runInto(ctx, target, s, rep)
+		if n := len(probes); n > 0 && probes[n-1].id == s.ID && !strings.HasPrefix(s.ID, "identify/") {
+			id.Graded = append(id.Graded, result.Graded{Result: res, Profile: r.profile.String(), Limit: probes[n-1].n, Window: probes[n-1].w})
+		}
 		switch {
 		case rep.Aborted != "":
 			return nil, nil, fmt.Errorf("identify: %s", rep.Aborted)
@@ -307,7 +310,7 @@ func identifyOnce(ctx context.Context, cat Catalogue, cfg Config, target Target,
 	if len(probes) == 0 {
 		return nil, nil, fmt.Errorf("identify: no probe ran")
 	}
-	id.Limit, id.Window = probes[0].n, probes[0].w
+	id.Limit, id.Window, id.At = probes[0].n, probes[0].w, time.Now()
 	for _, p := range probes {
 		id.Probes = append(id.Probes, p.id)
 		for _, op := range p.trace {

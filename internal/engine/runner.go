@@ -58,6 +58,8 @@ type runner struct {
 	// granularity is the unit of every window the run chooses (1ms: any),
 	// learned before the first spec that runs (learnGranularity).
 	granularity time.Duration
+	// reused are the specs taken from Config.Prior (see prior).
+	reused []string
 	// diags is what each spec's answers say of the algorithms the limiter
 	// may be, by spec id (reconcile weighs them all).
 	diags map[string]*diagnosed
@@ -267,6 +269,10 @@ func (r *runner) runSpec(ctx context.Context, t Target, s *Spec) (res result.Res
 	res.Mode = result.RealTime
 	if t.Capabilities.Clock {
 		res.Mode = result.FakeClock
+	}
+	if g, ok := r.prior(t, s); ok {
+		res.Status, res.Message = result.Passed, takenFrom(g, r.cfg.Limit, r.specWindow(t))
+		return res
 	}
 	r.learnGranularity(ctx, t)
 	specCtx, cancel := context.WithTimeout(ctx, r.cfg.SpecTimeout)
@@ -774,8 +780,8 @@ func (r *runner) runPrefix() string { return "rlc:" + r.runID + "-" }
 // bounded in time, saying what it could not remove: keys are never left
 // silently.
 func (r *runner) finish() []string {
-	notes := r.notes
-	r.notes = nil
+	notes := append(r.notes, r.reusedNote()...)
+	r.notes, r.reused = nil, nil
 	return append(notes, r.sweepKeys()...)
 }
 

@@ -281,9 +281,20 @@ func (g *grader) grade(c card) (*graded, error) {
 	if err := g.cli(idArgs, &r.identify, &r.identify.exit, &r.identify.text); err != nil {
 		return nil, err
 	}
+	// The runs take what identify's probes passed as they would grade it
+	// (the sliding log's run: the probes are graded under it).
+	var prior []string
+	if g.from == "" {
+		path := filepath.Join(g.tmp, "identify.json")
+		if err := os.Rename(filepath.Join(g.tmp, "report.json"), path); err != nil {
+			return nil, fmt.Errorf("identify's report: %w", err)
+		}
+		prior = []string{"--from-identify", path}
+	}
 	for _, profile := range []string{c.Profile, "sliding-log"} {
 		var rep runReport
 		args := append([]string{"run", "--level", "all", "--profile", profile, "--report-dir", g.tmp}, target...)
+		args = append(args, prior...)
 		args = append(append(args, inspect...), c.RunFlags...)
 		if err := g.cli(args, &rep, &rep.exit, &rep.text); err != nil {
 			return nil, err
