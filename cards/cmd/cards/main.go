@@ -222,22 +222,25 @@ func (r identifyReport) name() string {
 	return r.Outcome + " " + strings.Join(fits, " | ")
 }
 
+// runResult is as much of a spec's result as the cards read.
+type runResult struct {
+	ID      string `json:"id"`
+	Status  string `json:"status"`
+	Message string `json:"message"`
+	Failure *struct {
+		ExplainedBy []string `json:"explained_by"`
+	} `json:"failure"`
+}
+
 // runReport is as much of run's JSON as the cards read.
 type runReport struct {
-	Profile string `json:"profile"`
-	Outcome string `json:"outcome"`
-	Verdict string `json:"verdict"`
-	Results []struct {
-		ID      string `json:"id"`
-		Status  string `json:"status"`
-		Message string `json:"message"`
-		Failure *struct {
-			ExplainedBy []string `json:"explained_by"`
-		} `json:"failure"`
-	} `json:"results"`
-	exit int
-	text string
-	took time.Duration
+	Profile string      `json:"profile"`
+	Outcome string      `json:"outcome"`
+	Verdict string      `json:"verdict"`
+	Results []runResult `json:"results"`
+	exit    int
+	text    string
+	took    time.Duration
 }
 
 // with is the ids of the results of status s.

@@ -252,14 +252,7 @@ func TestFindingsSayWhatWasFound(t *testing.T) {
 	r := &graded{card: card{Name: "c"},
 		identify: identifyReport{Outcome: "identified", Fits: []identifiedFit{{Profile: "gcra:burst=limit"}}},
 		runs:     []runReport{{Profile: "gcra:burst=limit"}, {Profile: "sliding-log", Outcome: "not-conformant"}}}
-	r.runs[0].Results = append(r.runs[0].Results, struct {
-		ID      string `json:"id"`
-		Status  string `json:"status"`
-		Message string `json:"message"`
-		Failure *struct {
-			ExplainedBy []string `json:"explained_by"`
-		} `json:"failure"`
-	}{ID: "robust/cost-negative", Status: "fail"})
+	r.runs[0].Results = append(r.runs[0].Results, runResult{ID: "robust/cost-negative", Status: "fail"})
 	want := "identify: identified gcra:burst=limit; run gcra:burst=limit: fails: robust/cost-negative; run sliding-log: outcome: not-conformant"
 	if got := findings(r); got != want {
 		t.Errorf("findings = %q\nwant       %q", got, want)
