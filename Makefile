@@ -1,13 +1,29 @@
 # The two jobs the README opens with. Both get a real Redis first.
 GO ?= go
+# A source build says which version and commit it is (rlconform version,
+# every report): git describe and git rev-parse, stamped into
+# internal/version.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS := -X github.com/rlconform/rlconform/internal/version.stamped=$(VERSION) -X github.com/rlconform/rlconform/internal/version.stampedCommit=$(COMMIT)
+# goreleaser, pinned, run with go run (docs/versioning.md).
+GORELEASER := github.com/goreleaser/goreleaser/v2@v2.15.1
 
-.PHONY: conformance test test-full lint bench redis node-deps container-rung gateways chromium arch-check api-check cards cards-update cards-deps cards-envoy
+.PHONY: conformance test test-full lint bench redis node-deps container-rung gateways chromium arch-check api-check cards cards-update cards-deps cards-envoy build release-snapshot
 
 ## conformance: grade the reference limiter against real Redis and print the table
-conformance: redis
-	@mkdir -p bin
-	$(GO) build -o bin/rlconform ./cmd/rlconform
+conformance: redis build
 	./bin/rlconform run
+
+## build: bin/rlconform, stamped with git describe
+build:
+	@mkdir -p bin
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/rlconform ./cmd/rlconform
+
+## release-snapshot: every release archive (.goreleaser.yaml) into dist/,
+## as a release would build them, without publishing (--snapshot)
+release-snapshot:
+	$(GO) run $(GORELEASER) release --snapshot --clean
 
 ## test: every test: test binaries run 4 at a time (the real-time ones
 ## mostly wait; 8 at a time loaded two cores so far that loopback Redis
@@ -40,12 +56,12 @@ lint:
 ## write docs/cards.md. About 9 minutes on two cores, mostly in real time
 ## (36m53s one at a time).
 cards: redis gateways cards-deps cards-envoy
-	cd cards && $(GO) run ./cmd/cards
+	cd cards && $(GO) run -ldflags '$(LDFLAGS)' ./cmd/cards
 
 ## cards-update: the same, taking this run's verdicts as expected (after
 ## the card's notes say why)
 cards-update: redis gateways cards-deps cards-envoy
-	cd cards && $(GO) run ./cmd/cards -update
+	cd cards && $(GO) run -ldflags '$(LDFLAGS)' ./cmd/cards -update
 
 # PHP with Symfony RateLimiter, Ruby with rack-attack and puma, a JDK with
 # Guava, Python with limits and Flask-Limiter, from Debian's packages, and

@@ -7,12 +7,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/rlconform/rlconform/internal/commalist"
-	"github.com/rlconform/rlconform/model"
 	"io"
-	"runtime/debug"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/rlconform/rlconform/internal/commalist"
+	"github.com/rlconform/rlconform/internal/version"
+	"github.com/rlconform/rlconform/model"
 
 	// The command finds Redis on all three rungs, the container one too.
 	_ "github.com/rlconform/rlconform/redisenv/container"
@@ -80,7 +81,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case "list":
 		return listSpecs(args[1:], stdout, stderr)
 	case "version":
-		fmt.Fprintf(stdout, "rlconform %s\n", Version())
+		fmt.Fprint(stdout, version.Of(suite.Specs()).Long())
 		return ExitConformant
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
@@ -168,37 +169,10 @@ func listSpecs(args []string, stdout, stderr io.Writer) int {
 	return ExitConformant
 }
 
-// Version is the module version and VCS revision this binary was built
-// from, as far as its build info tells ("(devel)" and no revision for a
-// build without VCS stamping, such as go build -buildvcs=false).
-func Version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown (no build info)"
-	}
-	v := bi.Main.Version
-	if v == "" {
-		v = "(devel)"
-	}
-	var rev, modified string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				modified = ", modified"
-			}
-		}
-	}
-	if rev != "" {
-		if len(rev) > 12 {
-			rev = rev[:12]
-		}
-		v += " (" + rev + modified + ")"
-	}
-	return v
-}
+// Version is the version of this rlconform in one line, as every report,
+// identification, bench and audit carries it: the module's version, the
+// commit, and the catalogue's version (internal/version).
+func Version() string { return version.Of(suite.Specs()).String() }
 
 // parseFailed is the exit of a subcommand whose flags did not parse: 0 for
 // -h (the usage was printed), else 2, saying err after the command's name

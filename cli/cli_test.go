@@ -237,7 +237,8 @@ func TestRunWritesAReportToStdout(t *testing.T) {
 func TestVersionAndListFilters(t *testing.T) {
 	code, out, _ := rlconform(t, "version")
 	assert.Equal(t, ExitConformant, code)
-	assert.Regexp(t, `^rlconform \S+`, out)
+	assert.Regexp(t, `^rlconform \S+\ncommit +.+\ngo +go1\.\S+\ncatalogue +[0-9a-f]{12} \(\d+ specs\)\n$`, out)
+	assert.Contains(t, Version(), "catalogue ", "every report says which rules judged it")
 
 	code, out, _ = rlconform(t, "list", "--json", "robust")
 	require.Equal(t, ExitConformant, code)

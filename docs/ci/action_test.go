@@ -29,7 +29,7 @@ import (
 
 // actionUses is how the recipe names the action; the lint reads it from
 // the tree instead (uses: ./).
-const actionUses = "uses: rlconform/rlconform@main"
+const actionUses = "uses: rlconform/rlconform@v0"
 
 // action is the part of action.yml the test reads.
 type action struct {
@@ -78,7 +78,7 @@ func TestActionTakesItsInputsAsText(t *testing.T) {
 	for name := range a.Outputs {
 		outputs = append(outputs, name)
 	}
-	assert.ElementsMatch(t, []string{"args", "target", "exec", "endpoint", "working-directory", "fail-on"}, inputs)
+	assert.ElementsMatch(t, []string{"args", "target", "exec", "endpoint", "working-directory", "fail-on", "releases"}, inputs)
 	assert.ElementsMatch(t, []string{"verdict", "exit-code", "report-json", "report-html"}, outputs)
 	passed := map[string]bool{}
 	for _, s := range a.Runs.Steps {
@@ -127,7 +127,7 @@ func TestGitHubActionRecipe(t *testing.T) {
 				with["args"] += " --level core"
 			}
 			// The action's checkout is not the workspace: this tree's.
-			run := runAction(t, root(t), work, with)
+			run := runAction(t, root(t), work, with, "")
 			require.Equal(t, 0, run.code, "the action's exit code\n%s", run.log)
 			assert.Equal(t, "conformant", run.outputs["verdict"])
 			assert.Equal(t, "0", run.outputs["exit-code"])
@@ -181,7 +181,12 @@ type actionRun struct {
 // GITHUB_STEP_SUMMARY and a GITHUB_OUTPUT file of its own; it stops at
 // the first step that fails. The action's outputs are evaluated from its
 // steps'.
-func runAction(t *testing.T, actionPath, workspace string, with map[string]string) actionRun {
+//
+// ref is the action's ref (github.action_ref): empty, as for uses: ./, or
+// a branch builds from source; a version tag installs the release. env
+// is added to every step's (RUNNER_OS=Linux and RUNNER_ARCH=X64 unless it
+// says otherwise).
+func runAction(t *testing.T, actionPath, workspace string, with map[string]string, ref string, env ...string) actionRun {
 	t.Helper()
 	a := readAction(t, actionPath)
 	for name := range with {
@@ -196,12 +201,16 @@ func runAction(t *testing.T, actionPath, workspace string, with map[string]strin
 		summary, output := filepath.Join(dir, "summary"), filepath.Join(dir, "output")
 		require.NoError(t, os.WriteFile(summary, nil, 0o644))
 		require.NoError(t, os.WriteFile(output, nil, 0o644))
-		env := []string{"GITHUB_WORKSPACE=" + workspace, "RUNNER_TEMP=" + runnerTemp, "GITHUB_STEP_SUMMARY=" + summary, "GITHUB_OUTPUT=" + output}
+		env := append([]string{"GITHUB_WORKSPACE=" + workspace, "RUNNER_TEMP=" + runnerTemp, "GITHUB_STEP_SUMMARY=" + summary, "GITHUB_OUTPUT=" + output,
+			"RUNNER_OS=Linux", "RUNNER_ARCH=X64"}, env...)
 		for k, v := range s.Env {
 			v = expr.ReplaceAllStringFunc(v, func(e string) string {
 				name := expr.FindStringSubmatch(e)[1]
-				if name == "github.action_path" {
+				switch name {
+				case "github.action_path":
 					return actionPath
+				case "github.action_ref":
+					return ref
 				}
 				input, ok := strings.CutPrefix(name, "inputs.")
 				require.True(t, ok, "step %q: an expression the test does not evaluate: %s", s.Name, e)
@@ -318,7 +327,7 @@ func TestActionExitsWithRlconformsStatus(t *testing.T) {
 		{"inputs are text", map[string]string{"target": "$(touch pwned-target)", "args": "--level core; touch pwned-args `touch pwned-tick`"}, 2, "undecided", "2", false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			run := runAction(t, top, work, tt.with)
+			run := runAction(t, top, work, tt.with, "")
 			assert.Equal(t, tt.code, run.code, run.log)
 			assert.Equal(t, tt.verdict, run.outputs["verdict"], run.log)
 			assert.Equal(t, tt.rlcode, run.outputs["exit-code"], run.log)

@@ -125,7 +125,7 @@ func TestDocsShowTheRecipes(t *testing.T) {
 	}
 	// The action in three lines: those of the recipe's step, its name and
 	// its exec.
-	three := "```yaml\n- uses: rlconform/rlconform@main\n  with:\n    exec: node server.js\n```\n"
+	three := "```yaml\n- uses: rlconform/rlconform@v0\n  with:\n    exec: node server.js\n```\n"
 	if !bytes.Contains(md, []byte(three)) {
 		t.Errorf("docs/ci.md does not show the action in three lines:\n%s", three)
 	}

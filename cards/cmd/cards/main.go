@@ -234,6 +234,8 @@ type runResult struct {
 
 // runReport is as much of run's JSON as the cards read.
 type runReport struct {
+	// Version is the rlconform that graded (its report's).
+	Version string      `json:"version"`
 	Profile string      `json:"profile"`
 	Outcome string      `json:"outcome"`
 	Verdict string      `json:"verdict"`

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -39,6 +40,9 @@ func writeReport(dir, path string, gs []*graded, wall time.Duration, parallel in
 		fmt.Fprintf(&b, "; graded %d at a time, the run took %v", parallel, wall.Round(time.Second))
 	}
 	b.WriteString(".\n")
+	if v := gradedBy(gs); v != "" {
+		fmt.Fprintf(&b, "Graded by rlconform %s.\n", v)
+	}
 	for _, g := range gs {
 		fmt.Fprintf(&b, "\n## %s\n\n%s: %s. Served: %s.\n\n", g.card.Name, g.card.Library, g.version, g.card.Served)
 		b.Write(notes[g.card.Name])
@@ -132,4 +136,18 @@ func (r runReport) status(id string) string {
 		}
 	}
 	return "skip"
+}
+
+// gradedBy is the version of rlconform the runs' reports name, each once
+// (one, unless a kept run mixes gradings).
+func gradedBy(gs []*graded) string {
+	var vs []string
+	for _, g := range gs {
+		for _, r := range g.runs {
+			if r.Version != "" && !slices.Contains(vs, r.Version) {
+				vs = append(vs, r.Version)
+			}
+		}
+	}
+	return strings.Join(vs, ", ")
 }
