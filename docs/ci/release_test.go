@@ -26,15 +26,22 @@ import (
 	"github.com/rlconform/rlconform/internal/testtier"
 )
 
-// changelogVersion is the newest release CHANGELOG.md names, as the
-// Action reads it.
-func changelogVersion(t *testing.T) string {
+// releasedAction is a copy of the action as a release's commit holds
+// it: its action.yml, and a CHANGELOG.md whose newest release is version
+// (the tree's own may name none yet); with version "", a CHANGELOG.md
+// that names no release, as a commit before the first one.
+func releasedAction(t *testing.T, version string) string {
 	t.Helper()
-	src, err := os.ReadFile(filepath.Join(root(t), "CHANGELOG.md"))
+	dir := t.TempDir()
+	src, err := os.ReadFile(filepath.Join(root(t), "action.yml"))
 	require.NoError(t, err)
-	m := regexp.MustCompile(`(?m)^## \[([0-9][0-9.]*)\] - `).FindSubmatch(src)
-	require.NotNil(t, m, "CHANGELOG.md names a release")
-	return string(m[1])
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "action.yml"), src, 0o644))
+	changelog := "# Changelog\n\n## [Unreleased]\n\n### Added\n- everything\n"
+	if version != "" {
+		changelog += "\n## [" + version + "] - 2026-11-28\n\n### Added\n- the rest\n"
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "CHANGELOG.md"), []byte(changelog), 0o644))
+	return dir
 }
 
 // tarGz is a release archive holding files (name: content), as
@@ -86,7 +93,8 @@ func releases(t *testing.T, version string, archives map[string][]byte, sums map
 // from source, and says so.
 func TestActionInstallsTheRelease(t *testing.T) {
 	testtier.SkipShort(t, "runs the action")
-	version := changelogVersion(t)
+	const version = "0.4.2"
+	released, unreleased := releasedAction(t, version), releasedAction(t, "")
 	bin, err := os.ReadFile(filepath.Join(binDir, "rlconform"))
 	require.NoError(t, err)
 	asset := "rlconform_" + version + "_linux_amd64.tar.gz"
@@ -111,11 +119,21 @@ func TestActionInstallsTheRelease(t *testing.T) {
 		{"no archive for the runner", "v" + version, good, []string{"RUNNER_ARCH=ARM64"}, 2, "has no archive for linux/arm64"},
 		{"a 32-bit runner", "v" + version, good, []string{"RUNNER_ARCH=X86"}, 2, "rlconform is 64-bit only"},
 		{"a tag that is not the release's", "v9.9.9", good, nil, 2, "the tag is not a release's"},
+		{"a minor tag of another release", "v0.4", good, nil, 0, "downloaded release v0.4.2"},
+		{"a patch tag that is a prefix", "v0.4.20", good, nil, 2, "the tag is not a release's"},
 		{"a release that is not there", "v" + version, nothing.URL, nil, 2, "no checksums.txt at " + nothing.URL + "/v" + version},
+		{"a tag on a commit that is no release's", "v0.5.0", good, nil, 2, "names no release in its CHANGELOG.md"},
 		{"a branch", "main", good, nil, 0, "built from source at main (not a version tag)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			run := runAction(t, root(t), work, with(grade, "releases", tt.releases), tt.ref, tt.env...)
+			action := released
+			switch tt.ref {
+			case "main":
+				action = root(t) // a branch's checkout: the source to build
+			case "v0.5.0":
+				action = unreleased
+			}
+			run := runAction(t, action, work, with(grade, "releases", tt.releases), tt.ref, tt.env...)
 			assert.Equal(t, tt.code, run.code, run.log)
 			assert.Contains(t, run.log, tt.says)
 			if tt.ref != "main" {
