@@ -47,12 +47,15 @@ cards: redis gateways cards-deps cards-envoy
 cards-update: redis gateways cards-deps cards-envoy
 	cd cards && $(GO) run ./cmd/cards -update
 
-# PHP with Symfony RateLimiter, Ruby with rack-attack and puma, a JDK with
-# Guava, Python with limits and Flask-Limiter, from Debian's packages, and
+# PHP with Symfony RateLimiter, Ruby with rack-attack and puma, a JDK and
+# Maven, Python with limits and Flask-Limiter, from Debian's packages, and
 # the npm packages of the Node.js cards (cards/node, npm ci from its
-# package-lock.json) (scripts/ensure-cards).
+# package-lock.json) (scripts/ensure-cards); then the Java cards' libraries
+# from Maven Central, pinned by cards/java/pom.xml, and the cards compiled
+# offline against them (scripts/ensure-cards-java).
 cards-deps:
 	@./scripts/ensure-cards
+	@./scripts/ensure-cards-java
 
 # Envoy's ratelimit service, built from its pinned commit into cards/.bin
 # (scripts/ensure-envoy); only make cards grades it.

@@ -1,5 +1,7 @@
 package com.google.common.util.concurrent;
 
+import rlconform.cards.Now;
+
 /**
  * The instant rlconform's protocol v1 gives each request (X-Rlc-Now-Ms), as
  * a Guava {@code RateLimiter.SleepingStopwatch}: the stopwatch every
@@ -13,14 +15,8 @@ package com.google.common.util.concurrent;
  */
 public final class CardClock extends RateLimiter.SleepingStopwatch {
   private static final CardClock INSTANCE = new CardClock();
-  private static final ThreadLocal<Long> NOW = new ThreadLocal<>();
 
   private CardClock() {}
-
-  /** Sets the instant, in microseconds, that this thread's calls read. */
-  public static void set(long micros) {
-    NOW.set(micros);
-  }
 
   /** RateLimiter.create(permitsPerSecond) on this clock: a SmoothBursty. */
   public static RateLimiter bursty(double permitsPerSecond) {
@@ -29,11 +25,7 @@ public final class CardClock extends RateLimiter.SleepingStopwatch {
 
   @Override
   protected long readMicros() {
-    Long now = NOW.get();
-    if (now == null) {
-      throw new IllegalStateException("no instant set for this request");
-    }
-    return now;
+    return Now.micros();
   }
 
   /**
