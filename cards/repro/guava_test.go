@@ -14,19 +14,18 @@ import (
 	"time"
 )
 
-// guavaCard starts cards/java/serve (javac, then the JDK's HTTP server
-// over Guava's RateLimiter) and returns a client of it that sets each
-// request's instant, as protocol v1's clock control does.
+// guavaCard starts cards/java/serve guava (the JDK's HTTP server over
+// Guava's RateLimiter, compiled by scripts/ensure-cards-java) and returns
+// a client of it that sets each request's instant, as protocol v1's clock
+// control does.
 func guavaCard(t *testing.T) *clocked {
 	t.Helper()
-	if _, err := exec.LookPath("javac"); err != nil {
-		t.Fatal("javac is not installed: make cards-deps (scripts/ensure-cards) installs a JDK and Debian's Guava")
-	}
+	javaClassPath(t)
 	serve, _ := filepath.Abs("../java/serve")
-	cmd := exec.Command(serve)
+	cmd := exec.Command(serve, "guava")
 	cmd.Env = os.Environ()
-	// javac compiles the card first: it may take a minute.
-	base := serveCard(t, "cards/java/serve", cmd, syscall.SIGTERM, 60*time.Second, capabilities)
+	// A JVM starting on a loaded machine: give it a minute.
+	base := serveCard(t, "cards/java/serve guava", cmd, syscall.SIGTERM, 60*time.Second, capabilities)
 	return &clocked{t: t, base: base, origin: time.UnixMilli(1767225600000)}
 }
 

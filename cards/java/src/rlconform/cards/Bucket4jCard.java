@@ -140,10 +140,17 @@ final class Bucket4jCard implements Limiter {
     return "{\"clock\":true,\"configure\":true,\"remaining\":true,\"reset\":true,\"cost\":true}";
   }
 
+  /**
+   * Sets the configuration of every bucket. In memory, each bucket's
+   * {@code replaceConfiguration}; on Redis, a new configuration version,
+   * which Bucket4j asks to only grow: the wall clock's microseconds (or
+   * one more than the last), so that the version last set at any
+   * instance on the machine is the highest.
+   */
   @Override
   public synchronized void configure(long n, long w) {
     config = config(n, w);
-    version++;
+    version = Math.max(version + 1, System.currentTimeMillis() * 1000);
     store(() -> {
       replaced.run();
       return null;
