@@ -40,7 +40,7 @@ final class GuavaCard implements Limiter {
 
   /**
    * A request of cost n is tryAcquire(n), as given: Guava throws
-   * IllegalArgumentException for n of 0 or less (RateLimiter.java:493-495),
+   * IllegalArgumentException for n of 0 or less (RateLimiter.java:495-496),
    * invalid input (400). A cost beyond a Java int cannot be asked.
    */
   @Override
