@@ -13,7 +13,8 @@ conformance: redis
 ## mostly wait; 8 at a time loaded two cores so far that loopback Redis
 ## calls took 140ms and real-time runs decided little), and without the
 ## race detector, which test-full (CI) adds. Of the report cards (cards/, a
-## module of its own), the two with an injected clock. Where a test grades
+## module of its own), the five with an injected clock and no store
+## (cards/cmd/cards TestFastCards). Where a test grades
 ## a matrix of equivalent targets in real time, or repeats a run to catch a
 ## rare failure, it takes a sample (logged with its RLCONFORM_SEED, which
 ## picks it again) or fewer runs: test-full runs the rest of them. The edit loop:

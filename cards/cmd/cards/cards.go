@@ -16,7 +16,8 @@ type card struct {
 	// Name is the card's id: its section in docs/cards.md, its notes
 	// (notes/NAME.md) and its lines in expected.txt.
 	Name string
-	// Library names what is graded, and Version its pinned version (Go);
+	// Library names what is graded, and Version its pinned version (Go
+	// modules; Maven Central's, pinned in java/pom.xml);
 	// Debian lists the packages whose installed versions are recorded.
 	Library, Version string
 	Debian           []string

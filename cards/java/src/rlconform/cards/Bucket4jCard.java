@@ -13,39 +13,25 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.function.Function;
+import java.util.function.Supplier;
 import org.apache.commons.pool2.impl.GenericObjectPoolConfig;
-import redis.clients.jedis.Connection;
 import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
-import redis.clients.jedis.JedisPooled;
+import redis.clients.jedis.Jedis;
+import redis.clients.jedis.JedisPool;
 import redis.clients.jedis.exceptions.JedisException;
 import redis.clients.jedis.util.JedisURIHelper;
 
 /**
  * Bucket4j's token bucket: one bucket per user of one bandwidth,
  * {@code capacity(N).refillGreedy(N, W)} (its quick start's way), each
- * request {@code tryConsume(cost)}. Its clock is a {@link TimeMeter} that
- * reads the request's instant ({@link Now}): {@code withCustomTimePrecision}
- * in memory, {@code clientClock} on Redis (clock control). Two kinds:
- *
- * <ul>
- *   <li>{@link #memory}: a LocalBucket per user in the card's map, made at
- *       the user's first request; Configure is {@code replaceConfiguration}
- *       on each (TokensInheritanceStrategy.AS_IS), Reset drops the bucket
- *       from the map (Bucket4j's {@code reset()} refills it, which is not
- *       forgetting it).
- *   <li>{@link #redis}: the Jedis proxy manager (compare-and-swap), the
- *       bucket of a user under RLCONFORM_KEY_PREFIX + its id, with the
- *       expiration its documentation recommends
- *       ({@code basedOnTimeForRefillingBucketUpToMax}); Configure raises the
- *       configuration's version, which each bucket takes at its next call
- *       ({@code withImplicitConfigurationReplacement}, AS_IS); Reset is
- *       {@code removeProxy}. A failure of Redis is a 503.
- * </ul>
+ * request {@code tryConsume(cost)}, remaining {@code getAvailableTokens()}.
+ * Its clock is a {@link TimeMeter} that reads the request's instant
+ * ({@link Now}): clock control. Two kinds, {@link Memory} and {@link Redis}.
  */
-final class Bucket4jCard implements Limiter {
-  private static final TimeMeter CLOCK =
+abstract class Bucket4jCard implements Limiter {
+  /** The request's instant as Bucket4j's clock. */
+  static final TimeMeter CLOCK =
       new TimeMeter() {
         @Override
         public long currentTimeNanos() {
@@ -58,17 +44,8 @@ final class Bucket4jCard implements Limiter {
         }
       };
 
-  private final Function<String, Bucket> bucket;
-  private final Function<String, Void> forget;
-  private final Runnable replaced;
-  private volatile BucketConfiguration config = config(5, 1000);
-  private volatile long version = 1;
-
-  private Bucket4jCard(Function<Bucket4jCard, Function<String, Bucket>> bucket, Function<String, Void> forget, Runnable replaced) {
-    this.bucket = bucket.apply(this);
-    this.forget = forget;
-    this.replaced = replaced;
-  }
+  /** The configuration in force: N per W, 5 per second until configured. */
+  volatile BucketConfiguration config = config(5, 1000);
 
   static BucketConfiguration config(long n, long w) {
     return BucketConfiguration.builder()
@@ -76,110 +53,136 @@ final class Bucket4jCard implements Limiter {
         .build();
   }
 
-  /** Buckets in memory, one LocalBucket per user. */
-  static Bucket4jCard memory() {
-    Map<String, LocalBucket> users = new ConcurrentHashMap<>();
-    Bucket4jCard[] card = new Bucket4jCard[1];
-    card[0] =
-        new Bucket4jCard(
-            c -> user -> users.computeIfAbsent(user, u -> Bucket.builder()
-                .addLimit(c.config.getBandwidths()[0])
-                .withCustomTimePrecision(CLOCK)
-                .build()),
-            user -> {
-              users.remove(user);
-              return null;
-            },
-            () -> {
-              for (LocalBucket b : users.values()) {
-                b.replaceConfiguration(card[0].config, TokensInheritanceStrategy.AS_IS);
-              }
-            });
-    return card[0];
-  }
-
-  /** Buckets on Redis at url through Jedis, under prefix. */
-  static Bucket4jCard redis(String url, String prefix) {
-    if (url == null || url.isEmpty()) {
-      throw new IllegalArgumentException("RLCONFORM_REDIS_URL is not set: run the card with rlconform run --exec");
-    }
-    URI u = URI.create(url);
-    // Timeouts under the grader's store timeout (1 s), a connection for
-    // each of the server's threads, and no wait past them for one.
-    DefaultJedisClientConfig client =
-        DefaultJedisClientConfig.builder()
-            .connectionTimeoutMillis(300)
-            .socketTimeoutMillis(500)
-            .database(JedisURIHelper.getDBIndex(u))
-            .user(JedisURIHelper.getUser(u))
-            .password(JedisURIHelper.getPassword(u))
-            .build();
-    GenericObjectPoolConfig<Connection> pool = new GenericObjectPoolConfig<>();
-    pool.setMaxTotal(32);
-    pool.setMaxWait(Duration.ofMillis(300));
-    JedisPooled jedis = new JedisPooled(new HostAndPort(u.getHost(), u.getPort()), client, pool);
-    ProxyManager<byte[]> proxies =
-        Bucket4jJedis.casBasedBuilder(jedis)
-            .clientClock(CLOCK)
-            .expirationAfterWrite(ExpirationAfterWriteStrategy.basedOnTimeForRefillingBucketUpToMax(Duration.ZERO))
-            .build();
-    Function<String, byte[]> key = user -> (prefix + user).getBytes(StandardCharsets.UTF_8);
-    return new Bucket4jCard(
-        c -> user -> proxies.builder()
-            .withImplicitConfigurationReplacement(c.version, TokensInheritanceStrategy.AS_IS)
-            .build(key.apply(user), () -> c.config),
-        user -> {
-          proxies.removeProxy(key.apply(user));
-          return null;
-        },
-        () -> {});
-  }
+  /** The bucket of user, made with the configuration in force if new. */
+  abstract Bucket bucket(String user);
 
   @Override
   public String capabilities() {
     return "{\"clock\":true,\"configure\":true,\"remaining\":true,\"reset\":true,\"cost\":true}";
   }
 
-  /**
-   * Sets the configuration of every bucket. In memory, each bucket's
-   * {@code replaceConfiguration}; on Redis, a new configuration version,
-   * which Bucket4j asks to only grow: the wall clock's microseconds (or
-   * one more than the last), so that the version last set at any
-   * instance on the machine is the highest.
-   */
-  @Override
-  public synchronized void configure(long n, long w) {
-    config = config(n, w);
-    version = Math.max(version + 1, System.currentTimeMillis() * 1000);
-    store(() -> {
-      replaced.run();
-      return null;
-    });
-  }
-
-  /** tryConsume(cost), as given. */
+  /** tryConsume(cost), as given: Bucket4j refuses a cost of 0 or less. */
   @Override
   public boolean allow(String user, long cost) {
-    return store(() -> bucket.apply(user).tryConsume(cost));
+    return store(() -> bucket(user).tryConsume(cost));
   }
 
-  /** getAvailableTokens. */
   @Override
   public long remaining(String user) {
-    return store(() -> bucket.apply(user).getAvailableTokens());
-  }
-
-  @Override
-  public void reset(String user) {
-    store(() -> forget.apply(user));
+    return store(() -> bucket(user).getAvailableTokens());
   }
 
   /** Runs a call of Bucket4j; a failure of Jedis is the store's. */
-  private static <T> T store(java.util.function.Supplier<T> call) {
+  static <T> T store(Supplier<T> call) {
     try {
       return call.get();
     } catch (JedisException e) {
       throw new StoreDown(e);
+    }
+  }
+
+  /**
+   * A LocalBucket per user in the card's map, made at the user's first
+   * call ({@code withCustomTimePrecision}: the clock). Configure is
+   * {@code replaceConfiguration} on each (TokensInheritanceStrategy.AS_IS);
+   * Reset drops the bucket from the map (Bucket4j's {@code reset()}
+   * refills a bucket, which is not forgetting it).
+   */
+  static final class Memory extends Bucket4jCard {
+    private final Map<String, LocalBucket> users = new ConcurrentHashMap<>();
+
+    @Override
+    Bucket bucket(String user) {
+      return users.computeIfAbsent(user, u -> Bucket.builder()
+          .addLimit(config.getBandwidths()[0])
+          .withCustomTimePrecision(CLOCK)
+          .build());
+    }
+
+    @Override
+    public synchronized void configure(long n, long w) {
+      config = config(n, w);
+      for (LocalBucket b : users.values()) {
+        b.replaceConfiguration(config, TokensInheritanceStrategy.AS_IS);
+      }
+    }
+
+    @Override
+    public void reset(String user) {
+      users.remove(user);
+    }
+  }
+
+  /**
+   * The Jedis proxy manager (compare-and-swap, on a JedisPool), a user's bucket under
+   * RLCONFORM_KEY_PREFIX + its id, with the expiration Bucket4j's
+   * documentation recommends ({@code basedOnTimeForRefillingBucketUpToMax})
+   * and {@code clientClock} (the clock). Configure raises the
+   * configuration's version, which each bucket takes at its next call
+   * ({@code withImplicitConfigurationReplacement}, AS_IS); Reset is
+   * {@code removeProxy}. A failure of Redis is a 503.
+   */
+  static final class Redis extends Bucket4jCard {
+    private final ProxyManager<byte[]> proxies;
+    private final String prefix;
+    private volatile long version = 1;
+
+    Redis(String url, String prefix) {
+      if (url == null || url.isEmpty()) {
+        throw new IllegalArgumentException("RLCONFORM_REDIS_URL is not set: run the card with rlconform run --exec");
+      }
+      URI u = URI.create(url);
+      // Timeouts under the grader's store timeout (1 s), a connection for
+      // each of the server's threads, and no wait past them for one.
+      DefaultJedisClientConfig client =
+          DefaultJedisClientConfig.builder()
+              .connectionTimeoutMillis(300)
+              .socketTimeoutMillis(500)
+              .database(JedisURIHelper.getDBIndex(u))
+              .user(JedisURIHelper.getUser(u))
+              .password(JedisURIHelper.getPassword(u))
+              .build();
+      GenericObjectPoolConfig<Jedis> pool = new GenericObjectPoolConfig<>();
+      pool.setMaxTotal(32);
+      pool.setMaxWait(Duration.ofMillis(300));
+      JedisPool jedis = new JedisPool(pool, new HostAndPort(u.getHost(), u.getPort()), client);
+      this.proxies =
+          Bucket4jJedis.casBasedBuilder(jedis)
+              .clientClock(CLOCK)
+              .expirationAfterWrite(ExpirationAfterWriteStrategy.basedOnTimeForRefillingBucketUpToMax(Duration.ZERO))
+              .build();
+      this.prefix = prefix;
+    }
+
+    private byte[] key(String user) {
+      return (prefix + user).getBytes(StandardCharsets.UTF_8);
+    }
+
+    @Override
+    Bucket bucket(String user) {
+      BucketConfiguration c = config;
+      return proxies.builder()
+          .withImplicitConfigurationReplacement(version, TokensInheritanceStrategy.AS_IS)
+          .build(key(user), () -> c);
+    }
+
+    /**
+     * A new configuration version, which Bucket4j asks to only grow: the
+     * wall clock's microseconds (or one more than the last), so that the
+     * version last set at any instance on the machine is the highest.
+     */
+    @Override
+    public synchronized void configure(long n, long w) {
+      config = config(n, w);
+      version = Math.max(version + 1, System.currentTimeMillis() * 1000);
+    }
+
+    @Override
+    public void reset(String user) {
+      store(() -> {
+        proxies.removeProxy(key(user));
+        return null;
+      });
     }
   }
 }

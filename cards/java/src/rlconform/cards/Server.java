@@ -43,8 +43,8 @@ public final class Server {
         switch (args[0]) {
           case "guava" -> new GuavaCard();
           case "resilience4j" -> new Resilience4jCard();
-          case "bucket4j-memory" -> Bucket4jCard.memory();
-          case "bucket4j-redis" -> Bucket4jCard.redis(System.getenv("RLCONFORM_REDIS_URL"), System.getenv().getOrDefault("RLCONFORM_KEY_PREFIX", ""));
+          case "bucket4j-memory" -> new Bucket4jCard.Memory();
+          case "bucket4j-redis" -> new Bucket4jCard.Redis(System.getenv("RLCONFORM_REDIS_URL"), System.getenv().getOrDefault("RLCONFORM_KEY_PREFIX", ""));
           default -> throw new IllegalArgumentException("no card " + args[0]);
         };
     int port = Integer.parseInt(System.getenv().getOrDefault("PORT", "8080"));
