@@ -15,10 +15,10 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
 import org.apache.commons.pool2.impl.GenericObjectPoolConfig;
+import redis.clients.jedis.Connection;
 import redis.clients.jedis.DefaultJedisClientConfig;
 import redis.clients.jedis.HostAndPort;
-import redis.clients.jedis.Jedis;
-import redis.clients.jedis.JedisPool;
+import redis.clients.jedis.RedisClient;
 import redis.clients.jedis.exceptions.JedisException;
 import redis.clients.jedis.util.JedisURIHelper;
 
@@ -114,7 +114,7 @@ abstract class Bucket4jCard implements Limiter {
   }
 
   /**
-   * The Jedis proxy manager (compare-and-swap, on a JedisPool), a user's bucket under
+   * The Jedis proxy manager (compare-and-swap, on Jedis's pooled RedisClient), a user's bucket under
    * RLCONFORM_KEY_PREFIX + its id, with the expiration Bucket4j's
    * documentation recommends ({@code basedOnTimeForRefillingBucketUpToMax})
    * and {@code clientClock} (the clock). Configure raises the
@@ -142,10 +142,15 @@ abstract class Bucket4jCard implements Limiter {
               .user(JedisURIHelper.getUser(u))
               .password(JedisURIHelper.getPassword(u))
               .build();
-      GenericObjectPoolConfig<Jedis> pool = new GenericObjectPoolConfig<>();
+      GenericObjectPoolConfig<Connection> pool = new GenericObjectPoolConfig<>();
       pool.setMaxTotal(32);
       pool.setMaxWait(Duration.ofMillis(300));
-      JedisPool jedis = new JedisPool(pool, new HostAndPort(u.getHost(), u.getPort()), client);
+      RedisClient jedis =
+          RedisClient.builder()
+              .hostAndPort(new HostAndPort(u.getHost(), u.getPort()))
+              .clientConfig(client)
+              .poolConfig(pool)
+              .build();
       this.proxies =
           Bucket4jJedis.casBasedBuilder(jedis)
               .clientClock(CLOCK)
