@@ -68,6 +68,24 @@ func TestResilience4jNegativeCostRefunds(t *testing.T) {
 	}
 }
 
+// Resilience4j applies a new limit from the next cycle, as
+// changeLimitForPeriod's javadoc says (RateLimiter.java:630-637): it keeps
+// the cycle and the permits left (AtomicRateLimiter.java:103-111). With 2
+// of 2 spent and the limit raised to 5, the same minute still refuses;
+// the next has 5 (resilience4j: core/reconfigure, strict/raised-limit,
+// strict/lowered-limit, strict/differential, strict/cost-differential,
+// by design).
+func TestResilience4jNewLimitFromNextCycle(t *testing.T) {
+	var got struct {
+		SameMinute bool `json:"same_minute"`
+		NextMinute int  `json:"next_minute"`
+	}
+	javaRepro(t, "resilience4j-raised-limit", &got)
+	if got.SameMinute || got.NextMinute != 5 {
+		t.Errorf("same minute allowed %v, next minute %d permits; want refused, then 5", got.SameMinute, got.NextMinute)
+	}
+}
+
 // Bucket4j refills a greedy bandwidth in long arithmetic, tokens × elapsed
 // nanoseconds (BucketState64BitsInteger.java:495); when that product
 // overflows a long it falls back to a double and drops the rounding error

@@ -18,6 +18,7 @@ public class JavaRepro {
     String out =
         switch (args[0]) {
           case "resilience4j-negative-cost" -> resilience4jNegativeCost();
+          case "resilience4j-raised-limit" -> resilience4jRaisedLimit();
           case "bucket4j-overflow" -> bucket4jOverflow();
           default -> throw new IllegalArgumentException("no case " + args[0]);
         };
@@ -41,6 +42,28 @@ public class JavaRepro {
       got.add(l.acquirePermission(n));
     }
     return "{\"allowed\":" + got + ",\"available\":" + l.getMetrics().getAvailablePermissions() + "}";
+  }
+
+  /**
+   * Resilience4j with 2 permits per minute and no wait: spend 2, raise the
+   * limit to 5 (changeLimitForPeriod), ask again in the same minute and in
+   * the next.
+   */
+  static String resilience4jRaisedLimit() {
+    RateLimiterConfig c =
+        RateLimiterConfig.custom()
+            .limitForPeriod(2)
+            .limitRefreshPeriod(Duration.ofMinutes(1))
+            .timeoutDuration(Duration.ZERO)
+            .build();
+    nanos = 0;
+    AtomicRateLimiter l = new AtomicRateLimiter("u", c, () -> nanos);
+    l.acquirePermission(2);
+    l.changeLimitForPeriod(5);
+    boolean sameMinute = l.acquirePermission(1);
+    nanos = Duration.ofMinutes(1).toNanos();
+    int nextMinute = l.getMetrics().getAvailablePermissions();
+    return "{\"same_minute\":" + sameMinute + ",\"next_minute\":" + nextMinute + "}";
   }
 
   /**
