@@ -29,7 +29,8 @@ release-snapshot:
 ## mostly wait; 8 at a time loaded two cores so far that loopback Redis
 ## calls took 140ms and real-time runs decided little), and without the
 ## race detector, which test-full (CI) adds. Of the report cards (cards/, a
-## module of its own), the two with an injected clock. Where a test grades
+## module of its own), the five with an injected clock and no store
+## (cards/cmd/cards TestFastCards). Where a test grades
 ## a matrix of equivalent targets in real time, or repeats a run to catch a
 ## rare failure, it takes a sample (logged with its RLCONFORM_SEED, which
 ## picks it again) or fewer runs: test-full runs the rest of them. The edit loop:
@@ -63,12 +64,15 @@ cards: redis gateways cards-deps cards-envoy
 cards-update: redis gateways cards-deps cards-envoy
 	cd cards && $(GO) run -ldflags '$(LDFLAGS)' ./cmd/cards -update
 
-# PHP with Symfony RateLimiter, Ruby with rack-attack and puma, a JDK with
-# Guava, Python with limits and Flask-Limiter, from Debian's packages, and
+# PHP with Symfony RateLimiter, Ruby with rack-attack and puma, a JDK and
+# Maven, Python with limits and Flask-Limiter, from Debian's packages, and
 # the npm packages of the Node.js cards (cards/node, npm ci from its
-# package-lock.json) (scripts/ensure-cards).
+# package-lock.json) (scripts/ensure-cards); then the Java cards' libraries
+# from Maven Central, pinned by cards/java/pom.xml, and the cards compiled
+# offline against them (scripts/ensure-cards-java).
 cards-deps:
 	@./scripts/ensure-cards
+	@./scripts/ensure-cards-java
 
 # Envoy's ratelimit service, built from its pinned commit into cards/.bin
 # (scripts/ensure-envoy); only make cards grades it.

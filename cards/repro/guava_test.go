@@ -14,19 +14,18 @@ import (
 	"time"
 )
 
-// guavaCard starts cards/java/serve (javac, then the JDK's HTTP server
-// over Guava's RateLimiter) and returns a client of it that sets each
-// request's instant, as protocol v1's clock control does.
+// guavaCard starts cards/java/serve guava (the JDK's HTTP server over
+// Guava's RateLimiter, compiled by scripts/ensure-cards-java) and returns
+// a client of it that sets each request's instant, as protocol v1's clock
+// control does.
 func guavaCard(t *testing.T) *clocked {
 	t.Helper()
-	if _, err := exec.LookPath("javac"); err != nil {
-		t.Fatal("javac is not installed: make cards-deps (scripts/ensure-cards) installs a JDK and Debian's Guava")
-	}
+	javaClassPath(t)
 	serve, _ := filepath.Abs("../java/serve")
-	cmd := exec.Command(serve)
+	cmd := exec.Command(serve, "guava")
 	cmd.Env = os.Environ()
-	// javac compiles the card first: it may take a minute.
-	base := serveCard(t, "cards/java/serve", cmd, syscall.SIGTERM, 60*time.Second, capabilities)
+	// A JVM starting on a loaded machine: give it a minute.
+	base := serveCard(t, "cards/java/serve guava", cmd, syscall.SIGTERM, 60*time.Second, capabilities)
 	return &clocked{t: t, base: base, origin: time.UnixMilli(1767225600000)}
 }
 
@@ -106,9 +105,9 @@ func TestGuava(t *testing.T) {
 }
 
 // Guava's tryAcquire(n) asks only whether the next free ticket has come
-// (RateLimiter.java:425-427): the permits a request takes "never affect
-// the throttling of the request itself" (RateLimiter.java:83-88); they
-// push the next ticket n intervals on (SmoothRateLimiter.java:355-367).
+// (RateLimiter.java:417, :427): the permits a request takes "never affect
+// the throttling of the request itself" (its class javadoc); they
+// push the next ticket n intervals on (SmoothRateLimiter.java:358-368).
 // With 5 per minute (one every 12s), a fresh user's cost of 4 is allowed
 // and the next request waits 48s; a cost of 7, above the limit, is
 // allowed too: the profiles' cost=debt, which the card is graded as
@@ -128,9 +127,9 @@ func guavaCostNeverThrottlesItself(c *clocked) {
 }
 
 // Guava's SmoothBursty starts with no stored permits
-// (SmoothRateLimiter.java:294-296, "initial state") and stores at most
-// one second of them (maxBurstSeconds 1.0, RateLimiter.java:135,
-// SmoothRateLimiter.java:289), spent before the next ticket is pushed:
+// (SmoothRateLimiter.java:290-301, "initial state") and stores at most
+// one second of them (maxBurstSeconds 1.0, RateLimiter.java:138,
+// SmoothRateLimiter.java:290-301), spent before the next ticket is pushed:
 // a fresh limiter of 5 per minute allows 1 at once; idle long enough, it
 // has stored 1/12 of a permit, and the request after next comes 11s
 // later instead of 12s. With 5 per second, idle, it allows 6 at once
@@ -155,7 +154,7 @@ func guavaStoresOneSecond(c *clocked) {
 }
 
 // Guava refuses a request of no permits: checkPermits throws
-// IllegalArgumentException for 0 (RateLimiter.java:493-495), which the
+// IllegalArgumentException for 0 (RateLimiter.java:495-496), which the
 // card answers 400, invalid input. It consumes nothing (guava:
 // strict/cost-zero takes the error for a cost of 0 as honest;
 // notes/guava.md).

@@ -16,7 +16,8 @@ type card struct {
 	// Name is the card's id: its section in docs/cards.md, its notes
 	// (notes/NAME.md) and its lines in expected.txt.
 	Name string
-	// Library names what is graded, and Version its pinned version (Go);
+	// Library names what is graded, and Version its pinned version (Go
+	// modules; Maven Central's, pinned in java/pom.xml);
 	// Debian lists the packages whose installed versions are recorded.
 	Library, Version string
 	Debian           []string
@@ -121,9 +122,9 @@ var cards = []card{
 		Endpoint: envoyRatelimit, Profile: "fixed-window:align=epoch,count-denied=true,query=read", InspectStore: true,
 		Identity: []string{"--body", "{dir}/envoy/request.json", "--identity", "json:/descriptors/0/entries/0/value",
 			"--fields", "json:/statuses/0/limitRemaining,/statuses/0/durationUntilReset,/statuses/0/currentLimit"}},
-	{Name: "guava", Library: "Guava RateLimiter.create (SmoothBursty)", Debian: []string{"libguava-java", "openjdk-17-jdk-headless"},
+	{Name: "guava", Library: "Guava RateLimiter.create (SmoothBursty)", Version: "com.google.guava:guava 33.8.0-jre",
 		Served: "protocol v1 shim on the JDK's com.sun.net.httpserver, a RateLimiter per user, clock control through its SleepingStopwatch",
-		Serve:  "{dir}/java/serve", Profile: "gcra:burst=1,cost=debt"},
+		Serve:  "{dir}/java/serve guava", Profile: "gcra:burst=1,cost=debt"},
 	{Name: "limits-fixed-window", Library: "python limits FixedWindowRateLimiter (RedisStorage)", Debian: []string{"python3-limits", "python3-redis"},
 		Served: "protocol v1 shim on http.server, 2 instances on one Redis",
 		Exec:   "CARD_STRATEGY=fixed-window {dir}/python/serve", Instances: 2, Profile: "fixed-window:align=first-hit,count-denied=true,query=read"},
@@ -172,6 +173,17 @@ var cards = []card{
 	{Name: "fiber3-sliding", Library: "github.com/gofiber/fiber/v3 middleware/limiter, SlidingWindow (memory storage)", Version: "v3.1.0",
 		Served:   "endpoint: limiter.New on a Fiber app, KeyGenerator X-User, served by Fiber",
 		Endpoint: goEndpoint("fiber3-sliding"), Profile: "sliding-counter:admit=at-most,align=first-grid,count-denied=true"},
+	// The Java cards (cards/java: pom.xml pins the libraries; one server,
+	// a class per library), each with its library's own clock injected.
+	{Name: "resilience4j", Library: "Resilience4j AtomicRateLimiter (acquirePermission, timeoutDuration 0)", Version: "io.github.resilience4j:resilience4j-ratelimiter 2.4.0",
+		Served: "protocol v1 shim on the JDK's com.sun.net.httpserver, an AtomicRateLimiter per user, clock control through its nanoTime supplier",
+		Serve:  "{dir}/java/serve resilience4j", Profile: "fixed-window:align=first-grid"},
+	{Name: "bucket4j-memory", Library: "Bucket4j LocalBucket (capacity N, refillGreedy N per W)", Version: "com.bucket4j:bucket4j_jdk17-core 8.17.0",
+		Served: "protocol v1 shim on the JDK's com.sun.net.httpserver, a bucket per user, clock control through its TimeMeter",
+		Serve:  "{dir}/java/serve bucket4j-memory", Profile: "token-bucket"},
+	{Name: "bucket4j-redis", Library: "Bucket4j on Redis (Jedis compare-and-swap proxy manager, capacity N, refillGreedy N per W)", Version: "com.bucket4j:bucket4j_jdk17-jedis 8.17.0, redis.clients:jedis 7.5.3",
+		Served: "protocol v1 shim on the JDK's com.sun.net.httpserver, 2 instances on one Redis, clock control through its client clock",
+		Exec:   "{dir}/java/serve bucket4j-redis", Instances: 2, Profile: "token-bucket"},
 }
 
 // expressRateLimit are the packages of the express-rate-limit cards.
