@@ -48,11 +48,14 @@ cards-update: redis gateways cards-deps cards-envoy
 	cd cards && $(GO) run ./cmd/cards -update
 
 # PHP with Symfony RateLimiter, Ruby with rack-attack and puma, a JDK with
-# Guava, Python with limits and Flask-Limiter, from Debian's packages, and
-# the npm packages of the Node.js cards (cards/node, npm ci from its
-# package-lock.json) (scripts/ensure-cards).
+# Guava, from Debian's packages, and the npm packages of the Node.js cards
+# (cards/node, npm ci from its package-lock.json) (scripts/ensure-cards);
+# the Python cards' libraries from PyPI, pinned with their hashes in
+# cards/python/requirements.txt, in the virtual environment cards/.venv
+# (scripts/ensure-cards-python).
 cards-deps:
 	@./scripts/ensure-cards
+	@./scripts/ensure-cards-python
 
 # Envoy's ratelimit service, built from its pinned commit into cards/.bin
 # (scripts/ensure-envoy); only make cards grades it.

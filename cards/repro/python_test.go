@@ -8,20 +8,21 @@ import (
 	"testing"
 )
 
-// debianPython is the interpreter Debian's python3-* packages install
-// for: another python3 on PATH (pyenv, a venv) may not see them.
-const debianPython = "/usr/bin/python3"
+// venvPython is the interpreter of cards/.venv, where make cards-deps
+// (scripts/ensure-cards-python) installs the Python cards' libraries as
+// cards/python/requirements.txt pins them.
+const venvPython = "../.venv/bin/python"
 
 // pythonRepro runs testdata/python_repro.py's name on a Redis of its own
 // and decodes the facts it prints into v.
 func pythonRepro(t *testing.T, name string, v any) {
 	t.Helper()
-	if err := exec.Command(debianPython, "-c", "import limits, flask_limiter").Run(); err != nil {
-		t.Fatalf("Debian's python3-limits and python3-flask-limiter are not installed (%v): make cards-deps (scripts/ensure-cards) installs them", err)
+	if err := exec.Command(venvPython, "-c", "import limits, flask_limiter").Run(); err != nil {
+		t.Fatalf("cards/.venv has no limits and Flask-Limiter (%v): make cards-deps (scripts/ensure-cards-python) installs them", err)
 	}
 	red := startRedis(t)
 	// -B: no __pycache__ beside cards/python/flask_app.py, which it imports.
-	out, err := exec.Command(debianPython, "-B", "testdata/python_repro.py", name, red.URL).Output()
+	out, err := exec.Command(venvPython, "-B", "testdata/python_repro.py", name, red.URL).Output()
 	if err != nil {
 		if ee, ok := err.(*exec.ExitError); ok {
 			t.Fatalf("python_repro.py %s: %v\n%s", name, err, ee.Stderr)
