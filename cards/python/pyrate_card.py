@@ -50,6 +50,10 @@ class PerUser(BucketFactory):
 
 
 class Card:
+    # try_acquire refuses a negative weight itself (limiter.py:589, an
+    # assert): its refusal is a 400.
+    invalid_cost = (AssertionError,)
+
     def __init__(self, redis_url, prefix):
         # A store that is down answers at once (503): short timeouts.
         self.conn = redis.Redis.from_url(redis_url, socket_connect_timeout=1, socket_timeout=1)

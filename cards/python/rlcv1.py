@@ -2,7 +2,9 @@
 pyrate_card.py): it only translates. A card gives its capabilities and
 four calls: allow(user, cost) -> bool, remaining(user) -> int,
 reset(user), configure(limit, window_ms) -> an error string or None;
-every decision is its library's.
+every decision is its library's. A card whose library refuses an invalid
+cost with an exception of its own names it (card.invalid_cost): that
+refusal answers 400, as the protocol says invalid input does.
 
 Served by the standard library's ThreadingHTTPServer on 127.0.0.1:$PORT,
 with a listen backlog of 128 (the default of 5 drops SYNs in the grader's
@@ -80,7 +82,10 @@ class Handler(BaseHTTPRequestHandler):
             cost = body.get("cost", 1)
             if type(cost) is not int:
                 return 400, {"error": "invalid request cost: not an integer"}
-            return 200, {"allowed": bool(card.allow(user, cost))}
+            try:
+                return 200, {"allowed": bool(card.allow(user, cost))}
+            except getattr(card, "invalid_cost", ()) as e:
+                return 400, {"error": f"invalid request cost: the library refused it: {type(e).__name__}: {e}"}
         if self.path == "/rlc/v1/remaining" and self.capabilities.get("remaining"):
             return 200, {"remaining": card.remaining(user)}
         if self.path == "/rlc/v1/reset":
