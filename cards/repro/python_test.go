@@ -2,6 +2,7 @@ package repro
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os/exec"
 	"strings"
@@ -17,8 +18,8 @@ const venvPython = "../.venv/bin/python"
 // and decodes the facts it prints into v.
 func pythonRepro(t *testing.T, name string, v any) {
 	t.Helper()
-	if err := exec.Command(venvPython, "-c", "import limits, flask_limiter, pyrate_limiter").Run(); err != nil {
-		t.Fatalf("cards/.venv has no limits, Flask-Limiter or pyrate-limiter (%v): make cards-deps (scripts/ensure-cards-python) installs them", err)
+	if err := exec.Command(venvPython, "-c", "import limits, flask_limiter, pyrate_limiter, slowapi").Run(); err != nil {
+		t.Fatalf("cards/.venv has no limits, Flask-Limiter, pyrate-limiter or slowapi (%v): make cards-deps (scripts/ensure-cards-python) installs them", err)
 	}
 	red := startRedis(t)
 	// -B: no __pycache__ beside cards/python/flask_app.py, which it imports.
@@ -71,6 +72,22 @@ func TestLimitsFixedWindowNegativeCost(t *testing.T) {
 			t.Errorf("costs 1 1 1 -2 1 1 1 under 3: answers %v, want %v (the -2 refunds two)", got.Answers, want)
 			break
 		}
+	}
+}
+
+// limits' sliding window counter refuses only when the weighted count
+// plus the cost is above the limit (acquire_sliding_window.lua:31-35),
+// then INCRBYs the cost (:38-39): a cost of -2 takes two off the current
+// count, and a user who spent 3 of 3 gets 2 more
+// (limits-sliding-window-counter: robust/cost-negative).
+func TestLimitsSlidingWindowNegativeCost(t *testing.T) {
+	var got struct {
+		Answers []bool `json:"answers"`
+	}
+	pythonRepro(t, "sliding-negative-refund", &got)
+	want := []bool{true, true, true, true, true, true, false}
+	if fmt.Sprint(got.Answers) != fmt.Sprint(want) {
+		t.Errorf("costs 1 1 1 -2 1 1 1 under 3: answers %v, want %v (the -2 refunds two)", got.Answers, want)
 	}
 }
 
@@ -162,5 +179,26 @@ func TestPyrateLaterStampsUncounted(t *testing.T) {
 			t.Errorf("the first 5 at 2000: %v, want all allowed", got.First)
 			break
 		}
+	}
+}
+
+// slowapi's X-RateLimit-Reset is str(1 + get_window_stats()[0])
+// (slowapi/extension.py:387-399), written for an int; limits 5's fixed
+// window answers the key's TTL + time.time(), a float
+// (limits/storage/redis.py:286-293): the header is a float, which no
+// client reads as the integer epoch second it is named for (slowapi:
+// http/ratelimit-fields, http/retry-after: the fields are malformed).
+func TestSlowapiResetIsAFloat(t *testing.T) {
+	var got struct {
+		Statuses   []int  `json:"statuses"`
+		Reset      string `json:"reset"`
+		RetryAfter string `json:"retry_after"`
+	}
+	pythonRepro(t, "slowapi-reset", &got)
+	if fmt.Sprint(got.Statuses) != "[200 200 200 200 200 429]" {
+		t.Fatalf("6 requests under 5 per 10s: statuses %v", got.Statuses)
+	}
+	if !strings.Contains(got.Reset, ".") {
+		t.Errorf("X-RateLimit-Reset %q: want a float (the fraction of time.time())", got.Reset)
 	}
 }

@@ -58,6 +58,19 @@ def negative_refund(url):
     return {"answers": answers}
 
 
+def sliding_negative_refund(url):
+    # The sliding window counter's hit: (weighted + amount) > limit refuses
+    # (acquire_sliding_window.lua:31-35), else INCRBY amount on the current
+    # counter (:38-39): a cost of -2 is never above the limit, and takes 2
+    # off the count.
+    from limits.strategies import SlidingWindowCounterRateLimiter
+
+    sw = SlidingWindowCounterRateLimiter(RedisStorage(url))
+    item = RateLimitItemPerSecond(3, 60, namespace="repro:LIMITER")
+    answers = [bool(sw.hit(item, "spent", cost=c)) for c in (1, 1, 1, -2, 1, 1, 1)]
+    return {"answers": answers}
+
+
 def reconfigure_fresh(url):
     # A RateLimitItem's key holds its amount and window (limits.py:106-124):
     # a user with 5 entries under 6 per 60s has none under 2 per 60s.
@@ -106,6 +119,48 @@ def flask_reset(url):
         out[user] = {"status": resp.status_code, "reset": int(resp.headers["X-RateLimit-Reset"]),
                      "retry_after": int(resp.headers["Retry-After"]), "now": now, "ends": now + pttl / 1000}
     return out
+
+
+def slowapi_reset(url):
+    # slowapi's X-RateLimit-Reset is str(1 + get_window_stats()[0])
+    # (slowapi/extension.py:387-399), typed an int there; limits 5's
+    # fixed window answers TTL + time.time(), a float (limits
+    # storage/redis.py:286-293, strategies.py:179-191): the header is a
+    # float such as "1795902171.09". Retry-After is int(reset - now)
+    # (:410-414). The app is cards/python/slowapi_app.py, called as an
+    # ASGI app: 6 requests of a user under 5 per 10 s.
+    import asyncio
+
+    os.environ.update(RLCONFORM_REDIS_URL=url, RLCONFORM_KEY_PREFIX="repro", CARD_LIMIT="5", CARD_PERIOD="10")
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "python", "slowapi_app.py")
+    spec = importlib.util.spec_from_file_location("slowapi_app", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+
+    async def get(user):
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
+                 "scheme": "http", "path": "/", "raw_path": b"/", "root_path": "", "query_string": b"",
+                 "headers": [(b"host", b"card"), (b"x-user", user.encode())],
+                 "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80)}
+        sent = []
+
+        async def receive():
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message):
+            sent.append(message)
+
+        await mod.app(scope, receive, send)
+        start = next(m for m in sent if m["type"] == "http.response.start")
+        return start["status"], {k.decode().lower(): v.decode() for k, v in start["headers"]}
+
+    async def run():
+        return [await get("u") for _ in range(6)]
+
+    answers = asyncio.run(run())
+    status, headers = answers[-1]
+    return {"statuses": [a[0] for a in answers], "reset": headers.get("x-ratelimit-reset", ""),
+            "retry_after": headers.get("retry-after", "")}
 
 
 def pyrate_lock_busy(url):
