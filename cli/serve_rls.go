@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rlconform/rlconform/adapters/rls"
+	"github.com/rlconform/rlconform/fakeclock"
 	"github.com/rlconform/rlconform/redisenv"
 	"github.com/rlconform/rlconform/reference"
 )
@@ -53,7 +54,7 @@ func rlsDecider(ctx context.Context, s rlsServe, n int, w time.Duration) (rls.De
 		return nil, nil, fmt.Errorf("--rls-mode serves --impl reference, reference-compact or mutant:NAME, not %q", s.impl)
 	}
 	if strings.HasPrefix(s.impl, "mutant:") {
-		lim, store, err := build(ctx, s.impl, nil, s.prefix, n, w)
+		lim, store, err := build(ctx, s.impl, fakeclock.Real{}, s.prefix, n, w) // real time: the in-memory mutants need a clock
 		if err != nil {
 			return nil, nil, err
 		}

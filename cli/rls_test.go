@@ -1,0 +1,201 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlconform/rlconform/adapters/rls"
+	"github.com/rlconform/rlconform/fakeclock"
+	"github.com/rlconform/rlconform/internal/testtier"
+	"github.com/rlconform/rlconform/mutants"
+	"github.com/rlconform/rlconform/reference"
+)
+
+// serveRLSReference serves the reference limiter (5 per second, on Redis
+// TIME, under prefix) as an RLS server keyed by the descriptor entry
+// "user"; lie, when set, rewrites every decision before it is sent.
+func serveRLSReference(t *testing.T, prefix string, lie func(*rls.Decision)) string {
+	t.Helper()
+	lim, err := reference.New(store.Client, reference.Options{MaxRequests: 5, Window: time.Second, Prefix: prefix})
+	require.NoError(t, err)
+	decide := referenceDecider(lim)
+	if lie != nil {
+		inner := decide
+		decide = func(ctx context.Context, user string, hits int) (rls.Decision, error) {
+			d, err := inner(ctx, user, hits)
+			lie(&d)
+			return d, err
+		}
+	}
+	return serveRLSDecider(t, decide, "")
+}
+
+// serveRLSDecider serves decide as an RLS server asking for token ("" for
+// none).
+func serveRLSDecider(t *testing.T, decide rls.Decider, token string) string {
+	t.Helper()
+	srv, err := rls.Listen("127.0.0.1:0", decide, rls.ServerOptions{Key: "user", Token: token})
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	return srv.Addr
+}
+
+// rlsRun grades the RLS servers at addrs as Envoy calls them.
+func rlsRun(t *testing.T, addrs []string, extra ...string) (int, string, string) {
+	t.Helper()
+	args := []string{"run", "--domain", "demo", "--descriptor", "user=x,path=/api", "--identity", "descriptor:user", "--report-dir", t.TempDir()}
+	for _, a := range addrs {
+		args = append(args, "--rls", a)
+	}
+	return rlconform(t, append(args, extra...)...)
+}
+
+// The reference served over RLS passes every spec an RLS server reaches,
+// its policy read from current_limit; two servers on one store share one
+// limit, and weighted requests (hits_addend) are graded.
+func TestRLSGradesTheReference(t *testing.T) {
+	testtier.SkipShort(t, "grades an RLS server in real time")
+	t.Parallel()
+	prefix := fmt.Sprintf("rlc-rls:%d:", time.Now().UnixNano())
+	a, b := serveRLSReference(t, prefix, nil), serveRLSReference(t, prefix, nil)
+	code, out, errOut := rlsRun(t, []string{a, b}, "--level", "strict")
+	require.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
+	assert.Contains(t, errOut, "policy 5/1s (from the current_limit of its first answer)")
+	for _, id := range []string{"http/ratelimit-fields", "strict/shared-store", "strict/boundary-burst-first", "strict/cost-all-or-nothing", "strict/cost-never-fit"} {
+		assert.Regexp(t, `pass\s+`+id, out)
+	}
+	assert.Regexp(t, `skip\s+strict/cost-zero.*the target's protocol carries no cost of 0`, out)
+}
+
+// Servers whose DescriptorStatus lies fail http/ratelimit-fields, the
+// lie named: limit_remaining off by one, duration_until_reset too short,
+// current_limit of another window.
+func TestRLSFailsLyingServers(t *testing.T) {
+	testtier.SkipShort(t, "grades an RLS server in real time")
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		lie  func(*rls.Decision)
+		says string
+	}{
+		{"remaining off by one", func(d *rls.Decision) { d.Remaining++ }, "the DescriptorStatus fields say 5 left"},
+		{"reset too short", func(d *rls.Decision) {
+			if d.Remaining == 0 {
+				d.Reset = 0
+			}
+		}, "a client that waits t is refused again"},
+		{"limit says a minute", func(d *rls.Decision) { d.Window = time.Minute }, "current_limit says a window of 1m0s"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			addr := serveRLSReference(t, fmt.Sprintf("rlc-rls-lie:%d:", time.Now().UnixNano()), c.lie)
+			code, out, errOut := rlsRun(t, []string{addr}, "--policy", "5/1s", "--id", "http/ratelimit-fields")
+			assert.Equal(t, ExitNotConformant, code, "%s\n%s", out, errOut)
+			assert.Contains(t, out, c.says)
+		})
+	}
+}
+
+// Each spec an RLS server reaches in real time fails a mutant served over
+// RLS (serve --rls-mode --impl mutant:NAME). strict/rolling-expiry and
+// strict/cost-expiry-edge are reached too, but their mutants break a 1ms
+// edge that no round trip resolves (mutants.NotInRealTime): they are
+// caught on the fake clock by go test ./mutants. core/multi-user is
+// reached too, but its mutant (global-limit) is stopped before by the
+// pre-flight check, as a service the identity does not reach (exit 2).
+func TestRLSCatchesMutants(t *testing.T) {
+	testtier.SkipShort(t, "grades RLS servers in real time")
+	t.Parallel()
+	byName := map[string]mutants.Mutant{}
+	for _, m := range mutants.All() {
+		byName[m.Name] = m
+	}
+	for _, c := range []struct{ mutant, id string }{
+		{"under-admits", "core/allow-within-limit"},
+		{"off-by-one", "core/block-over-limit"},
+		{"window-unit-mixup", "core/sliding-expiry"},
+		{"fixed-window-epoch", "strict/boundary-burst-epoch"},
+		{"fixed-window-first", "strict/boundary-burst-first"},
+		{"same-ms-collision", "strict/same-millisecond-burst"},
+		{"logs-denied", "strict/denied-not-logged"},
+		{"non-atomic", "strict/linearizable"},
+		{"per-instance", "strict/shared-store"},
+		{"cost-partial", "strict/cost-all-or-nothing"},
+		{"cost-check-one", "strict/cost-never-fit"},
+	} {
+		t.Run(c.mutant, func(t *testing.T) {
+			t.Parallel()
+			m, ok := byName[c.mutant]
+			require.True(t, ok, c.mutant)
+			prefix := fmt.Sprintf("rlc-rls-%s:%d:", c.mutant, time.Now().UnixNano())
+			instances := 1
+			if c.id == "strict/shared-store" {
+				instances = 2
+			}
+			var addrs []string
+			for range instances {
+				lim, err := m.New(mutants.Store{Redis: store.Client, Clock: fakeclock.Real{}, Prefix: prefix, MaxRequests: 5, Window: time.Second})
+				require.NoError(t, err)
+				addrs = append(addrs, serveRLSDecider(t, rls.LimiterDecider(lim), ""))
+			}
+			code, out, errOut := rlsRun(t, addrs, "--policy", "5/1s", "--id", c.id)
+			assert.Equal(t, ExitNotConformant, code, "%s\n%s", out, errOut)
+			assert.Regexp(t, `fail\s+`+c.id, out)
+		})
+	}
+}
+
+// Flags that cannot make an RLS request, and servers that cannot be
+// graded, are exit 2 with the reason, never a verdict.
+func TestRLSCannotRun(t *testing.T) {
+	t.Parallel()
+	addr := serveRLSReference(t, fmt.Sprintf("rlc-rls-bad:%d:", time.Now().UnixNano()), nil)
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	require.NoError(t, os.WriteFile(ca, []byte("not a certificate"), 0o600))
+	for _, c := range []struct {
+		name string
+		args []string
+		says string
+	}{
+		{"no identity key", []string{"--rls", addr, "--domain", "d", "--descriptor", "path=/", "--identity", "descriptor:user"}, `--descriptor path=/ has no entry "user"`},
+		{"empty domain", []string{"--rls", addr, "--descriptor", "user=x", "--identity", "descriptor:user"}, "--domain is empty"},
+		{"malformed descriptor", []string{"--rls", addr, "--domain", "d", "--descriptor", "user", "--identity", "descriptor:user"}, `--descriptor: descriptor "user": entry "user" is not KEY=VALUE`},
+		{"key twice", []string{"--rls", addr, "--domain", "d", "--descriptor", "user=a,user=b", "--identity", "descriptor:user"}, `key "user" named twice`},
+		{"identity not a descriptor", []string{"--rls", addr, "--domain", "d", "--descriptor", "user=x", "--identity", "header:X-User"}, "want descriptor:KEY"},
+		{"with endpoint flags", []string{"--rls", addr, "--domain", "d", "--descriptor", "user=x", "--identity", "descriptor:user", "--fields", "headers"}, "go with --endpoint"},
+		{"rls flags alone", []string{"--domain", "d"}, "go with --rls"},
+		{"not host:port", []string{"--rls", "http://x/", "--domain", "d", "--descriptor", "user=x", "--identity", "descriptor:user"}, "want HOST:PORT"},
+		{"bad ca", []string{"--rls", addr, "--domain", "d", "--descriptor", "user=x", "--identity", "descriptor:user", "--rls-ca", ca}, "no PEM certificate"},
+		{"unreachable", []string{"--rls", "127.0.0.1:1", "--domain", "d", "--descriptor", "user=x", "--identity", "descriptor:user", "--timeout", "2s"}, "rls 127.0.0.1:1 ShouldRateLimit: no answer from the limiter"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errOut := rlconform(t, append([]string{"run", "--report-dir", t.TempDir()}, c.args...)...)
+			assert.Equal(t, ExitCannotRun, code, "%s\n%s", out, errOut)
+			assert.Contains(t, errOut, c.says)
+		})
+	}
+}
+
+// A server asking for a token refuses a run without it (exit 2), and
+// takes one with --rls-header, whose value is never shown.
+func TestRLSHeaderCarriesATokenNeverShown(t *testing.T) {
+	testtier.SkipShort(t, "grades an RLS server in real time")
+	t.Parallel()
+	lim, err := reference.New(store.Client, reference.Options{MaxRequests: 5, Window: time.Second, Prefix: fmt.Sprintf("rlc-rls-tok:%d:", time.Now().UnixNano())})
+	require.NoError(t, err)
+	const token = "s3cr3t-t0ken-value"
+	addr := serveRLSDecider(t, referenceDecider(lim), token)
+	code, out, errOut := rlsRun(t, []string{addr}, "--id", "core/block-over-limit")
+	assert.Equal(t, ExitCannotRun, code, "%s\n%s", out, errOut)
+	assert.Contains(t, errOut, "Unauthenticated")
+	code, out, errOut = rlsRun(t, []string{addr}, "--id", "core/block-over-limit", "--rls-header", "authorization: Bearer "+token)
+	assert.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
+	assert.NotContains(t, out+errOut, token)
+}
