@@ -3,13 +3,16 @@ package cli
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
 
 	"github.com/rlconform/rlconform/adapters/rls"
 	"github.com/rlconform/rlconform/fakeclock"
@@ -198,4 +201,44 @@ func TestRLSHeaderCarriesATokenNeverShown(t *testing.T) {
 	code, out, errOut = rlsRun(t, []string{addr}, "--id", "core/block-over-limit", "--rls-header", "authorization: Bearer "+token)
 	assert.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
 	assert.NotContains(t, out+errOut, token)
+}
+
+// rawRLS is an RLS server that answers every call with answer.
+type rawRLS struct {
+	rlsv3.UnimplementedRateLimitServiceServer
+	answer *rlsv3.RateLimitResponse
+}
+
+func (s rawRLS) ShouldRateLimit(context.Context, *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+	return s.answer, nil
+}
+
+// Servers whose answers cannot be graded (a status per descriptor is the
+// protocol; UNKNOWN is no decision) end the run with exit 2, the answer
+// named, never a verdict.
+func TestRLSServerAnswersThatCannotBeGraded(t *testing.T) {
+	t.Parallel()
+	ok := &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
+	for _, c := range []struct {
+		name   string
+		answer *rlsv3.RateLimitResponse
+		says   string
+	}{
+		{"two statuses", &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK, Statuses: []*rlsv3.RateLimitResponse_DescriptorStatus{ok, ok}}, "the answer carries 2 statuses for the 1 descriptor(s) sent"},
+		{"no status", &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK}, "the answer carries 0 statuses for the 1 descriptor(s) sent"},
+		{"unknown", &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_UNKNOWN, Statuses: []*rlsv3.RateLimitResponse_DescriptorStatus{ok}}, "overall_code is UNKNOWN"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			srv := grpc.NewServer()
+			rlsv3.RegisterRateLimitServiceServer(srv, rawRLS{answer: c.answer})
+			go srv.Serve(l) //nolint:errcheck // ends with Stop
+			t.Cleanup(srv.Stop)
+			code, out, errOut := rlconform(t, "run", "--report-dir", t.TempDir(), "--rls", l.Addr().String(), "--domain", "d",
+				"--descriptor", "user=x", "--identity", "descriptor:user", "--policy", "5/1s")
+			assert.Equal(t, ExitCannotRun, code, "%s\n%s", out, errOut)
+			assert.Contains(t, errOut, c.says)
+		})
+	}
 }
