@@ -2,8 +2,11 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
+	"encoding/pem"
 	"fmt"
 	"net"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -241,4 +244,29 @@ func TestRLSServerAnswersThatCannotBeGraded(t *testing.T) {
 			assert.Contains(t, errOut, c.says)
 		})
 	}
+}
+
+// Over TLS the server is trusted by --rls-ca's certificates; without
+// them (the system's roots do not hold a test certificate), or in
+// plaintext, the run cannot reach it: exit 2.
+func TestRLSOverTLS(t *testing.T) {
+	t.Parallel()
+	https := httptest.NewUnstartedServer(nil) // for its certificate of 127.0.0.1
+	https.StartTLS()
+	https.Close()
+	lim, err := reference.New(store.Client, reference.Options{MaxRequests: 5, Window: time.Second, Prefix: fmt.Sprintf("rlc-rls-tls:%d:", time.Now().UnixNano())})
+	require.NoError(t, err)
+	srv, err := rls.Listen("127.0.0.1:0", referenceDecider(lim), rls.ServerOptions{Key: "user", TLS: &tls.Config{Certificates: https.TLS.Certificates, MinVersion: tls.VersionTLS12}})
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	require.NoError(t, os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: https.Certificate().Raw}), 0o600))
+
+	code, out, errOut := rlsRun(t, []string{srv.Addr}, "--id", "core/block-over-limit", "--rls-ca", ca)
+	assert.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
+	code, out, errOut = rlsRun(t, []string{srv.Addr}, "--id", "core/block-over-limit", "--rls-tls", "--timeout", "2s")
+	assert.Equal(t, ExitCannotRun, code, "%s\n%s", out, errOut)
+	assert.Contains(t, errOut, "certificate")
+	code, out, errOut = rlsRun(t, []string{srv.Addr}, "--id", "core/block-over-limit", "--timeout", "2s")
+	assert.Equal(t, ExitCannotRun, code, "%s\n%s", out, errOut)
 }

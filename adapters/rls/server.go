@@ -3,6 +3,7 @@ package rls
 import (
 	"context"
 	"crypto/subtle"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -11,6 +12,7 @@ import (
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -62,6 +64,8 @@ type ServerOptions struct {
 	// Token, when not empty, is asked of every call: metadata
 	// authorization: Bearer TOKEN.
 	Token string
+	// TLS, when not nil, serves over TLS (nil: plaintext, h2c).
+	TLS *tls.Config
 }
 
 // maxDescriptors bounds the descriptors of one request the server decides.
@@ -88,7 +92,11 @@ func Listen(addr string, decide Decider, opts ServerOptions) (*Server, error) {
 		return nil, fmt.Errorf("rls server: %w", err)
 	}
 	s := &Server{Addr: l.Addr().String(), decide: decide, opts: opts}
-	s.srv = grpc.NewServer(grpc.MaxRecvMsgSize(MaxAnswer), grpc.MaxHeaderListSize(maxHeaderList), grpc.UnaryInterceptor(s.authorize))
+	serverOpts := []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxAnswer), grpc.MaxHeaderListSize(maxHeaderList), grpc.UnaryInterceptor(s.authorize)}
+	if opts.TLS != nil {
+		serverOpts = append(serverOpts, grpc.Creds(credentials.NewTLS(opts.TLS)))
+	}
+	s.srv = grpc.NewServer(serverOpts...)
 	rlsv3.RegisterRateLimitServiceServer(s.srv, s)
 	go s.srv.Serve(l) //nolint:errcheck // ends with Close
 	return s, nil
