@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"encoding/pem"
@@ -8,7 +9,10 @@ import (
 	"net"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"syscall"
 	"testing"
 	"time"
 
@@ -269,4 +273,61 @@ func TestRLSOverTLS(t *testing.T) {
 	assert.Contains(t, errOut, "certificate")
 	code, out, errOut = rlsRun(t, []string{srv.Addr}, "--id", "core/block-over-limit", "--timeout", "2s")
 	assert.Equal(t, ExitCannotRun, code, "%s\n%s", out, errOut)
+}
+
+var servingRLSAt = regexp.MustCompile(`as an RLS server .* at (127\.0\.0\.1:\d+),`)
+
+// serveRLSProcess starts this test binary as rlconform serve --rls-mode
+// with args, on the tests' Redis, and returns the address it serves at;
+// it is stopped when the test ends.
+func serveRLSProcess(t *testing.T, args ...string) string {
+	t.Helper()
+	self, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(self, append([]string{"serve", "--rls-mode", "--addr", "127.0.0.1:0", "--limit", "5", "--window", "1s"}, args...)...)
+	cmd.Env = append(os.Environ(), asCommand+"=1", "REDIS_URL="+store.URL)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGINT)
+		cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	m := servingRLSAt.FindStringSubmatch(line)
+	require.NotNil(t, m, "serve --rls-mode said %q, %v", line, err)
+	return m[1]
+}
+
+// rlconform serve --rls-mode serves the reference, which a run grades
+// conformant, its policy read from current_limit, and a mutant, which it
+// fails.
+func TestServeRLSMode(t *testing.T) {
+	testtier.SkipShort(t, "grades an RLS server in real time")
+	t.Parallel()
+	addr := serveRLSProcess(t, "--prefix", fmt.Sprintf("rlc-serve-rls:%d:", time.Now().UnixNano()))
+	code, out, errOut := rlsRun(t, []string{addr}, "--id", "core/block-over-limit,http/ratelimit-fields")
+	assert.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
+	assert.Contains(t, errOut, "policy 5/1s (from the current_limit of its first answer)")
+
+	addr = serveRLSProcess(t, "--impl", "mutant:off-by-one", "--prefix", fmt.Sprintf("rlc-serve-rls-m:%d:", time.Now().UnixNano()))
+	code, out, errOut = rlsRun(t, []string{addr}, "--policy", "5/1s", "--id", "core/block-over-limit")
+	assert.Equal(t, ExitNotConformant, code, "%s\n%s", out, errOut)
+}
+
+// serve's RLS flags that do not go together are exit 2, with the reason.
+func TestServeRLSModeRefusals(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"serve", "--rls-mode", "--endpoint-mode"}, "do not go with it"},
+		{[]string{"serve", "--rls-mode", "-clock=false"}, "do not go with it"},
+		{[]string{"serve", "--rls-key", "tenant"}, "--rls-key goes with --rls-mode"},
+		{[]string{"serve", "--rls-mode", "--impl", "model", "--addr", "127.0.0.1:0"}, "--rls-mode serves --impl reference, reference-compact or mutant:NAME"},
+	} {
+		code, out, errOut := rlconform(t, c.args...)
+		assert.Equal(t, ExitCannotRun, code, "%v: %s\n%s", c.args, out, errOut)
+		assert.Contains(t, errOut, c.says, c.args)
+	}
 }
