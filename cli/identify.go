@@ -152,7 +152,7 @@ func (f *identifyFlags) validate(fs *flag.FlagSet) error {
 	case fs.NArg() > 0:
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	case len(f.targets) == 0 && f.blackBoxes() == 0 && f.command == "":
-		return errors.New("give --target URL, --endpoint URL or --exec CMD (rlconform serve --impl model:gcra serves one to try)")
+		return errors.New("give --target URL, --endpoint URL, --rls HOST:PORT or --exec CMD (rlconform serve --impl model:gcra serves one to try)")
 	case len(f.targets) > 0 && f.blackBoxes() > 0:
 		return errors.New("--endpoint and --target exclude each other")
 	case f.timeout <= 0:

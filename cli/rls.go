@@ -97,7 +97,10 @@ func (f *rlsFlags) rlsOptions(identity string) (rls.Options, error) {
 	for _, h := range f.rlsHeaders {
 		k, v, _ := strings.Cut(h, ":")
 		k = strings.ToLower(strings.TrimSpace(k))
-		if strings.HasPrefix(k, "grpc-") || strings.HasPrefix(k, ":") {
+		switch {
+		case k == "" || strings.TrimLeft(k, "abcdefghijklmnopqrstuvwxyz0123456789-_.") != "":
+			return rls.Options{}, fmt.Errorf("--rls-header %q: a metadata name is letters, digits, -, _ and . (lower-cased)", k)
+		case strings.HasPrefix(k, "grpc-"):
 			return rls.Options{}, fmt.Errorf("--rls-header %s: a name gRPC keeps for itself", k)
 		}
 		opts.Metadata.Append(k, strings.TrimSpace(v))

@@ -182,6 +182,7 @@ func TestRLSCannotRun(t *testing.T) {
 		{"with endpoint flags", []string{"--rls", addr, "--domain", "d", "--descriptor", "user=x", "--identity", "descriptor:user", "--fields", "headers"}, "go with --endpoint"},
 		{"rls flags alone", []string{"--domain", "d"}, "go with --rls"},
 		{"not host:port", []string{"--rls", "http://x/", "--domain", "d", "--descriptor", "user=x", "--identity", "descriptor:user"}, "want HOST:PORT"},
+		{"bad metadata name", []string{"--rls", addr, "--domain", "d", "--descriptor", "user=x", "--identity", "descriptor:user", "--rls-header", "bad key: v"}, `--rls-header "bad key": a metadata name`},
 		{"bad ca", []string{"--rls", addr, "--domain", "d", "--descriptor", "user=x", "--identity", "descriptor:user", "--rls-ca", ca}, "no PEM certificate"},
 		{"unreachable", []string{"--rls", "127.0.0.1:1", "--domain", "d", "--descriptor", "user=x", "--identity", "descriptor:user", "--timeout", "2s"}, "rls 127.0.0.1:1 ShouldRateLimit: no answer from the limiter"},
 	} {
