@@ -233,7 +233,6 @@ func TestRLSServerAnswersThatCannotBeGraded(t *testing.T) {
 		says   string
 	}{
 		{"two statuses", &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK, Statuses: []*rlsv3.RateLimitResponse_DescriptorStatus{ok, ok}}, "the answer carries 2 statuses for the 1 descriptor(s) sent"},
-		{"no status", &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK}, "the answer carries 0 statuses for the 1 descriptor(s) sent"},
 		{"unknown", &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_UNKNOWN, Statuses: []*rlsv3.RateLimitResponse_DescriptorStatus{ok}}, "overall_code is UNKNOWN"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -331,4 +330,47 @@ func TestServeRLSModeRefusals(t *testing.T) {
 		assert.Equal(t, ExitCannotRun, code, "%v: %s\n%s", c.args, out, errOut)
 		assert.Contains(t, errOut, c.says, c.args)
 	}
+}
+
+// limitadorShaped answers as Limitador does: the decision in overall_code,
+// no DescriptorStatus at all; the reference limiter decides.
+type limitadorShaped struct {
+	rlsv3.UnimplementedRateLimitServiceServer
+	lim *reference.Limiter
+}
+
+func (s limitadorShaped) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+	ok, err := s.lim.AllowRequest(ctx, req.GetDescriptors()[0].GetEntries()[0].GetValue())
+	if err != nil {
+		return nil, err
+	}
+	code := rlsv3.RateLimitResponse_OVER_LIMIT
+	if ok {
+		code = rlsv3.RateLimitResponse_OK
+	}
+	return &rlsv3.RateLimitResponse{OverallCode: code}, nil
+}
+
+// A server that sends no DescriptorStatus (Limitador) is graded by its
+// decisions; http/ratelimit-fields is skipped, saying why.
+func TestRLSWithoutStatuses(t *testing.T) {
+	testtier.SkipShort(t, "grades an RLS server in real time")
+	t.Parallel()
+	lim, err := reference.New(store.Client, reference.Options{MaxRequests: 5, Window: time.Second, Prefix: fmt.Sprintf("rlc-rls-nost:%d:", time.Now().UnixNano())})
+	require.NoError(t, err)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := grpc.NewServer()
+	rlsv3.RegisterRateLimitServiceServer(srv, limitadorShaped{lim: lim})
+	go srv.Serve(l) //nolint:errcheck // ends with Stop
+	t.Cleanup(srv.Stop)
+	code, out, errOut := rlconform(t, "run", "--report-dir", t.TempDir(), "--rls", l.Addr().String(), "--domain", "d",
+		"--descriptor", "user=x", "--identity", "descriptor:user", "--policy", "5/1s", "--id", "core/block-over-limit,http/ratelimit-fields")
+	assert.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
+	assert.Regexp(t, `skip\s+http/ratelimit-fields.*the answers carry no DescriptorStatus`, out)
+
+	code, out, errOut = rlconform(t, "run", "--report-dir", t.TempDir(), "--rls", l.Addr().String(), "--domain", "d",
+		"--descriptor", "user=x", "--identity", "descriptor:user")
+	assert.Equal(t, ExitCannotRun, code, "%s\n%s", out, errOut)
+	assert.Contains(t, errOut, "give --policy N/W: its first answer carries no DescriptorStatus")
 }

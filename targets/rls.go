@@ -119,7 +119,7 @@ func rlsAnnounced(f adapters.Fields) (adapters.Policy, error) {
 		}
 	}
 	if !f.HasPolicy {
-		return adapters.Policy{}, errors.New("its first answer's first status has no current_limit to read it from (no limit applies to the descriptor, or the server does not say)")
+		return adapters.Policy{}, errors.New("its first answer carries no DescriptorStatus with a current_limit to read it from (no limit applies to the descriptor, or the server does not say)")
 	}
 	p := adapters.Policy{Limit: f.PolicyLimit, Window: f.PolicyWindow}
 	if err := contract.ValidateConfig(p.Limit, p.Window); err != nil {

@@ -15,7 +15,7 @@ import (
 // FuzzDecode decodes any bytes a server could send as a ShouldRateLimit
 // answer (the wire form gRPC hands to protobuf, at most MaxAnswer) and
 // reads it for 0 to 3 descriptors sent: never a panic; an answer taken has
-// exactly one status per descriptor, and its fields are within the
+// exactly one status per descriptor, or none, and its fields are within the
 // bounds a spec can hold (a count of at most 2^32-1, a delay and a window
 // of at most contract.MaxWindow).
 func FuzzDecode(f *testing.F) {
@@ -49,7 +49,7 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if len(resp.GetStatuses()) != n {
+		if m := len(resp.GetStatuses()); m != n && m != 0 {
 			t.Fatalf("took an answer of %d statuses for %d descriptors", len(resp.GetStatuses()), n)
 		}
 		if allowed != (resp.GetOverallCode() == rlsv3.RateLimitResponse_OK) {

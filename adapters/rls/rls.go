@@ -94,7 +94,9 @@ const Form = "DescriptorStatus"
 // allowed for OK, denied for OVER_LIMIT, and the fields of its first
 // DescriptorStatus. It is an error when the answer cannot be graded: a
 // nil answer, an overall code UNKNOWN or out of the enum, more or fewer
-// statuses than descriptors sent. What a status says out of bounds
+// statuses than descriptors sent, but none (Limitador sends none, and
+// Envoy decides on overall_code alone: such an answer has no fields).
+// What a status says out of bounds
 // (a code other than the overall one with one descriptor, a unit out of
 // the enum, a negative or too long duration) is in the fields' Errs,
 // graded by http/ratelimit-fields. It never panics, and allocates no
@@ -116,13 +118,14 @@ func Decode(resp *rlsv3.RateLimitResponse, sent int) (allowed bool, f adapters.F
 	default:
 		return false, f, fmt.Errorf("the answer's overall_code is %d, outside the enum (UNKNOWN, OK, OVER_LIMIT)", int32(resp.GetOverallCode()))
 	}
-	if n := len(resp.GetStatuses()); n != sent {
-		return false, f, fmt.Errorf("the answer carries %d statuses for the %d descriptor(s) sent: one each, in order, is the protocol", n, sent)
-	}
-	if sent == 0 {
-		return allowed, f, nil
-	}
 	f.Form = Form
+	if n := len(resp.GetStatuses()); n == 0 {
+		// Limitador answers so: Envoy decides on overall_code alone, and
+		// there is no field to grade.
+		return allowed, f, nil
+	} else if n != sent {
+		return false, f, fmt.Errorf("the answer carries %d statuses for the %d descriptor(s) sent: one each, in order, is the protocol (or none)", n, sent)
+	}
 	st := resp.GetStatuses()[0]
 	if st == nil {
 		return allowed, f, nil

@@ -110,7 +110,6 @@ func TestClientRefusesWhatCannotBeGraded(t *testing.T) {
 		{"unknown", &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_UNKNOWN, Statuses: []*rlsv3.RateLimitResponse_DescriptorStatus{ok}}, "overall_code is UNKNOWN"},
 		{"out of the enum", &rlsv3.RateLimitResponse{OverallCode: 7, Statuses: []*rlsv3.RateLimitResponse_DescriptorStatus{ok}}, "overall_code is 7, outside the enum"},
 		{"two statuses for one descriptor", &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK, Statuses: []*rlsv3.RateLimitResponse_DescriptorStatus{ok, ok}}, "carries 2 statuses for the 1 descriptor(s) sent"},
-		{"no status", &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK}, "carries 0 statuses for the 1 descriptor(s) sent"},
 		{"too large", &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK, Statuses: []*rlsv3.RateLimitResponse_DescriptorStatus{ok},
 			RawBody: []byte(strings.Repeat("x", 2*MaxAnswer))}, "ResourceExhausted"},
 	} {
@@ -183,6 +182,11 @@ func TestDecodeFields(t *testing.T) {
 	_, f, err = Decode(&rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK, Statuses: []*rlsv3.RateLimitResponse_DescriptorStatus{{Code: rlsv3.RateLimitResponse_OK}}}, 1)
 	require.NoError(t, err)
 	assert.False(t, f.HasRemaining || f.HasReset || f.HasPolicy, "no current_limit: no limit applies, nothing to grade")
+
+	allowed, f, err = Decode(&rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OVER_LIMIT}, 2)
+	require.NoError(t, err, "no status at all, as Limitador answers: decided by overall_code")
+	assert.False(t, allowed)
+	assert.False(t, f.HasRemaining || f.HasReset || f.HasPolicy)
 }
 
 func TestParseDescriptor(t *testing.T) {

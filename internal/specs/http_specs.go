@@ -535,7 +535,7 @@ func rateLimitFieldsSpec(h *engine.Harness) {
 			h.Skipf("the answers' bodies hold none of the members --fields json: names: not graded")
 		}
 		if !seen && last.Form == "DescriptorStatus" {
-			h.Skipf("the answers' first DescriptorStatus carries no current_limit nor duration_until_reset: not graded")
+			h.Skipf("the answers carry no DescriptorStatus (statuses is empty), or their first has no current_limit nor duration_until_reset: not graded")
 		}
 		if !seen { // seen at the first phase: the others are not waited for
 			h.Skipf("the service sends no RateLimit fields (RateLimit/RateLimit-Policy, RateLimit-Limit/-Remaining/-Reset or X-RateLimit-*): not graded")
