@@ -12,10 +12,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -333,22 +335,38 @@ func TestServeRLSModeRefusals(t *testing.T) {
 }
 
 // limitadorShaped answers as Limitador does: the decision in overall_code,
-// no DescriptorStatus at all; the reference limiter decides.
+// no DescriptorStatus at all; the reference limiter decides. With
+// headers, it asks Envoy to add X-RateLimit-Limit, -Remaining and -Reset
+// (in seconds, rounded up) to the client's response, the remaining count
+// off by lie.
 type limitadorShaped struct {
 	rlsv3.UnimplementedRateLimitServiceServer
-	lim *reference.Limiter
+	lim     *reference.Limiter
+	headers bool
+	lie     int
 }
 
 func (s limitadorShaped) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
-	ok, err := s.lim.AllowRequest(ctx, req.GetDescriptors()[0].GetEntries()[0].GetValue())
+	d, err := s.lim.Decide(ctx, req.GetDescriptors()[0].GetEntries()[0].GetValue())
 	if err != nil {
 		return nil, err
 	}
-	code := rlsv3.RateLimitResponse_OVER_LIMIT
-	if ok {
-		code = rlsv3.RateLimitResponse_OK
+	resp := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OVER_LIMIT}
+	if d.Allowed {
+		resp.OverallCode = rlsv3.RateLimitResponse_OK
 	}
-	return &rlsv3.RateLimitResponse{OverallCode: code}, nil
+	if s.headers {
+		reset := d.Reset
+		if !d.Allowed || d.Remaining == 0 {
+			reset = max(reset, d.RetryAfter)
+		}
+		resp.ResponseHeadersToAdd = []*corev3.HeaderValue{
+			{Key: "X-RateLimit-Limit", Value: strconv.Itoa(d.Limit)},
+			{Key: "X-RateLimit-Remaining", Value: strconv.Itoa(d.Remaining + s.lie)},
+			{Key: "X-RateLimit-Reset", Value: strconv.Itoa(int((reset + time.Second - 1) / time.Second))},
+		}
+	}
+	return resp, nil
 }
 
 // A server that sends no DescriptorStatus (Limitador) is graded by its
@@ -373,4 +391,36 @@ func TestRLSWithoutStatuses(t *testing.T) {
 		"--descriptor", "user=x", "--identity", "descriptor:user")
 	assert.Equal(t, ExitCannotRun, code, "%s\n%s", out, errOut)
 	assert.Contains(t, errOut, "give --policy N/W: its first answer carries no DescriptorStatus")
+}
+
+// The headers a server asks Envoy to add to the client's response
+// (response_headers_to_add) are graded by http/ratelimit-fields when no
+// DescriptorStatus says the state: truthful ones pass, a remaining count
+// off by one fails.
+func TestRLSResponseHeadersToAdd(t *testing.T) {
+	testtier.SkipShort(t, "grades an RLS server in real time")
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		lie  int
+		code int
+	}{{"truthful", 0, ExitConformant}, {"remaining off by one", 1, ExitNotConformant}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			lim, err := reference.New(store.Client, reference.Options{MaxRequests: 5, Window: time.Second, Prefix: fmt.Sprintf("rlc-rls-hdr:%d:%d:", c.lie, time.Now().UnixNano())})
+			require.NoError(t, err)
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			srv := grpc.NewServer()
+			rlsv3.RegisterRateLimitServiceServer(srv, limitadorShaped{lim: lim, headers: true, lie: c.lie})
+			go srv.Serve(l) //nolint:errcheck // ends with Stop
+			t.Cleanup(srv.Stop)
+			code, out, errOut := rlconform(t, "run", "--report-dir", t.TempDir(), "--rls", l.Addr().String(), "--domain", "d",
+				"--descriptor", "user=x", "--identity", "descriptor:user", "--policy", "5/1s", "--id", "http/ratelimit-fields")
+			assert.Equal(t, c.code, code, "%s\n%s", out, errOut)
+			if c.lie != 0 {
+				assert.Contains(t, out, "the x fields say 5 left")
+			}
+		})
+	}
 }

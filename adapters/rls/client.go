@@ -140,7 +140,7 @@ func (c *Client) request(user string, hits uint32) *rlsv3.RateLimitRequest {
 
 // Do sends one request of weight hits (1: a unit request) as user and
 // returns the server's answer, its fields those of the first
-// DescriptorStatus. A gRPC error, an overall code UNKNOWN, or an answer
+// DescriptorStatus, or of its response_headers_to_add ([WithHeaders]). A gRPC error, an overall code UNKNOWN, or an answer
 // of more or fewer statuses than descriptors is an error: an unreachable
 // server or a deadline wraps [contract.ErrNoAnswer], UNAVAILABLE and
 // INTERNAL [contract.ErrStore].
@@ -168,6 +168,7 @@ func (c *Client) Do(ctx context.Context, user string, hits uint32) (*adapters.Re
 	if err != nil {
 		return nil, fmt.Errorf("rls %s ShouldRateLimit: %w", c.addr, err)
 	}
+	f = WithHeaders(f, resp, returned)
 	for i, e := range f.Errs {
 		f.Errs[i] = errors.New(c.secrets.Text(e.Error()))
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -14,9 +15,10 @@ import (
 
 // FuzzDecode decodes any bytes a server could send as a ShouldRateLimit
 // answer (the wire form gRPC hands to protobuf, at most MaxAnswer) and
-// reads it for 0 to 3 descriptors sent: never a panic; an answer taken has
+// reads it for 0 to 3 descriptors sent, with its response_headers_to_add
+// (WithHeaders): never a panic; an answer taken has
 // exactly one status per descriptor, or none, and its fields are within the
-// bounds a spec can hold (a count of at most 2^32-1, a delay and a window
+// bounds a spec can hold (a count of at most contract.MaxLimit, a delay and a window
 // of at most contract.MaxWindow).
 func FuzzDecode(f *testing.F) {
 	seeds := []*rlsv3.RateLimitResponse{
@@ -36,6 +38,12 @@ func FuzzDecode(f *testing.F) {
 		f.Add(b, uint8(len(s.GetStatuses())))
 	}
 	f.Add([]byte{0x08, 0x63, 0x12, 0x00}, uint8(1)) // overall_code 99, one empty status
+	withHeaders, err := proto.Marshal(&rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OVER_LIMIT,
+		ResponseHeadersToAdd: []*corev3.HeaderValue{{Key: "X-RateLimit-Remaining", Value: "0"}, {Key: "Retry-After", Value: "99999999999"}, {Key: "RateLimit", Value: `"d";r=0;t=1`}}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(withHeaders, uint8(1))
 	f.Fuzz(func(t *testing.T, wire []byte, sent uint8) {
 		if len(wire) > MaxAnswer {
 			return // gRPC refuses it before protobuf sees it
@@ -55,7 +63,8 @@ func FuzzDecode(f *testing.F) {
 		if allowed != (resp.GetOverallCode() == rlsv3.RateLimitResponse_OK) {
 			t.Fatalf("allowed %v for overall_code %v", allowed, resp.GetOverallCode())
 		}
-		if fl.Remaining < 0 || fl.Remaining > 1<<32-1 || fl.Reset < 0 || fl.Reset > contract.MaxWindow ||
+		fl = WithHeaders(fl, &resp, time.Unix(1_800_000_000, 0))
+		if fl.Remaining < 0 || fl.RetryAfter < 0 || fl.RetryAfter > contract.MaxWindow || fl.Remaining > contract.MaxLimit || fl.Reset < 0 || fl.Reset > contract.MaxWindow ||
 			fl.PolicyWindow < 0 || fl.PolicyWindow > contract.MaxWindow || fl.PolicyLimit < 0 {
 			t.Fatalf("fields out of bounds: %+v", fl)
 		}

@@ -14,6 +14,7 @@ package rls
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -195,4 +196,38 @@ func durationOf(secs int64, nanos int32) (time.Duration, error) {
 		return 0, fmt.Errorf("%v: more than %v", d, contract.MaxWindow)
 	}
 	return d, nil
+}
+
+// WithHeaders adds to f, the fields of a decoded answer received at now,
+// what the answer's response_headers_to_add say: the headers the server
+// asks Envoy to add to the client's response (Limitador's RateLimit
+// headers, envoyproxy/ratelimit's X-RateLimit-*), read as an endpoint's
+// headers are ([adapters.ParseFields]). Retry-After is taken from them;
+// the remaining count, the reset and the policy only when no
+// DescriptorStatus gave any (the headers' Form then names their form).
+func WithHeaders(f adapters.Fields, resp *rlsv3.RateLimitResponse, now time.Time) adapters.Fields {
+	if len(resp.GetResponseHeadersToAdd()) == 0 {
+		return f
+	}
+	h := http.Header{}
+	for _, hv := range resp.GetResponseHeadersToAdd() {
+		if hv != nil {
+			h.Add(hv.GetKey(), hv.GetValue())
+		}
+	}
+	hf := adapters.ParseFields(h, now)
+	if f.HasRemaining || f.HasReset || f.HasPolicy {
+		f.RetryAfter, f.HasRetryAfter = hf.RetryAfter, hf.HasRetryAfter
+		for _, err := range hf.Errs {
+			if strings.HasPrefix(err.Error(), "Retry-After") {
+				f.Errs = append(f.Errs, err)
+			}
+		}
+		return f
+	}
+	hf.Errs = append(f.Errs, hf.Errs...)
+	if hf.Form == "" {
+		hf.Form = f.Form
+	}
+	return hf
 }

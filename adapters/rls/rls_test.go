@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -206,4 +207,31 @@ func manyEntries(n int) string {
 		parts[i] = "k" + strconv.Itoa(i) + "=v"
 	}
 	return strings.Join(parts, ",")
+}
+
+// WithHeaders reads response_headers_to_add as an endpoint's headers when
+// no DescriptorStatus gave the state, and takes only Retry-After from
+// them when one did.
+func TestWithHeaders(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	headers := []*corev3.HeaderValue{{Key: "X-RateLimit-Limit", Value: "5"}, {Key: "X-RateLimit-Remaining", Value: "2"},
+		{Key: "X-RateLimit-Reset", Value: "1"}, {Key: "Retry-After", Value: "3"}}
+	bare := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK, ResponseHeadersToAdd: headers}
+	_, f, err := Decode(bare, 1)
+	require.NoError(t, err)
+	f = WithHeaders(f, bare, now)
+	assert.Equal(t, []any{"x", 2, time.Second, 5, 3 * time.Second}, []any{f.Form, f.Remaining, f.Reset, f.PolicyLimit, f.RetryAfter})
+
+	withStatus := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK, ResponseHeadersToAdd: headers,
+		Statuses: []*rlsv3.RateLimitResponse_DescriptorStatus{descStatus(rlsv3.RateLimitResponse_OK, 4, 700*time.Millisecond)}}
+	_, f, err = Decode(withStatus, 1)
+	require.NoError(t, err)
+	f = WithHeaders(f, withStatus, now)
+	assert.Equal(t, []any{Form, 4, 700 * time.Millisecond, 3 * time.Second}, []any{f.Form, f.Remaining, f.Reset, f.RetryAfter})
+
+	bad := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK, ResponseHeadersToAdd: []*corev3.HeaderValue{{Key: "X-RateLimit-Remaining", Value: "-1"}}}
+	_, f, _ = Decode(bad, 1)
+	f = WithHeaders(f, bad, now)
+	require.Len(t, f.Errs, 1)
+	assert.Contains(t, f.Errs[0].Error(), "X-RateLimit-Remaining")
 }
