@@ -52,6 +52,9 @@ type card struct {
 	// the flags that put the user into its requests and read its
 	// answers ({dir}: cards/).
 	Identity []string
+	// RLS: Endpoint gives the HOST:PORT of an RLS server (Envoy's rate
+	// limit service over gRPC), graded with --rls.
+	RLS bool
 	// InspectStore gives an endpoint's runs its Redis (--store-url,
 	// --store-prefix), for robust/key-hygiene.
 	InspectStore bool
@@ -122,11 +125,10 @@ var cards = []card{
 	{Name: "rack-attack", Library: "rack-attack throttle (RedisProxy)", Debian: []string{"ruby-rack-attack", "ruby-redis", "puma"},
 		Served:   "endpoint: Rack::Attack under puma, 2 workers × 4 threads, discriminator X-User",
 		Endpoint: rackAttack, Profile: "fixed-window:align=epoch,count-denied=true,query=read"},
-	{Name: "envoy-ratelimit", Library: "envoyproxy/ratelimit (Redis, its HTTP /json endpoint)", Version: envoyVersion,
-		Served:   "endpoint: its POST /json, the user in the body's descriptor, the state read from the body",
-		Endpoint: envoyRatelimit, Profile: "fixed-window:align=epoch,count-denied=true,query=read", InspectStore: true,
-		Identity: []string{"--body", "{dir}/envoy/request.json", "--identity", "json:/descriptors/0/entries/0/value",
-			"--fields", "json:/statuses/0/limitRemaining,/statuses/0/durationUntilReset,/statuses/0/currentLimit"}},
+	{Name: "envoy-ratelimit", Library: "envoyproxy/ratelimit (Redis, gRPC)", Version: envoyVersion,
+		Served:   "RLS over gRPC as Envoy calls it: ShouldRateLimit, domain rlconform, the user in the descriptor entry user, the state from the first DescriptorStatus",
+		Endpoint: envoyRatelimit, RLS: true, Profile: "fixed-window:align=epoch,count-denied=true,query=read", InspectStore: true,
+		Identity: []string{"--domain", "rlconform", "--descriptor", "user=x", "--identity", "descriptor:user"}},
 	{Name: "guava", Library: "Guava RateLimiter.create (SmoothBursty)", Version: "com.google.guava:guava 33.8.0-jre",
 		Served: "protocol v1 shim on the JDK's com.sun.net.httpserver, a RateLimiter per user, clock control through its SleepingStopwatch",
 		Serve:  "{dir}/java/serve guava", Profile: "gcra:burst=1,cost=debt"},
