@@ -29,7 +29,7 @@ release-snapshot:
 ## mostly wait; 8 at a time loaded two cores so far that loopback Redis
 ## calls took 140ms and real-time runs decided little), and without the
 ## race detector, which test-full (CI) adds. Of the report cards (cards/, a
-## module of its own), the five with an injected clock and no store
+## module of its own), the six with an injected clock and no store
 ## (cards/cmd/cards TestFastCards). Where a test grades
 ## a matrix of equivalent targets in real time, or repeats a run to catch a
 ## rare failure, it takes a sample (logged with its RLCONFORM_SEED, which
@@ -69,13 +69,16 @@ cards-update: redis gateways cards-deps cards-envoy
 # (cards/node, npm ci from its package-lock.json) (scripts/ensure-cards);
 # then the Java cards' libraries from Maven Central, pinned by
 # cards/java/pom.xml, and the cards compiled offline against them
-# (scripts/ensure-cards-java); and the Python cards' libraries from PyPI,
+# (scripts/ensure-cards-java); the Python cards' libraries from PyPI,
 # pinned with their hashes in cards/python/requirements.txt, in the
-# virtual environment cards/.venv (scripts/ensure-cards-python).
+# virtual environment cards/.venv (scripts/ensure-cards-python); and the
+# Rust card's crates from crates.io, pinned by cards/rust/Cargo.lock, built
+# offline (scripts/ensure-cards-rust).
 cards-deps:
 	@./scripts/ensure-cards
 	@./scripts/ensure-cards-java
 	@./scripts/ensure-cards-python
+	@./scripts/ensure-cards-rust
 
 # Envoy's ratelimit service, built from its pinned commit into cards/.bin
 # (scripts/ensure-envoy); only make cards grades it.

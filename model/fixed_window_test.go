@@ -58,6 +58,24 @@ func TestFirstSecondInRealTime(t *testing.T) {
 	assert.NotEqual(t, Impossible, judge(t, o, allow("b", 600)), "a phase in (103, 598] opens [φ−1000, φ) at 100")
 }
 
+// A burst of a fresh user is judged over every phase of the limiter's
+// second, each followed on its own: 8 requests at once under a limit of 5
+// allow 5 (or, when an edge of the second falls inside the burst, up to
+// 8), never 3. Followed together, the 1000 phases were past what a
+// search follows, and the burst was undecided ("any number"): identify
+// named pyrate-limiter, whose burst allowed 3, a fixed window of the
+// limiter's second.
+func TestFirstSecondBurstInRealTime(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 123_000_000)
+	for allowed, want := range map[int]Judgement{3: Impossible, 4: Impossible, 5: Undecided, 8: Undecided, 2: Impossible} {
+		o, err := NewOracle(MustVariant("fixed-window:align=first-second"), 5, time.Second)
+		require.NoError(t, err)
+		j, span := o.JudgeBurst("u", t0, t0.Add(7*time.Millisecond), 8, allowed)
+		assert.Equal(t, want, j, "8 at once, %d allowed (%s)", allowed, span)
+		assert.Equal(t, "5 to 8", span)
+	}
+}
+
 // An elastic window's expiry is renewed by every request (align=elastic,
 // python limits' FixedWindowElasticExpiry), or by every allowed one
 // (elastic-allowed): its count holds until W passes with no renewal,

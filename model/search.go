@@ -342,30 +342,77 @@ func joinComma(s []string) string {
 
 // JudgeBurst implements [Oracle]: the burst's requests are decided one
 // after the other, each at a whole millisecond of [lo, hi] no earlier than
-// the one before, and every way gives a number allowed.
+// the one before, and every way gives a number allowed. Each state the
+// user may be in is followed on its own (burstFrom), so that a profile
+// with many unseen states (a clock of whole seconds at any of 1000
+// phases) is judged as one with a few: the numbers allowed are the union
+// of every state's, and an impossible answer is impossible from each.
 func (s *searchOracle) JudgeBurst(user string, lo, hi time.Time, sent, allowed int) (Judgement, string) {
 	su := s.user(user)
 	if su.off {
 		return Undecided, "any number"
 	}
 	l, h := s.millis(lo, hi)
+	budget := searchBudget
+	least, most := sent, 0
+	survivors := map[string]cand{}
+	for _, c := range su.states {
+		ends, ok := s.burstFrom(cand{p: c.p, low: c.low, reading: c.reading}, user, l, h, sent, &budget)
+		if !ok {
+			su.off = true
+			return Undecided, "any number"
+		}
+		for _, e := range ends {
+			least, most = min(least, e.n), max(most, e.n)
+			if e.n != allowed {
+				continue
+			}
+			k := e.key(user)
+			if old, ok := survivors[k]; !ok || e.low < old.low {
+				survivors[k] = cand{p: e.p, low: e.low, reading: e.reading}
+			}
+		}
+	}
+	want := spanWord(least, most)
+	su.states = su.states[:0]
+	for _, c := range survivors {
+		su.states = append(su.states, c)
+	}
+	switch {
+	case len(su.states) == 0:
+		su.off = true
+		if l < su.transition {
+			return Undecided, want // a reading of the change that is not modelled may give it
+		}
+		return Impossible, want
+	case len(su.states) > searchMaxStates:
+		// Decided, but too many states to follow the user further.
+		su.off = true
+	}
+	if least == most {
+		return Certain, want
+	}
+	return Undecided, want
+}
+
+// burstFrom follows a burst of sent requests of user from one state,
+// each decided at a whole millisecond of [l, h] no earlier than the one
+// before, and returns every state it may end in with how many were
+// allowed; false when that takes more than what remains of budget, or
+// more states than a search follows.
+func (s *searchOracle) burstFrom(start cand, user string, l, h int64, sent int, budget *int) ([]cand, bool) {
 	type key struct {
 		state string
 		n     int
 	}
-	cur := make([]cand, 0, len(su.states))
-	for _, c := range su.states {
-		cur = append(cur, cand{p: c.p, low: c.low, reading: c.reading})
-	}
-	budget := searchBudget
+	cur := []cand{start}
 	for range sent {
 		next := map[key]cand{}
 		for _, c := range cur {
 			from := max(c.low, l)
-			budget -= int(h-from) + 1
-			if budget < 0 || h-from > searchMaxWidth || !s.budget.take(h-from+1) {
-				su.off = true
-				return Undecided, "any number"
+			*budget -= int(h-from) + 1
+			if *budget < 0 || h-from > searchMaxWidth || !s.budget.take(h-from+1) {
+				return nil, false
 			}
 			for t := from; t <= h; t++ {
 				q := c.p.Clone().(Replayable)
@@ -381,34 +428,14 @@ func (s *searchOracle) JudgeBurst(user string, lo, hi time.Time, sent, allowed i
 			}
 		}
 		if len(next) > searchMaxStates {
-			su.off = true
-			return Undecided, "any number"
+			return nil, false
 		}
 		cur = cur[:0]
 		for _, c := range next {
 			cur = append(cur, c)
 		}
 	}
-	least, most := sent, 0
-	su.states = su.states[:0]
-	for _, c := range cur {
-		least, most = min(least, c.n), max(most, c.n)
-		if c.n == allowed {
-			su.states = append(su.states, cand{p: c.p, low: c.low, reading: c.reading})
-		}
-	}
-	want := spanWord(least, most)
-	switch {
-	case len(su.states) == 0:
-		su.off = true
-		if l < su.transition {
-			return Undecided, want // a reading of the change that is not modelled may give it
-		}
-		return Impossible, want
-	case least == most:
-		return Certain, want
-	}
-	return Undecided, want
+	return cur, true
 }
 
 // Lifetimes bounds how long from now user's state still matters, over

@@ -197,6 +197,10 @@ var cards = []card{
 	{Name: "pyrate-limiter", Library: "pyrate-limiter Limiter (RedisBucket, SlidingWindowLog)", PyPI: []string{"pyrate-limiter", "redis"},
 		Served: "protocol v1 shim on http.server, a RedisBucket per user, 2 instances on one Redis",
 		Exec:   "{dir}/python/serve-pyrate", Instances: 2, Profile: "sliding-log"},
+	// The Rust card (cards/rust: Cargo.lock pins the crates).
+	{Name: "governor", Library: "governor RateLimiter::keyed (GCRA, DashMap, in memory)", Version: "governor 0.10.4 (crates.io)",
+		Served: "protocol v1 shim on tiny_http, one keyed limiter, clock control through its Clock trait",
+		Serve:  "{dir}/rust/serve", Profile: "gcra:burst=limit"},
 }
 
 // expressRateLimit are the packages of the express-rate-limit cards.
