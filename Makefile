@@ -65,14 +65,17 @@ cards-update: redis gateways cards-deps cards-envoy
 	cd cards && $(GO) run -ldflags '$(LDFLAGS)' ./cmd/cards -update
 
 # PHP with Symfony RateLimiter, Ruby with rack-attack and puma, a JDK and
-# Maven, Python with limits and Flask-Limiter, from Debian's packages, and
-# the npm packages of the Node.js cards (cards/node, npm ci from its
-# package-lock.json) (scripts/ensure-cards); then the Java cards' libraries
-# from Maven Central, pinned by cards/java/pom.xml, and the cards compiled
-# offline against them (scripts/ensure-cards-java).
+# Maven, from Debian's packages, and the npm packages of the Node.js cards
+# (cards/node, npm ci from its package-lock.json) (scripts/ensure-cards);
+# then the Java cards' libraries from Maven Central, pinned by
+# cards/java/pom.xml, and the cards compiled offline against them
+# (scripts/ensure-cards-java); and the Python cards' libraries from PyPI,
+# pinned with their hashes in cards/python/requirements.txt, in the
+# virtual environment cards/.venv (scripts/ensure-cards-python).
 cards-deps:
 	@./scripts/ensure-cards
 	@./scripts/ensure-cards-java
+	@./scripts/ensure-cards-python
 
 # Envoy's ratelimit service, built from its pinned commit into cards/.bin
 # (scripts/ensure-envoy); only make cards grades it.

@@ -98,9 +98,9 @@ func parseBench(args []string, stderr io.Writer) (*benchFlags, error) {
 	switch {
 	case fs.NArg() > 0:
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	case len(f.endpoints) > 0 && len(f.targets) > 0:
+	case f.blackBoxes() > 0 && len(f.targets) > 0:
 		return nil, errors.New("--endpoint and --target exclude each other")
-	case len(f.endpoints) > 0 && (set["limit"] || set["window"]):
+	case f.blackBoxes() > 0 && (set["limit"] || set["window"]):
 		return nil, errors.New("--limit and --window configure a limiter; an --endpoint's limit is its --policy (or its RateLimit-Policy field)")
 	case f.json == "-" && f.html == "-":
 		return nil, errors.New("only one of --json and --html may write to stdout (-)")
@@ -118,7 +118,7 @@ func parseBench(args []string, stderr io.Writer) (*benchFlags, error) {
 	if err := f.endpointFlags.check(); err != nil {
 		return nil, err
 	}
-	if err := f.execFlags.check(set, len(f.targets), len(f.endpoints)); err != nil {
+	if err := f.execFlags.check(set, len(f.targets), f.blackBoxes()); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -284,7 +284,7 @@ func benchInstances(ctx context.Context, f *benchFlags, spec model.Variant, toke
 		f.targets = started.urls()
 	}
 	switch {
-	case len(f.endpoints) > 0:
+	case f.blackBoxes() > 0:
 		if f.maxRPS == 0 {
 			f.maxRPS = -1 // the load sets the pace
 		}

@@ -30,7 +30,12 @@ type endpointFlags struct {
 	maxRPS        int
 	fields        string
 	bodyData      []byte // --body's contents, read by check
+	rlsFlags
 }
+
+// blackBoxes is how many services are graded by their answers: the
+// --endpoint URLs, or the --rls addresses.
+func (f *endpointFlags) blackBoxes() int { return len(f.endpoints) + len(f.rls) }
 
 // maxBodyFile bounds --body: a request body, not a stream (--body
 // /dev/zero must not fill the memory).
@@ -38,19 +43,32 @@ const maxBodyFile = 16 << 20
 
 func (f *endpointFlags) register(fs *flag.FlagSet) {
 	fs.Var(&f.endpoints, "endpoint", "URL of a deployed HTTP service graded as a black box by its answers (2xx allowed, --limited-status refused); repeat for replicas that must share one limit")
-	fs.StringVar(&f.policy, "policy", "", "with --endpoint: the limit the service enforces, `N/W` (10/1s, 100/1m, 1000/1d); default: read from its RateLimit-Policy field")
+	fs.StringVar(&f.policy, "policy", "", "with --endpoint or --rls: the limit the service enforces, `N/W` (10/1s, 100/1m, 1000/1d); default: read from its RateLimit-Policy field")
 	fs.StringVar(&f.identity, "identity", "", "with --endpoint: how the service tells clients apart, header:NAME, query:NAME, bearer, json:POINTER (the string an RFC 6901 JSON Pointer names in the JSON --body) or form:NAME (a field of a form --body); the grader makes a fresh identity per user; or none: one limit shared by every request (specs then wait the window out between them)")
 	fs.StringVar(&f.method, "method", "", "with --endpoint: the request method (default GET, or POST when a --body is sent)")
 	fs.Var(&f.headers, "header", "with --endpoint: a `Name:value` header for every request (repeatable; authentication, say)")
 	fs.StringVar(&f.body, "body", "", "with --endpoint: send the contents of `FILE` (at most 16 MiB) with every request; with --identity json: or form:, each user's id in its place")
 	fs.IntVar(&f.limitedStatus, "limited-status", 429, "with --endpoint: the status of a refusal; any other non-2xx answer is an error of the service, never a decision")
 	fs.StringVar(&f.fields, "fields", "", "with --endpoint: where the answers tell the limit's state: headers (the default: Retry-After, RateLimit, X-RateLimit-*), or json:`REMAINING,RESET[,LIMIT]`, RFC 6901 JSON Pointers into the answer's JSON body (Envoy's ratelimit: json:/statuses/0/limitRemaining,/statuses/0/durationUntilReset,/statuses/0/currentLimit); RESET in seconds (a number, or a protobuf duration \"12s\"), LIMIT a count or {requestsPerUnit, unit}")
-	fs.IntVar(&f.maxRPS, "max-rps", 0, fmt.Sprintf("with --endpoint: at most this many requests in any one second, over every replica, up to %d (0: max(50, 2N+8), at most %d)", bench.MaxRate, targets.DefaultMaxRPS))
+	f.registerRLS(fs)
+	fs.IntVar(&f.maxRPS, "max-rps", 0, fmt.Sprintf("with --endpoint or --rls: at most this many requests in any one second, over every replica, up to %d (0: max(50, 2N+8), at most %d)", bench.MaxRate, targets.DefaultMaxRPS))
 }
 
 // check reports flags that do not go together, an --identity that does
 // not parse, and a --body that cannot carry it (read here, into bodyData).
 func (f *endpointFlags) check() error {
+	if f.rlsGiven() {
+		if err := f.checkRLS(f); err != nil {
+			return err
+		}
+		switch {
+		case f.maxRPS < 0:
+			return errors.New("--max-rps must not be negative")
+		case f.maxRPS > bench.MaxRate:
+			return fmt.Errorf("--max-rps %d: more than %d requests a second", f.maxRPS, bench.MaxRate)
+		}
+		return nil
+	}
 	switch {
 	case len(f.endpoints) > 0 && f.identity == "":
 		return errors.New("--endpoint needs --identity: how the service tells clients apart (header:NAME, query:NAME, bearer, json:POINTER or form:NAME), or none")
@@ -105,6 +123,9 @@ func readBody(path string) ([]byte, error) {
 // cannot. gradable, when not nil, says why the command cannot grade the
 // policy at the target's pace (requests a second, 0: no bound).
 func (f *endpointFlags) target(timeout time.Duration, gradable func(p adapters.Policy, rps int) error, stderr io.Writer) (*suite.Target, adapters.Policy, int) {
+	if len(f.rls) > 0 {
+		return f.rlsTarget(timeout, gradable, stderr)
+	}
 	identity, err := adapters.ParseIdentity(f.identity)
 	if err != nil {
 		fmt.Fprintf(stderr, "rlconform: --identity: %v\n", err)

@@ -38,7 +38,7 @@ func identify(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) 
 	}
 	var endpoint *suite.Target
 	cfg := suite.Config{Limit: f.limit, Window: f.window, RealTimeWindow: f.rtWindow, Seed: f.seed}
-	if len(f.endpoints) > 0 {
+	if f.blackBoxes() > 0 {
 		t, policy, code := f.endpointFlags.target(f.timeout, func(p adapters.Policy, rps int) error {
 			c := cfg
 			c.Limit, c.RealTimeWindow = p.Limit, p.Window
@@ -151,9 +151,9 @@ func (f *identifyFlags) validate(fs *flag.FlagSet) error {
 	switch {
 	case fs.NArg() > 0:
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	case len(f.targets) == 0 && len(f.endpoints) == 0 && f.command == "":
-		return errors.New("give --target URL, --endpoint URL or --exec CMD (rlconform serve --impl model:gcra serves one to try)")
-	case len(f.targets) > 0 && len(f.endpoints) > 0:
+	case len(f.targets) == 0 && f.blackBoxes() == 0 && f.command == "":
+		return errors.New("give --target URL, --endpoint URL, --rls HOST:PORT or --exec CMD (rlconform serve --impl model:gcra serves one to try)")
+	case len(f.targets) > 0 && f.blackBoxes() > 0:
 		return errors.New("--endpoint and --target exclude each other")
 	case f.timeout <= 0:
 		return errors.New("--timeout must be positive")
@@ -168,7 +168,7 @@ func (f *identifyFlags) validate(fs *flag.FlagSet) error {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	return f.execFlags.check(set, len(f.targets), len(f.endpoints))
+	return f.execFlags.check(set, len(f.targets), f.blackBoxes())
 }
 
 // identifyTarget is the limiter to probe: endpoint when --endpoint gave

@@ -92,7 +92,7 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	if (f.storeURL == "") != (f.storePrefix == "") {
 		return nil, errors.New("--store-url and --store-prefix go together")
 	}
-	if len(f.endpoints) > 0 && len(f.targets) > 0 {
+	if f.blackBoxes() > 0 && len(f.targets) > 0 {
 		return nil, errors.New("--endpoint and --target exclude each other: a service graded by its answers, or a limiter speaking the control protocol")
 	}
 	if err := f.endpointFlags.check(); err != nil {
@@ -100,13 +100,13 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	if err := f.execFlags.check(set, len(f.targets), len(f.endpoints)); err != nil {
+	if err := f.execFlags.check(set, len(f.targets), f.blackBoxes()); err != nil {
 		return nil, err
 	}
 	if f.storeURL != "" && f.command != "" {
 		return nil, errors.New("--store-url is for a remote --target or an --endpoint; with --exec the run inspects its own Redis")
 	}
-	if f.storeURL != "" && len(f.targets) == 0 && len(f.endpoints) == 0 {
+	if f.storeURL != "" && len(f.targets) == 0 && f.blackBoxes() == 0 {
 		return nil, errors.New("--store-url is for a remote --target or an --endpoint; the reference is inspected anyway")
 	}
 	if f.timeout <= 0 || f.specTimeout <= 0 || f.maxDuration <= 0 {
@@ -115,7 +115,7 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	if err := durationIn("--timeout", f.timeout, maxCallTimeout); err != nil {
 		return nil, err
 	}
-	if err := f.storeFlags.check(set["store-timeout"], len(f.targets), len(f.endpoints), f.command, f.timeout); err != nil {
+	if err := f.storeFlags.check(set["store-timeout"], len(f.targets), f.blackBoxes(), f.command, f.timeout); err != nil {
 		return nil, err
 	}
 	if err := f.lengthFlags.check(fs); err != nil {
@@ -238,7 +238,7 @@ func run(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) int {
 	cfg := suite.Config{Level: lvl, Seed: f.seed, IDs: f.ids, Labels: f.labels, ExpectFail: f.expectFail,
 		ReportDir: f.reportDir, StorePrefix: f.storePrefix, SpecTimeout: f.specTimeout, RealTimeWindow: f.rtWindow, Profile: f.profile}
 	var endpoint *suite.Target
-	if len(f.endpoints) > 0 {
+	if f.blackBoxes() > 0 {
 		// The selection first, so that what the policy adds is the policy's.
 		if err := suite.Validate(cfg); err != nil {
 			return couldNotRun(ExitCannotRun, "rlconform run: %v", err)
@@ -353,6 +353,8 @@ func (f *runFlags) shown() (string, []string) {
 		name = f.command
 	case len(f.targets) > 0:
 		name = redact.URL(f.targets[0])
+	case len(f.rls) > 0:
+		name = "rls " + f.rls[0]
 	case len(f.endpoints) > 0:
 		name = redact.URL(f.endpoints[0])
 	}

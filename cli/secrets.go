@@ -29,7 +29,7 @@ const maxTokenBytes = 4096
 // commandSecrets are the secrets a command line holds, collected before
 // its flags are parsed (the flag package quotes a value it refuses): the
 // secrets of every --target, --endpoint and --store-url URL, every
-// --header value, the tokens of the environment and REDIS_URL's password.
+// --header and --rls-header value, the tokens of the environment and REDIS_URL's password.
 // Everything the command prints and writes goes through it.
 func commandSecrets(args []string) *redact.Secrets {
 	s := redact.NewSecrets(redact.MinScrubbed)
@@ -49,7 +49,7 @@ func commandSecrets(args []string) *redact.Secrets {
 		switch name {
 		case "target", "endpoint", "store-url":
 			s.AddURL(value)
-		case "header":
+		case "header", "rls-header":
 			if _, v, ok := strings.Cut(value, ":"); ok {
 				value = v
 			}

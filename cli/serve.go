@@ -38,6 +38,8 @@ func serve(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) int
 	window := fs.Duration("window", time.Minute, "initial window W")
 	prefix := fs.String("prefix", "rlc-serve:", "key prefix in Redis")
 	endpointMode := fs.Bool("endpoint-mode", false, "serve a demo API behind rlconform's net/http middleware over the reference limiter (on Redis TIME; --impl reference-compact: the compact log) instead of protocol v1: 200, or 429 with Retry-After and the RateLimit fields; grade it with rlconform run --endpoint URL --identity header:NAME")
+	rlsMode := fs.Bool("rls-mode", false, "serve --impl reference, reference-compact or mutant:NAME as an RLS server (Envoy's rate limit service protocol over gRPC, on Redis TIME) instead of protocol v1: each descriptor with the --rls-key entry is decided for that entry's value, OK or OVER_LIMIT, the reference's with current_limit, limit_remaining and duration_until_reset (its --window in whole seconds); grade it with rlconform run --rls ADDR --domain D --descriptor KEY=x --identity descriptor:KEY (docs/rls.md)")
+	rlsKey := fs.String("rls-key", "user", "with --rls-mode: the descriptor entry whose value names the client")
 	keyHeader := fs.String("key-header", "X-User", "with --endpoint-mode: the header that names the client")
 	storeFailure := fs.String("store-failure", "", "with --endpoint-mode: what a request gets when the limiter cannot decide (its store is down or does not answer within --store-timeout), `POLICY` error (503, the default), allow (let through) or deny (429)")
 	storeTimeout := fs.Duration("store-timeout", 500*time.Millisecond, "with --endpoint-mode: the longest a decision may take (the Redis client's dial, read and write timeouts too); past it the request is answered as --store-failure says")
@@ -64,6 +66,17 @@ func serve(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) int
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	if (set["store-failure"] || set["store-timeout"]) && !*endpointMode {
 		fmt.Fprintln(stderr, "rlconform serve: --store-failure and --store-timeout go with --endpoint-mode (over protocol v1 the limiter's own errors are served, 503)")
+		return ExitCannotRun
+	}
+	if *rlsMode {
+		if *endpointMode || !*withClock || set["key-header"] {
+			fmt.Fprintln(stderr, "rlconform serve: --rls-mode serves on Redis TIME, keyed by --rls-key: --endpoint-mode, --clock and --key-header do not go with it")
+			return ExitCannotRun
+		}
+		return serveRLS(ctx, stdout, stderr, rlsServe{impl: *impl, addr: *addr, key: *rlsKey, prefix: *prefix, token: token}, *limit, *window)
+	}
+	if set["rls-key"] {
+		fmt.Fprintln(stderr, "rlconform serve: --rls-key goes with --rls-mode")
 		return ExitCannotRun
 	}
 	if *endpointMode {

@@ -150,7 +150,7 @@ func NotInRealTime() map[string]string {
 // Uncatchable lists the specs that no mutant of this package is failed by,
 // each with the reason.
 func Uncatchable() map[string]string {
-	const http = "mutants are limiters; HTTP services that lie in their fields are failed by cli's TestEndpointModeFailsLyingServices and TestEndpointModeFailsPhaseDependentLies"
+	const http = "mutants are limiters; HTTP services that lie in their fields are failed by cli's TestEndpointModeFailsLyingServices and TestEndpointModeFailsPhaseDependentLies, RLS servers by TestRLSFailsLyingServers and TestRLSResponseHeadersToAdd"
 	return map[string]string{
 		"http/retry-after":      http,
 		"http/ratelimit-fields": http,

@@ -1,11 +1,11 @@
-"""Flask-Limiter (Debian's python3-flask-limiter) as its documentation sets
+"""Flask-Limiter (4.x from PyPI, cards/python/requirements.txt) as its documentation sets
 it up: a Limiter on a Flask app with a default limit of CARD_LIMIT per
 CARD_PERIOD seconds per value of the X-User header, on the Redis storage
 (storage_uri redis://, its default fixed-window strategy), its headers
 enabled (X-RateLimit-Limit, -Remaining, -Reset and Retry-After on a
 refusal), in front of a view that answers 200. Its keys carry
 RLCONFORM_KEY_PREFIX (key_prefix). Served by werkzeug's threaded server
-(cards/python/serve-flask) on 127.0.0.1:$PORT.
+on 127.0.0.1:$PORT, run by the cards on the interpreter of cards/.venv.
 """
 
 import os

@@ -232,6 +232,12 @@ func (h *Harness) AllowZero(user string) {
 	now := h.Now()
 	op := h.opName(opAllowN, user, 0)
 	ok, err := lim.AllowRequestN(h.ctx, user, 0)
+	if errors.Is(err, errors.ErrUnsupported) {
+		// The target's protocol cannot carry a cost of 0 (an RLS
+		// server's hits_addend 0 means 1): it never reaches the target.
+		h.Record(0, now, op, "not sent")
+		h.Skipf("the target's protocol carries no cost of 0, so it never reaches the target: not graded (%s: %v)", op, err)
+	}
 	if errors.Is(err, contract.ErrInvalidCost) {
 		// Refused as invalid input (Guava's tryAcquire(0) throws), which
 		// consumes nothing: as honest as an answer.

@@ -190,7 +190,7 @@ func (r *runner) missing(t Target, s *Spec) (why string, structural bool) {
 			}
 		case NeedShared:
 			if !c.SharedStore {
-				why = "needs several instances on one store (declare Capabilities.SharedStore; on the command line, give --target or --endpoint more than once, or --instances 2 with --exec)"
+				why = "needs several instances on one store (declare Capabilities.SharedStore; on the command line, give --target, --endpoint or --rls more than once, or --instances 2 with --exec)"
 			}
 		case NeedInspect:
 			if !c.StoreInspection {

@@ -534,6 +534,9 @@ func rateLimitFieldsSpec(h *engine.Harness) {
 		if !seen && last.Form == "json" {
 			h.Skipf("the answers' bodies hold none of the members --fields json: names: not graded")
 		}
+		if !seen && last.Form == "DescriptorStatus" {
+			h.Skipf("the answers carry no DescriptorStatus (statuses is empty), or their first has no current_limit nor duration_until_reset: not graded")
+		}
 		if !seen { // seen at the first phase: the others are not waited for
 			h.Skipf("the service sends no RateLimit fields (RateLimit/RateLimit-Policy, RateLimit-Limit/-Remaining/-Reset or X-RateLimit-*): not graded")
 		}
@@ -557,8 +560,11 @@ func checkFields(h *engine.Harness, p *phase, i int, a engine.HTTPAnswer) {
 	}
 	if a.PolicyWindow != nil && *a.PolicyWindow != ceilSeconds(h.W()) {
 		said := fmt.Sprintf("RateLimit-Policy says w=%v", a.PolicyWindow.Seconds())
-		if a.Form == "json" {
+		switch a.Form {
+		case "json":
 			said = fmt.Sprintf("the json limit says a window of %v", *a.PolicyWindow)
+		case "DescriptorStatus": // an RLS server's
+			said = fmt.Sprintf("current_limit says a window of %v", *a.PolicyWindow)
 		}
 		h.Failf("%s, request %d: %s, but the window enforced is %v (w=%v in whole seconds)", p.name, i, said, h.W(), ceilSeconds(h.W()).Seconds())
 	}

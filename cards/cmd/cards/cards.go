@@ -24,6 +24,9 @@ type card struct {
 	// NPM lists the npm packages whose versions cards/node's
 	// package-lock.json pins.
 	NPM []string
+	// PyPI lists the Python packages whose versions
+	// cards/python/requirements.txt pins.
+	PyPI []string
 	// Binary, for a gateway, prints its version.
 	Binary []string
 	// Served says how the card serves it.
@@ -49,6 +52,9 @@ type card struct {
 	// the flags that put the user into its requests and read its
 	// answers ({dir}: cards/).
 	Identity []string
+	// RLS: Endpoint gives the HOST:PORT of an RLS server (Envoy's rate
+	// limit service over gRPC), graded with --rls.
+	RLS bool
 	// InspectStore gives an endpoint's runs its Redis (--store-url,
 	// --store-prefix), for robust/key-hygiene.
 	InspectStore bool
@@ -64,6 +70,8 @@ func (c card) version(dir string) string {
 		return c.Version
 	case len(c.NPM) > 0:
 		return npmVersions(dir, c.NPM)
+	case len(c.PyPI) > 0:
+		return pypiVersions(dir, c.PyPI)
 	case len(c.Debian) > 0:
 		var vs []string
 		for _, p := range c.Debian {
@@ -117,26 +125,22 @@ var cards = []card{
 	{Name: "rack-attack", Library: "rack-attack throttle (RedisProxy)", Debian: []string{"ruby-rack-attack", "ruby-redis", "puma"},
 		Served:   "endpoint: Rack::Attack under puma, 2 workers × 4 threads, discriminator X-User",
 		Endpoint: rackAttack, Profile: "fixed-window:align=epoch,count-denied=true,query=read"},
-	{Name: "envoy-ratelimit", Library: "envoyproxy/ratelimit (Redis, its HTTP /json endpoint)", Version: envoyVersion,
-		Served:   "endpoint: its POST /json, the user in the body's descriptor, the state read from the body",
-		Endpoint: envoyRatelimit, Profile: "fixed-window:align=epoch,count-denied=true,query=read", InspectStore: true,
-		Identity: []string{"--body", "{dir}/envoy/request.json", "--identity", "json:/descriptors/0/entries/0/value",
-			"--fields", "json:/statuses/0/limitRemaining,/statuses/0/durationUntilReset,/statuses/0/currentLimit"}},
+	{Name: "envoy-ratelimit", Library: "envoyproxy/ratelimit (Redis, gRPC)", Version: envoyVersion,
+		Served:   "RLS over gRPC as Envoy calls it: ShouldRateLimit, domain rlconform, the user in the descriptor entry user, the state from the first DescriptorStatus",
+		Endpoint: envoyRatelimit, RLS: true, Profile: "fixed-window:align=epoch,count-denied=true,query=read", InspectStore: true,
+		Identity: []string{"--domain", "rlconform", "--descriptor", "user=x", "--identity", "descriptor:user"}},
 	{Name: "guava", Library: "Guava RateLimiter.create (SmoothBursty)", Version: "com.google.guava:guava 33.8.0-jre",
 		Served: "protocol v1 shim on the JDK's com.sun.net.httpserver, a RateLimiter per user, clock control through its SleepingStopwatch",
 		Serve:  "{dir}/java/serve guava", Profile: "gcra:burst=1,cost=debt"},
-	{Name: "limits-fixed-window", Library: "python limits FixedWindowRateLimiter (RedisStorage)", Debian: []string{"python3-limits", "python3-redis"},
+	{Name: "limits-fixed-window", Library: "python limits FixedWindowRateLimiter (RedisStorage)", PyPI: []string{"limits", "redis"},
 		Served: "protocol v1 shim on http.server, 2 instances on one Redis",
 		Exec:   "CARD_STRATEGY=fixed-window {dir}/python/serve", Instances: 2, Profile: "fixed-window:align=first-hit,count-denied=true,query=read"},
-	{Name: "limits-fixed-window-elastic", Library: "python limits FixedWindowElasticExpiryRateLimiter (RedisStorage)", Debian: []string{"python3-limits", "python3-redis"},
-		Served: "protocol v1 shim on http.server, 2 instances on one Redis",
-		Exec:   "CARD_STRATEGY=fixed-window-elastic-expiry {dir}/python/serve", Instances: 2, Profile: "fixed-window:align=elastic,count-denied=true,query=read"},
-	{Name: "limits-moving-window", Library: "python limits MovingWindowRateLimiter (RedisStorage)", Debian: []string{"python3-limits", "python3-redis"},
+	{Name: "limits-moving-window", Library: "python limits MovingWindowRateLimiter (RedisStorage)", PyPI: []string{"limits", "redis"},
 		Served: "protocol v1 shim on http.server, 2 instances on one Redis",
 		Exec:   "CARD_STRATEGY=moving-window {dir}/python/serve", Instances: 2, Profile: "sliding-log"},
-	{Name: "flask-limiter", Library: "Flask-Limiter (fixed-window, Redis storage, headers enabled)", Debian: []string{"python3-flask-limiter", "python3-limits", "python3-flask"},
+	{Name: "flask-limiter", Library: "Flask-Limiter (fixed-window, Redis storage, headers enabled)", PyPI: []string{"flask-limiter", "limits", "flask"},
 		Served:   "endpoint: a Flask app under werkzeug's threaded server, key_func X-User",
-		Endpoint: flaskLimiter, Profile: "fixed-window:align=first-hit,count-denied=true,query=read"},
+		Endpoint: pythonEndpoint("flask_app.py"), Profile: "fixed-window:align=first-hit,count-denied=true,query=read"},
 	{Name: "nginx", Library: "nginx limit_req rate=5r/s burst=4 nodelay", Binary: []string{"/usr/sbin/nginx", "-v"}, Served: "endpoint: gateways/nginx.conf.tmpl",
 		Endpoint: nginx, Profile: "gcra"},
 	{Name: "haproxy", Library: "HAProxy http_req_rate(1s) gt 5", Binary: []string{"/usr/sbin/haproxy", "-v"}, Served: "endpoint: gateways/haproxy.cfg.tmpl",
@@ -184,6 +188,15 @@ var cards = []card{
 	{Name: "bucket4j-redis", Library: "Bucket4j on Redis (Jedis compare-and-swap proxy manager, capacity N, refillGreedy N per W)", Version: "com.bucket4j:bucket4j_jdk17-jedis 8.17.0, redis.clients:jedis 7.5.3",
 		Served: "protocol v1 shim on the JDK's com.sun.net.httpserver, 2 instances on one Redis, clock control through its client clock",
 		Exec:   "{dir}/java/serve bucket4j-redis", Instances: 2, Profile: "token-bucket"},
+	{Name: "limits-sliding-window-counter", Library: "python limits SlidingWindowCounterRateLimiter (RedisStorage)", PyPI: []string{"limits", "redis"},
+		Served: "protocol v1 shim on http.server, 2 instances on one Redis",
+		Exec:   "CARD_STRATEGY=sliding-window-counter {dir}/python/serve", Instances: 2, Profile: "sliding-counter:align=first-grid,count-denied=false"},
+	{Name: "slowapi", Library: "slowapi (SlowAPIMiddleware, limits' fixed window on Redis, headers enabled)", PyPI: []string{"slowapi", "limits", "starlette", "uvicorn"},
+		Served:   "endpoint: a Starlette app under uvicorn, key_func X-User",
+		Endpoint: pythonEndpoint("slowapi_app.py"), Profile: "fixed-window:align=first-hit,count-denied=true,query=read"},
+	{Name: "pyrate-limiter", Library: "pyrate-limiter Limiter (RedisBucket, SlidingWindowLog)", PyPI: []string{"pyrate-limiter", "redis"},
+		Served: "protocol v1 shim on http.server, a RedisBucket per user, 2 instances on one Redis",
+		Exec:   "{dir}/python/serve-pyrate", Instances: 2, Profile: "sliding-log"},
 }
 
 // expressRateLimit are the packages of the express-rate-limit cards.
@@ -222,17 +235,6 @@ func rackAttack(g *grader, redisURL, prefix string, _ time.Duration) (string, fu
 	}
 	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
 	stop, err := g.process([]string{filepath.Join(g.dir, "ruby", "serve")}, serviceEnv(port, redisURL, prefix), url)
-	return url, stop, err
-}
-
-func flaskLimiter(g *grader, redisURL, prefix string, window time.Duration) (string, func(), error) {
-	port, err := freePort()
-	if err != nil {
-		return "", nil, err
-	}
-	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
-	env := append(serviceEnv(port, redisURL, prefix), "CARD_LIMIT=5", fmt.Sprintf("CARD_PERIOD=%d", int(window.Seconds())))
-	stop, err := g.process([]string{filepath.Join(g.dir, "python", "serve-flask")}, env, url)
 	return url, stop, err
 }
 

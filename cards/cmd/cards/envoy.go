@@ -16,23 +16,32 @@ const envoyVersion = "v1.4.1-0.20260122083618-3fb702589d36"
 // envoyRatelimit serves Envoy's ratelimit service on a Redis of its own,
 // its configuration cards/envoy/runtime/config/rlconform.yaml (domain
 // rlconform, 5 a second per user), every other setting its default: the
-// expiry jitter, the local cache off, denied requests counted.
+// expiry jitter, the local cache off, denied requests counted. It is
+// graded as Envoy calls it: its gRPC address (rls.proto's
+// ShouldRateLimit).
 func envoyRatelimit(g *grader, redisURL, prefix string, window time.Duration) (string, func(), error) {
+	_, grpcAddr, stop, err := startEnvoy(g, redisURL, prefix, window)
+	return grpcAddr, stop, err
+}
+
+// startEnvoy starts Envoy's ratelimit service, and returns its HTTP base
+// URL and its gRPC address once its health check answers.
+func startEnvoy(g *grader, redisURL, prefix string, window time.Duration) (base, grpcAddr string, stop func(), err error) {
 	if window != time.Second {
-		return "", nil, fmt.Errorf("the Envoy card's configuration limits per second, not per %v", window)
+		return "", "", nil, fmt.Errorf("the Envoy card's configuration limits per second, not per %v", window)
 	}
 	bin := filepath.Join(g.dir, ".bin", "service_cmd")
 	if _, err := os.Stat(bin); err != nil {
-		return "", nil, fmt.Errorf("envoyproxy/ratelimit is not built (run scripts/ensure-cards): %w", err)
+		return "", "", nil, fmt.Errorf("envoyproxy/ratelimit is not built (run scripts/ensure-cards): %w", err)
 	}
 	red, err := url.Parse(redisURL)
 	if err != nil {
-		return "", nil, fmt.Errorf("the Redis URL: %w", err)
+		return "", "", nil, fmt.Errorf("the Redis URL: %w", err)
 	}
 	var ports [3]int
 	for i := range ports {
 		if ports[i], err = freePort(); err != nil {
-			return "", nil, err
+			return "", "", nil, err
 		}
 	}
 	env := []string{
@@ -41,7 +50,7 @@ func envoyRatelimit(g *grader, redisURL, prefix string, window time.Duration) (s
 		"HOST=127.0.0.1", "GRPC_HOST=127.0.0.1", "DEBUG_HOST=127.0.0.1",
 		fmt.Sprintf("PORT=%d", ports[0]), fmt.Sprintf("GRPC_PORT=%d", ports[1]), fmt.Sprintf("DEBUG_PORT=%d", ports[2]),
 	}
-	base := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
-	stop, err := g.process([]string{bin}, env, base+"/healthcheck")
-	return base + "/json", stop, err
+	base = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	stop, err = g.process([]string{bin}, env, base+"/healthcheck")
+	return base, fmt.Sprintf("127.0.0.1:%d", ports[1]), stop, err
 }

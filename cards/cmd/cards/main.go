@@ -411,6 +411,9 @@ func (g *grader) endpoint(c card) (flags, inspect []string, stop func(), err err
 		identity = c.Identity
 	}
 	flags = []string{"--endpoint", url, "--policy", fmt.Sprintf("5/%v", window)}
+	if c.RLS {
+		flags[0] = "--rls"
+	}
 	for _, f := range identity {
 		flags = append(flags, strings.ReplaceAll(f, "{dir}", g.dir))
 	}
