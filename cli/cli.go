@@ -14,6 +14,7 @@ import (
 	"github.com/rlconform/rlconform/internal/commalist"
 	"github.com/rlconform/rlconform/internal/version"
 	"github.com/rlconform/rlconform/model"
+	"github.com/rlconform/rlconform/report"
 
 	// The command finds Redis on all three rungs, the container one too.
 	_ "github.com/rlconform/rlconform/redisenv/container"
@@ -173,6 +174,13 @@ func listSpecs(args []string, stdout, stderr io.Writer) int {
 // identification, bench and audit carries it: the module's version, the
 // commit, and the catalogue's version (internal/version).
 func Version() string { return version.Of(suite.Specs()).String() }
+
+// reportMeta is the version a report carries: in a line, and the
+// catalogue's alone.
+func reportMeta() report.Meta {
+	v := version.Of(suite.Specs())
+	return report.Meta{Version: v.String(), Catalogue: v.Catalogue}
+}
 
 // parseFailed is the exit of a subcommand whose flags did not parse: 0 for
 // -h (the usage was printed), else 2, saying err after the command's name

@@ -23,6 +23,7 @@ import (
 	"github.com/rlconform/rlconform/fakeclock"
 	"github.com/rlconform/rlconform/internal/testaddr"
 	"github.com/rlconform/rlconform/internal/testtier"
+	"github.com/rlconform/rlconform/internal/version"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/mutants"
 	"github.com/rlconform/rlconform/redisenv"
@@ -220,14 +221,17 @@ func TestRunWritesAReportToStdout(t *testing.T) {
 	code, out, errOut := rlconform(t, "run", "--id", "core/reset", "--json", "-")
 	require.Equal(t, ExitConformant, code, errOut)
 	var rep struct {
-		Outcome  string `json:"outcome"`
-		Version  string `json:"version"`
-		Coverage struct{ Graded int }
-		Results  []struct{ Status, Mode string }
+		Outcome   string `json:"outcome"`
+		Version   string `json:"version"`
+		Catalogue string `json:"catalogue"`
+		Coverage  struct{ Graded int }
+		Results   []struct{ Status, Mode string }
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &rep), "stdout holds the JSON alone: %s", out)
 	assert.Equal(t, "conformant", rep.Outcome)
 	assert.NotEmpty(t, rep.Version)
+	assert.Equal(t, version.Of(suite.Specs()).Catalogue, rep.Catalogue, "the report names the rules that judged it, alone too")
+	assert.Contains(t, rep.Version, "catalogue "+rep.Catalogue)
 	assert.Equal(t, 1, rep.Coverage.Graded)
 	assert.Equal(t, "pass", rep.Results[0].Status)
 	assert.Equal(t, "fake-clock", rep.Results[0].Mode)

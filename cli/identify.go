@@ -207,7 +207,7 @@ func reportIdentification(id *result.Identification, text, out, stderr io.Writer
 		return ExitCannotRun
 	}
 	if out != nil {
-		if err := secrets.Render(out, func(w io.Writer) error { return report.IdentificationJSON(w, id, report.Meta{Version: Version()}) }); err != nil {
+		if err := secrets.Render(out, func(w io.Writer) error { return report.IdentificationJSON(w, id, reportMeta()) }); err != nil {
 			fmt.Fprintf(stderr, "rlconform identify: --json: %v\n", err)
 			return ExitCannotRun
 		}

@@ -173,7 +173,7 @@ func openReports(f *runFlags, stdout io.Writer) ([]reportFile, error) {
 // writeReports writes rep into every report file and closes it, saying on
 // stderr which one failed. No secret of the command's is written.
 func writeReports(files []reportFile, rep *result.Report, secrets *redact.Secrets, stderr io.Writer) error {
-	meta := report.Meta{Version: Version()}
+	meta := reportMeta()
 	for i := range files {
 		r := &files[i]
 		err := secrets.Render(r.w, func(w io.Writer) error { return r.write(w, rep, meta) })

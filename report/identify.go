@@ -136,16 +136,17 @@ func IdentificationJSON(w io.Writer, id *result.Identification, meta Meta) error
 		Evidence ruledOut `json:"evidence"`
 	}
 	out := struct {
-		Version  string     `json:"version,omitempty"`
-		Target   string     `json:"target"`
-		Limit    int        `json:"limit"`
-		WindowMs int64      `json:"window_ms"`
-		Mode     string     `json:"mode"`
-		Burst    int        `json:"burst"`
-		Outcome  string     `json:"outcome"`
-		Fits     []fit      `json:"fits"`
-		RuledOut []ruledOut `json:"ruled_out"`
-		Mistakes []string   `json:"mistakes,omitempty"`
+		Version   string     `json:"version,omitempty"`
+		Catalogue string     `json:"catalogue,omitempty"`
+		Target    string     `json:"target"`
+		Limit     int        `json:"limit"`
+		WindowMs  int64      `json:"window_ms"`
+		Mode      string     `json:"mode"`
+		Burst     int        `json:"burst"`
+		Outcome   string     `json:"outcome"`
+		Fits      []fit      `json:"fits"`
+		RuledOut  []ruledOut `json:"ruled_out"`
+		Mistakes  []string   `json:"mistakes,omitempty"`
 		// Configure is what Configure does, found apart from the
 		// algorithm in steady state.
 		Configure *configure `json:"configure,omitempty"`
@@ -155,7 +156,7 @@ func IdentificationJSON(w io.Writer, id *result.Identification, meta Meta) error
 		// rlconform run --from-identify; At is when the probes ended.
 		Graded []GradedJSON `json:"graded,omitempty"`
 		At     string       `json:"at,omitempty"`
-	}{Version: meta.Version, Target: id.Target, Limit: id.Limit, WindowMs: id.Window.Milliseconds(), Mode: string(id.Mode), Burst: id.Burst,
+	}{Version: meta.Version, Catalogue: meta.Catalogue, Target: id.Target, Limit: id.Limit, WindowMs: id.Window.Milliseconds(), Mode: string(id.Mode), Burst: id.Burst,
 		Fits: []fit{}, RuledOut: []ruledOut{}, Mistakes: id.Mistakes, Probes: id.Probes, Notes: id.Notes}
 	switch len(id.Fits) {
 	case 0:

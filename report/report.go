@@ -18,7 +18,12 @@ import (
 // Meta is what a report says beyond the results: the grader's version,
 // and the command that runs the same run again.
 type Meta struct {
+	// Version is the grader's version in a line (internal/version), the
+	// catalogue's version in it too.
 	Version string
+	// Catalogue is the catalogue's version alone: a hash of its rules,
+	// the same for two graders that judge by the same rules.
+	Catalogue string
 	// Reproduce is the command line that grades the same target again
 	// with the same seed, level and profile, to which a report adds a
 	// spec's --id ("" when unknown).
@@ -162,6 +167,7 @@ func JSON(w io.Writer, rep *result.Report, meta Meta) error {
 	c := v.Coverage
 	out := struct {
 		Version    string         `json:"version,omitempty"`
+		Catalogue  string         `json:"catalogue,omitempty"`
 		Target     string         `json:"target"`
 		Targets    []string       `json:"targets,omitempty"`
 		Level      string         `json:"level"`
@@ -182,7 +188,7 @@ func JSON(w io.Writer, rep *result.Report, meta Meta) error {
 		// another graded some: the outcome says nothing of them.
 		NotGraded []string `json:"levels_not_graded,omitempty"`
 	}{
-		Version: meta.Version, Target: rep.Target, Targets: rep.Targets, Level: string(rep.Level), Profile: rep.Profile, Selection: rep.Selection, Seed: rep.Seed,
+		Version: meta.Version, Catalogue: meta.Catalogue, Target: rep.Target, Targets: rep.Targets, Level: string(rep.Level), Profile: rep.Profile, Selection: rep.Selection, Seed: rep.Seed,
 		Outcome: string(v.Outcome), Conformant: v.Outcome == result.Conformant, Verdict: v.String(), Reasons: v.Reasons,
 		Aborted: rep.Aborted, Error: rep.Aborted, Notes: rep.Notes,
 		Coverage: jsonCoverage{Selected: c.Selected, Graded: c.Graded, RealTime: c.RealTime, Passed: c.Passed, Failed: c.Failed,
@@ -306,6 +312,9 @@ func junitProperties(rep *result.Report, meta Meta) []junitProperty {
 	}
 	if meta.Version != "" {
 		props = append(props, junitProperty{"rlconform.version", meta.Version})
+	}
+	if meta.Catalogue != "" {
+		props = append(props, junitProperty{"rlconform.catalogue", meta.Catalogue})
 	}
 	return props
 }
