@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/rlconform/rlconform/grade"
@@ -33,7 +34,7 @@ type Info struct {
 	// Go is the Go version that built it.
 	Go string
 	// Catalogue is the catalogue's version: 12 hex digits of a SHA-256
-	// of every spec's id, level, needs and rule, in order.
+	// of every spec's id, level, needs and rule, by id.
 	Catalogue string
 	// Specs is how many specs the catalogue has.
 	Specs int
@@ -79,11 +80,12 @@ func commit(settings []debug.BuildSetting) string {
 }
 
 // Catalogue is the version of a catalogue: 12 hex digits of a SHA-256 of
-// every spec's id, level, needs and rule, in the catalogue's order. A
-// spec added, retired or reworded changes it.
+// every spec's id, level, needs and rule, by id (the order the catalogue
+// runs them in is no rule). A spec added, retired or reworded changes it.
 func Catalogue(specs []grade.SpecInfo) string {
+	byID := slices.SortedFunc(slices.Values(specs), func(a, b grade.SpecInfo) int { return strings.Compare(a.ID, b.ID) })
 	h := sha256.New()
-	for _, s := range specs {
+	for _, s := range byID {
 		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\n", s.ID, s.Level, strings.Join(s.Needs, ","), s.Rule)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:12]

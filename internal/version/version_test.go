@@ -33,6 +33,7 @@ func TestCatalogueChangesWithTheRules(t *testing.T) {
 	v := Catalogue(catalogue)
 	assert.Len(t, v, 12)
 	assert.Equal(t, v, Catalogue(slices.Clone(catalogue)), "stable")
+	assert.Equal(t, v, Catalogue([]grade.SpecInfo{catalogue[1], catalogue[0]}), "the order the specs run in is no rule")
 	changed := map[string]func(s []grade.SpecInfo) []grade.SpecInfo{
 		"a spec added":   func(s []grade.SpecInfo) []grade.SpecInfo { return append(s, grade.SpecInfo{ID: "robust/new"}) },
 		"a spec retired": func(s []grade.SpecInfo) []grade.SpecInfo { return s[:1] },
