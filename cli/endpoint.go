@@ -151,27 +151,44 @@ func (f *endpointFlags) target(timeout time.Duration, gradable func(p adapters.P
 		k, v, _ := strings.Cut(h, ":")
 		opts.Header.Add(strings.TrimSpace(k), strings.TrimSpace(v))
 	}
+	return f.policyTarget(timeout, gradable, stderr, func(ctx context.Context, given adapters.Policy) (suite.Target, adapters.Policy, string, error) {
+		opts.Policy = given
+		return targets.Endpoint(ctx, f.endpoints, opts)
+	}, func(t suite.Target, policy adapters.Policy, from string) string {
+		return fmt.Sprintf("%s as a black box: policy %v (from %s), identities by %v, refusals are %d, fields from %v", t.Name, policy, from, identity, opts.LimitedStatus, fields)
+	})
+}
+
+// policyTarget builds a target graded at a fixed policy (an endpoint, an
+// RLS server): the --policy flag parsed and given to build, which has
+// three call timeouts, the policy it settles on checked as gradable, and
+// said (the line that describes the target, its policy and where that
+// came from), with what --max-rps allows; every refusal is said on
+// stderr.
+func (f *endpointFlags) policyTarget(timeout time.Duration, gradable func(p adapters.Policy, rps int) error, stderr io.Writer,
+	build func(ctx context.Context, given adapters.Policy) (suite.Target, adapters.Policy, string, error), said func(t suite.Target, policy adapters.Policy, from string) string) (*suite.Target, adapters.Policy, int) {
+	var given adapters.Policy
 	if f.policy != "" {
-		if opts.Policy, err = adapters.ParsePolicy(f.policy); err != nil {
+		var err error
+		if given, err = adapters.ParsePolicy(f.policy); err != nil {
 			fmt.Fprintf(stderr, "rlconform: --policy: %v\n", err)
 			return nil, adapters.Policy{}, ExitCannotRun
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*timeout)
 	defer cancel()
-	t, policy, from, err := targets.Endpoint(ctx, f.endpoints, opts)
+	t, policy, from, err := build(ctx, given)
 	if err != nil {
 		fmt.Fprintf(stderr, "rlconform: %v\n", err)
 		return nil, adapters.Policy{}, ExitCannotRun
 	}
 	if gradable != nil {
 		if err := gradable(policy, t.MaxRPS); err != nil {
-			fmt.Fprintf(stderr, "rlconform: endpoint %s: the policy %v (from %s) cannot be graded: %v\n", t.Addresses[0], policy, from, err)
+			fmt.Fprintf(stderr, "rlconform: %s: the policy %v (from %s) cannot be graded: %v\n", t.Name, policy, from, err)
 			return nil, adapters.Policy{}, ExitCannotRun
 		}
 	}
-	fmt.Fprintf(stderr, "rlconform: %s as a black box: policy %v (from %s), identities by %v, refusals are %d, fields from %v\n",
-		t.Name, policy, from, identity, opts.LimitedStatus, fields)
+	fmt.Fprintln(stderr, "rlconform:", said(t, policy, from))
 	if f.maxRPS == 0 && t.MaxRPS < 2*policy.Limit+8 {
 		fmt.Fprintf(stderr, "rlconform: at most %d requests a second (the default cap; --max-rps raises it): the specs' bursts of up to 2N+8 = %d requests are spread over %.1f s or more, each request timed from when it leaves\n",
 			t.MaxRPS, 2*policy.Limit+8, float64(2*policy.Limit+8)/float64(t.MaxRPS))

@@ -143,33 +143,11 @@ func (f *endpointFlags) rlsTarget(timeout time.Duration, gradable func(p adapter
 			opts.TLS.RootCAs, _ = rls.CertPool(f.caPEM) // checked by checkRLS
 		}
 	}
-	ro := targets.RLSOptions{Options: opts, MaxRPS: f.maxRPS}
-	if f.policy != "" {
-		if ro.Policy, err = adapters.ParsePolicy(f.policy); err != nil {
-			fmt.Fprintf(stderr, "rlconform: --policy: %v\n", err)
-			return nil, adapters.Policy{}, ExitCannotRun
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*timeout)
-	defer cancel()
-	t, policy, from, err := targets.RLS(ctx, f.rls, ro)
-	if err != nil {
-		fmt.Fprintf(stderr, "rlconform: %v\n", err)
-		return nil, adapters.Policy{}, ExitCannotRun
-	}
-	if gradable != nil {
-		if err := gradable(policy, t.MaxRPS); err != nil {
-			fmt.Fprintf(stderr, "rlconform: %s: the policy %v (from %s) cannot be graded: %v\n", t.Name, policy, from, err)
-			return nil, adapters.Policy{}, ExitCannotRun
-		}
-	}
-	fmt.Fprintf(stderr, "rlconform: %s as Envoy calls it: policy %v (from %s), domain %q, descriptors %v, identities in %s\n",
-		t.Name, policy, from, opts.Domain, f.descriptors, f.identity)
-	if f.maxRPS == 0 && t.MaxRPS < 2*policy.Limit+8 {
-		fmt.Fprintf(stderr, "rlconform: at most %d requests a second (the default cap; --max-rps raises it): the specs' bursts of up to 2N+8 = %d requests are spread over %.1f s or more, each request timed from when it leaves\n",
-			t.MaxRPS, 2*policy.Limit+8, float64(2*policy.Limit+8)/float64(t.MaxRPS))
-	}
-	return &t, policy, ExitConformant
+	return f.policyTarget(timeout, gradable, stderr, func(ctx context.Context, given adapters.Policy) (suite.Target, adapters.Policy, string, error) {
+		return targets.RLS(ctx, f.rls, targets.RLSOptions{Options: opts, MaxRPS: f.maxRPS, Policy: given})
+	}, func(t suite.Target, policy adapters.Policy, from string) string {
+		return fmt.Sprintf("%s as Envoy calls it: policy %v (from %s), domain %q, descriptors %v, identities in %s", t.Name, policy, from, opts.Domain, f.descriptors, f.identity)
+	})
 }
 
 // repeated is a repeatable flag whose values may hold commas.
