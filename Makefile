@@ -54,7 +54,7 @@ lint:
 ## cards: grade every report card (docs/cards.md) with rlconform, four at
 ## a time (each on its own Redis and ports; -parallel 1 one at a time),
 ## compare the verdicts with cards/expected.txt (a difference fails), and
-## write docs/cards.md. About 9 minutes on two cores, mostly in real time
+## write docs/cards.md. About 11 minutes on two cores, mostly in real time
 ## (36m53s one at a time).
 cards: redis gateways cards-deps cards-envoy
 	cd cards && $(GO) run -ldflags '$(LDFLAGS)' ./cmd/cards
