@@ -128,6 +128,16 @@ const (
 	CostDebt  = "debt"
 )
 
+// RenewParam is the sliding counter's parameter that says what keeps a
+// first-grid user's grid: RenewCounted, the default, a counted request
+// (HAProxy's freq_ctr); RenewAny, any call that finds the user's counts,
+// a query included (python limits' sliding window counter).
+const (
+	RenewParam   = "renew"
+	RenewCounted = "counted"
+	RenewAny     = "any"
+)
+
 // costParam is [CostParam]'s declaration, for the algorithms that take it.
 func costParam() ParamInfo {
 	return ParamInfo{Name: CostParam, Default: CostWhole, Values: []string{CostWhole, CostDebt},

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -118,4 +119,56 @@ func TestTokenBucketInterval(t *testing.T) {
 	assert.Equal(t, []bool{true, true, true, false, true, true, false}, answers(b, "u", 0, 1, 2, 999, 1000, 1500, 1999))
 	n, _ := b.Remaining(time.UnixMilli(epochMs+2000), "u")
 	assert.Equal(t, 2, n)
+}
+
+// renew=any: a query, a refused request or a request of cost 0 keeps a
+// first-grid user's grid as a counted request does (python limits' sliding
+// window counter, whose scripts shift the windows at every call); by
+// default a window with no counted request forgets it. The schedule is
+// the one that showed it on limits 5.8.0 against Redis.
+func TestSlidingCounterRenewAny(t *testing.T) {
+	const spec = "sliding-counter:align=first-grid"
+	at := func(ms int64) time.Time { return time.UnixMilli(epochMs + ms) }
+	for _, c := range []struct {
+		name, params string
+		keep         func(p Replayable) // in [1000, 2000): the grid's second window
+		at3100       []bool
+	}{
+		{"a query, counted", "", func(p Replayable) { _, _ = p.Remaining(at(1500), "u") }, []bool{false, false}},
+		{"a query, any", ",renew=any", func(p Replayable) { _, _ = p.Remaining(at(1500), "u") }, []bool{true, false}},
+		{"a refused request, any", ",renew=any", func(p Replayable) { _, _ = p.(Weighted).AllowN(at(1500), "u", 2) }, []bool{true, false}},
+		{"cost 0, any", ",renew=any", func(p Replayable) { _, _ = p.(Weighted).AllowN(at(1500), "u", 0) }, []bool{true, false}},
+		{"nothing, any", ",renew=any", func(Replayable) {}, []bool{false, false}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := profile(t, spec+c.params, 2, time.Second)
+			assert.Equal(t, []bool{true, true}, answers(p, "u", 0, 0))
+			c.keep(p)
+			// Kept: window [2000, 3000) has prev 0; at 3100 the estimate is
+			// 2×0.9 = 1.8, one more fits. Forgotten: a grid anchored at
+			// 2300 whose first window holds 2 at 3100.
+			assert.Equal(t, []bool{true, true}, answers(p, "u", 2300, 2300))
+			assert.Equal(t, c.at3100, answers(p, "u", 3100, 3100))
+		})
+	}
+	// A query opens no grid, and forgets a lapsed one; a request of cost
+	// 0 opens one.
+	p := profile(t, spec+",renew=any", 2, time.Second)
+	_, _ = p.Remaining(at(0), "u")
+	assert.Empty(t, p.StateKey("u"))
+	_, _ = p.(Weighted).AllowN(at(100), "u", 0)
+	assert.Equal(t, fmt.Sprintf("%d/0/0/0", epochMs+100), p.StateKey("u"), "cost 0 anchors at 100")
+	_, _ = p.Remaining(at(2100), "u")
+	assert.Empty(t, p.StateKey("u"), "lapsed at 2100: forgotten")
+	v, err := ParseVariant(spec + ",renew=any")
+	require.NoError(t, err)
+	assert.True(t, v.QueryWrites())
+	assert.Equal(t, "sliding-counter:admit=below,align=first-grid,count-denied=false", mustComplete(t, spec).String(), "renew=counted is left out")
+}
+
+func mustComplete(t *testing.T, spec string) Variant {
+	t.Helper()
+	v, err := ParseVariant(spec)
+	require.NoError(t, err)
+	return v
 }

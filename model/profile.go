@@ -138,12 +138,12 @@ func (v Variant) Algorithm() *Algorithm {
 }
 
 // String is the variant with every parameter, in a stable order:
-// "fixed-window:align=epoch,count-denied=false,query=read". The two
+// "fixed-window:align=epoch,count-denied=false,query=read". The three
 // parameters it leaves out at their defaults are reconfigure=any (every
-// reading of a change: see [Algorithm.Readings]) and cost=whole (weighted
-// requests all or nothing: see [CostParam]), so that a variant is named
-// as it was before they were added; a pinned reading, and cost=debt, are
-// shown.
+// reading of a change: see [Algorithm.Readings]), cost=whole (weighted
+// requests all or nothing: see [CostParam]) and renew=counted (see
+// [RenewParam]), so that a variant is named as it was before they were
+// added; a pinned reading, cost=debt and renew=any are shown.
 func (v Variant) String() string {
 	name := v.Name
 	if name == "" {
@@ -151,7 +151,7 @@ func (v Variant) String() string {
 	}
 	keys := make([]string, 0, len(v.Params))
 	for k, val := range v.Params {
-		if (k != ReconfigureParam || val != ReadingAny) && (k != CostParam || val != CostWhole) {
+		if (k != ReconfigureParam || val != ReadingAny) && (k != CostParam || val != CostWhole) && (k != RenewParam || val != RenewCounted) {
 			keys = append(keys, k)
 		}
 	}

@@ -31,10 +31,20 @@ import (
 // reading is how a change of W or N reads a user's counts
 // ([slidingCounterReadings]): index (the default), rebase, finish or
 // fresh.
+//
+// renewAny (renew=any) is what keeps a first-grid user's grid: by default
+// only counted requests, so that a window with none forgets it; with
+// renewAny every call that finds the user's counts rolls them to its
+// instant and keeps the grid (a request allowed or refused, of cost 0 to
+// N, or a query), and a request of cost 0 to N on a user with none
+// anchors one (python limits' sliding window counter: every script shifts
+// the windows, and SET 0 opens them). A request of cost above N is
+// refused before anything is read.
 type slidingCounter struct {
 	countDenied bool
 	align       string // epoch, go-zero, first-grid
 	atMost      bool
+	renewAny    bool
 	reading     string
 	n           int
 	w           int64
@@ -106,28 +116,35 @@ func (s *slidingCounter) Window() time.Duration { return ms(s.w) }
 // at is the user's counts rolled to the window holding t, with the length
 // that window has (w).
 func (s *slidingCounter) at(t int64, user string) counterState {
+	st, _ := s.rolled(t, user)
+	return st
+}
+
+// rolled is at, and whether the user's counts last to t (false: none, or
+// forgotten by then, and st is fresh).
+func (s *slidingCounter) rolled(t int64, user string) (counterState, bool) {
 	st, ok := s.users[user]
 	if ok && st.w != s.w && (s.reading == counterRebase || s.reading == counterFinish) {
 		return s.reread(t, st)
 	}
 	if !ok {
-		return s.fresh(t)
+		return s.fresh(t), false
 	}
 	a := st.a // the grid's origin, or a start kept by rebase
 	if s.align == "first-grid" && (t < st.a || t >= st.a+(st.k+2)*s.w) {
-		return s.fresh(t)
+		return s.fresh(t), false
 	}
 	k := floorDiv(t-a, s.w)
 	switch {
 	case k > st.k+1 || (k < st.k && s.align != "first-grid"):
-		return s.fresh(t)
+		return s.fresh(t), false
 	case k < st.k: // first-grid, the clock stepped back: a window of the anchor's grid
-		return counterState{a: a, k: k, w: s.w}
+		return counterState{a: a, k: k, w: s.w}, true
 	case k == st.k+1:
-		return counterState{a: a, k: k, w: s.w, prev: st.cur}
+		return counterState{a: a, k: k, w: s.w, prev: st.cur}, true
 	}
 	st.w = s.w
-	return st
+	return st, true
 }
 
 // fresh is a user with no counts at t: in the grid's window holding t, or
@@ -142,24 +159,24 @@ func (s *slidingCounter) fresh(t int64) counterState {
 
 // reread reads at t, under the readings rebase and finish, the counts of a
 // user whose window [start, start+st.w) opened under another W.
-func (s *slidingCounter) reread(t int64, st counterState) counterState {
+func (s *slidingCounter) reread(t int64, st counterState) (counterState, bool) {
 	start := st.start()
 	end := start + st.w
 	switch {
 	case t < start: // the clock stepped back
-		return s.fresh(t)
+		return s.fresh(t), false
 	case s.reading == counterRebase && t < start+s.w:
-		return counterState{a: start, w: s.w, prev: st.prev, cur: st.cur}
+		return counterState{a: start, w: s.w, prev: st.prev, cur: st.cur}, true
 	case s.reading == counterRebase && t < start+2*s.w:
-		return counterState{a: start, k: 1, w: s.w, prev: st.cur}
+		return counterState{a: start, k: 1, w: s.w, prev: st.cur}, true
 	case s.reading == counterRebase:
-		return s.fresh(t)
+		return s.fresh(t), false
 	case t < end: // finish: the window keeps its end and its length
-		return st
+		return st, true
 	case t < end+min(st.w, s.w):
-		return counterState{a: end, w: s.w, prev: st.cur}
+		return counterState{a: end, w: s.w, prev: st.cur}, true
 	}
-	return s.fresh(t)
+	return s.fresh(t), false
 }
 
 // room is N*L - prev*(L-e) - cur*L, less L-1 with atMost, for st's window
@@ -197,10 +214,13 @@ func (s *slidingCounter) AllowN(now time.Time, user string, n int) (bool, error)
 	if err := validateRequest(user, n); err != nil {
 		return false, err
 	}
+	t := now.UnixMilli()
 	if n == 0 {
+		if s.renewAny {
+			s.save(user, s.at(t, user))
+		}
 		return true, nil
 	}
-	t := now.UnixMilli()
 	st := s.at(t, user)
 	// room - (n-1)*L > 0: the n-th request in a row at t is allowed.
 	room := s.room(t, st)
@@ -208,12 +228,33 @@ func (s *slidingCounter) AllowN(now time.Time, user string, n int) (bool, error)
 	ok := room.Sign() > 0
 	if ok || s.countDenied {
 		st.cur += int64(n)
-		if s.users == nil {
-			s.users = map[string]counterState{}
-		}
-		s.users[user] = st
+		s.save(user, st)
+	} else if s.renewAny && n <= s.n {
+		s.save(user, st)
 	}
 	return ok, nil
+}
+
+// save stores user's counts.
+func (s *slidingCounter) save(user string, st counterState) {
+	if s.users == nil {
+		s.users = map[string]counterState{}
+	}
+	s.users[user] = st
+}
+
+// renewed is, under renew=any, what a query at t leaves of a user's
+// counts: rolled to t while they last, forgotten once they lapsed (a
+// query opens no grid).
+func (s *slidingCounter) renewed(t int64, user string) {
+	if !s.renewAny {
+		return
+	}
+	if st, ok := s.rolled(t, user); ok {
+		s.users[user] = st
+	} else {
+		delete(s.users, user)
+	}
 }
 
 // Remaining implements [Profile].
@@ -223,6 +264,7 @@ func (s *slidingCounter) Remaining(now time.Time, user string) (int, error) {
 	}
 	t := now.UnixMilli()
 	st := s.at(t, user)
+	s.renewed(t, user)
 	r := s.room(t, st)
 	if r.Sign() <= 0 {
 		return 0, nil
@@ -379,12 +421,13 @@ func slidingCounterAlgorithm() Algorithm {
 			{"align", "epoch", []string{"epoch", "go-zero", "first-grid"}, "epoch: windows [kW, (k+1)W) on the epoch; go-zero: windows [kW, (k+1)W) counted from Go's zero time, 0001-01-01 UTC, as time.Time.Truncate makes them; first-grid: a grid anchored at the user's first request, forgotten after a whole window with none (HAProxy's http_req_rate)"},
 			{"count-denied", "false", []string{"false", "true"}, "false: only allowed requests are counted; true: denied requests are counted too"},
 			{"admit", "below", []string{"below", "at-most"}, "below: allowed while the estimate is below N; at-most: allowed while the estimate including this request is at most N (estimate + 1 <= N)"},
+			{RenewParam, RenewCounted, []string{RenewCounted, RenewAny}, "what keeps a first-grid user's grid (other grids are fixed): counted: a counted request, so that a window with none forgets it (HAProxy); any: any call that finds the user's counts, a request allowed or refused, of cost 0, or a query, rolls them on, and a request of cost 0 anchors a grid as one of cost 1 would (python limits' sliding window counter: each of its scripts shifts the windows)"},
 		},
 		New: func(p map[string]string, n int, w time.Duration) Replayable {
 			return &slidingCounter{countDenied: p["count-denied"] == "true", align: p["align"], atMost: p["admit"] == "at-most",
-				reading: pinnedReading(p, counterIndex), n: n, w: w.Milliseconds()}
+				renewAny: p[RenewParam] == RenewAny, reading: pinnedReading(p, counterIndex), n: n, w: w.Milliseconds()}
 		},
-		Cost:              "with est(t) = prev×(W-e)/W + cur, admit=below allows when est(t) + n - 1 < N, admit=at-most when est(t) + n <= N (exactly: prev×(W-e) + (cur+n-1)×W < N×W, and prev×(W-e) + (cur+n)×W <= N×W: allowed exactly when n requests in a row at t would all be), then cur += n; refused, nothing is counted, but with count-denied=true cur += n; n > N is never allowed; " + costShared,
+		Cost:              "with est(t) = prev×(W-e)/W + cur, admit=below allows when est(t) + n - 1 < N, admit=at-most when est(t) + n <= N (exactly: prev×(W-e) + (cur+n-1)×W < N×W, and prev×(W-e) + (cur+n)×W <= N×W: allowed exactly when n requests in a row at t would all be), then cur += n; refused, nothing is counted, but with count-denied=true cur += n; n > N is never allowed; renew=any: n = 0 saves the state as a request does, rolled to t (a user with none gets a grid at t), and is not graded, and a refused request of n <= N rolls the state to t; " + costShared,
 		GradesLimitChange: true,
 		Readings:          slidingCounterReadings(),
 		Candidates: func([]string) []string {
@@ -401,6 +444,7 @@ func slidingCounterAlgorithm() Algorithm {
 		RemainingVaries: true,
 		Grid:            func(p map[string]string) (Grid, bool) { return alignedGrid(p["align"]) },
 		Envelope:        slidingCounterEnvelope,
+		QueryWrites:     func(p map[string]string) bool { return p[RenewParam] == RenewAny },
 	}
 }
 

@@ -323,4 +323,9 @@ func TestProfileImplementsItsFirstReadingOnly(t *testing.T) {
 	if assert.Error(t, err) {
 		assert.Contains(t, err.Error(), "decides a weighted request whole only")
 	}
+	assert.NoError(t, reference.Implements(model.MustVariant("sliding-counter:align=first-grid")))
+	err = reference.Implements(model.MustVariant("sliding-counter:align=first-grid,renew=any"))
+	if assert.Error(t, err) {
+		assert.Contains(t, err.Error(), "by counted requests only (renew=counted)")
+	}
 }

@@ -190,7 +190,7 @@ var cards = []card{
 		Exec:   "{dir}/java/serve bucket4j-redis", Instances: 2, Profile: "token-bucket"},
 	{Name: "limits-sliding-window-counter", Library: "python limits SlidingWindowCounterRateLimiter (RedisStorage)", PyPI: []string{"limits", "redis"},
 		Served: "protocol v1 shim on http.server, 2 instances on one Redis",
-		Exec:   "CARD_STRATEGY=sliding-window-counter {dir}/python/serve", Instances: 2, Profile: "sliding-counter:align=first-grid,count-denied=false"},
+		Exec:   "CARD_STRATEGY=sliding-window-counter {dir}/python/serve", Instances: 2, Profile: "sliding-counter:align=first-grid,count-denied=false,renew=any"},
 	{Name: "slowapi", Library: "slowapi (SlowAPIMiddleware, limits' fixed window on Redis, headers enabled)", PyPI: []string{"slowapi", "limits", "starlette", "uvicorn"},
 		Served:   "endpoint: a Starlette app under uvicorn, key_func X-User",
 		Endpoint: pythonEndpoint("slowapi_app.py"), Profile: "fixed-window:align=first-hit,count-denied=true,query=read"},

@@ -3,7 +3,9 @@
 // (one table and a section per card: the notes in cards/notes and what the
 // runs said), and compares the verdicts with cards/expected.txt: a verdict
 // that changed fails with the difference, until the card is updated on
-// purpose (-update).
+// purpose (-update). A card that differs is graded once more first: a
+// difference the second grading does not repeat is printed as flaky, not
+// failed (secondChance).
 //
 //	go run ./cmd/cards                      # from cards/: all, compare, write docs/cards.md
 //	go run ./cmd/cards -only redis_rate,x-time-rate -write=false
@@ -126,7 +128,13 @@ func run(ctx context.Context, o options) (int, error) {
 		if err != nil {
 			return 2, err
 		}
-		if diff := compare(want, graded); len(diff) > 0 {
+		diff := compare(want, graded)
+		if len(diff) > 0 && o.from == "" {
+			if diff, err = secondChance(want, graded, g.regrader(o.parallel), os.Stderr); err != nil {
+				return 2, err
+			}
+		}
+		if len(diff) > 0 {
 			fmt.Fprintf(os.Stderr, "cards: verdicts differ from %s (update the card's notes and run with -update if the change is meant):\n", o.expected)
 			for _, d := range diff {
 				fmt.Fprintln(os.Stderr, "  "+d)

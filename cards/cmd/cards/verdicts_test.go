@@ -258,3 +258,51 @@ func TestFindingsSayWhatWasFound(t *testing.T) {
 		t.Errorf("findings = %q\nwant       %q", got, want)
 	}
 }
+
+// A difference a second grading does not repeat is said as flaky and the
+// second grading kept; one it repeats is returned; a card that agreed the
+// first time is not graded again.
+func TestSecondChance(t *testing.T) {
+	c, _ := byName("x-time-rate")
+	d, _ := byName("governor")
+	e, _ := byName("guava")
+	want := map[[2]string]string{}
+	for _, name := range []string{"x-time-rate", "governor", "guava"} {
+		want[[2]string{name, "identify"}] = "none-fits"
+		want[[2]string{name, "run gcra"}] = "fails: -"
+	}
+	grading := func(k card, failed ...string) *graded {
+		return &graded{card: k, identify: identifyReport{Outcome: "none-fits"}, runs: []runReport{report(t, "gcra", failed...)}}
+	}
+	gs := []*graded{grading(c, "a/x=fail"), grading(d, "a/x=fail"), grading(e, "a/x=pass")}
+	var asked []string
+	regrade := func(cs []card) ([]*graded, error) {
+		var out []*graded
+		for _, k := range cs {
+			asked = append(asked, k.Name)
+			if k.Name == "governor" {
+				out = append(out, grading(k, "a/x=fail")) // a change: it holds
+			} else {
+				out = append(out, grading(k, "a/x=pass")) // a flake
+			}
+		}
+		return out, nil
+	}
+	var log strings.Builder
+	held, err := secondChance(want, gs, regrade, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(asked, ",") != "x-time-rate,governor" {
+		t.Errorf("graded again %q, want x-time-rate,governor", asked)
+	}
+	if len(held) != 1 || !strings.Contains(held[0], "governor run gcra: a/x failed, expected to pass") {
+		t.Errorf("held = %q, want governor's difference", held)
+	}
+	if !strings.Contains(log.String(), "x-time-rate differed once, then graded as expected") || !strings.Contains(log.String(), "x-time-rate run gcra: a/x failed") {
+		t.Errorf("log = %q, want x-time-rate said flaky with its first difference", log.String())
+	}
+	if d := compare(want, gs[:1]); len(d) != 0 {
+		t.Errorf("x-time-rate's second grading was not kept: %q", d)
+	}
+}
