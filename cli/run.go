@@ -45,6 +45,7 @@ type runFlags struct {
 	reportDir  string
 	failOnSkip bool
 	rtWindow   time.Duration
+	parallel   int
 	profile    string
 	token      targetToken
 	// perCall is how long a remote target's calls took when probed (0:
@@ -74,6 +75,7 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Second, "bound on each call to a remote target")
 	f.lengthFlags.register(fs)
 	fs.DurationVar(&f.rtWindow, "realtime-window", time.Second, "window of the specs graded in real time (targets without clock control); raised by itself when the target's round trips are too slow for it")
+	fs.IntVar(&f.parallel, "parallel", 0, fmt.Sprintf("at most this many specs side by side, up to %d (0: what the target can take, said in the report's notes; 1: one at a time); today only an --endpoint with identities per user runs specs side by side", suite.MaxParallel))
 	fs.BoolVar(&f.failOnSkip, "fail-on-skip", false, "a run with a spec skipped for a capability the target does not declare, or a flag not given, is not conformant enough: exit 2 (for CI jobs that demand the whole level); skips no target of its kind can avoid (an in-process context over HTTP, an endpoint's fields) do not count")
 	fs.StringVar(&f.profile, "profile", model.ProfileSlidingLog, "the algorithm to grade against, `NAME[:key=value,...]`: "+profileNames()+"; 'rlconform list --profile NAME' says what it grades")
 	f.endpointFlags.register(fs)
@@ -108,6 +110,9 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	}
 	if f.storeURL != "" && len(f.targets) == 0 && f.blackBoxes() == 0 {
 		return nil, errors.New("--store-url is for a remote --target or an --endpoint; the reference is inspected anyway")
+	}
+	if f.parallel < 0 || f.parallel > suite.MaxParallel {
+		return nil, fmt.Errorf("--parallel %d: want 0 (what the target can take) to %d", f.parallel, suite.MaxParallel)
 	}
 	if f.timeout <= 0 || f.specTimeout <= 0 || f.maxDuration <= 0 {
 		return nil, errors.New("--timeout, --spec-timeout and --max-duration must be positive")
@@ -236,7 +241,7 @@ func run(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) int {
 		return couldNotRun(ExitCannotRun, "rlconform run: %v", err)
 	}
 	cfg := suite.Config{Level: lvl, Seed: f.seed, IDs: f.ids, Labels: f.labels, ExpectFail: f.expectFail,
-		ReportDir: f.reportDir, StorePrefix: f.storePrefix, SpecTimeout: f.specTimeout, RealTimeWindow: f.rtWindow, Profile: f.profile}
+		ReportDir: f.reportDir, StorePrefix: f.storePrefix, SpecTimeout: f.specTimeout, RealTimeWindow: f.rtWindow, Profile: f.profile, Parallel: f.parallel}
 	var endpoint *suite.Target
 	if f.blackBoxes() > 0 {
 		// The selection first, so that what the policy adds is the policy's.

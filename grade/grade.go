@@ -51,6 +51,12 @@ type Config struct {
 	// SpecTimeout bounds each spec (default 60s): a hanging target fails
 	// the spec instead of hanging the run.
 	SpecTimeout time.Duration
+	// Parallel bounds how many specs run side by side (0: what the target
+	// can take; 1: one at a time). Only specs that cannot see each other
+	// run at once: today those of an endpoint with identities per user
+	// and a policy its pacing (MaxRPS) leaves room for; every other
+	// target runs one spec at a time. Results are in catalogue order.
+	Parallel int
 	// StoreTimeout is how long a call may take while the target's store is
 	// stopped or frozen (default 1s): robust/store-outage gives each call
 	// of an in-process target a context with this deadline, and fails a
@@ -229,3 +235,6 @@ type SpecInfo struct {
 	// control under the profile.
 	NotGradedInRealTime string `json:",omitempty"`
 }
+
+// MaxParallel bounds Config.Parallel.
+const MaxParallel = 64

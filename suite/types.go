@@ -27,6 +27,9 @@ type (
 	StoreFault = grade.StoreFault
 )
 
+// MaxParallel bounds Config.Parallel: specs side by side in one run.
+const MaxParallel = grade.MaxParallel
+
 // The faults a Target.StoreFault is asked for, in this order: stop,
 // resume, freeze, resume. See [grade.StoreStop].
 const (

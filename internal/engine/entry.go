@@ -29,17 +29,30 @@ func (cat Catalogue) Check(ctx context.Context, cfg Config, target Target) (*res
 	defer r.close()
 	rep := r.newReport(target)
 	defer func() { rep.Notes = append(rep.Notes, r.finish()...) }()
-	for _, s := range r.selected() {
-		if rep.Aborted != "" {
-			rep.Results = append(rep.Results, r.notRun(&s, "not run: "+rep.Aborted, ctx.Err() != nil))
-			continue
+	specs := r.selected()
+	lanes := r.lanes(target, len(specs))
+	for i := range specs {
+		if lanes > 1 && r.margin != 0 {
+			// The margin is measured (by the first real-time spec, alone):
+			// the rest run side by side.
+			r.sideBySide(ctx, target, specs[i:], rep, lanes)
+			break
 		}
-		r.runInto(ctx, target, &s, rep)
-		if ctx.Err() != nil && rep.Aborted == "" {
-			rep.Aborted = "interrupted: " + context.Cause(ctx).Error()
-		}
+		r.checkOne(ctx, target, &specs[i], rep)
 	}
 	return rep, nil
+}
+
+// checkOne runs s into rep, or says why it was not run.
+func (r *runner) checkOne(ctx context.Context, target Target, s *Spec, rep *result.Report) {
+	if rep.Aborted != "" {
+		rep.Results = append(rep.Results, r.notRun(s, "not run: "+rep.Aborted, ctx.Err() != nil))
+		return
+	}
+	r.runInto(ctx, target, s, rep)
+	if ctx.Err() != nil && rep.Aborted == "" {
+		rep.Aborted = "interrupted: " + context.Cause(ctx).Error()
+	}
 }
 
 // Run grades target with go test, one subtest per spec id (suite.Run).
@@ -174,8 +187,8 @@ func (s *Session) Close() error { return s.r.close() }
 // result to rep (aborting it when the run cannot go on).
 func (r *runner) runInto(ctx context.Context, target Target, s *Spec, rep *result.Report) result.Result {
 	res := r.runSpec(ctx, target, s)
-	if r.stuck != "" {
-		rep.Aborted = r.stuck
+	if stuck := r.stuckSpec(); stuck != "" {
+		rep.Aborted = stuck
 	} else if why := r.afterSpec(ctx, target, &res); why != "" {
 		rep.Aborted = why
 	}

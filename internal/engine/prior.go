@@ -28,7 +28,9 @@ func (r *runner) prior(t Target, s *Spec) (result.Result, bool) {
 	for _, g := range id.Graded {
 		if g.Result.ID == s.ID && g.Result.Status == result.Passed && g.Result.Mode == mode &&
 			g.Profile == r.profile.String() && g.Limit == r.cfg.Limit && g.Window == window {
+			r.mu.Lock()
 			r.reused = append(r.reused, s.ID)
+			r.mu.Unlock()
 			return g.Result, true
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,6 +30,10 @@ var FakeStart = time.UnixMilli(1_767_225_600_000)
 
 // runner runs specs of one run; it owns the Redis it obtained.
 type runner struct {
+	// mu guards the bookkeeping specs running side by side share (count,
+	// notes, diags, quietSince, stuck, sweep, reused, the margin, the
+	// Progress and probed callbacks); see parallel.go.
+	mu       sync.Mutex
 	cfg      Config
 	cat      Catalogue // the specs it selects from
 	redis    *redisenv.Redis
@@ -154,6 +159,8 @@ func (r *runner) notRun(s *Spec, why string, stopped bool) result.Result {
 	res := result.Result{ID: s.ID, Level: s.Level, Rule: s.ruleFor(r.profile), Status: st, Message: why,
 		ExpectedFailure: slices.Contains(r.cfg.ExpectFail, s.ID)}
 	if r.cfg.Progress != nil {
+		r.mu.Lock()
+		defer r.mu.Unlock()
 		r.cfg.Progress(res)
 	}
 	return res
@@ -236,7 +243,9 @@ func (r *runner) stillAlive(ctx context.Context, t Target, res result.Result) er
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	err := t.Alive(ctx)
+	r.mu.Lock()
 	r.quietSince = time.Now() // the probe, too, spends a shared limit
+	r.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("%s stopped answering during %s, the run cannot go on: %w", t.Name, res.ID, err)
 	}
@@ -245,12 +254,17 @@ func (r *runner) stillAlive(ctx context.Context, t Target, res result.Result) er
 
 // runSpec runs one spec on a fresh instance of target and never panics.
 func (r *runner) runSpec(ctx context.Context, t Target, s *Spec) (res result.Result) {
+	r.mu.Lock()
 	r.count++
+	index := r.count
+	r.mu.Unlock()
 	began := time.Now()
 	res = result.Result{ID: s.ID, Level: s.Level, Rule: s.ruleFor(r.profile), ExpectedFailure: slices.Contains(r.cfg.ExpectFail, s.ID)}
 	defer func() {
 		res.Duration = time.Since(began)
 		if r.cfg.Progress != nil {
+			r.mu.Lock()
+			defer r.mu.Unlock()
 			r.cfg.Progress(res)
 		}
 	}()
@@ -278,26 +292,29 @@ func (r *runner) runSpec(ctx context.Context, t Target, s *Spec) (res result.Res
 	specCtx, cancel := context.WithTimeout(ctx, r.cfg.SpecTimeout)
 	defer cancel()
 
-	h := r.newH(specCtx, t, s)
+	h := r.newH(specCtx, t, s, index)
 	done := make(chan result.Result, 1)
 	go func() { done <- h.execute() }()
 	select {
 	case out := <-done:
 		res.Status, res.Message, res.Failure = out.Status, out.Message, out.Failure
+		r.mu.Lock()
 		r.diags[s.ID] = h.diag
 		if r.probed != nil {
 			r.probed(s, h)
 		}
+		r.mu.Unlock()
 	case <-specCtx.Done():
-		r.timedOut(ctx, t, s, h, done, &res)
-		if r.stuck != "" {
+		if r.timedOut(ctx, t, s, h, done, &res) {
 			// The spec's goroutine is still running: its instances, keys
 			// and model are still in use, so nothing more is touched.
 			return res
 		}
 	}
+	r.mu.Lock()
 	r.adopt(h)
 	r.quietSince = time.Now()
+	r.mu.Unlock()
 	if res.Status == result.Failed && t.Alive != nil {
 		h.restoreConfig(ctx)
 	}
@@ -317,8 +334,8 @@ func (r *runner) runSpec(ctx context.Context, t Target, s *Spec) (res result.Res
 // the spec waited out its windows (KindOutOfTime). It then waits, bounded, for
 // the spec's goroutine, which its cancelled context should end; one that
 // does not return leaves r.stuck set, and the run stops there, never going
-// on beside it.
-func (r *runner) timedOut(ctx context.Context, t Target, s *Spec, h *Harness, done <-chan result.Result, res *result.Result) {
+// on beside it. It returns whether the goroutine is stuck.
+func (r *runner) timedOut(ctx context.Context, t Target, s *Spec, h *Harness, done <-chan result.Result, res *result.Result) bool {
 	// A call still in flight for a good part of the spec's time hung;
 	// with none, every call returned and the target was only slow.
 	oldest, times := h.calls.stats()
@@ -344,20 +361,40 @@ func (r *runner) timedOut(ctx context.Context, t Target, s *Spec, h *Harness, do
 		}
 	case <-wait.C:
 		if inCall, _ := h.calls.stats(); inCall > 0 || h.making.Load() > 0 || res.Status == result.Interrupted {
-			r.stuck = fmt.Sprintf("%s did not return within %v of its end (a call into %s ignores its cancelled context): the run stops here, its keys and instances left as they are",
+			stuck := fmt.Sprintf("%s did not return within %v of its end (a call into %s ignores its cancelled context): the run stops here, its keys and instances left as they are",
 				s.ID, hangBound(r.cfg.SpecTimeout), t.Name)
 			if summary != "" {
-				res.Message = s.titleFor(r.profile) + ": " + summary + "\n  " + r.stuck + "\n  timeline so far:\n" + h.timeline.String(0)
+				res.Message = s.titleFor(r.profile) + ": " + summary + "\n  " + stuck + "\n  timeline so far:\n" + h.timeline.String(0)
 			}
-			return
+			r.setStuck(stuck)
+			return true
 		}
 		// No call is in flight: the spec's goroutine is in rlconform's own
 		// code, which no target can make ignore its context.
-		r.stuck = fmt.Sprintf("%s did not return within %v of its end, with no call into %s in flight: rlconform's own work on it did not end (a bug of the grader, please report it); the run stops here, its keys and instances left as they are",
+		stuck := fmt.Sprintf("%s did not return within %v of its end, with no call into %s in flight: rlconform's own work on it did not end (a bug of the grader, please report it); the run stops here, its keys and instances left as they are",
 			s.ID, hangBound(r.cfg.SpecTimeout), t.Name)
-		res.Status, res.Failure = result.Errored, &result.Failure{Kind: result.KindFault, Summary: r.stuck}
-		res.Message = s.titleFor(r.profile) + ": " + r.stuck + "\n  where it was:\n" + specStacks() + "\n  timeline so far:\n" + h.timeline.String(0)
+		res.Status, res.Failure = result.Errored, &result.Failure{Kind: result.KindFault, Summary: stuck}
+		res.Message = s.titleFor(r.profile) + ": " + stuck + "\n  where it was:\n" + specStacks() + "\n  timeline so far:\n" + h.timeline.String(0)
+		r.setStuck(stuck)
+		return true
 	}
+	return false
+}
+
+// setStuck records the first spec whose goroutine never returned.
+func (r *runner) setStuck(why string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stuck == "" {
+		r.stuck = why
+	}
+}
+
+// stuckSpec is r.stuck, read under the lock.
+func (r *runner) stuckSpec() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stuck
 }
 
 // outOfTime sets res for a spec whose time ran out with every call
@@ -472,9 +509,9 @@ func (r *runner) afterSpec(ctx context.Context, t Target, res *result.Result) st
 	return why
 }
 
-func (r *runner) newH(ctx context.Context, t Target, s *Spec) *Harness {
-	tag := fmt.Sprintf("%s-%02d:", r.runID, r.count)
-	env := r.baseEnv(t, r.runPrefix()+fmt.Sprintf("%02d:", r.count))
+func (r *runner) newH(ctx context.Context, t Target, s *Spec, index int) *Harness {
+	tag := fmt.Sprintf("%s-%02d:", r.runID, index)
+	env := r.baseEnv(t, r.runPrefix()+fmt.Sprintf("%02d:", index))
 	h := &Harness{ctx: ctx, spec: s, target: t, run: r, tag: tag, start: time.Now(), cfg: r.cfg, margin: r.margin}
 	if request := t.Request; request != nil {
 		h.target.Request = func(ctx context.Context, i int, user string) (HTTPAnswer, error) {
@@ -763,7 +800,9 @@ func (r *runner) cleanKeys(h *Harness) {
 		}
 	}
 	if !r.redis.Owned() {
+		r.mu.Lock()
 		r.sweep = true
+		r.mu.Unlock()
 		return
 	}
 	keys, _ := redisenv.ScanKeys(ctx, r.redis.Client, redisenv.GlobEscape(h.env.KeyPrefix)+"*")

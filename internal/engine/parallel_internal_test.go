@@ -1,0 +1,193 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlconform/rlconform/contract"
+	"github.com/rlconform/rlconform/result"
+)
+
+// gauge counts the spec bodies running at once and the most seen.
+type gauge struct {
+	running, most atomic.Int32
+}
+
+func (g *gauge) enter() {
+	n := g.running.Add(1)
+	for {
+		m := g.most.Load()
+		if n <= m || g.most.CompareAndSwap(m, n) {
+			return
+		}
+	}
+}
+
+func (g *gauge) leave() { g.running.Add(-1) }
+
+// waitFor polls, up to a deadline, until cond holds; it reports whether it
+// did.
+func waitFor(cond func() bool, within time.Duration) bool {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return true
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return cond()
+}
+
+// endpointLike is a real-time target with a fixed policy and a Request,
+// as an --endpoint is: its specs may run side by side.
+func endpointLike() Target {
+	request := func(context.Context, int, string) (HTTPAnswer, error) { return HTTPAnswer{Allowed: true}, nil }
+	return Target{Name: "ep", New: idleTarget, Request: request}
+}
+
+// specs is n specs whose bodies enter g, run body, and leave.
+func gaugedSpecs(n int, g *gauge, body func(i int, h *Harness)) Catalogue {
+	var cat Catalogue
+	for i := range n {
+		cat = append(cat, Spec{ID: fmt.Sprintf("core/s%02d", i), Level: result.Core, Run: func(h *Harness) {
+			g.enter()
+			defer g.leave()
+			body(i, h)
+		}})
+	}
+	return cat
+}
+
+func ids(rep *result.Report) []string {
+	var out []string
+	for _, r := range rep.Results {
+		out = append(out, r.ID)
+	}
+	return out
+}
+
+// With Parallel 1 an endpoint's specs run one at a time, as always.
+func TestParallelOneRunsSpecsOneAtATime(t *testing.T) {
+	t.Parallel()
+	var g gauge
+	cat := gaugedSpecs(5, &g, func(_ int, _ *Harness) {
+		// Long enough that a second spec begun beside it would be seen.
+		waitFor(func() bool { return g.running.Load() > 1 }, 50*time.Millisecond)
+	})
+	rep, err := cat.Check(context.Background(), Config{Parallel: 1}, endpointLike())
+	require.NoError(t, err)
+	assert.Equal(t, int32(1), g.most.Load(), "specs ran side by side")
+	assert.Equal(t, ids(&result.Report{Results: cat.results()}), ids(rep))
+	for _, n := range rep.Notes {
+		assert.NotContains(t, n, "side by side")
+	}
+}
+
+// results is the catalogue as results, in its order.
+func (cat Catalogue) results() []result.Result {
+	var out []result.Result
+	for _, s := range cat {
+		out = append(out, result.Result{ID: s.ID})
+	}
+	return out
+}
+
+// Side by side, an endpoint's specs overlap after the first, and their
+// results come out in catalogue order though they end in the reverse.
+func TestSideBySideResultsAreInCatalogueOrder(t *testing.T) {
+	t.Parallel()
+	var g gauge
+	var ended sync.Map // spec index → true once it ended
+	const n = 5
+	cat := gaugedSpecs(n, &g, func(i int, h *Harness) {
+		if i == 0 {
+			return // the first runs alone: it measures the margin
+		}
+		// All four begin, then each ends only after every later one: the
+		// last ends first.
+		waitFor(func() bool { return g.most.Load() >= 4 }, 20*time.Second)
+		waitFor(func() bool {
+			for j := i + 1; j < n; j++ {
+				if _, ok := ended.Load(j); !ok {
+					return false
+				}
+			}
+			return true
+		}, 20*time.Second)
+		ended.Store(i, true)
+	})
+	rep, err := cat.Check(context.Background(), Config{Parallel: 4}, endpointLike())
+	require.NoError(t, err)
+	assert.Equal(t, int32(4), g.most.Load(), "specs side by side at most")
+	assert.Equal(t, ids(&result.Report{Results: cat.results()}), ids(rep))
+	for _, r := range rep.Results {
+		assert.Equal(t, result.Passed, r.Status, r.ID+": "+r.Message)
+	}
+	assert.Contains(t, fmt.Sprint(rep.Notes), "up to 4 specs ran side by side after the first (--parallel 4")
+}
+
+// configureRecorder is a limiter whose Configure fails the test when a
+// spec body of another spec is running beside it.
+type configureRecorder struct {
+	idle
+	g       *gauge
+	overlap *atomic.Int32
+}
+
+func (c configureRecorder) Configure(context.Context, int, time.Duration) error {
+	if c.g.running.Load() > 1 {
+		c.overlap.Add(1)
+	}
+	return nil
+}
+
+// Specs of a target with Configure (a --target URL: one configuration
+// for every spec) never run beside each other, whatever Parallel says,
+// nor do the real-time fake-clock-less ones of a shared limit.
+func TestSpecsSharingConfigurationNeverOverlap(t *testing.T) {
+	t.Parallel()
+	var g gauge
+	var overlap atomic.Int32
+	cat := gaugedSpecs(4, &g, func(_ int, h *Harness) {
+		// Give a spec begun beside it the time to be seen.
+		waitFor(func() bool { return g.running.Load() > 1 }, 50*time.Millisecond)
+		h.Configure(5, h.W())
+	})
+	target := endpointLike()
+	target.Capabilities.Configure = true
+	target.New = func(context.Context, Env) (contract.RateLimiterContract, func() error, error) {
+		return configureRecorder{g: &g, overlap: &overlap}, nil, nil
+	}
+	rep, err := cat.Check(context.Background(), Config{Parallel: 4}, target)
+	require.NoError(t, err)
+	assert.Zero(t, overlap.Load(), "Configure calls while another spec ran")
+	assert.Equal(t, int32(1), g.most.Load())
+	assert.Len(t, rep.Results, 4)
+
+	shared := endpointLike()
+	shared.SharedLimit = true
+	assert.Equal(t, 1, (&runner{cfg: Config{Parallel: 4}}).lanes(shared, 4), "--identity none")
+	clock := endpointLike()
+	clock.Capabilities.Clock = true
+	assert.Equal(t, 1, (&runner{cfg: Config{Parallel: 4}}).lanes(clock, 4), "fake clock")
+	assert.Equal(t, 1, (&runner{cfg: Config{Parallel: 4}}).lanes(Target{New: idleTarget}, 4), "in process")
+}
+
+// With Parallel 0 the lanes are what the pacing leaves room for: none for
+// 5/1s at 50 requests a second, eight for 20/1m.
+func TestDefaultLanesFollowThePacing(t *testing.T) {
+	ep := endpointLike()
+	ep.MaxRPS = 50
+	r := &runner{cfg: Config{Limit: 5, RealTimeWindow: time.Second}}
+	assert.Equal(t, 1, r.lanes(ep, 30))
+	r.cfg.Limit, r.cfg.RealTimeWindow = 20, time.Minute
+	assert.Equal(t, defaultLanes, r.lanes(ep, 30))
+	assert.Equal(t, 3, r.lanes(ep, 3))
+}
