@@ -72,7 +72,11 @@ func estimate(cfg Config, t Target, specs []Spec) (Estimate, error) {
 	}
 	e.RealTime, e.Window = true, cfg.RealTimeWindow
 	typical, bound := specTimes(cfg.Limit, cfg.RealTimeWindow, t.MaxRPS, sharedWait(t, profile.IsSlidingLog(), cfg.RealTimeWindow))
-	e.Typical = time.Duration(e.Run) * typical
+	// The first spec runs alone, the others lanes at a time (parallel.go).
+	if e.Run > 0 {
+		lanes := r.lanes(t, e.Run)
+		e.Typical = time.Duration(1+(e.Run-1+lanes-1)/lanes) * typical
+	}
 	e.SpecTimeout = bound
 	e.MaxDuration = time.Duration(e.Run) * bound
 	return e, nil

@@ -67,19 +67,27 @@ func TestEstimateFollowsTheWindow(t *testing.T) {
 
 	bound := 4*time.Minute + 11600*time.Millisecond + 30*time.Second // 580 requests at 50/s
 	typical := 66*time.Second + 1600*time.Millisecond                // 1.1 windows, 80 requests
+	// Identities per user: the first spec alone, the other 11 eight at a
+	// time (their pacing leaves room for 15); one shared limit: one at a
+	// time.
 	for _, c := range []struct {
-		est  grade.Estimate
-		wait time.Duration
-	}{{own, 0}, {shared, time.Minute + time.Second}} {
+		est   grade.Estimate
+		wait  time.Duration
+		turns int
+	}{{own, 0, 3}, {shared, time.Minute + time.Second, shared.Run}} {
 		assert.True(t, c.est.RealTime)
 		assert.Equal(t, time.Minute, c.est.Window)
 		assert.Equal(t, all, c.est.Run+c.est.Skipped)
 		assert.Equal(t, bound+c.wait, c.est.SpecTimeout)
 		assert.Equal(t, time.Duration(c.est.Run)*(bound+c.wait), c.est.MaxDuration)
-		assert.Equal(t, time.Duration(c.est.Run)*(typical+c.wait), c.est.Typical)
+		assert.Equal(t, time.Duration(c.turns)*(typical+c.wait), c.est.Typical)
 	}
 	assert.Less(t, own.Run, all, "an endpoint has no Configure, Reset, ...")
 	assert.Less(t, shared.Run, own.Run, "the specs that need several users are not counted")
+	assert.Equal(t, 12, own.Run, "the turns above are for 12 specs")
+	one, err := cat.Estimate(engine.Config{Limit: 20, RealTimeWindow: time.Minute, Parallel: 1}, endpointLike(50, false))
+	require.NoError(t, err)
+	assert.Equal(t, time.Duration(one.Run)*typical, one.Typical, "--parallel 1: one at a time")
 
 	// A second's window keeps the defaults of a minute a spec.
 	short, err := cat.Estimate(engine.Config{Limit: 5}, endpointLike(50, false))
