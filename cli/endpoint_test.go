@@ -293,6 +293,31 @@ func TestEndpointModeKeepsToMaxRPSAndIdentifies(t *testing.T) {
 	assert.Contains(t, out, "fits      sliding-log")
 }
 
+// Specs side by side share one pacing: --max-rps holds over all of them,
+// and no verdict is wrong (a paced request is only undecided).
+func TestEndpointSpecsSideBySideKeepToMaxRPS(t *testing.T) {
+	testtier.SkipShort(t, "grades an endpoint in real time")
+	t.Parallel()
+	var mu sync.Mutex
+	var arrivals []time.Time
+	url := serveAPI(t, store, fmt.Sprintf("rlc-ep:%d:", time.Now().UnixNano()), func(http.Header) {
+		mu.Lock()
+		arrivals = append(arrivals, time.Now())
+		mu.Unlock()
+	})
+	code, out, errOut := endpointRun(t, []string{url}, "--policy", "5/1s", "--max-rps", "20", "--parallel", "3",
+		"--id", "core/allow-within-limit,core/block-over-limit,core/multi-user,strict/same-millisecond-burst")
+	assert.NotEqual(t, ExitNotConformant, code, "%s\n%s", out, errOut)
+	assert.Contains(t, out, "up to 3 specs ran side by side after the first (--parallel 3")
+	assert.Less(t, strings.Index(out, "core/allow-within-limit"), strings.Index(out, "strict/same-millisecond-burst"), "catalogue order")
+	mu.Lock()
+	defer mu.Unlock()
+	for i := 20; i < len(arrivals); i++ {
+		// Arrivals trail the sending by the round trip: allow for it.
+		assert.Greater(t, arrivals[i].Sub(arrivals[i-20]), 900*time.Millisecond, "answer %d and the one 20 before it", i)
+	}
+}
+
 // With --identity none every request shares one limit: the specs that need
 // several users are skipped, and the others wait the window out first.
 func TestEndpointModeWithOneSharedLimit(t *testing.T) {
