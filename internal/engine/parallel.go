@@ -17,18 +17,21 @@ const MaxParallel = grade.MaxParallel
 const defaultLanes = 8
 
 // lanes is how many of n specs of t run side by side: 1 (one at a time,
-// as always) unless specs of t cannot see each other. Today that is an
-// endpoint (t.Request) with identities per user, a fixed policy (no
-// Configure: no configuration two specs would share) and real time (the
-// fake clock is one clock, shared by every instance). Every spec has users
-// and keys of its own, and the endpoint's pacing (t.MaxRPS) is one Pacer
-// for every request, so side by side specs share --max-rps. With
-// Config.Parallel 0 the lanes are what the pacing leaves room for: the
-// largest burst a spec sends (2N+8) from each lane within a quarter of the
-// window, at most defaultLanes. In-process targets, --exec and --target
-// URLs run one spec at a time (issue #53 leaves them for later).
+// as always) unless specs of t cannot see each other. Every spec has
+// users and keys of its own, so in real time they can, with three
+// exceptions: a spec that configures the target, inspects or breaks its
+// store runs alone (alone), as does every spec of one shared limit
+// (--identity none) and of the fake clock (one clock for every instance,
+// and nothing to wait out). The others configure the target alike (the
+// run's limit and window), so a --target URL or --exec, whose processes
+// every spec shares, takes them side by side as an in-process target,
+// whose instances are a spec's own, does. An endpoint's pacing (t.MaxRPS)
+// is one Pacer for every request, so side by side specs share --max-rps.
+// With Config.Parallel 0 the lanes are what the pacing leaves room for:
+// the largest burst a spec sends (2N+8) from each lane within a quarter of
+// the window, at most defaultLanes.
 func (r *runner) lanes(t Target, n int) int {
-	if r.cfg.Parallel == 1 || n < 2 || t.Capabilities.Clock || t.SharedLimit || t.Request == nil || t.Capabilities.Configure {
+	if r.cfg.Parallel == 1 || n < 2 || t.Capabilities.Clock || t.SharedLimit {
 		return 1
 	}
 	if r.cfg.Parallel > 1 {
@@ -43,9 +46,17 @@ func (r *runner) lanes(t Target, n int) int {
 }
 
 // alone says whether s must run with no other spec beside it: it breaks,
-// inspects or shares the target's store, or configures the target.
-func alone(s *Spec) bool {
-	for _, n := range []Need{NeedOwnRedis, NeedInspect, NeedShared, NeedConfigure} {
+// inspects or shares the target's store, or, where specs share the
+// target's configuration (sharedConfig), configures it.
+func alone(s *Spec, sharedConfig bool) bool {
+	needs := []Need{NeedOwnRedis, NeedInspect, NeedShared}
+	if sharedConfig {
+		if s.Configures {
+			return true
+		}
+		needs = append(needs, NeedConfigure)
+	}
+	for _, n := range needs {
 		if slices.Contains(s.Needs, n) {
 			return true
 		}
@@ -53,58 +64,73 @@ func alone(s *Spec) bool {
 	return false
 }
 
-// sideBySide runs specs into rep, lanes of them at a time, the ones that
-// must be alone one at a time between, and appends their results in
-// catalogue order. Once a spec aborts the run the specs not yet begun are
-// not run; the ones already running beside it finish.
+// sharesConfig says whether t's specs share its configuration: a
+// --target URL's or --exec's processes are every spec's; an in-process
+// target's instances (Target.New) are a spec's own, and so is what
+// Configure sets on them.
+func sharesConfig(t Target) bool { return len(t.Addresses) > 0 || t.Request != nil }
+
+// sideBySide runs specs into rep: those that may share the target at once,
+// lanes of them at a time, then those that must be alone one at a time,
+// and appends the results in catalogue order. Once a spec aborts the run
+// the specs not yet begun are not run; the ones already running beside
+// it finish.
 func (r *runner) sideBySide(ctx context.Context, t Target, specs []Spec, rep *result.Report, lanes int) {
 	r.mu.Lock()
 	chosen := "as many as the pacing leaves room for"
 	if r.cfg.Parallel > 1 {
 		chosen = fmt.Sprintf("--parallel %d", r.cfg.Parallel)
 	}
-	r.notes = append(r.notes, fmt.Sprintf("up to %d specs ran side by side after the first (%s; --parallel 1 runs them one at a time): each has users and keys of its own, and the pacing (--max-rps) is shared", lanes, chosen))
+	r.notes = append(r.notes, fmt.Sprintf("up to %d specs ran side by side after the first (%s; --parallel 1 runs them one at a time): each has users and keys of its own, and the pacing (--max-rps) is shared; those that configure the target, inspect or break its store ran alone", lanes, chosen))
 	r.mu.Unlock()
-	for i := 0; i < len(specs); {
-		if alone(&specs[i]) || rep.Aborted != "" {
-			r.checkOne(ctx, t, &specs[i], rep)
-			i++
+	var together, single []int
+	for i := range specs {
+		if alone(&specs[i], sharesConfig(t)) {
+			single = append(single, i)
+		} else {
+			together = append(together, i)
+		}
+	}
+	results := make([]result.Result, len(specs))
+	aborted := r.pool(ctx, t, specs, together, results, lanes)
+	for _, i := range single {
+		if aborted != "" {
+			results[i] = r.notRun(&specs[i], "not run: "+aborted, ctx.Err() != nil)
 			continue
 		}
-		j := i + 1
-		for j < len(specs) && !alone(&specs[j]) {
-			j++
-		}
-		r.pool(ctx, t, specs[i:j], rep, lanes)
-		i = j
+		results[i], aborted = r.runOne(ctx, t, &specs[i])
 	}
+	rep.Aborted = aborted
+	rep.Results = append(rep.Results, results...)
+	reconcile(rep, r.diags)
 }
 
-// pool runs specs, lanes at a time, and appends their results to rep in
-// catalogue order, setting rep.Aborted as the sequential run would.
-func (r *runner) pool(ctx context.Context, t Target, specs []Spec, rep *result.Report, lanes int) {
-	results := make([]result.Result, len(specs))
+// pool runs the specs at the indices which, lanes at a time, into
+// results, and returns why the run cannot go on ("" to go on), as the
+// sequential run would decide.
+func (r *runner) pool(ctx context.Context, t Target, specs []Spec, which []int, results []result.Result, lanes int) string {
 	var (
 		mu      sync.Mutex
 		next    int
 		aborted string
 		wg      sync.WaitGroup
 	)
-	for range min(lanes, len(specs)) {
+	for range min(lanes, len(which)) {
 		wg.Go(func() {
 			for {
 				mu.Lock()
 				k, why := next, aborted
 				next++
 				mu.Unlock()
-				if k >= len(specs) {
+				if k >= len(which) {
 					return
 				}
+				s := &specs[which[k]]
 				if why != "" {
-					results[k] = r.notRun(&specs[k], "not run: "+why, ctx.Err() != nil)
+					results[which[k]] = r.notRun(s, "not run: "+why, ctx.Err() != nil)
 					continue
 				}
-				results[k], why = r.runOne(ctx, t, &specs[k])
+				results[which[k]], why = r.runOne(ctx, t, s)
 				mu.Lock()
 				if aborted == "" {
 					aborted = why
@@ -114,9 +140,7 @@ func (r *runner) pool(ctx context.Context, t Target, specs []Spec, rep *result.R
 		})
 	}
 	wg.Wait()
-	rep.Aborted = aborted
-	rep.Results = append(rep.Results, results...)
-	reconcile(rep, r.diags)
+	return aborted
 }
 
 // runOne runs s and returns its result and why the run cannot go on

@@ -630,7 +630,7 @@ func (h *Harness) execute() (res result.Result) {
 		h.measured = h.measureMargin()
 		h.margin, h.cfg.RealTimeWindow = h.measured.margin, h.measured.window
 		if w := h.cfg.RealTimeWindow; w != h.W() && h.target.Capabilities.Configure {
-			h.Configure(h.N(), w) // the window was raised for this run
+			h.configure(h.N(), w, false) // the window was raised for this run
 		}
 	}
 	if h.target.SharedLimit {
