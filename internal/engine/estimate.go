@@ -59,6 +59,7 @@ func estimate(cfg Config, t Target, specs []Spec) (Estimate, error) {
 	}
 	r := &runner{cfg: cfg, redis: cfg.Redis, profile: profile}
 	var e Estimate
+	single := 0 // the specs that run alone, when others run side by side
 	for i := range specs {
 		s := &specs[i]
 		if why, _ := r.missing(t, s); why != "" || s.outside(profile, t.Capabilities.Clock) != "" {
@@ -66,16 +67,22 @@ func estimate(cfg Config, t Target, specs []Spec) (Estimate, error) {
 			continue
 		}
 		e.Run++
+		if e.Run > 1 && alone(s, sharesConfig(t)) {
+			single++
+		}
 	}
 	if t.Capabilities.Clock {
 		return e, nil
 	}
 	e.RealTime, e.Window = true, cfg.RealTimeWindow
 	typical, bound := specTimes(cfg.Limit, cfg.RealTimeWindow, t.MaxRPS, sharedWait(t, profile.IsSlidingLog(), cfg.RealTimeWindow))
-	// The first spec runs alone, the others lanes at a time (parallel.go).
-	if e.Run > 0 {
-		lanes := r.lanes(t, e.Run)
-		e.Typical = time.Duration(1+(e.Run-1+lanes-1)/lanes) * typical
+	// The first spec runs alone, then the others that may share the
+	// target lanes at a time, then the rest one at a time (parallel.go).
+	if lanes := r.lanes(t, e.Run); lanes == 1 {
+		e.Typical = time.Duration(e.Run) * typical
+	} else {
+		pooled := e.Run - 1 - single
+		e.Typical = time.Duration(1+(pooled+lanes-1)/lanes+single) * typical
 	}
 	e.SpecTimeout = bound
 	e.MaxDuration = time.Duration(e.Run) * bound

@@ -67,14 +67,13 @@ func TestEstimateFollowsTheWindow(t *testing.T) {
 
 	bound := 4*time.Minute + 11600*time.Millisecond + 30*time.Second // 580 requests at 50/s
 	typical := 66*time.Second + 1600*time.Millisecond                // 1.1 windows, 80 requests
-	// Identities per user: the first spec alone, the other 11 eight at a
-	// time (their pacing leaves room for 15); one shared limit: one at a
-	// time.
+	// Identities per user: the first spec alone, the other 11 at once
+	// (their pacing leaves room for 15); one shared limit: one at a time.
 	for _, c := range []struct {
 		est   grade.Estimate
 		wait  time.Duration
 		turns int
-	}{{own, 0, 3}, {shared, time.Minute + time.Second, shared.Run}} {
+	}{{own, 0, 2}, {shared, time.Minute + time.Second, shared.Run}} {
 		assert.True(t, c.est.RealTime)
 		assert.Equal(t, time.Minute, c.est.Window)
 		assert.Equal(t, all, c.est.Run+c.est.Skipped)

@@ -14,7 +14,7 @@ import (
 const MaxParallel = grade.MaxParallel
 
 // defaultLanes bounds the specs side by side when Config.Parallel is 0.
-const defaultLanes = 8
+const defaultLanes = 16
 
 // lanes is how many of n specs of t run side by side: 1 (one at a time,
 // as always) unless specs of t cannot see each other. Every spec has

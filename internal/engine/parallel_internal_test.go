@@ -207,13 +207,15 @@ func TestSpecsThatConfigureRunAlone(t *testing.T) {
 }
 
 // With Parallel 0 the lanes are what the pacing leaves room for: none for
-// 5/1s at 50 requests a second, eight for 20/1m.
+// 5/1s at 50 requests a second, fifteen for 20/1m (the burst of 48 four
+// times in 3000 requests a minute); with no pacing, defaultLanes.
 func TestDefaultLanesFollowThePacing(t *testing.T) {
 	ep := endpointLike()
 	ep.MaxRPS = 50
 	r := &runner{cfg: Config{Limit: 5, RealTimeWindow: time.Second}}
 	assert.Equal(t, 1, r.lanes(ep, 30))
 	r.cfg.Limit, r.cfg.RealTimeWindow = 20, time.Minute
-	assert.Equal(t, defaultLanes, r.lanes(ep, 30))
+	assert.Equal(t, 15, r.lanes(ep, 30))
 	assert.Equal(t, 3, r.lanes(ep, 3))
+	assert.Equal(t, defaultLanes, r.lanes(Target{New: idleTarget}, 30))
 }
