@@ -160,7 +160,9 @@ func TestSpecsThatConfigureRunAlone(t *testing.T) {
 			beside[h.spec.ID] = g.running.Load()
 			mu.Unlock()
 			recorded.Add(1)
-			waitFor(func() bool { return recorded.Load() >= together+1 || alone(h.spec, len(h.target.Addresses) > 0) || h.spec.ID == "core/a" }, 10*time.Second)
+			waitFor(func() bool {
+				return recorded.Load() >= together+1 || alone(h.spec, len(h.target.Addresses) > 0) || h.spec.ID == "core/a"
+			}, 10*time.Second)
 			h.Configure(n, h.W())
 		}
 	}
