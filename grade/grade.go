@@ -52,10 +52,12 @@ type Config struct {
 	// the spec instead of hanging the run.
 	SpecTimeout time.Duration
 	// Parallel bounds how many specs run side by side (0: what the target
-	// can take; 1: one at a time). Only specs that cannot see each other
-	// run at once: today those of an endpoint with identities per user
-	// and a policy its pacing (MaxRPS) leaves room for; every other
-	// target runs one spec at a time. Results are in catalogue order.
+	// can take; 1: one at a time). Only a target without Configure (an
+	// endpoint, an RLS server) graded in real time with a limit per user
+	// runs specs side by side, sharing its pacing (MaxRPS); every other
+	// target runs one spec at a time, since each spec configures it as it
+	// starts and a limiter may forget its users when configured. Results
+	// are in catalogue order.
 	Parallel int
 	// StoreTimeout is how long a call may take while the target's store is
 	// stopped or frozen (default 1s): robust/store-outage gives each call

@@ -67,7 +67,7 @@ func estimate(cfg Config, t Target, specs []Spec) (Estimate, error) {
 			continue
 		}
 		e.Run++
-		if e.Run > 1 && alone(s, sharesConfig(t)) {
+		if e.Run > 1 && alone(s) {
 			single++
 		}
 	}

@@ -668,27 +668,11 @@ func (h *Harness) Reset(user string) {
 // contract takes ends the spec inconclusive: the grader chose it, and
 // only strict/config-range (ConfigureInRange) grades which configurations
 // a limiter must take.
-func (h *Harness) Configure(n int, w time.Duration) {
-	h.declared(n, w)
-	h.configure(n, w, false)
-}
+func (h *Harness) Configure(n int, w time.Duration) { h.configure(n, w, false) }
 
 // ConfigureInRange is Configure for a spec that grades the contract's
 // range: a refusal of a valid configuration fails it, saying why.
-func (h *Harness) ConfigureInRange(n int, w time.Duration) {
-	h.declared(n, w)
-	h.configure(n, w, true)
-}
-
-// declared panics (a bug of the catalogue) when the spec changes the
-// limit or the window without saying so (NeedConfigure or Configures):
-// specs side by side share a --target's configuration, so only the ones
-// that say so change it, and they run alone (lanes).
-func (h *Harness) declared(n int, w time.Duration) {
-	if (n != h.N() || w != h.W()) && !h.spec.Configures && !slices.Contains(h.spec.Needs, NeedConfigure) {
-		panic(fmt.Sprintf("rlconform: spec %s configures %d per %v, not the %d per %v in force, without declaring NeedConfigure or Configures (a bug of the catalogue)", h.spec.ID, n, w, h.N(), h.W()))
-	}
-}
+func (h *Harness) ConfigureInRange(n int, w time.Duration) { h.configure(n, w, true) }
 
 func (h *Harness) configure(n int, w time.Duration, graded bool) {
 	h.Instance(0)

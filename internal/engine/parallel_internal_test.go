@@ -133,79 +133,34 @@ func TestSideBySideResultsAreInCatalogueOrder(t *testing.T) {
 	assert.Contains(t, fmt.Sprint(rep.Notes), "up to 4 specs ran side by side after the first (--parallel 4")
 }
 
-// A --target's processes are every spec's: specs that configure it as the
-// run does go side by side, one that changes its configuration (declaring
-// NeedConfigure) runs alone, and one that changes it without declaring
-// so is a bug of the catalogue, an error, never a verdict.
-func TestSpecsThatConfigureRunAlone(t *testing.T) {
+// A target with Configure runs its specs one at a time whatever Parallel
+// says: each spec configures it as it starts, and a limiter may forget
+// every user when configured, even alike. One without Configure runs them
+// side by side in real time, but never with the fake clock nor one limit
+// for every request.
+func TestATargetWithConfigureRunsOneSpecAtATime(t *testing.T) {
 	t.Parallel()
 	var g gauge
-	var mu sync.Mutex
-	beside := map[string]int32{} // spec id → specs running as it configured
-	var together int32           // the specs of the pool
-	var entered, recorded atomic.Int32
-	body := func(n int) func(h *Harness) {
-		return func(h *Harness) {
-			g.enter()
-			defer g.leave()
-			if alone(h.spec, len(h.target.Addresses) > 0) || h.spec.ID == "core/a" {
-				// Give a spec begun beside it the time to be seen.
-				waitFor(func() bool { return g.running.Load() > 1 }, 50*time.Millisecond)
-			} else {
-				// The pool's specs meet, each sees all, then each configures.
-				entered.Add(1)
-				waitFor(func() bool { return entered.Load() >= together }, 10*time.Second)
-			}
-			mu.Lock()
-			beside[h.spec.ID] = g.running.Load()
-			mu.Unlock()
-			recorded.Add(1)
-			waitFor(func() bool {
-				return recorded.Load() >= together+1 || alone(h.spec, len(h.target.Addresses) > 0) || h.spec.ID == "core/a"
-			}, 10*time.Second)
-			h.Configure(n, h.W())
-		}
-	}
-	cat := Catalogue{
-		{ID: "core/a", Level: result.Core, Run: body(5)},
-		{ID: "core/b", Level: result.Core, Run: body(5)},
-		{ID: "core/c", Level: result.Core, Needs: []Need{NeedConfigure}, Run: body(7)},
-		{ID: "core/d", Level: result.Core, Run: body(5)},
-		{ID: "core/e", Level: result.Core, Configures: true, Run: body(6)},
-		{ID: "core/f", Level: result.Core, Run: body(5)},
-		{ID: "core/g", Level: result.Core, Run: body(9)},
-	}
+	cat := gaugedSpecs(4, &g, func(_ int, _ *Harness) {
+		// Long enough that a second spec begun beside it would be seen.
+		waitFor(func() bool { return g.running.Load() > 1 }, 50*time.Millisecond)
+	})
 	target := Target{Name: "url", Addresses: []string{"http://x"}, Capabilities: contract.Capabilities{Configure: true}, New: idleTarget}
-	together = 4 // b, d, f, g
-	rep, err := cat.Check(context.Background(), Config{Parallel: 4, Limit: 5}, target)
+	rep, err := cat.Check(context.Background(), Config{Parallel: 4}, target)
 	require.NoError(t, err)
-	require.Len(t, rep.Results, 7)
-	assert.Equal(t, ids(&result.Report{Results: cat.results()}), ids(rep), "catalogue order")
-	for _, r := range rep.Results[:6] {
-		assert.Equal(t, result.Passed, r.Status, r.ID+": "+r.Message)
-	}
-	for id, want := range map[string]int32{"core/a": 1, "core/c": 1, "core/e": 1, "core/b": 4, "core/d": 4, "core/f": 4} {
-		assert.Equal(t, want, beside[id], "%s: specs running as it configured", id)
-	}
-	assert.Equal(t, result.Errored, rep.Results[6].Status)
-	assert.Contains(t, rep.Results[6].Message, "configures 9 per 1s, not the 5 per 1s in force, without declaring NeedConfigure or Configures (a bug of the catalogue)")
+	assert.Equal(t, int32(1), g.most.Load(), "specs ran side by side")
+	assert.Len(t, rep.Results, 4)
 
-	// In process, a spec's instances are its own: configuring runs beside.
-	target.Addresses = nil
-	g, together = gauge{}, 5 // b to f
-	entered.Store(0)
-	recorded.Store(1) // a's
-	rep, err = cat[:6].Check(context.Background(), Config{Parallel: 6, Limit: 5}, target)
-	require.NoError(t, err)
-	assert.Equal(t, int32(5), g.most.Load(), "every spec after the first side by side in process")
-
+	r := &runner{cfg: Config{Parallel: 4}}
+	assert.Equal(t, 1, r.lanes(target, 4), "Configure")
+	assert.Equal(t, 1, r.lanes(Target{New: idleTarget, Capabilities: contract.Capabilities{Configure: true}}, 4), "in process, Configure")
 	shared := endpointLike()
 	shared.SharedLimit = true
-	assert.Equal(t, 1, (&runner{cfg: Config{Parallel: 4}}).lanes(shared, 4), "--identity none")
+	assert.Equal(t, 1, r.lanes(shared, 4), "--identity none")
 	clock := endpointLike()
 	clock.Capabilities.Clock = true
-	assert.Equal(t, 1, (&runner{cfg: Config{Parallel: 4}}).lanes(clock, 4), "fake clock")
-	assert.Equal(t, 4, (&runner{cfg: Config{Parallel: 4}}).lanes(Target{New: idleTarget}, 4), "in process, real time")
+	assert.Equal(t, 1, r.lanes(clock, 4), "fake clock")
+	assert.Equal(t, 4, r.lanes(endpointLike(), 4), "an endpoint")
 }
 
 // With Parallel 0 the lanes are what the pacing leaves room for: none for
@@ -219,5 +174,5 @@ func TestDefaultLanesFollowThePacing(t *testing.T) {
 	r.cfg.Limit, r.cfg.RealTimeWindow = 20, time.Minute
 	assert.Equal(t, 15, r.lanes(ep, 30))
 	assert.Equal(t, 3, r.lanes(ep, 3))
-	assert.Equal(t, defaultLanes, r.lanes(Target{New: idleTarget}, 30))
+	assert.Equal(t, defaultLanes, r.lanes(endpointLike(), 30), "no pacing")
 }

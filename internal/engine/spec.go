@@ -55,11 +55,6 @@ type Spec struct {
 	// (model.Variant.LimitChangeGraded), against every honest reading it
 	// names.
 	Reconfigures bool
-	// Configures: the spec may change the target's limit or window
-	// (where the target takes Configure) without needing to
-	// (NeedConfigure): it runs alone where specs side by side share the
-	// target's configuration (lanes), as a spec that needs it does.
-	Configures bool
 	// MinDecided is how many answers (or rounds) the spec must decide to
 	// pass: with fewer it is inconclusive, never passed. Specs that judge
 	// answers one by one decide each one on the fake clock; those whose

@@ -18,28 +18,24 @@ func costSpecs() []engine.Spec {
 	cost := []engine.Need{engine.NeedCost}
 	return []engine.Spec{
 		{ID: "strict/cost-all-or-nothing", Level: result.Strict, Needs: cost, MinDecided: 2,
-			Rule:       "a request of cost n is allowed only when n more fit (active + n <= N), and then counts n times; refused, it counts nothing",
-			General:    "a request of cost n is decided as a whole, as the profile's rule for weighted requests says (allowed only when n more fit; under cost=debt, whenever one would be), and then counts n times; refused, it counts nothing (or what the profile counts of a denied request)",
-			Run:        costAllOrNothing,
-			Configures: true, // costConfigure
-			Hint:       "decide a weighted request as a whole: compare active + n with N before writing, then log n entries, each under a member of its own (a ZSET keeps one entry per member); never admit the part that fits, and log nothing for a refused request"},
+			Rule:    "a request of cost n is allowed only when n more fit (active + n <= N), and then counts n times; refused, it counts nothing",
+			General: "a request of cost n is decided as a whole, as the profile's rule for weighted requests says (allowed only when n more fit; under cost=debt, whenever one would be), and then counts n times; refused, it counts nothing (or what the profile counts of a denied request)",
+			Run:     costAllOrNothing,
+			Hint:    "decide a weighted request as a whole: compare active + n with N before writing, then log n entries, each under a member of its own (a ZSET keeps one entry per member); never admit the part that fits, and log nothing for a refused request"},
 		{ID: "strict/cost-expiry-edge", Level: result.Strict, Needs: cost, MinDecided: 2,
-			Rule:       "the n entries of a weighted request all stop counting at exactly s+W, not one earlier",
-			General:    "the quota a weighted request took comes back when the profile says, not a millisecond earlier",
-			Run:        costExpiryEdge,
-			Configures: true, // costConfigure
-			Hint:       "log all n entries of a weighted request at its own instant s (a unique member each, one score): shifting members' scores to keep them unique makes some leave before s+W"},
+			Rule:    "the n entries of a weighted request all stop counting at exactly s+W, not one earlier",
+			General: "the quota a weighted request took comes back when the profile says, not a millisecond earlier",
+			Run:     costExpiryEdge,
+			Hint:    "log all n entries of a weighted request at its own instant s (a unique member each, one score): shifting members' scores to keep them unique makes some leave before s+W"},
 		{ID: "strict/cost-never-fit", Level: result.Strict, Needs: cost, MinDecided: 1,
 			Rule:            "a request whose cost can never fit (above N, or above a bucket's burst) is refused, or answered as invalid input, never allowed",
 			General:         "a request above what a full quota holds is decided as the profile's rule for weighted requests says: where it can never fit (above N, a burst or a capacity), refused or answered as invalid input, never allowed; under cost=debt, allowed while nothing is owed, its whole cost then owed",
 			Run:             costNeverFit,
-			Configures:      true, // costConfigure
 			Hint:            "compare the cost with what a full quota holds: a request above it must be denied (or return contract.ErrInvalidCost; over HTTP, 400), not admitted in part nor clamped to the limit; a limiter that lets any cost through while nothing is owed, and charges it to the next requests, is graded with cost=debt",
 			HintAllProfiles: true},
 		{ID: "strict/cost-zero", Level: result.Strict, Needs: cost, MinDecided: 1,
 			Rule:            "a request of cost 0 consumes nothing (its answer, or ErrInvalidCost, is not graded)",
 			Run:             costZero,
-			Configures:      true, // costConfigure
 			Hint:            "a request of cost 0 must log nothing and count nothing: a loop that logs at least one entry, or a counter incremented before the cost is read, spends quota the caller never asked for",
 			HintAllProfiles: true},
 		{ID: "strict/cost-concurrent", Level: result.Strict, Needs: []engine.Need{engine.NeedCost, engine.NeedUsers, engine.NeedConfigure}, MinDecided: 1,
@@ -57,7 +53,6 @@ func costSpecs() []engine.Spec {
 		{ID: "robust/cost-negative", Level: result.Robust, Needs: cost,
 			Rule:            "a negative cost is an error wrapping ErrInvalidCost and changes nothing",
 			Run:             costNegative,
-			Configures:      true, // costConfigure
 			Hint:            "validate the cost before touching the store: a negative one returns contract.ErrInvalidCost (over HTTP: 400); INCRBY or ZREM with it would refund quota",
 			HintAllProfiles: true},
 	}
