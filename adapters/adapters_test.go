@@ -311,3 +311,18 @@ func TestClientMeasuresTheTargetsClockFromNowMs(t *testing.T) {
 	_, _, ok = c.WithClock(fakeclock.Real{}).ClockOffset()
 	assert.True(t, ok)
 }
+
+// A server declares the window granularity it is given, and refuses one
+// the protocol cannot say.
+func TestServerDeclaresItsWindowGranularity(t *testing.T) {
+	lim, err := model.NewLimiter(fakeclock.Real{}, 5, time.Minute)
+	require.NoError(t, err)
+	srv, err := ListenWith("127.0.0.1:0", lim, nil, ServerOptions{WindowGranularity: time.Millisecond})
+	require.NoError(t, err)
+	defer srv.Close()
+	caps, err := NewClient(srv.URL, ClientOptions{}).Capabilities(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, time.Millisecond, caps.WindowGranularity)
+	_, err = ListenWith("127.0.0.1:0", lim, nil, ServerOptions{WindowGranularity: 1500 * time.Microsecond})
+	assert.ErrorContains(t, err, "want 0 (not declared) or whole milliseconds")
+}

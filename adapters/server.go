@@ -29,7 +29,12 @@ import (
 // "now" from that clock. Concurrent requests must then carry the same
 // instant, as rlconform's do: the clock is one for all of them.
 func Handler(lim contract.RateLimiterContract, clock *fakeclock.Fake) http.Handler {
-	s := &handler{lim: lim, clock: clock}
+	return handlerWith(lim, clock, 0)
+}
+
+// handlerWith is Handler declaring the window granularity g (0: none).
+func handlerWith(lim contract.RateLimiterContract, clock *fakeclock.Fake, g time.Duration) http.Handler {
+	s := &handler{lim: lim, clock: clock, granularity: g}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+PathCapabilities, s.capabilities)
 	mux.HandleFunc("POST "+PathConfigure, s.configure)
@@ -103,12 +108,17 @@ func loopbackOnly(next http.Handler) http.Handler {
 type handler struct {
 	lim   contract.RateLimiterContract
 	clock *fakeclock.Fake
+	// granularity is declared in the capabilities (0: not declared).
+	granularity time.Duration
 }
 
 func (s *handler) capabilities(w http.ResponseWriter, _ *http.Request) {
 	t := true
 	clock := s.clock != nil
 	body := capabilitiesBody{Clock: &clock, Configure: &t, Remaining: &t, Reset: &t}
+	if g := s.granularity.Milliseconds(); g > 0 {
+		body.WindowGranularityMs = &g
+	}
 	if _, ok := s.lim.(contract.CostLimiter); ok {
 		body.Cost = &t
 	}
@@ -351,6 +361,12 @@ type ServerOptions struct {
 	// reset change and delete a limiter's state: a server that other
 	// machines reach needs one.
 	Token string
+	// WindowGranularity, when not 0, is declared in the capabilities
+	// (window_granularity_ms): the unit the served limiter's windows come
+	// in. A limiter that takes any window of whole milliseconds declares
+	// time.Millisecond, and is then graded on windows as short as its
+	// round trips allow (rlconform serve does, for the limiters it has).
+	WindowGranularity time.Duration
 }
 
 // ListenWith is [Listen] with options.
@@ -359,7 +375,11 @@ func ListenWith(addr string, lim contract.RateLimiterContract, clock *fakeclock.
 	if err != nil {
 		return nil, fmt.Errorf("adapters: listening on %s: %w", addr, err)
 	}
-	h := Handler(lim, clock)
+	if g := opts.WindowGranularity; g < 0 || g%time.Millisecond != 0 || g > contract.MaxWindowGranularity {
+		l.Close()
+		return nil, fmt.Errorf("adapters: WindowGranularity %v: want 0 (not declared) or whole milliseconds up to %v", g, contract.MaxWindowGranularity)
+	}
+	h := handlerWith(lim, clock, opts.WindowGranularity)
 	if opts.Token != "" {
 		h = RequireToken(opts.Token, h)
 	}

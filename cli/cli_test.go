@@ -399,3 +399,27 @@ func TestRealTimeWindowIsRaisedForSlowTargets(t *testing.T) {
 	assert.Equal(t, ExitConformant, code, out)
 	assert.Regexp(t, `note: the real-time window was raised from 1s to \d`, out)
 }
+
+// A target that declares millisecond windows, graded without clock
+// control and without --realtime-window, gets windows of ten round-trip
+// margins (a few tenths of a second on loopback), and the run says so;
+// --realtime-window keeps the window given.
+func TestRealTimeWindowIsShortenedForMillisecondWindows(t *testing.T) {
+	testtier.SkipShort(t, "grades in real time")
+	t.Parallel()
+	lim, err := model.NewLimiter(fakeclock.Real{}, 5, time.Minute)
+	require.NoError(t, err)
+	srv, err := adapters.ListenWith("127.0.0.1:0", lim, nil, adapters.ServerOptions{WindowGranularity: time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	ids := "core/sliding-expiry,strict/rolling-expiry,strict/boundary-burst-first"
+	code, out, _ := rlconform(t, "run", "--target", srv.URL, "--id", ids)
+	require.Contains(t, []int{ExitConformant, ExitCannotRun}, code, out) // inconclusive on a slow machine, never failed
+	if !strings.Contains(out, "the real-time window is") {
+		t.Skipf("the round trips here were too slow to shorten the window (ten margins over 1s):\n%s", out)
+	}
+	assert.Regexp(t, `the real-time window is \d+ms, not 1s: the target declares millisecond windows, and 10 margins`, out)
+	code, out, _ = rlconform(t, "run", "--target", srv.URL, "--id", ids, "--realtime-window", "1s")
+	require.Contains(t, []int{ExitConformant, ExitCannotRun}, code, out)
+	assert.NotContains(t, out, "the real-time window is")
+}

@@ -74,7 +74,7 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.StringVar(&f.storePrefix, "store-prefix", "", "key prefix of the remote target's (or the endpoint's) keys in --store-url")
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Second, "bound on each call to a remote target")
 	f.lengthFlags.register(fs)
-	fs.DurationVar(&f.rtWindow, "realtime-window", time.Second, "window of the specs graded in real time (targets without clock control); raised by itself when the target's round trips are too slow for it")
+	fs.DurationVar(&f.rtWindow, "realtime-window", 0, "window of the specs graded in real time (targets without clock control); left out, 1s, raised by itself when the target's round trips are too slow for it, and shortened to ten round-trip margins (a few tenths of a second on loopback) for a target that declares millisecond windows (window_granularity_ms 1)")
 	fs.IntVar(&f.parallel, "parallel", 0, fmt.Sprintf("at most this many specs side by side, up to %d (0: what the target can take, said in the report's notes; 1: one at a time); today only an --endpoint with identities per user runs specs side by side", suite.MaxParallel))
 	fs.BoolVar(&f.failOnSkip, "fail-on-skip", false, "a run with a spec skipped for a capability the target does not declare, or a flag not given, is not conformant enough: exit 2 (for CI jobs that demand the whole level); skips no target of its kind can avoid (an in-process context over HTTP, an endpoint's fields) do not count")
 	fs.StringVar(&f.profile, "profile", model.ProfileSlidingLog, "the algorithm to grade against, `NAME[:key=value,...]`: "+profileNames()+"; 'rlconform list --profile NAME' says what it grades")

@@ -108,7 +108,8 @@ func serve(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) int
 	if store != nil {
 		defer store.Close()
 	}
-	srv, err := adapters.ListenWith(*addr, lim, clock, adapters.ServerOptions{Token: token})
+	// Every limiter serve has takes any window of whole milliseconds.
+	srv, err := adapters.ListenWith(*addr, lim, clock, adapters.ServerOptions{Token: token, WindowGranularity: time.Millisecond})
 	if err != nil {
 		fmt.Fprintf(stderr, "rlconform serve: %v\n", err)
 		return ExitCannotRun

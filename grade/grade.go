@@ -46,7 +46,12 @@ type Config struct {
 	Limit  int
 	Window time.Duration
 	// RealTimeWindow is the window of the real-time specs, which grade
-	// expiry on targets without clock control by waiting (default 1s).
+	// expiry on targets without clock control by waiting (default 1s,
+	// raised when the target's round trips are too slow for it). Left at
+	// 0 it may also be shorter: ten of the margins the first real-time
+	// spec measures, rounded up to a tenth of a second, for a target that
+	// declares millisecond windows (Capabilities.WindowGranularity 1ms)
+	// and takes Configure; the report's notes say so.
 	RealTimeWindow time.Duration
 	// SpecTimeout bounds each spec (default 60s): a hanging target fails
 	// the spec instead of hanging the run.

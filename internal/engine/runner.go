@@ -63,6 +63,10 @@ type runner struct {
 	// granularity is the unit of every window the run chooses (1ms: any),
 	// learned before the first spec that runs (learnGranularity).
 	granularity time.Duration
+	// sized: Config.RealTimeWindow was left at 0, so the real-time window
+	// may be as short as the target's round trips allow when it declares
+	// millisecond windows (shortWindow).
+	sized bool
 	// reused are the specs taken from Config.Prior (see prior).
 	reused []string
 	// diags is what each spec's answers say of the algorithms the limiter
@@ -90,6 +94,7 @@ func (r *runner) noteRefusal(n int, w time.Duration, err error) {
 const runIDBytes = 8
 
 func newRunner(ctx context.Context, cfg Config, cat Catalogue, targets ...Target) (*runner, error) {
+	sized := cfg.RealTimeWindow == 0
 	cfg, err := cat.validated(cfg)
 	if err != nil {
 		return nil, err
@@ -104,7 +109,7 @@ func newRunner(ctx context.Context, cfg Config, cat Catalogue, targets ...Target
 	if err != nil {
 		return nil, fmt.Errorf("Config.Profile: %w", err)
 	}
-	r := &runner{cfg: cfg, cat: cat, redis: cfg.Redis, runID: hex.EncodeToString(id), profile: profile, diags: map[string]*diagnosed{}}
+	r := &runner{cfg: cfg, cat: cat, redis: cfg.Redis, runID: hex.EncodeToString(id), profile: profile, diags: map[string]*diagnosed{}, sized: sized}
 	needsRedis := false
 	for _, t := range targets {
 		if err := validGranularity(t); err != nil {
@@ -717,6 +722,11 @@ func (h *Harness) measureMargin() *roundTrips {
 		m.note = fmt.Sprintf("the real-time window was raised from %v to %v: the slowest of %d round trips took %v, too slow to aim within %v of a window edge",
 			w, m.window, len(quick), slowest.Round(time.Millisecond), w/5)
 	}
+	if short := h.shortWindow(m.margin); short < m.window && m.note == "" {
+		m.note = fmt.Sprintf("the real-time window is %v, not %v: the target declares millisecond windows, and %d margins (%v, from the slowest of %d round trips, %v) fit in it; --realtime-window sets it",
+			short, m.window, shortMargins, m.margin, len(quick), slowest.Round(time.Millisecond))
+		m.window = short
+	}
 	if stalled := stall.Describe(times); stalled != "" {
 		// Said first: it explains the rest.
 		m.note = strings.TrimSuffix(fmt.Sprintf("of the round trips timed for the real-time margin, %s; the margin is from the others, and answers a stall delays are undecided (%s). %s", stalled, stall.Hint, m.note), " ")
@@ -735,6 +745,25 @@ func (r *runner) adopt(h *Harness) {
 	if m.note != "" {
 		r.notes = append(r.notes, m.note)
 	}
+}
+
+// shortMargins is how many margins a window shortened for the round trips
+// holds: twice what a window may hold before it is raised (five).
+const shortMargins = 10
+
+// shortWindow is the real-time window a run whose window was left to it
+// (runner.sized) takes for margin: ten margins, rounded up to a tenth of
+// a second, when the target takes windows that short: it declares
+// millisecond windows (Capabilities.WindowGranularity 1ms; one that
+// declares none may work in coarser units without saying so) and takes
+// Configure (its window is the grader's to choose). Otherwise, or when
+// that is no shorter, the window in force.
+func (h *Harness) shortWindow(margin time.Duration) time.Duration {
+	caps := h.target.Capabilities
+	if !h.run.sized || !caps.Configure || caps.WindowGranularity != time.Millisecond {
+		return h.cfg.RealTimeWindow
+	}
+	return min(h.cfg.RealTimeWindow, roundUp(shortMargins*margin, 100*time.Millisecond))
 }
 
 // raisedWindow is the real-time window for a margin: five margins,
