@@ -47,7 +47,9 @@ func (r *runner) lanes(t Target, n int) int {
 }
 
 // alone says whether s must run with no other spec beside it: it breaks,
-// inspects or shares the target's store.
+// inspects or shares the target's store, or configures the target (which
+// a target that runs specs side by side cannot be: such a spec is skipped
+// there, and stays alone should that change).
 func alone(s *Spec) bool {
 	for _, n := range []Need{NeedOwnRedis, NeedInspect, NeedShared, NeedConfigure} {
 		if slices.Contains(s.Needs, n) {
