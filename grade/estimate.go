@@ -16,6 +16,11 @@ type Estimate struct {
 	// windows of Window (the run's RealTimeWindow).
 	RealTime bool
 	Window   time.Duration
+	// Shortened: Window is the run's default and t declares millisecond
+	// windows, so the run may take shorter ones once the first spec has
+	// measured the round trips (ten margins: Config.RealTimeWindow), and
+	// the specs then take less than Typical says.
+	Shortened bool
 	// Typical is about how long the specs that run take in real time: per
 	// spec, 1.1 windows and 2N+40 requests at the target's MaxRPS (what
 	// an endpoint's runs measured on average), and with a SharedLimit the

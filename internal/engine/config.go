@@ -99,7 +99,7 @@ func (cat Catalogue) validated(c Config) (Config, error) {
 		errs = append(errs, fmt.Errorf("RealTimeWindow %v: want 10ms to 24h (specs wait windows out)", c.RealTimeWindow))
 	}
 	if c.Parallel < 0 || c.Parallel > MaxParallel {
-		errs = append(errs, fmt.Errorf("Parallel %d: want 0 (what the target can take) to %d", c.Parallel, MaxParallel))
+		errs = append(errs, fmt.Errorf("Config.Parallel %d: want 0 (what the target can take) to %d", c.Parallel, MaxParallel))
 	}
 	if c.SpecTimeout < 0 {
 		errs = append(errs, fmt.Errorf("SpecTimeout %v: want a positive bound", c.SpecTimeout))

@@ -38,7 +38,10 @@ func (cat Catalogue) Estimate(cfg Config, t Target) (Estimate, error) {
 	if err != nil {
 		return Estimate{}, err
 	}
-	return estimate(full, t, selectSpecs(full, cat))
+	e, err := estimate(full, t, selectSpecs(full, cat))
+	// As shortWindow decides once the round trips are measured.
+	e.Shortened = e.RealTime && cfg.RealTimeWindow == 0 && t.Capabilities.Configure && t.Capabilities.WindowGranularity == time.Millisecond
+	return e, err
 }
 
 // EstimateIdentify is Estimate for the probes Identify runs with cfg.

@@ -104,3 +104,23 @@ func TestEstimateIdentify(t *testing.T) {
 	assert.GreaterOrEqual(t, est.Run, 3, "the burst, grid and bucket probes always run")
 	assert.Positive(t, est.Skipped, "core/remaining and strict/raised-limit need what an endpoint lacks")
 }
+
+// The estimate says when the run may shorten its windows: a window left
+// to it, and a target with Configure that declares millisecond windows.
+func TestEstimateSaysWhenWindowsMayBeShorter(t *testing.T) {
+	cat := specs.All()
+	caps := contract.All()
+	caps.Clock, caps.WindowGranularity = false, time.Millisecond
+	target := engine.Target{Name: "url", Addresses: []string{"http://example.invalid"}, Capabilities: caps}
+	e, err := cat.Estimate(engine.Config{}, target)
+	require.NoError(t, err)
+	assert.True(t, e.Shortened)
+	assert.Equal(t, time.Second, e.Window)
+	e, err = cat.Estimate(engine.Config{RealTimeWindow: time.Second}, target)
+	require.NoError(t, err)
+	assert.False(t, e.Shortened, "a window given")
+	target.Capabilities.WindowGranularity = 0
+	e, err = cat.Estimate(engine.Config{}, target)
+	require.NoError(t, err)
+	assert.False(t, e.Shortened, "no granularity declared")
+}
