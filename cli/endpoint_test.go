@@ -270,23 +270,11 @@ func TestEndpointRefusesPoliciesItCannotGrade(t *testing.T) {
 func TestEndpointModeKeepsToMaxRPSAndIdentifies(t *testing.T) {
 	testtier.SkipShort(t, "grades an endpoint in real time")
 	t.Parallel()
-	red := store
-	var mu sync.Mutex
-	var arrivals []time.Time
-	url := serveAPI(t, red, fmt.Sprintf("rlc-ep:%d:", time.Now().UnixNano()), func(http.Header) {
-		mu.Lock()
-		arrivals = append(arrivals, time.Now())
-		mu.Unlock()
-	})
+	url, keptTo := servePaced(t)
 	code, out, errOut := endpointRun(t, []string{url}, "--policy", "5/1s", "--max-rps", "20", "--id", "strict/same-millisecond-burst,core/block-over-limit,http/retry-after")
 	assert.NotEqual(t, ExitNotConformant, code, "%s\n%s", out, errOut)
 	assert.Contains(t, out, "5 phases: 4 spread over the window's phases in 4 windows, one every 250ms from a random offset, 1 just after an epoch-aligned window edge (not 13: --max-rps 20 fits no more; a lie confined to less than 250ms of the window can be missed)")
-	mu.Lock()
-	for i := 20; i < len(arrivals); i++ {
-		// Arrivals trail the sending by the round trip: allow for it.
-		assert.Greater(t, arrivals[i].Sub(arrivals[i-20]), 900*time.Millisecond, "answer %d and the one 20 before it", i)
-	}
-	mu.Unlock()
+	keptTo(20)
 
 	code, out, errOut = rlconform(t, "identify", "--endpoint", url, "--identity", "header:X-User", "--policy", "5/1s")
 	require.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
@@ -298,6 +286,19 @@ func TestEndpointModeKeepsToMaxRPSAndIdentifies(t *testing.T) {
 func TestEndpointSpecsSideBySideKeepToMaxRPS(t *testing.T) {
 	testtier.SkipShort(t, "grades an endpoint in real time")
 	t.Parallel()
+	url, keptTo := servePaced(t)
+	code, out, errOut := endpointRun(t, []string{url}, "--policy", "5/1s", "--max-rps", "20", "--parallel", "3",
+		"--id", "core/allow-within-limit,core/block-over-limit,core/multi-user,strict/same-millisecond-burst")
+	assert.NotEqual(t, ExitNotConformant, code, "%s\n%s", out, errOut)
+	assert.Contains(t, out, "up to 3 specs ran side by side after the first (--parallel 3")
+	assert.Less(t, strings.Index(out, "core/allow-within-limit"), strings.Index(out, "strict/same-millisecond-burst"), "catalogue order")
+	keptTo(20)
+}
+
+// servePaced serves the demo API and returns its URL and a check that
+// it received at most rps requests in any one second.
+func servePaced(t *testing.T) (string, func(rps int)) {
+	t.Helper()
 	var mu sync.Mutex
 	var arrivals []time.Time
 	url := serveAPI(t, store, fmt.Sprintf("rlc-ep:%d:", time.Now().UnixNano()), func(http.Header) {
@@ -305,16 +306,14 @@ func TestEndpointSpecsSideBySideKeepToMaxRPS(t *testing.T) {
 		arrivals = append(arrivals, time.Now())
 		mu.Unlock()
 	})
-	code, out, errOut := endpointRun(t, []string{url}, "--policy", "5/1s", "--max-rps", "20", "--parallel", "3",
-		"--id", "core/allow-within-limit,core/block-over-limit,core/multi-user,strict/same-millisecond-burst")
-	assert.NotEqual(t, ExitNotConformant, code, "%s\n%s", out, errOut)
-	assert.Contains(t, out, "up to 3 specs ran side by side after the first (--parallel 3")
-	assert.Less(t, strings.Index(out, "core/allow-within-limit"), strings.Index(out, "strict/same-millisecond-burst"), "catalogue order")
-	mu.Lock()
-	defer mu.Unlock()
-	for i := 20; i < len(arrivals); i++ {
-		// Arrivals trail the sending by the round trip: allow for it.
-		assert.Greater(t, arrivals[i].Sub(arrivals[i-20]), 900*time.Millisecond, "answer %d and the one 20 before it", i)
+	return url, func(rps int) {
+		t.Helper()
+		mu.Lock()
+		defer mu.Unlock()
+		for i := rps; i < len(arrivals); i++ {
+			// Arrivals trail the sending by the round trip: allow for it.
+			assert.Greater(t, arrivals[i].Sub(arrivals[i-rps]), 900*time.Millisecond, "answer %d and the one %d before it", i, rps)
+		}
 	}
 }
 

@@ -243,28 +243,22 @@ func (s *slidingCounter) save(user string, st counterState) {
 	s.users[user] = st
 }
 
-// renewed is, under renew=any, what a query at t leaves of a user's
-// counts: rolled to t while they last, forgotten once they lapsed (a
-// query opens no grid).
-func (s *slidingCounter) renewed(t int64, user string) {
-	if !s.renewAny {
-		return
-	}
-	if st, ok := s.rolled(t, user); ok {
-		s.users[user] = st
-	} else {
-		delete(s.users, user)
-	}
-}
-
 // Remaining implements [Profile].
 func (s *slidingCounter) Remaining(now time.Time, user string) (int, error) {
 	if err := contract.ValidateUserID(user); err != nil {
 		return 0, err
 	}
 	t := now.UnixMilli()
-	st := s.at(t, user)
-	s.renewed(t, user)
+	st, kept := s.rolled(t, user)
+	if s.renewAny {
+		// A query rolls the counts while they last, forgets them once
+		// they lapsed, and opens no grid.
+		if kept {
+			s.users[user] = st
+		} else {
+			delete(s.users, user)
+		}
+	}
 	r := s.room(t, st)
 	if r.Sign() <= 0 {
 		return 0, nil

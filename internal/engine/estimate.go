@@ -39,8 +39,7 @@ func (cat Catalogue) Estimate(cfg Config, t Target) (Estimate, error) {
 		return Estimate{}, err
 	}
 	e, err := estimate(full, t, selectSpecs(full, cat))
-	// As shortWindow decides once the round trips are measured.
-	e.Shortened = e.RealTime && cfg.RealTimeWindow == 0 && t.Capabilities.Configure && t.Capabilities.WindowGranularity == time.Millisecond
+	e.Shortened = e.RealTime && mayShorten(cfg.RealTimeWindow == 0, t.Capabilities)
 	return e, err
 }
 

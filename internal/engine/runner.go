@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/fakeclock"
 	"github.com/rlconform/rlconform/grade"
 	"github.com/rlconform/rlconform/internal/stall"
@@ -759,11 +760,17 @@ const shortMargins = 10
 // Configure (its window is the grader's to choose). Otherwise, or when
 // that is no shorter, the window in force.
 func (h *Harness) shortWindow(margin time.Duration) time.Duration {
-	caps := h.target.Capabilities
-	if !h.run.sized || !caps.Configure || caps.WindowGranularity != time.Millisecond {
+	if !mayShorten(h.run.sized, h.target.Capabilities) {
 		return h.cfg.RealTimeWindow
 	}
 	return min(h.cfg.RealTimeWindow, roundUp(shortMargins*margin, 100*time.Millisecond))
+}
+
+// mayShorten says whether a run takes windows shorter than its
+// RealTimeWindow for a target of caps: the window was left to it (sized),
+// and the target takes Configure and declares millisecond windows.
+func mayShorten(sized bool, caps contract.Capabilities) bool {
+	return sized && caps.Configure && caps.WindowGranularity == time.Millisecond
 }
 
 // raisedWindow is the real-time window for a margin: five margins,
