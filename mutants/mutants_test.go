@@ -308,15 +308,31 @@ func TestMutantsAreCaughtWithoutClockControl(t *testing.T) {
 				require.NotNil(t, r.Failure, r.Message)
 				assert.Contains(t, []result.Kind{result.KindWrongAnswer, result.KindViolation, result.KindHang}, r.Failure.Kind, r.Message)
 				// In real time the diagnosis takes instants at the sending or
-				// the answer: a weighted counter, or a window of 1ms, whose
-				// answers hang on the exact instant, may go unnamed.
-				if name, ok := named[m.Name]; ok && m.Name != "two-window-approx" && m.Name != "window-unit-mixup" {
+				// the answer: a mutant whose answers hang on the exact
+				// instant may go unnamed there (its name is checked on the
+				// fake clock).
+				if name, ok := named[m.Name]; ok && !unnamedInRealTime[m.Name] {
 					assert.True(t, explainedBy(r, name), "the failure of %s must name %q: %v", id, name, r.Failure.Explained)
 				}
 				t.Logf("%s fails %s in real time:\n%s", m.Name, id, r.Message)
 			}
 		})
 	}
+}
+
+// unnamedInRealTime are the mutants whose diagnosis needs the exact
+// instants of the requests, which real time does not give:
+//   - a weighted counter's answers hang on the instant's place in its grid;
+//   - a window of 1ms (the window's seconds taken as milliseconds) on the
+//     millisecond;
+//   - a same-millisecond collision on which requests the server stamped
+//     with one millisecond: CI saw a burst of 8 spread over 6ms under
+//     -race, 8 allowed, and no assignment of instants the diagnosis tries
+//     made it the collision.
+var unnamedInRealTime = map[string]bool{
+	"two-window-approx": true,
+	"window-unit-mixup": true,
+	"same-ms-collision": true,
 }
 
 // named is what the failure of a mutant's first spec must name: the
