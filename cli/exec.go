@@ -8,6 +8,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/rlconform/rlconform/redisenv"
@@ -45,12 +47,24 @@ func (f *execFlags) check(set map[string]bool, targets, endpoints int) error {
 	return nil
 }
 
-// execed is a limiter service that a run started, with its Redis.
+// execed is a limiter service that a run started, with its Redis: the
+// processes of lane 0, and of the further lanes started for specs side by
+// side (addLanes).
 type execed struct {
 	redis  *redisenv.Redis
 	prefix string
+	opts   targets.ExecOptions
 	procs  *targets.Processes
+	lanes  []*targets.Processes // lanes 1, 2, …
 }
+
+// maxExecLanes bounds the lanes of processes --exec starts for specs side
+// by side (--parallel, up to suite.MaxParallel, asks for them): each is
+// --instances processes more.
+const maxExecLanes = 16
+
+// defaultExecLanes are the lanes --exec starts without --parallel.
+const defaultExecLanes = 4
 
 // start starts a Redis of the run's own (a redis-server it may stop, so
 // that robust/store-outage is graded; any Redis otherwise, with a note)
@@ -67,20 +81,65 @@ func (f *execFlags) start(ctx context.Context, stderr io.Writer) (*execed, error
 	id := make([]byte, 8)
 	rand.Read(id)
 	prefix := "rlc-exec-" + hex.EncodeToString(id) + ":"
-	procs, err := targets.Exec(ctx, targets.ExecOptions{Command: f.command, Instances: f.instances,
-		RedisURL: red.URL, KeyPrefix: prefix, Ready: f.ready})
+	opts := targets.ExecOptions{Command: f.command, Instances: f.instances, RedisURL: red.URL, KeyPrefix: prefix, Ready: f.ready}
+	procs, err := targets.Exec(ctx, opts)
 	if err != nil {
 		red.Close()
 		return nil, fmt.Errorf("--exec: %w", err)
 	}
 	fmt.Fprintf(stderr, "rlconform: started %d instance(s) of %q at %v, on %s under %q\n", f.instances, f.command, procs.URLs, redisenv.Redact(red.URL), prefix)
-	return &execed{redis: red, prefix: prefix, procs: procs}, nil
+	return &execed{redis: red, prefix: prefix, opts: opts, procs: procs}, nil
 }
 
-// urls are the base URLs of the processes started.
-func (e *execed) urls() []string { return e.procs.URLs }
+// addLanes starts, all at once, lanes-1 more sets of the processes, each
+// a lane of its own under a key prefix of its own (targets.LanePrefix),
+// so that specs run side by side each configuring only its lane's. A lane
+// that does not start is stopped and said on stderr: the run goes on
+// with those that did. It returns how many lanes there are.
+func (e *execed) addLanes(ctx context.Context, lanes int, stderr io.Writer) int {
+	started := make([]*targets.Processes, lanes)
+	errs := make([]error, lanes)
+	var wg sync.WaitGroup
+	for lane := 1; lane < lanes; lane++ {
+		wg.Go(func() {
+			opts := e.opts
+			opts.Lane = lane
+			started[lane], errs[lane] = targets.Exec(ctx, opts)
+		})
+	}
+	wg.Wait()
+	for lane := 1; lane < lanes; lane++ {
+		if errs[lane] != nil {
+			fmt.Fprintf(stderr, "rlconform: --exec: lane %d, for specs side by side, did not start (%v): going on with the lanes that did\n", lane, errs[lane])
+			continue
+		}
+		e.lanes = append(e.lanes, started[lane])
+	}
+	if len(e.lanes) > 0 {
+		var urls []string
+		for _, p := range e.lanes {
+			urls = append(urls, p.URLs...)
+		}
+		fmt.Fprintf(stderr, "rlconform: started %d more lane(s) of %d instance(s) each at %v, for specs side by side, each under a key prefix of its own (%q, …)\n",
+			len(e.lanes), e.opts.Instances, urls, targets.LanePrefix(e.prefix, 1))
+	}
+	return 1 + len(e.lanes)
+}
+
+// urls are the base URLs of the processes started, lane by lane.
+func (e *execed) urls() []string {
+	urls := slices.Clone(e.procs.URLs)
+	for _, p := range e.lanes {
+		urls = append(urls, p.URLs...)
+	}
+	return urls
+}
 
 // stop stops the processes, then their Redis.
 func (e *execed) stop() error {
-	return errors.Join(e.procs.Stop(), e.redis.Close())
+	errs := []error{e.procs.Stop()}
+	for _, p := range e.lanes {
+		errs = append(errs, p.Stop())
+	}
+	return errors.Join(append(errs, e.redis.Close())...)
 }

@@ -31,15 +31,19 @@ func pythonService(t *testing.T) string {
 	return "python3 " + path
 }
 
-var startedAt = regexp.MustCompile(`started \d+ instance\(s\) of .* at \[([^\]]*)\]`)
+var startedAt = regexp.MustCompile(`started \d+ (?:instance\(s\) of .*|more lane\(s\) of \d+ instance\(s\) each) at \[([^\]]*)\]`)
 
 // stopped asserts that nothing answers any more at the URLs the run said
-// it started.
+// it started, its lanes' too.
 func stopped(t *testing.T, stderr string) {
 	t.Helper()
-	m := startedAt.FindStringSubmatch(stderr)
-	require.NotNil(t, m, "the run says where it started the service:\n%s", stderr)
-	for _, url := range strings.Fields(m[1]) {
+	all := startedAt.FindAllStringSubmatch(stderr, -1)
+	require.NotEmpty(t, all, "the run says where it started the service:\n%s", stderr)
+	var urls []string
+	for _, m := range all {
+		urls = append(urls, strings.Fields(m[1])...)
+	}
+	for _, url := range urls {
 		conn, err := net.DialTimeout("tcp", strings.TrimPrefix(url, "http://"), time.Second)
 		if err == nil {
 			conn.Close()
@@ -173,4 +177,63 @@ func TestExecKeyPrefixIsLongAndRandom(t *testing.T) {
 	code, out, errOut := rlconform(t, "run", "--exec", `echo "prefix=$RLCONFORM_KEY_PREFIX" >&2; exit 3`)
 	require.Equal(t, ExitCannotRun, code, "%s\n%s", out, errOut)
 	assert.Regexp(t, `prefix=rlc-exec-[0-9a-f]{16}:\n`, errOut)
+}
+
+// servedReference is the command that serves the reference over protocol
+// v1 on real time, as rlconform serve -clock=false does under --exec (the
+// test binary as the command), writing "LANE INSTANCE PREFIX" to the file
+// seen first.
+func servedReference(t *testing.T, seen string) string {
+	t.Helper()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	return `echo "$RLCONFORM_LANE $RLCONFORM_INSTANCE $RLCONFORM_KEY_PREFIX" >>` + seen + `; ` + asCommand + `=1 REDIS_URL="$RLCONFORM_REDIS_URL" exec ` + exe +
+		` serve -clock=false --addr "127.0.0.1:$PORT" --prefix "$RLCONFORM_KEY_PREFIX"`
+}
+
+// TestExecStartsALaneOfProcessesPerSpecSideBySide: --exec of a service on
+// real time that takes Configure (rlconform serve -clock=false) starts,
+// besides its --instances, one set of them per further lane (4 without
+// --parallel), each set under a key prefix of its own that no other
+// starts with, grades every spec the protocol allows (side by side, or
+// alone: robust/store-outage, key hygiene, the shared store, the aimed
+// bursts) and passes them, and stops them all; --parallel 1 starts none.
+func TestExecStartsALaneOfProcessesPerSpecSideBySide(t *testing.T) {
+	testtier.SkipShort(t, "starts 8 servers of the reference and grades them in real time")
+	t.Parallel()
+	seen := filepath.Join(t.TempDir(), "lanes")
+	code, out, errOut := rlconform(t, "run", "--exec", servedReference(t, seen), "--instances", "2")
+	assert.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
+	assert.Contains(t, errOut, "started 3 more lane(s) of 2 instance(s) each")
+	assert.Contains(t, errOut, "up to 4 side by side after the first")
+	assert.Contains(t, out, "on a lane of instances of its own that no other spec configures")
+	for _, id := range []string{"robust/store-outage", "robust/key-hygiene", "strict/shared-store", "strict/boundary-burst-epoch", "core/reconfigure"} {
+		assert.Regexp(t, `pass\s+`+regexp.QuoteMeta(id)+`\s`, out)
+	}
+	stopped(t, errOut)
+	b, err := os.ReadFile(seen)
+	require.NoError(t, err)
+	prefixes := map[string]string{} // lane → its prefix
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Fields(line)
+		require.Len(t, f, 3, line)
+		if p, ok := prefixes[f[0]]; ok {
+			assert.Equal(t, p, f[2], "the instances of lane %s share its prefix", f[0])
+		}
+		prefixes[f[0]] = f[2]
+	}
+	assert.Len(t, prefixes, 4, "lanes:\n%s", b)
+	for lane, p := range prefixes {
+		for other, q := range prefixes {
+			if lane != other {
+				assert.False(t, strings.HasPrefix(q, p), "lane %s's prefix %q starts lane %s's %q", lane, p, other, q)
+			}
+		}
+	}
+
+	code, out, errOut = rlconform(t, "run", "--exec", servedReference(t, seen), "--level", "core", "--parallel", "1")
+	assert.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
+	assert.NotContains(t, errOut, "more lane(s)")
+	assert.NotContains(t, out, "side by side")
+	stopped(t, errOut)
 }

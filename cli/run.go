@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -75,7 +76,7 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Second, "bound on each call to a remote target")
 	f.lengthFlags.register(fs)
 	fs.DurationVar(&f.rtWindow, "realtime-window", 0, "window of the specs graded in real time (targets without clock control); left out, 1s, raised by itself when the target's round trips are too slow for it, and shortened to ten round-trip margins (a few tenths of a second on loopback) for a target that declares millisecond windows (window_granularity_ms 1)")
-	fs.IntVar(&f.parallel, "parallel", 0, fmt.Sprintf("at most this many specs side by side, up to %d (0: what the target can take, said in the report's notes; 1: one at a time); today only an --endpoint with identities per user runs specs side by side", suite.MaxParallel))
+	fs.IntVar(&f.parallel, "parallel", 0, fmt.Sprintf("at most this many specs side by side in real time, up to %d (0: what the target can take, said before the run and in the report's notes; 1: one at a time): an --endpoint with identities per user, and --exec on as many lanes of its processes (0: %d, at most %d), each under a key prefix of its own; a --target URL that takes Configure runs one spec at a time", suite.MaxParallel, defaultExecLanes, maxExecLanes))
 	fs.BoolVar(&f.failOnSkip, "fail-on-skip", false, "a run with a spec skipped for a capability the target does not declare, or a flag not given, is not conformant enough: exit 2 (for CI jobs that demand the whole level); skips no target of its kind can avoid (an in-process context over HTTP, an endpoint's fields) do not count")
 	fs.StringVar(&f.profile, "profile", model.ProfileSlidingLog, "the algorithm to grade against, `NAME[:key=value,...]`: "+profileNames()+"; 'rlconform list --profile NAME' says what it grades")
 	f.endpointFlags.register(fs)
@@ -413,14 +414,16 @@ func (f *runFlags) limiter(ctx context.Context, cfg *suite.Config, token string,
 	}
 	var started *execed
 	var err error
+	lanes := 1
 	if f.command != "" {
 		if started, err = f.execFlags.start(ctx, stderr); err != nil {
 			return suite.Target{}, release, err
 		}
 		release = func() { started.stop() }
+		lanes = f.execLanes(ctx, *cfg, started, token, stderr)
 		f.targets = started.urls()
 	}
-	t, closeStore, err := f.remote(ctx, cfg, token, started, stderr)
+	t, closeStore, err := f.remote(ctx, cfg, token, started, lanes, stderr)
 	if err != nil {
 		return suite.Target{}, release, err
 	}
@@ -428,12 +431,36 @@ func (f *runFlags) limiter(ctx context.Context, cfg *suite.Config, token string,
 	return t, func() { closeStore(); stop() }, nil
 }
 
-// remote probes the --target (or --exec) instances, says how fast they
-// answer, and sets cfg to inspect their store; release closes what it
-// opened.
-func (f *runFlags) remote(ctx context.Context, cfg *suite.Config, token string, started *execed, stderr io.Writer) (suite.Target, func(), error) {
+// execLanes starts the lanes of --exec processes that the specs side by
+// side can use (--parallel, else defaultExecLanes; at most maxExecLanes)
+// and returns how many lanes there are: 1 when the service keeps time on
+// a clock the grader sets (nothing to wait out), takes no Configure (one
+// set serves every spec), or the run has too few specs, so that no
+// process is started for nothing.
+func (f *runFlags) execLanes(ctx context.Context, cfg suite.Config, started *execed, token string, stderr io.Writer) int {
+	want := min(cmp.Or(f.parallel, defaultExecLanes), maxExecLanes)
+	if want < 2 {
+		return 1
+	}
 	probeCtx, cancel := context.WithTimeout(ctx, 3*f.timeout)
-	target, err := targets.RemoteWith(probeCtx, f.targets, targets.RemoteOptions{Timeout: f.timeout, Token: token})
+	probe, err := targets.RemoteWith(probeCtx, started.urls(), targets.RemoteOptions{Timeout: f.timeout, Token: token})
+	cancel()
+	if err != nil || !probe.Capabilities.Configure {
+		return 1 // what failed is said once the run probes it
+	}
+	probe.Lanes = want
+	if want = estimated(cfg, probe, false).Lanes; want < 2 {
+		return 1
+	}
+	return started.addLanes(ctx, want, stderr)
+}
+
+// remote probes the --target (or --exec) instances, in lanes of equal
+// size (Target.Lanes), says how fast they answer, and sets cfg to inspect
+// their store; release closes what it opened.
+func (f *runFlags) remote(ctx context.Context, cfg *suite.Config, token string, started *execed, lanes int, stderr io.Writer) (suite.Target, func(), error) {
+	probeCtx, cancel := context.WithTimeout(ctx, 3*f.timeout)
+	target, err := targets.RemoteWith(probeCtx, f.targets, targets.RemoteOptions{Timeout: f.timeout, Token: token, Lanes: lanes})
 	cancel()
 	if err != nil {
 		return suite.Target{}, nil, err

@@ -80,8 +80,12 @@ func (f *lengthFlags) plan(est grade.Estimate, stderr io.Writer) budget {
 	if est.Shortened {
 		windows += " or shorter (the target declares millisecond windows: ten round-trip margins once they are measured, the time below shrinking with them)"
 	}
-	fmt.Fprintf(stderr, "rlconform: in real time on windows of %s: %d spec(s) will run (%d skipped), about %v in all; --spec-timeout %v (%s), --max-duration %v (%s)\n",
-		windows, est.Run, est.Skipped, roundUpSecond(est.Typical), b.spec, source(f.specSet), b.run, source(f.maxSet))
+	together := ""
+	if est.Lanes > 1 {
+		together = fmt.Sprintf(", up to %d side by side after the first", est.Lanes)
+	}
+	fmt.Fprintf(stderr, "rlconform: in real time on windows of %s: %d spec(s) will run (%d skipped)%s, about %v in all; --spec-timeout %v (%s), --max-duration %v (%s)\n",
+		windows, est.Run, est.Skipped, together, roundUpSecond(est.Typical), b.spec, source(f.specSet), b.run, source(f.maxSet))
 	if f.specSet && b.spec < est.SpecTimeout {
 		fmt.Fprintf(stderr, "rlconform: warning: --spec-timeout %v is less than the %v a spec may need on windows of %v: a spec that runs out of time ends the run undecided (exit 2), the window the cause, not the target; raise --spec-timeout, or leave it out\n",
 			b.spec, roundUpSecond(est.SpecTimeout), est.Window)

@@ -64,6 +64,7 @@ func rlsDecider(ctx context.Context, s rlsServe, n int, w time.Duration) (rls.De
 	if err != nil {
 		return nil, nil, err
 	}
+	bound(store, defaultStoreTimeout)
 	newLimiter := reference.New
 	if s.impl == "reference-compact" {
 		newLimiter = reference.NewCompact

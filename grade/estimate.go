@@ -21,6 +21,10 @@ type Estimate struct {
 	// measured the round trips (ten margins: Config.RealTimeWindow), and
 	// the specs then take less than Typical says.
 	Shortened bool
+	// Lanes is how many specs run side by side after the first, in real
+	// time (Config.Parallel, Target.Lanes); 1: one at a time; 0 with
+	// clock control.
+	Lanes int
 	// Typical is about how long the specs that run take in real time: per
 	// spec, 1.1 windows and 2N+40 requests at the target's MaxRPS (what
 	// an endpoint's runs measured on average), and with a SharedLimit the

@@ -57,12 +57,12 @@ type Config struct {
 	// the spec instead of hanging the run.
 	SpecTimeout time.Duration
 	// Parallel bounds how many specs run side by side (0: what the target
-	// can take; 1: one at a time). Only a target without Configure (an
-	// endpoint, an RLS server) graded in real time with a limit per user
-	// runs specs side by side, sharing its pacing (MaxRPS); every other
-	// target runs one spec at a time, since each spec configures it as it
-	// starts and a limiter may forget its users when configured. Results
-	// are in catalogue order.
+	// can take; 1: one at a time), in real time with a limit per user.
+	// A target without Configure (an endpoint, an RLS server) runs specs
+	// side by side, sharing its pacing (MaxRPS); a target with Configure
+	// only as many as its Lanes, each spec on its lane's instances, since
+	// each spec configures the target as it starts and a limiter may
+	// forget its users when configured. Results are in catalogue order.
 	Parallel int
 	// StoreTimeout is how long a call may take while the target's store is
 	// stopped or frozen (default 1s): robust/store-outage gives each call
@@ -161,6 +161,15 @@ type Target struct {
 	// are skipped, and each spec first waits until what the ones before it
 	// left has expired.
 	SharedLimit bool
+	// Lanes, for a target with Configure, is how many specs may run side
+	// by side in real time, each in a lane of its own: New, given
+	// Env.Lane, makes instances that no spec of another lane configures
+	// or sees configured (rlconform run --exec starts a set of processes
+	// per lane, each under a key prefix of its own). An in-process
+	// factory whose limiters keep their configuration in themselves, not
+	// in a store they share, may set it to MaxParallel. 0 or 1: the specs
+	// of a target with Configure run one at a time.
+	Lanes int
 }
 
 // StoreFault is a fault put on a target's store, or its end.
@@ -224,6 +233,9 @@ type Env struct {
 	KeyPrefix string
 	// Instance is which instance of the spec is being made: 0 for the first.
 	Instance int
+	// Lane is the lane the spec runs in (Target.Lanes): 0 unless specs of
+	// a target with lanes run side by side.
+	Lane int
 	// MaxRequests and Window are the configuration to start with.
 	MaxRequests int
 	Window      time.Duration

@@ -38,6 +38,29 @@ type ExecOptions struct {
 	// Ready bounds the wait for each process to answer its capabilities
 	// (0: 30 s).
 	Ready time.Duration
+	// Lane, when not 0, is the lane of a run these processes serve
+	// (grade.Target.Lanes: specs side by side, each configuring the
+	// instances of its own lane): they get RLCONFORM_LANE, and
+	// LanePrefix(KeyPrefix, Lane) as RLCONFORM_KEY_PREFIX, so that no two
+	// lanes share a key.
+	Lane int
+}
+
+// LanePrefix is the key prefix of lane's processes, for a run whose
+// processes of lane 0 write under prefix: prefix itself for lane 0, else,
+// for a prefix that ends with a colon (as --exec's do), one that no other
+// lane's starts, nor starts another's ("rlc-exec-ab:" for lane 2:
+// "rlc-exec-ab-2:"). Another prefix gets "-laneN-" appended: distinct,
+// but under lane 0's.
+func LanePrefix(prefix string, lane int) string {
+	if lane == 0 {
+		return prefix
+	}
+	base, colon := strings.CutSuffix(prefix, ":")
+	if !colon {
+		return fmt.Sprintf("%s-lane%d-", prefix, lane)
+	}
+	return fmt.Sprintf("%s-%d:", base, lane)
 }
 
 // Processes are the instances of a limiter service started by [Exec].
@@ -109,8 +132,9 @@ func startProcess(opts ExecOptions, i int) (*process, error) {
 	cmd.Env = append(os.Environ(),
 		"PORT="+strconv.Itoa(port),
 		"RLCONFORM_REDIS_URL="+opts.RedisURL,
-		"RLCONFORM_KEY_PREFIX="+opts.KeyPrefix,
-		"RLCONFORM_INSTANCE="+strconv.Itoa(i))
+		"RLCONFORM_KEY_PREFIX="+LanePrefix(opts.KeyPrefix, opts.Lane),
+		"RLCONFORM_INSTANCE="+strconv.Itoa(i),
+		"RLCONFORM_LANE="+strconv.Itoa(opts.Lane))
 	out := &tailBuffer{max: 4 << 10}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = waitDelay

@@ -149,6 +149,10 @@ type RemoteOptions struct {
 	// "Authorization: Bearer <Token>" (a server started with rlconform
 	// serve --token-file asks for it). It is never shown.
 	Token string
+	// Lanes, when more than 1, divides the URLs into that many lanes of
+	// equal size, in order (grade.Target.Lanes): a spec's instances are
+	// those of its lane, configured by no spec of another lane.
+	Lanes int
 }
 
 // RemoteWith is [Remote] with options. The addresses are shown (in the
@@ -159,6 +163,11 @@ func RemoteWith(ctx context.Context, urls []string, opts RemoteOptions) (suite.T
 	if len(urls) == 0 {
 		return suite.Target{}, errors.New("no target URL")
 	}
+	lanes := max(1, opts.Lanes)
+	if len(urls)%lanes != 0 {
+		return suite.Target{}, fmt.Errorf("%d target URLs do not divide into %d lanes", len(urls), lanes)
+	}
+	perLane := len(urls) / lanes
 	clients := make([]*adapters.Client, len(urls))
 	for i, u := range urls {
 		if p, err := url.ParseRequestURI(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") {
@@ -187,23 +196,27 @@ func RemoteWith(ctx context.Context, urls []string, opts RemoteOptions) (suite.T
 	if err := alive(ctx); err != nil {
 		return suite.Target{}, err
 	}
-	caps.SharedStore = len(urls) > 1
+	caps.SharedStore = perLane > 1
 	// Reports show the addresses without credentials.
 	shown := make([]string, len(urls))
 	for i, u := range urls {
 		shown[i] = redact.URL(u)
 	}
 	name := shown[0]
-	if len(urls) > 1 {
-		name = fmt.Sprintf("%s (+%d more instances)", shown[0], len(urls)-1)
+	if perLane > 1 {
+		name = fmt.Sprintf("%s (+%d more instances)", shown[0], perLane-1)
+	}
+	if lanes > 1 {
+		name += fmt.Sprintf(" (+%d more lanes)", lanes-1)
 	}
 	return suite.Target{
 		Name:         name,
 		Addresses:    shown,
 		Capabilities: caps,
 		Alive:        alive,
+		Lanes:        lanes,
 		New: func(_ context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
-			c := clients[env.Instance%len(clients)]
+			c := clients[env.Lane%lanes*perLane+env.Instance%perLane]
 			if caps.Clock {
 				c = c.WithClock(env.Clock)
 			}

@@ -69,7 +69,7 @@ func estimate(cfg Config, t Target, specs []Spec) (Estimate, error) {
 			continue
 		}
 		e.Run++
-		if e.Run > 1 && alone(s) {
+		if e.Run > 1 && alone(t, s) {
 			single++
 		}
 	}
@@ -80,7 +80,8 @@ func estimate(cfg Config, t Target, specs []Spec) (Estimate, error) {
 	typical, bound := specTimes(cfg.Limit, cfg.RealTimeWindow, t.MaxRPS, sharedWait(t, profile.IsSlidingLog(), cfg.RealTimeWindow))
 	// The first spec runs alone, then the others that may share the
 	// target lanes at a time, then the rest one at a time (parallel.go).
-	if lanes := r.lanes(t, e.Run); lanes == 1 {
+	e.Lanes = r.lanes(t, e.Run)
+	if lanes := e.Lanes; lanes == 1 {
 		e.Typical = time.Duration(e.Run) * typical
 	} else {
 		pooled := e.Run - 1 - single

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/grade"
 	"github.com/rlconform/rlconform/result"
 )
@@ -23,40 +24,66 @@ const defaultLanes = 16
 // starts, and a limiter may forget every user when configured, even
 // alike (measured: sethvargo/go-limiter's and pyrate-limiter's cards,
 // whose shims build a new limiter on Configure, failed 16 specs side by
-// side that pass one at a time). So only a target without Configure (an
-// endpoint or an RLS server, whose policy is fixed) runs specs side by
-// side, in real time (the fake clock has nothing to wait out), with a
-// limit per user (--identity none shares one). Its pacing (t.MaxRPS) is
-// one Pacer for every request, so side by side specs share --max-rps.
-// With Config.Parallel 0 the lanes are what the pacing leaves room for:
-// the largest burst a spec sends (2N+8) from each lane within a quarter of
-// the window, at most defaultLanes.
+// side that pass one at a time). So a target with Configure runs specs
+// side by side only on lanes of instances of their own (t.Lanes: --exec
+// starts processes per lane); one without (an endpoint or an RLS server,
+// whose policy is fixed) on its one set. Only in real time (the fake
+// clock has nothing to wait out), with a limit per user (--identity none
+// shares one). Its pacing (t.MaxRPS) is one Pacer for every request, so
+// side by side specs share --max-rps. With Config.Parallel 0 the lanes
+// are what the pacing leaves room for: the largest burst a spec sends
+// (2N+8) from each lane within a quarter of the window, at most
+// defaultLanes.
 func (r *runner) lanes(t Target, n int) int {
-	if r.cfg.Parallel == 1 || n < 2 || t.Capabilities.Clock || t.SharedLimit || t.Capabilities.Configure {
+	if r.cfg.Parallel == 1 || n < 2 || t.Capabilities.Clock || t.SharedLimit {
 		return 1
 	}
+	most := n
+	if t.Capabilities.Configure {
+		most = min(n, max(1, t.Lanes))
+	}
 	if r.cfg.Parallel > 1 {
-		return min(r.cfg.Parallel, n)
+		return min(r.cfg.Parallel, most)
 	}
 	room := defaultLanes
 	if t.MaxRPS > 0 {
 		burst := 2*r.cfg.Limit + 8
 		room = int(int64(t.MaxRPS) * int64(r.cfg.RealTimeWindow) / int64(4*burst) / 1e9)
 	}
-	return max(1, min(room, defaultLanes, n))
+	return max(1, min(room, defaultLanes, most))
 }
 
-// alone says whether s must run with no other spec beside it: it breaks,
-// inspects or shares the target's store, or configures the target (which
-// a target that runs specs side by side cannot be: such a spec is skipped
-// there, and stays alone should that change).
-func alone(s *Spec) bool {
-	for _, n := range []Need{NeedOwnRedis, NeedInspect, NeedShared, NeedConfigure} {
+// alone says whether s must run on t with no other spec beside it: it
+// breaks, inspects or shares the target's store, or aims at instants
+// that specs on lanes beside it would make it miss (Spec.Aims: an
+// endpoint's lanes share its pace, not processes on the grader's cores,
+// and its cards kept their verdicts side by side). A spec that configures
+// the target runs beside others only on a lane of its own (lanes), and
+// configures only that lane's instances.
+func alone(t Target, s *Spec) bool {
+	if s.Aims && t.Capabilities.Configure {
+		return true
+	}
+	for _, n := range []Need{NeedOwnRedis, NeedInspect, NeedShared} {
 		if slices.Contains(s.Needs, n) {
 			return true
 		}
 	}
 	return false
+}
+
+// inLane is t for the specs of one lane: its instances are the lane's
+// (Env.Lane).
+func inLane(t Target, lane int) Target {
+	if lane == 0 || t.New == nil {
+		return t
+	}
+	build := t.New
+	t.New = func(ctx context.Context, env Env) (contract.RateLimiterContract, func() error, error) {
+		env.Lane = lane
+		return build(ctx, env)
+	}
+	return t
 }
 
 // sideBySide runs specs into rep: those that may share the target at once,
@@ -70,11 +97,17 @@ func (r *runner) sideBySide(ctx context.Context, t Target, specs []Spec, rep *re
 	if r.cfg.Parallel > 1 {
 		chosen = fmt.Sprintf("--parallel %d", r.cfg.Parallel)
 	}
-	r.notes = append(r.notes, fmt.Sprintf("up to %d specs ran side by side after the first (%s; --parallel 1 runs them one at a time): each has users and keys of its own, and the pacing (--max-rps) is shared; those that inspect or break its store ran alone", lanes, chosen))
+	own := "each has users and keys of its own, and the pacing (--max-rps) is shared"
+	aloneOnes := "those that inspect or break its store, or share it between instances,"
+	if t.Capabilities.Configure {
+		own = "each has users and keys of its own, on a lane of instances of its own that no other spec configures"
+		aloneOnes = "those that inspect or break its store, share it between instances, or aim at an instant (a window's edge, one millisecond) that specs beside them on this machine would make them miss,"
+	}
+	r.notes = append(r.notes, fmt.Sprintf("up to %d specs ran side by side after the first (%s; --parallel 1 runs them one at a time): %s; %s ran alone", lanes, chosen, own, aloneOnes))
 	r.mu.Unlock()
 	var together, single []int
 	for i := range specs {
-		if alone(&specs[i]) {
+		if alone(t, &specs[i]) {
 			single = append(single, i)
 		} else {
 			together = append(together, i)
@@ -104,7 +137,8 @@ func (r *runner) pool(ctx context.Context, t Target, specs []Spec, which []int, 
 		aborted string
 		wg      sync.WaitGroup
 	)
-	for range min(lanes, len(which)) {
+	for lane := range min(lanes, len(which)) {
+		t := inLane(t, lane)
 		wg.Go(func() {
 			for {
 				mu.Lock()

@@ -154,6 +154,8 @@ func TestATargetWithConfigureRunsOneSpecAtATime(t *testing.T) {
 	r := &runner{cfg: Config{Parallel: 4}}
 	assert.Equal(t, 1, r.lanes(target, 4), "Configure")
 	assert.Equal(t, 1, r.lanes(Target{New: idleTarget, Capabilities: contract.Capabilities{Configure: true}}, 4), "in process, Configure")
+	target.Lanes = 3
+	assert.Equal(t, 3, r.lanes(target, 4), "Configure, on lanes of its own")
 	shared := endpointLike()
 	shared.SharedLimit = true
 	assert.Equal(t, 1, r.lanes(shared, 4), "--identity none")
@@ -175,4 +177,58 @@ func TestDefaultLanesFollowThePacing(t *testing.T) {
 	assert.Equal(t, 15, r.lanes(ep, 30))
 	assert.Equal(t, 3, r.lanes(ep, 3))
 	assert.Equal(t, defaultLanes, r.lanes(endpointLike(), 30), "no pacing")
+}
+
+// A target with Configure and lanes of instances of its own runs specs
+// side by side, as many as its lanes, each on a lane no running spec
+// uses, a spec that configures the target among them; a spec that aims
+// at instants runs alone.
+func TestSpecsSideBySideEachOnALaneOfItsOwn(t *testing.T) {
+	t.Parallel()
+	var g gauge
+	var (
+		mu     sync.Mutex
+		busy   = map[int]int{} // lane → running specs with instances there
+		shared []int           // lanes two running specs used at once
+	)
+	target := Target{Name: "exec", Capabilities: contract.Capabilities{Configure: true}, Lanes: 3,
+		New: func(ctx context.Context, env Env) (contract.RateLimiterContract, func() error, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if busy[env.Lane]++; busy[env.Lane] > 1 {
+				shared = append(shared, env.Lane)
+			}
+			return idle{}, func() error {
+				mu.Lock()
+				busy[env.Lane]--
+				mu.Unlock()
+				return nil
+			}, nil
+		}}
+	const n, aimed = 7, 3
+	var besideAimed atomic.Int32
+	cat := gaugedSpecs(n, &g, func(i int, h *Harness) {
+		h.Instance(0)
+		switch {
+		case i == aimed:
+			// Long enough that a spec begun beside it would be seen.
+			waitFor(func() bool { return g.running.Load() > 1 }, 50*time.Millisecond)
+			besideAimed.Store(g.running.Load() - 1)
+		case i > 0: // the first runs alone: it measures the margin
+			waitFor(func() bool { return g.most.Load() >= 3 }, 20*time.Second)
+		}
+	})
+	cat[2].Needs = []Need{NeedConfigure}
+	cat[aimed].Aims = true
+	rep, err := cat.Check(context.Background(), Config{}, target)
+	require.NoError(t, err)
+	assert.Equal(t, int32(3), g.most.Load(), "specs side by side at most: the lanes")
+	assert.Empty(t, shared, "lanes used by two specs at once")
+	assert.Len(t, busy, 3, "lanes used")
+	assert.Zero(t, besideAimed.Load(), "specs beside the one that aims")
+	assert.Equal(t, ids(&result.Report{Results: cat.results()}), ids(rep))
+	for _, r := range rep.Results {
+		assert.Equal(t, result.Passed, r.Status, r.ID+": "+r.Message)
+	}
+	assert.Contains(t, fmt.Sprint(rep.Notes), "on a lane of instances of its own")
 }

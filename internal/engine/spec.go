@@ -61,6 +61,14 @@ type Spec struct {
 	// answers can all turn out unknown (calls without an answer) or
 	// undecided (in real time) set it.
 	MinDecided int
+	// Aims: in real time the spec's catch rests on requests landing
+	// within a round trip of an instant it aims at (a window's edge, one
+	// millisecond), so on a target whose lanes are processes beside the
+	// grader's (Target.Lanes) it runs alone: specs beside it, on the same
+	// cores, spread its requests past what it aims at (measured: four
+	// --exec cards at once, four lanes each, missed symfony's
+	// boundary-burst-epoch twice and its same-millisecond-burst once).
+	Aims bool
 }
 
 // ruleFor is the rule the spec checks under a profile.
