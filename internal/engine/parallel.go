@@ -94,6 +94,9 @@ func inLane(t Target, lane int) Target {
 func (r *runner) sideBySide(ctx context.Context, t Target, specs []Spec, rep *result.Report, lanes int) {
 	r.mu.Lock()
 	chosen := "as many as the pacing leaves room for"
+	if t.Capabilities.Configure {
+		chosen = "as many as its lanes"
+	}
 	if r.cfg.Parallel > 1 {
 		chosen = fmt.Sprintf("--parallel %d", r.cfg.Parallel)
 	}
