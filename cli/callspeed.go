@@ -37,6 +37,15 @@ func timeCalls(ctx context.Context, url string, opts adapters.ClientOptions, rem
 	return times
 }
 
+// aboutMillis is "about d" to the millisecond, or "under 1ms" (where
+// rounding said "about 0s").
+func aboutMillis(d time.Duration) string {
+	if d < time.Millisecond {
+		return "under 1ms"
+	}
+	return "about " + d.Round(time.Millisecond).String()
+}
+
 // callSpeed is how long a remote target's calls take, from the probe's
 // times: their median, so that a call that stalled on its connection
 // (about a second among quick ones) does not pass for the target's speed.
@@ -46,7 +55,7 @@ func callSpeed(times []time.Duration, stderr io.Writer) time.Duration {
 		return 0
 	}
 	median := stall.Median(times)
-	fmt.Fprintf(stderr, "rlconform: the target answers in about %v a call (the median of %d)\n", median.Round(time.Millisecond), len(times))
+	fmt.Fprintf(stderr, "rlconform: the target answers in %s a call (the median of %d)\n", aboutMillis(median), len(times))
 	if stalled := stall.Describe(times); stalled != "" {
 		fmt.Fprintf(stderr, "rlconform: warning: %s; %s. Calls that stall take a second each: specs may run out of time (inconclusive, never failed)\n", stalled, stall.Hint)
 	}

@@ -24,4 +24,8 @@ func TestCallSpeedNamesStalls(t *testing.T) {
 	assert.Equal(t, 40*time.Millisecond, got)
 	assert.NotContains(t, out.String(), "stalled")
 	assert.Zero(t, callSpeed(nil, &out))
+
+	out.Reset()
+	callSpeed([]time.Duration{400 * time.Microsecond}, &out)
+	assert.Contains(t, out.String(), "the target answers in under 1ms a call (the median of 1)")
 }
