@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/rlconform/rlconform/redisenv"
@@ -95,22 +94,16 @@ func (f *execFlags) start(ctx context.Context, stderr io.Writer) (*execed, error
 // a lane of its own under a key prefix of its own (targets.LanePrefix),
 // so that specs run side by side each configuring only its lane's. A lane
 // that does not start is stopped and said on stderr: the run goes on
-// with those that did. It returns how many lanes there are.
-func (e *execed) addLanes(ctx context.Context, lanes int, stderr io.Writer) int {
-	started := make([]*targets.Processes, lanes)
-	errs := make([]error, lanes)
-	var wg sync.WaitGroup
-	for lane := 1; lane < lanes; lane++ {
-		wg.Go(func() {
-			opts := e.opts
-			opts.Lane = lane
-			started[lane], errs[lane] = targets.Exec(ctx, opts)
-		})
-	}
-	wg.Wait()
+// with those that did. It returns how many lanes there are, and what the
+// report's notes should say of lanes that did not start.
+func (e *execed) addLanes(ctx context.Context, lanes int, stderr io.Writer) (int, []string) {
+	started, errs := targets.ExecLanes(ctx, e.opts, lanes)
+	var notes []string
 	for lane := 1; lane < lanes; lane++ {
 		if errs[lane] != nil {
-			fmt.Fprintf(stderr, "rlconform: --exec: lane %d, for specs side by side, did not start (%v): going on with the lanes that did\n", lane, errs[lane])
+			why := fmt.Sprintf("--exec: lane %d, for specs side by side, did not start (%v): the specs went on with the lanes that did (--parallel 1 starts none)", lane, errs[lane])
+			fmt.Fprintln(stderr, "rlconform: "+why)
+			notes = append(notes, why)
 			continue
 		}
 		e.lanes = append(e.lanes, started[lane])
@@ -123,7 +116,7 @@ func (e *execed) addLanes(ctx context.Context, lanes int, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "rlconform: started %d more lane(s) of %d instance(s) each at %v, for specs side by side, each under a key prefix of its own (%q, …)\n",
 			len(e.lanes), e.opts.Instances, urls, targets.LanePrefix(e.prefix, 1))
 	}
-	return 1 + len(e.lanes)
+	return 1 + len(e.lanes), notes
 }
 
 // urls are the base URLs of the processes started, lane by lane.

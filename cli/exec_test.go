@@ -237,3 +237,19 @@ func TestExecStartsALaneOfProcessesPerSpecSideBySide(t *testing.T) {
 	assert.NotContains(t, out, "side by side")
 	stopped(t, errOut)
 }
+
+// TestExecGoesOnWithTheLanesThatStart: a service that cannot be started
+// twice (a lock file of its own) is graded by its one lane, and the
+// report's notes say which lanes did not start and why.
+func TestExecGoesOnWithTheLanesThatStart(t *testing.T) {
+	testtier.SkipShort(t, "starts the reference and grades it in real time")
+	t.Parallel()
+	dir := t.TempDir()
+	lock := filepath.Join(dir, "lock")
+	once := `if [ -e ` + lock + ` ]; then echo "already running" >&2; exit 3; fi; touch ` + lock + `; ` + servedReference(t, filepath.Join(dir, "lanes"))
+	code, out, errOut := rlconform(t, "run", "--exec", once, "--level", "core")
+	assert.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
+	assert.Regexp(t, `(?s)note: --exec: lane 1, for specs side by side, did not start \(.*already running.*\): the specs went on with the lanes that did`, out)
+	assert.NotContains(t, errOut, "more lane(s)")
+	stopped(t, errOut)
+}

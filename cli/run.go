@@ -52,6 +52,9 @@ type runFlags struct {
 	// perCall is how long a remote target's calls took when probed (0:
 	// not probed).
 	perCall time.Duration
+	// execNotes are what the report's notes say of --exec's lanes that
+	// did not start.
+	execNotes []string
 	endpointFlags
 	execFlags
 	storeFlags
@@ -299,7 +302,7 @@ func run(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) int {
 	if rep.Aborted != "" {
 		fmt.Fprintf(stderr, "rlconform: the run could not go on: %s\n", rep.Aborted)
 	}
-	rep.Notes = append(rep.Notes, notes...)
+	rep.Notes = append(append(rep.Notes, notes...), f.execNotes...)
 	report.Failures(text, rep)
 	fmt.Fprintln(text)
 	report.Text(text, rep)
@@ -438,7 +441,11 @@ func (f *runFlags) limiter(ctx context.Context, cfg *suite.Config, token string,
 // set serves every spec), or the run has too few specs, so that no
 // process is started for nothing.
 func (f *runFlags) execLanes(ctx context.Context, cfg suite.Config, started *execed, token string, stderr io.Writer) int {
-	want := min(cmp.Or(f.parallel, defaultExecLanes), maxExecLanes)
+	want := cmp.Or(f.parallel, defaultExecLanes)
+	if want > maxExecLanes {
+		fmt.Fprintf(stderr, "rlconform: --exec: --parallel %d: at most %d lanes of processes (each --instances %d of them)\n", want, maxExecLanes, f.instances)
+		want = maxExecLanes
+	}
 	if want < 2 {
 		return 1
 	}
@@ -452,7 +459,9 @@ func (f *runFlags) execLanes(ctx context.Context, cfg suite.Config, started *exe
 	if want = estimated(cfg, probe, false).Lanes; want < 2 {
 		return 1
 	}
-	return started.addLanes(ctx, want, stderr)
+	lanes, notes := started.addLanes(ctx, want, stderr)
+	f.execNotes = notes
+	return lanes
 }
 
 // remote probes the --target (or --exec) instances, in lanes of equal

@@ -95,6 +95,41 @@ type process struct {
 // which reaches sh alone. Elsewhere, the groups outlive a caller that dies
 // without Stop.
 func Exec(ctx context.Context, opts ExecOptions) (*Processes, error) {
+	return execOn(ctx, opts, nil)
+}
+
+// ExecLanes starts lanes 1 to lanes-1 of opts all at once, each as Exec
+// with opts.Lane set, on ports found together (freeport.LoopbackN), so
+// that no two of their processes get one port (measured: lanes each
+// finding its own once gave two processes one port). It returns each
+// lane's processes, or why that lane did not start; index 0 is lane 0's,
+// which the caller started, and is left nil.
+func ExecLanes(ctx context.Context, opts ExecOptions, lanes int) ([]*Processes, []error) {
+	procs, errs := make([]*Processes, lanes), make([]error, lanes)
+	if lanes < 2 || opts.Instances < 1 {
+		return procs, errs
+	}
+	n := opts.Instances
+	ports, err := freeport.LoopbackN((lanes - 1) * n)
+	var wg sync.WaitGroup
+	for lane := 1; lane < lanes; lane++ {
+		if err != nil {
+			errs[lane] = fmt.Errorf("exec: free ports for lane %d: %w", lane, err)
+			continue
+		}
+		wg.Go(func() {
+			o := opts
+			o.Lane = lane
+			procs[lane], errs[lane] = execOn(ctx, o, ports[(lane-1)*n:lane*n])
+		})
+	}
+	wg.Wait()
+	return procs, errs
+}
+
+// execOn is Exec with each instance's port given (nil: free ones found
+// together).
+func execOn(ctx context.Context, opts ExecOptions, ports []int) (*Processes, error) {
 	if strings.TrimSpace(opts.Command) == "" {
 		return nil, errors.New("exec: no command")
 	}
@@ -104,9 +139,15 @@ func Exec(ctx context.Context, opts ExecOptions) (*Processes, error) {
 	if opts.Ready <= 0 {
 		opts.Ready = 30 * time.Second
 	}
+	if ports == nil {
+		var err error
+		if ports, err = freeport.LoopbackN(opts.Instances); err != nil {
+			return nil, fmt.Errorf("exec: free ports for %d instances: %w", opts.Instances, err)
+		}
+	}
 	p := &Processes{}
 	for i := range opts.Instances {
-		proc, err := startProcess(opts, i)
+		proc, err := startProcess(opts, i, ports[i])
 		if err != nil {
 			p.Stop()
 			return nil, err
@@ -123,11 +164,7 @@ func Exec(ctx context.Context, opts ExecOptions) (*Processes, error) {
 	return p, nil
 }
 
-func startProcess(opts ExecOptions, i int) (*process, error) {
-	port, err := freeport.Loopback()
-	if err != nil {
-		return nil, fmt.Errorf("exec: a free port for instance %d: %w", i+1, err)
-	}
+func startProcess(opts ExecOptions, i, port int) (*process, error) {
 	cmd := exec.Command("sh", "-c", opts.Command)
 	cmd.Env = append(os.Environ(),
 		"PORT="+strconv.Itoa(port),
