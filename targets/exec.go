@@ -105,16 +105,18 @@ func Exec(ctx context.Context, opts ExecOptions) (*Processes, error) {
 // lane's processes, or why that lane did not start; index 0 is lane 0's,
 // which the caller started, and is left nil.
 func ExecLanes(ctx context.Context, opts ExecOptions, lanes int) ([]*Processes, []error) {
+	lanes = max(lanes, 1)
 	procs, errs := make([]*Processes, lanes), make([]error, lanes)
-	if lanes < 2 || opts.Instances < 1 {
-		return procs, errs
-	}
 	n := opts.Instances
-	ports, err := freeport.LoopbackN((lanes - 1) * n)
+	var ports []int
+	err := fmt.Errorf("exec: %d instances: want at least 1", n)
+	if n >= 1 {
+		ports, err = freeport.LoopbackN((lanes - 1) * n)
+	}
 	var wg sync.WaitGroup
 	for lane := 1; lane < lanes; lane++ {
 		if err != nil {
-			errs[lane] = fmt.Errorf("exec: free ports for lane %d: %w", lane, err)
+			errs[lane] = fmt.Errorf("exec: lane %d: %w", lane, err)
 			continue
 		}
 		wg.Go(func() {

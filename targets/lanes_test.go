@@ -83,3 +83,21 @@ func TestLanePrefixesStartNoOther(t *testing.T) {
 	assert.Equal(t, "rlc-exec-ab-2:", LanePrefix("rlc-exec-ab:", 2))
 	assert.Equal(t, "custom-lane2-", LanePrefix("custom", 2))
 }
+
+// ExecLanes says why each lane did not start, and never hands back a lane
+// with neither processes nor a reason.
+func TestExecLanesSaysWhyALaneDidNotStart(t *testing.T) {
+	t.Parallel()
+	procs, errs := ExecLanes(context.Background(), ExecOptions{Command: "true", Instances: 0}, 3)
+	require.Len(t, procs, 3)
+	for lane := 1; lane < 3; lane++ {
+		assert.Nil(t, procs[lane])
+		assert.ErrorContains(t, errs[lane], "want at least 1")
+	}
+	procs, errs = ExecLanes(context.Background(), ExecOptions{Command: "exit 3", Instances: 2, Ready: 5 * time.Second}, 2)
+	assert.Nil(t, procs[1])
+	assert.ErrorContains(t, errs[1], "exit status 3")
+	procs, errs = ExecLanes(context.Background(), ExecOptions{Command: "true", Instances: 1}, 0)
+	assert.Len(t, procs, 1)
+	assert.Len(t, errs, 1)
+}
