@@ -263,16 +263,8 @@ func run(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) int {
 	if err := suite.Validate(cfg); err != nil {
 		return couldNotRun(ExitCannotRun, "rlconform run: %v", err)
 	}
-	if f.fromIdentify != "" {
-		prior, why, err := readPrior(f.fromIdentify, Version(), time.Now())
-		if err != nil {
-			return couldNotRun(ExitCannotRun, "rlconform run: %v", err)
-		}
-		if why != "" {
-			fmt.Fprintln(stderr, "rlconform:", why)
-			notes = append(notes, why)
-		}
-		cfg.Prior = prior
+	if notes, err = f.prior(&cfg, notes, stderr); err != nil {
+		return couldNotRun(ExitCannotRun, "rlconform run: %v", err)
 	}
 
 	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -299,10 +291,35 @@ func run(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) int {
 	if err != nil {
 		return couldNotRun(cannotRun(sigCtx), "rlconform: %v", err)
 	}
+	rep.Notes = append(append(rep.Notes, notes...), f.execNotes...)
+	return f.finish(sigCtx, rep, text, reports, secrets, stderr)
+}
+
+// prior reads --from-identify, when given, into cfg.Prior, and returns
+// notes with what the run takes from it, or why not.
+func (f *runFlags) prior(cfg *suite.Config, notes []string, stderr io.Writer) ([]string, error) {
+	if f.fromIdentify == "" {
+		return notes, nil
+	}
+	prior, why, err := readPrior(f.fromIdentify, Version(), time.Now())
+	if err != nil {
+		return notes, err
+	}
+	if why != "" {
+		fmt.Fprintln(stderr, "rlconform:", why)
+		notes = append(notes, why)
+	}
+	cfg.Prior = prior
+	return notes, nil
+}
+
+// finish prints the graded run's report to text, writes the reports, and
+// returns the exit code: interrupted (130) when sigCtx was, else the
+// verdict's.
+func (f *runFlags) finish(sigCtx context.Context, rep *result.Report, text io.Writer, reports []reportFile, secrets *redact.Secrets, stderr io.Writer) int {
 	if rep.Aborted != "" {
 		fmt.Fprintf(stderr, "rlconform: the run could not go on: %s\n", rep.Aborted)
 	}
-	rep.Notes = append(append(rep.Notes, notes...), f.execNotes...)
 	report.Failures(text, rep)
 	fmt.Fprintln(text)
 	report.Text(text, rep)
