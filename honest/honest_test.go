@@ -433,3 +433,19 @@ func TestCostLogPassesEveryCostSpecOverHTTP(t *testing.T) {
 	require.NoError(t, err)
 	passesEveryCostSpec(t, rep)
 }
+
+// TestTTLWindowPassesTheCostSpecsInRealTime grades the TTL window
+// (rate-limiter-flexible's design) without clock control, where a request
+// of cost 0 opens a window: strict/cost-differential once failed it for
+// that (its card, one grading in two), and now passes every time, as the
+// other cost specs do.
+func TestTTLWindowPassesTheCostSpecsInRealTime(t *testing.T) {
+	testtier.SkipShort(t, "grades in real time")
+	l := honest.Limiter{Name: "ttl-window", Profile: honest.TTLWindowProfile, Cost: true, KeyOf: func(prefix, userID string) string { return prefix + userID },
+		New: func(s honest.Store) (contract.RateLimiterContract, error) { return honest.NewTTLWindow(s) }}
+	for range testtier.Runs(8, 3) {
+		rep, err := suite.Check(context.Background(), suite.Config{Redis: store, Profile: l.Profile, IDs: []string{"strict/cost-differential", "strict/cost-zero"}, ReportDir: t.TempDir()}, target(l, false))
+		require.NoError(t, err)
+		passes(t, rep)
+	}
+}

@@ -94,7 +94,7 @@ const costShared = "n = 0 consumes nothing and changes no state (the model answe
 
 // costQueryWrites is the rule of cost 0 where a query writes: a request of
 // no cost is the query (Symfony RateLimiter's only query is consume(0)).
-const costQueryWrites = "n = 0 consumes nothing; with query=write it is the query, and saves the state as the query does (Symfony's consume(0)), else it changes no state (the model answers allowed; the answer is not graded); n < 0 is an error (ErrInvalidCost)"
+const costQueryWrites = "n = 0 consumes nothing; with query=write it is the query, and saves the state as the query does (Symfony's consume(0)), else the model changes no state, and a limiter may have saved the state as a query that writes does, opening a window (rate-limiter-flexible's consume(0)): both are honest (the model answers allowed; the answer is not graded); n < 0 is an error (ErrInvalidCost)"
 
 // Reading is one honest reading of a change of configuration.
 type Reading struct {

@@ -60,6 +60,13 @@ type TimedOp struct {
 	// Cost is the cost of OpAllow ([contract.CostLimiter]); 0 means 1 (a
 	// request of cost 0 consumes nothing and is never judged).
 	Cost int
+	// Free marks an OpAllow of cost 0 (Cost must then be 0): its answer is
+	// not judged, and it counts nothing. Where a request opens a window
+	// ([Variant.FreeMayWrite]) it may or may not have saved the user's
+	// state as a query that writes does, and the oracle follows both:
+	// rate-limiter-flexible's consume(0) opens a window (SET NX with the
+	// window's TTL, then INCRBY 0), another limiter's does nothing.
+	Free bool
 	// Limit and Window are the arguments of OpConfigure.
 	Limit  int
 	Window time.Duration
@@ -133,6 +140,11 @@ func (o *intervalOracle) Judge(op TimedOp) (Judgement, string, error) {
 	if op.Kind == OpConfigure {
 		j, why := o.judgeAlone(op, 0, 0)
 		return j, why, nil
+	}
+	if op.Free {
+		// The sliding log has no window to open: a request that counts
+		// nothing leaves no entry, and its answer is not judged.
+		return Undecided, "", nil
 	}
 	lo, hi := o.millis(op.Lo, op.Hi)
 	j := o.joints[op.User]

@@ -212,6 +212,10 @@ func (s *searchOracle) judge(op TimedOp) (Judgement, string) {
 		s.users[op.User] = &searchUser{states: s.fresh(low)}
 		return Certain, ""
 	}
+	if op.Free {
+		s.takeFree(su, op.User, lo, hi)
+		return Undecided, "" // its answer is not judged
+	}
 	if op.Kind == OpRemaining && op.Remaining > s.most {
 		su.off = true // no state of any reading leaves more than a fresh user has
 		return Impossible, fmt.Sprintf("no reading of the profile leaves more than a fresh user gets, %d", s.most)
@@ -280,6 +284,56 @@ func (s *searchOracle) judge(op TimedOp) (Judgement, string) {
 		return Certain, ""
 	}
 	return Undecided, ""
+}
+
+// takeFree follows a request of cost 0 by user over [lo, hi] ([TimedOp.Free])
+// from every state: it did nothing, at any instant of the interval (the
+// earliest stands for them all), or, where the profile lets such a write
+// move a window ([freeWriter]), it saved the state at one of them.
+func (s *searchOracle) takeFree(su *searchUser, user string, lo, hi int64) {
+	if su.off {
+		return
+	}
+	if s.overBudget(su.states, lo, hi) {
+		su.off = true
+		return
+	}
+	next := map[string]cand{}
+	keep := func(nc cand) {
+		if old, ok := next[nc.key(user)]; !ok || nc.low < old.low {
+			next[nc.key(user)] = nc
+		}
+	}
+	for _, c := range su.states {
+		from := max(c.low, lo)
+		if hi-from > searchMaxWidth {
+			su.off = true
+			return
+		}
+		if from > hi {
+			continue // no instant of the interval comes after the user's previous call
+		}
+		keep(cand{p: c.p, low: from, reading: c.reading})
+		if fw, ok := c.p.(freeWriter); !ok || !fw.freeMoves() {
+			continue
+		}
+		for t := from; t <= hi; t++ {
+			q := c.p.Clone().(freeWriter)
+			q.writeFree(time.UnixMilli(t), user)
+			keep(cand{p: q, low: t, reading: c.reading})
+		}
+	}
+	if len(next) == 0 {
+		su.off = true // the next answer cannot be judged: none is failed
+		return
+	}
+	su.states = su.states[:0]
+	for _, c := range next {
+		su.states = append(su.states, c)
+	}
+	if len(su.states) > searchMaxStates {
+		su.off = true
+	}
 }
 
 func cmpInt(a, b int64) int {

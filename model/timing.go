@@ -116,6 +116,9 @@ func (op TimedOp) validate() error {
 		if err := contract.ValidateCost(op.Cost); err != nil {
 			return fmt.Errorf("model: %s of %q: %w", op.Kind, op.User, err)
 		}
+		if op.Free && (op.Kind != OpAllow || op.Cost != 0) {
+			return fmt.Errorf("model: %s of %q: only an AllowRequest of cost 0 is free", op.Kind, op.User)
+		}
 		return nil
 	case OpBurst, OpAdvance:
 		return fmt.Errorf("model: %s is not an operation an oracle judges", op.Kind)

@@ -136,6 +136,12 @@ func genSchedule(h *engine.Harness, n, maxCost int) []dop {
 		case r < 50:
 			o = dop{kind: model.OpAllow, user: u}
 			o.weighted, o.cost = drawCost(h.Rand(), maxCost)
+			if o.weighted && o.cost == 0 && h.Profile().FreeMayWrite() && !h.Profile().QueryWrites() {
+				// Whether it opens a window is two honest readings
+				// (model.TimedOp.Free), and one model is replayed at
+				// a time: strict/cost-zero grades a cost of 0.
+				o.cost = 1
+			}
 		case r < 62:
 			o = dop{kind: model.OpRemaining, user: u}
 		case r < 66:
@@ -554,6 +560,10 @@ func rtSchedule(h *engine.Harness, lim contract.RateLimiterContract, caps contra
 			return
 		}
 		if name == "AllowRequestN" && op.Cost == 0 {
+			// Not graded, but it may have opened a window (see
+			// model.TimedOp.Free): the oracle follows both readings.
+			op.Free = true
+			_, _, _ = oracle.Judge(op)
 			v.steps = append(v.steps, step+" (cost 0: not graded)")
 			continue
 		}
