@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/rlconform/rlconform/redisenv"
@@ -84,6 +85,9 @@ func (f *execFlags) start(ctx context.Context, stderr io.Writer) (*execed, error
 	procs, err := targets.Exec(ctx, opts)
 	if err != nil {
 		red.Close()
+		if strings.HasPrefix(err.Error(), "exec: ") {
+			return nil, fmt.Errorf("--%w", err) // --exec: instance 2 (…): …
+		}
 		return nil, fmt.Errorf("--exec: %w", err)
 	}
 	fmt.Fprintf(stderr, "rlconform: started %d instance(s) of %q at %v, on %s under %q\n", f.instances, f.command, procs.URLs, redisenv.Redact(red.URL), prefix)

@@ -100,7 +100,7 @@ func TestExecCannotStart(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"exits", []string{"--exec", "echo no such limiter >&2; exit 3"}, []string{"exited (exit status 3) before answering", "    no such limiter"}},
+		{"exits", []string{"--exec", "echo no such limiter >&2; exit 3"}, []string{"--exec: instance 1 (", "exited (exit status 3) before answering", "    no such limiter"}},
 		{"never answers", []string{"--exec", "echo listening nowhere; sleep 60", "--exec-ready", "500ms"},
 			[]string{"no answer to GET /rlc/v1/capabilities within 500ms", "    listening nowhere"}},
 		{"with --target", []string{"--exec", "true", "--target", "http://127.0.0.1:1"}, []string{"does not go with --target"}},

@@ -111,12 +111,14 @@ func ExecLanes(ctx context.Context, opts ExecOptions, lanes int) ([]*Processes, 
 	var ports []int
 	err := fmt.Errorf("exec: %d instances: want at least 1", n)
 	if n >= 1 {
-		ports, err = freeport.LoopbackN((lanes - 1) * n)
+		if ports, err = freeport.LoopbackN((lanes - 1) * n); err != nil {
+			err = fmt.Errorf("exec: free ports for %d lanes of %d instances: %w", lanes-1, n, err)
+		}
 	}
 	var wg sync.WaitGroup
 	for lane := 1; lane < lanes; lane++ {
 		if err != nil {
-			errs[lane] = fmt.Errorf("exec: lane %d: %w", lane, err)
+			errs[lane] = err
 			continue
 		}
 		wg.Go(func() {

@@ -97,6 +97,7 @@ func TestExecLanesSaysWhyALaneDidNotStart(t *testing.T) {
 	procs, errs = ExecLanes(context.Background(), ExecOptions{Command: "exit 3", Instances: 2, Ready: 5 * time.Second}, 2)
 	assert.Nil(t, procs[1])
 	assert.ErrorContains(t, errs[1], "exit status 3")
+	assert.Equal(t, 1, strings.Count(errs[1].Error(), "exec:"), "said once: %v", errs[1])
 	procs, errs = ExecLanes(context.Background(), ExecOptions{Command: "true", Instances: 1}, 0)
 	assert.Len(t, procs, 1)
 	assert.Len(t, errs, 1)
