@@ -60,5 +60,7 @@ func (b *tokenBucket) writeFree(now time.Time, user string) {
 }
 
 // freeMoves implements [freeWriter]: a save restarts a refill interval
-// and an idle expiry.
-func (b *tokenBucket) freeMoves() bool { return true }
+// (refill=interval) and an idle expiry (expire=idle); a bucket that
+// refills continuously and is forgotten once full holds the same tokens
+// whenever it is saved.
+func (b *tokenBucket) freeMoves() bool { return b.interval || b.idle }

@@ -56,7 +56,9 @@ func TestFreeRequestOnAFixedGridMovesNothing(t *testing.T) {
 	assert.False(t, MustVariant("sliding-counter:align=epoch").FreeMayWrite())
 	assert.True(t, MustVariant("fixed-window:align=first-hit,count-denied=true,query=read").FreeMayWrite())
 	assert.True(t, MustVariant("sliding-counter:align=first-grid").FreeMayWrite())
-	assert.True(t, MustVariant("token-bucket").FreeMayWrite())
+	assert.True(t, MustVariant("token-bucket:refill=interval").FreeMayWrite())
+	assert.True(t, MustVariant("token-bucket:expire=idle").FreeMayWrite())
+	assert.False(t, MustVariant("token-bucket:refill=continuous,expire=full").FreeMayWrite())
 	// The sliding log judges around it: nothing to open.
 	j, why := judgeLast(t, "sliding-log", freeHistory(4))
 	assert.Equal(t, Certain, j, why)
