@@ -425,12 +425,22 @@ func slidingCounterAlgorithm() Algorithm {
 		GradesLimitChange: true,
 		Readings:          slidingCounterReadings(),
 		Candidates: func([]string) []string {
-			return crossed([]string{"epoch", "go-zero", "first-grid"}, []string{"false", "true"}, []string{"below", "at-most"})
+			list := crossed([]string{"epoch", "go-zero", "first-grid"}, []string{"false", "true"}, []string{"below", "at-most"})
+			for _, c := range crossed([]string{"first-grid"}, []string{"false", "true"}, []string{"below", "at-most"}) {
+				list = append(list, c+","+RenewParam+"="+RenewAny)
+			}
+			return list
 		},
-		Alike: func(p map[string]string, _ int, _, oneGrid bool) string {
+		Alike: func(p map[string]string, _ int, queries, oneGrid bool) string {
 			p = maps.Clone(p)
 			p["align"] = sameGrid(p["align"], oneGrid)
 			delete(p, ReconfigureParam) // the readings differ only after a change
+			if !queries && p["count-denied"] == "true" {
+				// Every request then counts: what else keeps the grid
+				// under renew=any is a query, or a request of cost 0,
+				// which either may save (TimedOp.Free).
+				delete(p, RenewParam)
+			}
 			return Variant{Name: ProfileSlidingCounter, Params: p}.String()
 		},
 		Suspects:        crossed([]string{"epoch", "first-grid", "go-zero"}, []string{"false", "true"}, []string{"below", "at-most"}),

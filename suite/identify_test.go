@@ -40,7 +40,9 @@ func TestIdentifyNamesEveryProfileModel(t *testing.T) {
 	for _, p := range append(slices.Clone(profileSpecs), "sliding-log", "gcra:burst=9", "token-bucket:capacity=2,expire=full,query=read,refill=interval",
 		"token-bucket:refill=interval", "token-bucket:refill=interval,expire=idle,query=write", "token-bucket:refill=interval,query=write",
 		"fixed-window:align=first-hit,query=write", "fixed-window:align=first-grid,query=write", "fixed-window:align=first-hit,count-denied=true,query=read", "fixed-window:align=epoch", "sliding-counter:admit=at-most",
-		"fixed-window:align=first-second", "fixed-window:align=first-second,count-denied=true", "gcra:cost=debt") {
+		"fixed-window:align=first-second", "fixed-window:align=first-second,count-denied=true", "gcra:cost=debt",
+		// identify/renew tells these from renew=counted (HAProxy's).
+		"sliding-counter:align=first-grid,renew=any", "sliding-counter:align=first-grid,count-denied=true,admit=at-most,renew=any", "sliding-counter:align=first-grid") {
 		t.Run(p, func(t *testing.T) {
 			id, err := suite.Identify(context.Background(), suite.Config{}, targets.ProfileModel(model.MustVariant(p)))
 			require.NoError(t, err)

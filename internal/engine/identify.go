@@ -191,12 +191,49 @@ func costProbe() Spec {
 		}}
 }
 
+// renewProbe tells a grid anchored at a user's first request and kept by
+// any call that finds the user's counts (sliding-counter renew=any, python
+// limits' sliding window counter) from one kept only by counted requests
+// (renew=counted, HAProxy's). User r is allowed once at 0, anchoring the
+// grid, asked what remains at 1.5W, an otherwise idle window, and spends
+// N at 2.5W: the query kept the grid at 0 (window [2W, 3W)), or the grid
+// was forgotten at 2W and anchored again at 2.5W. At 3.3W a request is
+// allowed on the kept grid, in a new window (the previous one's N weigh
+// 0.7N), and refused on the other, whose window [2.5W, 3.5W) is full.
+// Identify runs it only on a target that answers GetRemainingRequests.
+func renewProbe() Spec {
+	return Spec{ID: "identify/renew", Level: result.Core, Needs: []Need{NeedRemaining},
+		Rule: "whether a query in an otherwise idle window keeps a grid anchored at the user's first request",
+		Run: func(h *Harness) {
+			r := h.User("renew")
+			w := h.W()
+			a := 45_678 * time.Millisecond
+			if h.fake == nil {
+				h.Origin()
+				a = 0
+			}
+			h.At(a)
+			h.Allow(r)
+			h.At(a + w*3/2)
+			h.Remaining(r)
+			h.At(a + w*5/2)
+			for range h.N() {
+				h.Allow(r)
+			}
+			h.At(a + w*33/10)
+			h.Allow(r)
+		}}
+}
+
 // probeSpecs are the probes identify runs on t, in order: the burst
 // first (a paced endpoint has its whole budget then), the catalogue's
-// selected, the grid and bucket probes, and with weighted requests the
-// cost probe.
+// selected, the grid and bucket probes, with queries the renew probe,
+// and with weighted requests the cost probe.
 func probeSpecs(selected []Spec, t Target) []Spec {
 	specs := append([]Spec{burstProbe()}, append(selected, gridProbe(), bucketProbe())...)
+	if t.Capabilities.Remaining {
+		specs = append(specs, renewProbe())
+	}
 	if t.Capabilities.Cost {
 		specs = append(specs, costProbe())
 	}
@@ -591,7 +628,7 @@ func judgeFits(id *result.Identification, cands []model.Variant, probes []probe,
 				group = append(group, fitSpecs[j])
 			}
 		}
-		if fits[i].Undecided = undecidedParams(group); len(fits[i].Undecided) > 0 {
+		if fits[i].Undecided = undecidedParams(group, queries); len(fits[i].Undecided) > 0 {
 			fits[i].Description = groupDescription(group, id.Limit, id.Window)
 		}
 		id.Fits = append(id.Fits, fits[i])
@@ -649,8 +686,13 @@ func boolInt(b bool) int {
 // answer decided: those on which a profile of its group (the others,
 // which decide alike) of the same algorithm differs, each with the values
 // the group holds. The reading of a change of configuration is not one
-// (Fit.Readings names those).
-func undecidedParams(group []model.Variant) []result.UndecidedParam {
+// (Fit.Readings names those). Without queries among the probes' calls,
+// alike holds of histories with none (sameDecisions), and Why says so.
+func undecidedParams(group []model.Variant, queries bool) []result.UndecidedParam {
+	histories := "every history with one configuration"
+	if !queries {
+		histories += " and no query of what remains (the probes made none)"
+	}
 	head := group[0]
 	values := map[string][]string{}
 	for _, v := range group[1:] {
@@ -674,8 +716,8 @@ func undecidedParams(group []model.Variant) []result.UndecidedParam {
 		vals := values[k]
 		slices.Sort(vals)
 		out = append(out, result.UndecidedParam{Param: k, Values: vals,
-			Why: fmt.Sprintf("no answer tells %s from %s: %s with any of them decides alike on every history with one configuration",
-				k+"="+strings.Join(vals[:len(vals)-1], ", "+k+"="), k+"="+vals[len(vals)-1], head.Name)})
+			Why: fmt.Sprintf("no answer tells %s from %s: %s with any of them decides alike on %s",
+				k+"="+strings.Join(vals[:len(vals)-1], ", "+k+"="), k+"="+vals[len(vals)-1], head.Name, histories)})
 	}
 	return out
 }

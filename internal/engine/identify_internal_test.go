@@ -39,11 +39,13 @@ func TestUndecidedParams(t *testing.T) {
 		model.MustVariant("fixed-window:align=epoch,count-denied=true,query=read"),
 		model.MustVariant("gcra:burst=limit"), // another algorithm: says nothing of these
 	}
-	got := undecidedParams(group)
+	got := undecidedParams(group, true)
 	require.Len(t, got, 1)
 	assert.Equal(t, "count-denied", got[0].Param)
 	assert.Equal(t, []string{"false", "true"}, got[0].Values)
 	assert.Contains(t, got[0].Why, "no answer tells count-denied=false from count-denied=true")
+	assert.NotContains(t, got[0].Why, "no query")
+	assert.Contains(t, undecidedParams(group, false)[0].Why, "and no query of what remains (the probes made none)")
 	fit := result.Fit{Profile: group[0].String(), Undecided: got}
 	assert.Equal(t, "fixed-window:align=epoch,count-denied=?,query=read", fit.Name())
 
@@ -51,8 +53,8 @@ func TestUndecidedParams(t *testing.T) {
 	assert.Equal(t, "a fixed window of 1m0s aligned to the epoch, not counting denied requests or counting denied requests, limit 20", desc)
 
 	// Alone, or with profiles of other algorithms, nothing is undecided.
-	assert.Empty(t, undecidedParams(group[:1]))
-	assert.Empty(t, undecidedParams([]model.Variant{group[0], group[2]}))
+	assert.Empty(t, undecidedParams(group[:1], true))
+	assert.Empty(t, undecidedParams([]model.Variant{group[0], group[2]}, true))
 	assert.Equal(t, "fixed-window:align=epoch,count-denied=false,query=read", result.Fit{Profile: group[0].String()}.Name())
 
 	// Clauses are split outside parentheses.
