@@ -128,14 +128,18 @@ const (
 	CostDebt  = "debt"
 )
 
-// RenewParam is the sliding counter's parameter that says what keeps a
-// first-grid user's grid: RenewCounted, the default, a counted request
-// (HAProxy's freq_ctr); RenewAny, any call that finds the user's counts,
-// a query included (python limits' sliding window counter).
+// RenewParam is the parameter of the sliding counter and of fixed windows
+// that says what keeps a first-grid user's grid: RenewCounted, the
+// default, a counted request (HAProxy's freq_ctr); RenewAny (the sliding
+// counter), any call that finds the user's counts, a query included
+// (python limits' sliding window counter); RenewKept (fixed windows),
+// nothing needs to: the grid lasts as long as the limiter keeps the user
+// (sethvargo/go-limiter's memory store, swept after 12 hours).
 const (
 	RenewParam   = "renew"
 	RenewCounted = "counted"
 	RenewAny     = "any"
+	RenewKept    = "kept"
 )
 
 // costParam is [CostParam]'s declaration, for the algorithms that take it.

@@ -52,6 +52,7 @@ type fixedWindow struct {
 	phase       int64  // first-second: the ms of the second its clock ticks at
 	countDenied bool
 	writes      bool
+	kept        bool // first-grid, renew=kept: the grid is never forgotten
 	reading     string
 	n           int
 	w           int64
@@ -100,6 +101,9 @@ func (f *fixedWindow) Describe() string {
 		s = fmt.Sprintf("a fixed window of %v opened by the first request at the limiter's whole second", ms(f.w))
 	case "first-grid":
 		s = fmt.Sprintf("fixed windows of %v on a grid anchored at the user's first request", ms(f.w))
+		if f.kept {
+			s += " and kept for good"
+		}
 	case "elastic":
 		s = fmt.Sprintf("a fixed window of %v whose expiry every request renews (it ends %v after the last request, allowed or denied)", ms(f.w), ms(f.w))
 	case "elastic-allowed":
@@ -145,7 +149,7 @@ func (f *fixedWindow) current(t int64, user string) fixedState {
 			return fixedState{start: f.phase + floorDiv(t-f.phase, 1000)*1000, w: f.w}
 		}
 	default: // first-grid
-		if !ok || t >= st.start+2*f.w || t < st.anchor {
+		if !ok || (!f.kept && t >= st.start+2*f.w) || t < st.anchor {
 			return fixedState{anchor: t, start: t, w: f.w}
 		}
 		start := st.anchor + floorDiv(t-st.anchor, f.w)*f.w
@@ -366,6 +370,7 @@ func fixedWindowAlgorithm() Algorithm {
 			{"align", "epoch", []string{"epoch", "go-zero", "first-grid", "first-hit", "first-second", "elastic", "elastic-allowed"}, "epoch: windows [kW, (k+1)W) on the epoch; go-zero: windows [kW, (k+1)W) counted from Go's zero time, 0001-01-01 UTC, as time.Time.Truncate makes them; first-grid: a grid anchored at the user's first request; first-hit: a window opened by the first request after the previous one ended (INCR + EXPIRE); first-second: as first-hit, opened at the request's instant on the limiter's own clock of whole seconds, which ticks at a phase of the second the grader cannot see (Fiber's FixedWindow; the fake clock's phase is 0: the given clock truncated); elastic: as first-hit, but every request, allowed or denied, renews the window's expiry, so that it ends W after the last request (python limits' FixedWindowElasticExpiry: INCRBY then EXPIRE on every hit); elastic-allowed: as elastic, the expiry renewed by allowed requests only"},
 			{"count-denied", "false", []string{"false", "true"}, "false: only allowed requests are counted; true: denied requests are counted too (INCR before the check)"},
 			{"query", "read", []string{"read", "write"}, "read: a query of what remains changes nothing; write: it saves the state as a request does, without counting (a user with none gets a window or grid at the query's instant: Symfony's consume(0))"},
+			{RenewParam, RenewCounted, []string{RenewCounted, RenewKept}, "what keeps a first-grid user's grid (other windows are not on one): counted: a counted request (or, with query=write, a query), so that a whole window with none forgets it; kept: nothing needs to, the grid lasts as long as the limiter keeps the user (sethvargo/go-limiter's memory store: a bucket's start time, swept after 12 hours)"},
 		},
 		New: func(p map[string]string, n int, w time.Duration) Replayable {
 			return newFixedWindow(p, n, w)
@@ -384,6 +389,9 @@ func fixedWindowAlgorithm() Algorithm {
 					if _, grid := alignedGrid(align); !grid && align != "first-second" && !strings.HasPrefix(align, "elastic") {
 						list = append(list, "align="+align+",count-denied="+d+",query=write")
 					}
+					if align == "first-grid" {
+						list = append(list, "align="+align+",count-denied="+d+","+RenewParam+"="+RenewKept)
+					}
 				}
 			}
 			return list
@@ -398,7 +406,11 @@ func fixedWindowAlgorithm() Algorithm {
 			}
 			// A window whose count reached N denies until its end whether
 			// denied requests count or not.
-			return "fixed-window/" + align + "/" + query
+			key := "fixed-window/" + align + "/" + query
+			if align == "first-grid" && p[RenewParam] == RenewKept {
+				key += "/" + RenewKept
+			}
+			return key
 		},
 		Suspects:    crossed([]string{"epoch", "first-hit", "first-grid", "go-zero", "elastic", "elastic-allowed"}, []string{"false", "true"}, nil),
 		Remedy:      "a counter per window lets N requests just before a window edge and N just after through: keep a log of the instants of allowed requests (a ZSET pruned to now-W) instead",
@@ -427,7 +439,7 @@ func fixedWindowPhases(p map[string]string, n int, w time.Duration) []Replayable
 // newFixedWindow is the empty model of parameters p.
 func newFixedWindow(p map[string]string, n int, w time.Duration) *fixedWindow {
 	return &fixedWindow{align: p["align"], countDenied: p["count-denied"] == "true", writes: p["query"] == "write",
-		reading: pinnedReading(p, fixedRelay), n: n, w: w.Milliseconds()}
+		kept: p["align"] == "first-grid" && p[RenewParam] == RenewKept, reading: pinnedReading(p, fixedRelay), n: n, w: w.Milliseconds()}
 }
 
 // fixedWindowEnvelope bounds fixed windows under load: N per window of a

@@ -163,3 +163,30 @@ func TestElasticInRealTime(t *testing.T) {
 	assert.Equal(t, time.Second, d, "W from the denial's own instant")
 	assert.Equal(t, at(1905), by, "renewed as late as 905")
 }
+
+// A grid kept for good (renew=kept, sethvargo/go-limiter's memory store)
+// lies where the first request anchored it however long the user was
+// idle; the default one is forgotten after a whole window with no counted
+// request and anchored again.
+func TestFixedWindowGridKeptForGood(t *testing.T) {
+	for _, c := range []struct {
+		spec  string
+		after bool // the request at 3300 ms
+	}{
+		{"fixed-window:align=first-grid,renew=kept", true},     // window [3000, 4000)
+		{"fixed-window:align=first-grid", false},               // window [2500, 3500), full
+		{"fixed-window:align=first-grid,renew=counted", false}, // the default, named
+	} {
+		p := profile(t, c.spec, 2, time.Second)
+		ok, _ := p.Allow(at(0), "u")
+		require.True(t, ok)
+		for range 2 {
+			ok, _ = p.Allow(at(2500), "u")
+			require.True(t, ok, c.spec)
+		}
+		ok, _ = p.Allow(at(3300), "u")
+		assert.Equal(t, c.after, ok, c.spec)
+	}
+	assert.Equal(t, "fixed-window:align=first-grid,count-denied=false,query=read", MustVariant("fixed-window:align=first-grid").String(), "renew=counted is left out")
+	assert.Contains(t, profile(t, "fixed-window:align=first-grid,renew=kept", 2, time.Second).Describe(), "anchored at the user's first request and kept for good")
+}

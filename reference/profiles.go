@@ -183,7 +183,7 @@ func Implements(spec model.Variant) error {
 	if impl, _ := luaProfileOf(full.Name); full.Params[model.CostParam] == model.CostDebt && !impl.debt {
 		return fmt.Errorf("reference: profile %s: the reference's %s decides a weighted request whole only (cost=whole); cost=debt is implemented for %s", full, full.Name, model.ProfileGCRA)
 	}
-	if full.Params[model.RenewParam] == model.RenewAny {
+	if r := full.Params[model.RenewParam]; r != "" && r != model.RenewCounted {
 		return fmt.Errorf("reference: profile %s: the reference's %s keeps a first-grid user's grid by counted requests only (renew=counted)", full, full.Name)
 	}
 	return nil

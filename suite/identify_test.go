@@ -42,7 +42,10 @@ func TestIdentifyNamesEveryProfileModel(t *testing.T) {
 		"fixed-window:align=first-hit,query=write", "fixed-window:align=first-grid,query=write", "fixed-window:align=first-hit,count-denied=true,query=read", "fixed-window:align=epoch", "sliding-counter:admit=at-most",
 		"fixed-window:align=first-second", "fixed-window:align=first-second,count-denied=true", "gcra:cost=debt",
 		// identify/renew tells these from renew=counted (HAProxy's).
-		"sliding-counter:align=first-grid,renew=any", "sliding-counter:align=first-grid,count-denied=true,admit=at-most,renew=any", "sliding-counter:align=first-grid") {
+		"sliding-counter:align=first-grid,renew=any", "sliding-counter:align=first-grid,count-denied=true,admit=at-most,renew=any", "sliding-counter:align=first-grid",
+		// and a fixed window's grid kept for good (sethvargo's memory store)
+		// from one a whole idle window forgets.
+		"fixed-window:align=first-grid,renew=kept", "fixed-window:align=first-grid,count-denied=true,renew=kept", "fixed-window:align=first-grid") {
 		t.Run(p, func(t *testing.T) {
 			id, err := suite.Identify(context.Background(), suite.Config{}, targets.ProfileModel(model.MustVariant(p)))
 			require.NoError(t, err)

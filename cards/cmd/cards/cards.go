@@ -103,7 +103,7 @@ var cards = []card{
 	{Name: "throttled-memstore", Library: "github.com/throttled/throttled/v2 (GCRA, memory store)", Version: "v2.15.0", Served: "protocol v1 shim, clock control through the store's SetTimeNow",
 		Memory: "throttled-memstore", Profile: "gcra"},
 	{Name: "sethvargo-memory", Library: "github.com/sethvargo/go-limiter (memory store)", Version: "v0.7.1", Served: "protocol v1 shim, one process",
-		Memory: "sethvargo-memory", Profile: "fixed-window:align=first-grid"},
+		Memory: "sethvargo-memory", Profile: "fixed-window:align=first-grid,renew=kept"},
 	{Name: "x-time-rate", Library: "golang.org/x/time/rate", Version: "v0.16.0", Served: "protocol v1 shim, a Limiter per user, clock control through AllowN(t)",
 		Memory: "x-time-rate", Profile: "token-bucket",
 		// The seed whose strict/differential schedule reaches the float
