@@ -260,10 +260,7 @@ func (s *searchOracle) judge(op TimedOp) (Judgement, string) {
 			if got != want {
 				continue
 			}
-			nc := cand{p: q, low: t, reading: c.reading}
-			if old, ok := next[nc.key(op.User)]; !ok || t < old.low {
-				next[nc.key(op.User)] = nc
-			}
+			keepEarliest(next, op.User, cand{p: q, low: t, reading: c.reading})
 		}
 	}
 	if len(next) == 0 {
@@ -273,13 +270,7 @@ func (s *searchOracle) judge(op TimedOp) (Judgement, string) {
 		}
 		return Impossible, s.impossible(op, answers)
 	}
-	su.states = su.states[:0]
-	for _, c := range next {
-		su.states = append(su.states, c)
-	}
-	if len(su.states) > searchMaxStates {
-		su.off = true
-	}
+	su.take(next)
 	if len(answers) == 1 {
 		return Certain, ""
 	}
@@ -299,11 +290,6 @@ func (s *searchOracle) takeFree(su *searchUser, user string, lo, hi int64) {
 		return
 	}
 	next := map[string]cand{}
-	keep := func(nc cand) {
-		if old, ok := next[nc.key(user)]; !ok || nc.low < old.low {
-			next[nc.key(user)] = nc
-		}
-	}
 	for _, c := range su.states {
 		from := max(c.low, lo)
 		if hi-from > searchMaxWidth {
@@ -313,20 +299,34 @@ func (s *searchOracle) takeFree(su *searchUser, user string, lo, hi int64) {
 		if from > hi {
 			continue // no instant of the interval comes after the user's previous call
 		}
-		keep(cand{p: c.p, low: from, reading: c.reading})
+		keepEarliest(next, user, cand{p: c.p, low: from, reading: c.reading})
 		if fw, ok := c.p.(freeWriter); !ok || !fw.freeMoves() {
 			continue
 		}
 		for t := from; t <= hi; t++ {
 			q := c.p.Clone().(freeWriter)
 			q.writeFree(time.UnixMilli(t), user)
-			keep(cand{p: q, low: t, reading: c.reading})
+			keepEarliest(next, user, cand{p: q, low: t, reading: c.reading})
 		}
 	}
 	if len(next) == 0 {
 		su.off = true // the next answer cannot be judged: none is failed
 		return
 	}
+	su.take(next)
+}
+
+// keepEarliest keeps nc in next, by its state's key for user, unless a
+// state of that key is there from an earlier instant.
+func keepEarliest(next map[string]cand, user string, nc cand) {
+	if old, ok := next[nc.key(user)]; !ok || nc.low < old.low {
+		next[nc.key(user)] = nc
+	}
+}
+
+// take makes next the user's states; past searchMaxStates its later
+// answers are undecided.
+func (su *searchUser) take(next map[string]cand) {
 	su.states = su.states[:0]
 	for _, c := range next {
 		su.states = append(su.states, c)

@@ -43,11 +43,7 @@ func gridProbe() Spec {
 		Run: func(h *Harness) {
 			u := h.User("grid")
 			w := h.W()
-			a := 12_345 * time.Millisecond
-			if h.fake == nil {
-				h.Origin()
-				a = 0
-			}
+			a := probeStart(h, 12_345*time.Millisecond)
 			h.At(a)
 			h.Allow(u)
 			h.At(a + w + w/2)
@@ -128,11 +124,7 @@ func bucketProbe() Spec {
 		Run: func(h *Harness) {
 			q, e := h.User("query-writes"), h.User("kept")
 			w, n := h.W(), h.N()
-			a := 23_456 * time.Millisecond
-			if h.fake == nil {
-				h.Origin()
-				a = 0
-			}
+			a := probeStart(h, 23_456*time.Millisecond)
 			queries := h.target.Capabilities.Remaining
 			h.At(a)
 			if queries {
@@ -175,11 +167,7 @@ func costProbe() Spec {
 		Rule: "whether a request of cost 2 is refused where one token is left, or allowed into debt",
 		Run: func(h *Harness) {
 			u := h.User("debt")
-			a := 34_567 * time.Millisecond
-			if h.fake == nil {
-				h.Origin()
-				a = 0
-			}
+			a := probeStart(h, 34_567*time.Millisecond)
 			h.At(a)
 			for range 4*h.N() + 5 {
 				h.Allow(u)
@@ -207,11 +195,7 @@ func renewProbe() Spec {
 		Run: func(h *Harness) {
 			r := h.User("renew")
 			w := h.W()
-			a := 45_678 * time.Millisecond
-			if h.fake == nil {
-				h.Origin()
-				a = 0
-			}
+			a := probeStart(h, 45_678*time.Millisecond)
 			h.At(a)
 			h.Allow(r)
 			h.At(a + w*3/2)
@@ -223,6 +207,17 @@ func renewProbe() Spec {
 			h.At(a + w*33/10)
 			h.Allow(r)
 		}}
+}
+
+// probeStart is where a probe's users start: at onClock on the fake clock
+// (an instant off every edge of the grids it tells apart), or at 0 from an
+// origin taken now in real time.
+func probeStart(h *Harness, onClock time.Duration) time.Duration {
+	if h.fake == nil {
+		h.Origin()
+		return 0
+	}
+	return onClock
 }
 
 // probeSpecs are the probes identify runs on t, in order: the burst
