@@ -67,6 +67,8 @@ func All() []Limiter {
 			New: func(s Store) (contract.RateLimiterContract, error) { return NewPositiveCostLog(s) }, KeyOf: plainKey},
 		{Name: "sliding-counter", Profile: SlidingCounterProfile, Once: "identify said NONE FITS, and the weighted counter's profile failed it: it admitted only while the estimate was below N, not while the estimate including this request is at most N",
 			New: func(s Store) (contract.RateLimiterContract, error) { return NewSlidingCounter(s) }},
+		{Name: "pacer", Profile: PacerProfile, Once: "robust/invalid-config failed a pacer (one request every W/N, a burst of 1) that takes a window above the range: its check assumed a fresh user gets N requests at once",
+			New: func(s Store) (contract.RateLimiterContract, error) { return NewPacer(s) }, KeyOf: plainKey},
 	}
 }
 

@@ -449,3 +449,17 @@ func TestTTLWindowPassesTheCostSpecsInRealTime(t *testing.T) {
 		passes(t, rep)
 	}
 }
+
+// TestPacerPassesInRealTime grades the pacer (gcra:burst=1, a fresh user
+// gets one request, not N) with the whole catalogue without clock
+// control, on the machine's clock: no spec fails it. With clock control
+// TestEachPassesItsProfile grades it. robust/invalid-config once failed
+// it, assuming that a fresh user gets N at once.
+func TestPacerPassesInRealTime(t *testing.T) {
+	testtier.SkipShort(t, "grades in real time")
+	l := byName(t, "pacer")
+	rep, err := suite.Check(context.Background(), suite.Config{Redis: store, Profile: l.Profile, ReportDir: t.TempDir()}, target(l, false))
+	require.NoError(t, err)
+	passes(t, rep)
+	t.Log("\n" + report.String(rep))
+}

@@ -73,6 +73,13 @@ type Algorithm struct {
 	// Grid is the fixed grid of windows a variant's decisions follow, if
 	// any: its windows then lie at the same instants for every user.
 	Grid func(params map[string]string) (Grid, bool)
+	// Anchored says that a fresh user's decisions under a variant depend
+	// only on how far its instants lie from its first request: no grid
+	// fixed to the clock, no phase of a clock that ticks by itself. The
+	// real-time oracle may then decide a fresh user's burst by its count
+	// (a burst within one window of its first request, under every
+	// anchor). Nil means no variant is.
+	Anchored func(params map[string]string) bool
 	// QueryWrites says that a variant's query of what remains saves the
 	// user's state as a request does: it is a decision, though it counts
 	// nothing.

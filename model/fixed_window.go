@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -412,9 +413,12 @@ func fixedWindowAlgorithm() Algorithm {
 			}
 			return key
 		},
-		Suspects:    crossed([]string{"epoch", "first-hit", "first-grid", "go-zero", "elastic", "elastic-allowed"}, []string{"false", "true"}, nil),
-		Remedy:      "a counter per window lets N requests just before a window edge and N just after through: keep a log of the instants of allowed requests (a ZSET pruned to now-W) instead",
-		Grid:        func(p map[string]string) (Grid, bool) { return alignedGrid(p["align"]) },
+		Suspects: crossed([]string{"epoch", "first-hit", "first-grid", "go-zero", "elastic", "elastic-allowed"}, []string{"false", "true"}, nil),
+		Remedy:   "a counter per window lets N requests just before a window edge and N just after through: keep a log of the instants of allowed requests (a ZSET pruned to now-W) instead",
+		Grid:     func(p map[string]string) (Grid, bool) { return alignedGrid(p["align"]) },
+		Anchored: func(p map[string]string) bool {
+			return slices.Contains([]string{"first-hit", "first-grid", "elastic", "elastic-allowed"}, p["align"])
+		},
 		QueryWrites: func(p map[string]string) bool { return p["query"] == "write" },
 		Envelope:    fixedWindowEnvelope,
 		Unseen:      fixedWindowPhases,

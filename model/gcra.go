@@ -325,6 +325,7 @@ func gcraAlgorithm() Algorithm {
 			return "bucket/" + sizeKey(p["burst"], n) + costKey(p)
 		},
 		Suspects:        []string{""},
+		Anchored:        func(map[string]string) bool { return true },
 		Remedy:          "a rate with a burst lets requests through as soon as the bucket refills, one every W/N, not when an entry leaves the window: keep a log of the instants of allowed requests instead",
 		RemainingVaries: true,
 		Envelope: func(p map[string]string, n int64, w time.Duration) Envelope {

@@ -229,6 +229,16 @@ func (v Variant) Grid() (Grid, bool) {
 	return Grid{}, false
 }
 
+// Anchored reports whether a fresh user's decisions under v depend only
+// on how far its instants lie from its first request ([Algorithm.Anchored]).
+func (v Variant) Anchored() bool {
+	if v.IsSlidingLog() {
+		return true
+	}
+	alg := v.Algorithm()
+	return alg != nil && alg.Anchored != nil && alg.Anchored(v.Params)
+}
+
 // QueryWrites reports whether the variant's query of what remains saves
 // the user's state as a request does ([Algorithm.QueryWrites]).
 func (v Variant) QueryWrites() bool {

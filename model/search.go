@@ -36,6 +36,17 @@ type searchOracle struct {
 	realTime bool
 	// budget, when set, bounds the steps of every search (see [Bound]).
 	budget *Budget
+	// cause is why the latest undecided judgement was so.
+	cause Cause
+}
+
+// lastCause is why the latest undecided judgement was so ([UndecidedCause]).
+func (s *searchOracle) lastCause() Cause { return s.cause }
+
+// undecided records why an answer is undecided.
+func (s *searchOracle) undecided(c Cause) Judgement {
+	s.cause = c
+	return Undecided
 }
 
 // The bounds of a search: past them, a user's answers are undecided.
@@ -64,6 +75,7 @@ func (s *searchOracle) overBudget(states []cand, lo, hi int64) bool {
 type searchUser struct {
 	states []cand
 	off    bool
+	why    Cause // why the user is off
 	// transition is when, in ms, the user's history from before the
 	// latest change of configuration stops mattering under every reading
 	// (see [Readings]): until then an answer no state gives is undecided.
@@ -149,7 +161,7 @@ func (s *searchOracle) configure(op TimedOp) {
 			continue
 		}
 		if hi-lo > searchMaxWidth || len(su.states)*int(hi-lo+1) > searchBudget || !s.budget.take(int64(len(su.states))*(hi-lo+1)) {
-			su.off = true
+			su.giveUp(CauseSearch)
 			continue
 		}
 		next := map[string]cand{}
@@ -171,7 +183,7 @@ func (s *searchOracle) configure(op TimedOp) {
 			}
 		}
 		if len(su.states) > searchMaxStates {
-			su.off = true
+			su.giveUp(CauseSearch)
 		}
 	}
 }
@@ -214,18 +226,18 @@ func (s *searchOracle) judge(op TimedOp) (Judgement, string) {
 	}
 	if op.Free {
 		s.takeFree(su, op.User, lo, hi)
-		return Undecided, "" // its answer is not judged
+		return s.undecided(CauseNotJudged), "" // its answer is not judged
 	}
 	if op.Kind == OpRemaining && op.Remaining > s.most {
 		su.off = true // no state of any reading leaves more than a fresh user has
 		return Impossible, fmt.Sprintf("no reading of the profile leaves more than a fresh user gets, %d", s.most)
 	}
 	if su.off {
-		return Undecided, ""
+		return s.undecided(su.why), ""
 	}
 	if s.overBudget(su.states, lo, hi) {
-		su.off = true
-		return Undecided, ""
+		su.giveUp(CauseSearch)
+		return s.undecided(CauseSearch), ""
 	}
 	next := map[string]cand{}
 	answers := map[string]bool{}
@@ -239,8 +251,8 @@ func (s *searchOracle) judge(op TimedOp) (Judgement, string) {
 	for _, c := range su.states {
 		from := max(c.low, lo)
 		if hi-from > searchMaxWidth {
-			su.off = true
-			return Undecided, ""
+			su.giveUp(CauseSearch)
+			return s.undecided(CauseSearch), ""
 		}
 		for t := from; t <= hi; t++ {
 			q := c.p.Clone().(Replayable)
@@ -248,8 +260,8 @@ func (s *searchOracle) judge(op TimedOp) (Judgement, string) {
 			if op.Kind == OpAllow {
 				ok, err := AllowN(q, time.UnixMilli(t), op.User, op.cost())
 				if err != nil { // a profile that takes no cost: not judged
-					su.off = true
-					return Undecided, ""
+					su.giveUp(CauseNotJudged)
+					return s.undecided(CauseNotJudged), ""
 				}
 				got = strconv.FormatBool(ok)
 			} else {
@@ -264,9 +276,9 @@ func (s *searchOracle) judge(op TimedOp) (Judgement, string) {
 		}
 	}
 	if len(next) == 0 {
-		su.off = true
+		su.giveUp(CauseReading)
 		if lo < su.transition && (op.Kind != OpRemaining || op.Remaining <= s.most) {
-			return Undecided, "" // a reading of the change that is not modelled may give it
+			return s.undecided(CauseReading), "" // a reading of the change that is not modelled may give it
 		}
 		return Impossible, s.impossible(op, answers)
 	}
@@ -274,7 +286,7 @@ func (s *searchOracle) judge(op TimedOp) (Judgement, string) {
 	if len(answers) == 1 {
 		return Certain, ""
 	}
-	return Undecided, ""
+	return s.undecided(CauseTiming), ""
 }
 
 // takeFree follows a request of cost 0 by user over [lo, hi] ([TimedOp.Free])
@@ -286,14 +298,14 @@ func (s *searchOracle) takeFree(su *searchUser, user string, lo, hi int64) {
 		return
 	}
 	if s.overBudget(su.states, lo, hi) {
-		su.off = true
+		su.giveUp(CauseSearch)
 		return
 	}
 	next := map[string]cand{}
 	for _, c := range su.states {
 		from := max(c.low, lo)
 		if hi-from > searchMaxWidth {
-			su.off = true
+			su.giveUp(CauseSearch)
 			return
 		}
 		if from > hi {
@@ -310,7 +322,7 @@ func (s *searchOracle) takeFree(su *searchUser, user string, lo, hi int64) {
 		}
 	}
 	if len(next) == 0 {
-		su.off = true // the next answer cannot be judged: none is failed
+		su.giveUp(CauseNotJudged) // the next answer cannot be judged: none is failed
 		return
 	}
 	su.take(next)
@@ -332,9 +344,12 @@ func (su *searchUser) take(next map[string]cand) {
 		su.states = append(su.states, c)
 	}
 	if len(su.states) > searchMaxStates {
-		su.off = true
+		su.giveUp(CauseSearch)
 	}
 }
+
+// giveUp leaves the user's later answers undecided, for cause c.
+func (su *searchUser) giveUp(c Cause) { su.off, su.why = true, c }
 
 func cmpInt(a, b int64) int {
 	switch {
@@ -404,7 +419,7 @@ func joinComma(s []string) string {
 func (s *searchOracle) JudgeBurst(user string, lo, hi time.Time, sent, allowed int) (Judgement, string) {
 	su := s.user(user)
 	if su.off {
-		return Undecided, "any number"
+		return s.undecided(su.why), "any number"
 	}
 	l, h := s.millis(lo, hi)
 	budget := searchBudget
@@ -413,8 +428,7 @@ func (s *searchOracle) JudgeBurst(user string, lo, hi time.Time, sent, allowed i
 	for _, c := range su.states {
 		ends, ok := s.burstFrom(cand{p: c.p, low: c.low, reading: c.reading}, user, l, h, sent, &budget)
 		if !ok {
-			su.off = true
-			return Undecided, "any number"
+			return s.burstByCount(su, user, l, h, sent, allowed)
 		}
 		for _, e := range ends {
 			least, most = min(least, e.n), max(most, e.n)
@@ -434,19 +448,75 @@ func (s *searchOracle) JudgeBurst(user string, lo, hi time.Time, sent, allowed i
 	}
 	switch {
 	case len(su.states) == 0:
-		su.off = true
+		su.giveUp(CauseReading)
 		if l < su.transition {
-			return Undecided, want // a reading of the change that is not modelled may give it
+			return s.undecided(CauseReading), want // a reading of the change that is not modelled may give it
 		}
 		return Impossible, want
 	case len(su.states) > searchMaxStates:
 		// Decided, but too many states to follow the user further.
-		su.off = true
+		su.giveUp(CauseSearch)
 	}
 	if least == most {
 		return Certain, want
 	}
-	return Undecided, want
+	return s.undecided(CauseTiming), want
+}
+
+// burstByCount judges a burst that the search over every instant could
+// not follow, where the user is fresh at the burst and the profile has no
+// grid fixed to the clock ([Algorithm.Anchored]): its decisions then
+// depend only on the instants' distances from the first request, so every
+// admissible schedule is one whose first request is at l, shifted, and the
+// search pins it there. A burst that lies within one window of its first
+// request under every anchor is so decided by its count. The states it
+// ends in stand shifted, so the user is followed no further (its later
+// answers are undecided, for the search's bounds).
+func (s *searchOracle) burstByCount(su *searchUser, user string, l, h int64, sent, allowed int) (Judgement, string) {
+	su.giveUp(CauseSearch)
+	if !s.spec.Anchored() || !s.freshAt(su, l, user) {
+		return s.undecided(CauseSearch), "any number"
+	}
+	budget := searchBudget
+	least, most := sent, 0
+	for _, c := range su.states {
+		from := max(c.low, l)
+		first := c.p.Clone().(Replayable)
+		n := 0
+		if ok, _ := first.Allow(time.UnixMilli(from), user); ok {
+			n = 1
+		}
+		if sent == 1 {
+			least, most = min(least, n), max(most, n)
+			continue
+		}
+		ends, ok := s.burstFrom(cand{p: first, low: from, n: n, reading: c.reading}, user, from, h, sent-1, &budget)
+		if !ok {
+			return s.undecided(CauseSearch), "any number"
+		}
+		for _, e := range ends {
+			least, most = min(least, e.n), max(most, e.n)
+		}
+	}
+	want := spanWord(least, most)
+	switch {
+	case allowed < least || allowed > most:
+		return Impossible, want
+	case least == most:
+		return Certain, want
+	}
+	return s.undecided(CauseTiming), want
+}
+
+// freshAt reports whether every state user may be in at l answers as a
+// fresh user would: none holds anything that still matters.
+func (s *searchOracle) freshAt(su *searchUser, l int64, user string) bool {
+	for _, c := range su.states {
+		if c.p.Lifetime(time.UnixMilli(max(l, c.low)), user) > 0 {
+			return false
+		}
+	}
+	return len(su.states) > 0
 }
 
 // burstFrom follows a burst of sent requests of user from one state,

@@ -447,6 +447,7 @@ func slidingCounterAlgorithm() Algorithm {
 		Remedy:          "a weighted estimate of the previous window lets more than N through when its requests came late in it: keep a log of the instants of allowed requests instead",
 		RemainingVaries: true,
 		Grid:            func(p map[string]string) (Grid, bool) { return alignedGrid(p["align"]) },
+		Anchored:        func(p map[string]string) bool { return p["align"] == "first-grid" },
 		Envelope:        slidingCounterEnvelope,
 		QueryWrites:     func(p map[string]string) bool { return p[RenewParam] == RenewAny },
 	}

@@ -364,6 +364,7 @@ func tokenBucketAlgorithm() Algorithm {
 			return list
 		},
 		Alike:       tokenBucketAlike,
+		Anchored:    func(map[string]string) bool { return true },
 		QueryWrites: func(p map[string]string) bool { return p["query"] == "write" },
 		Envelope: func(p map[string]string, n int64, w time.Duration) Envelope {
 			c := sizeParam(p["capacity"], n)

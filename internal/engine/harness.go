@@ -43,6 +43,11 @@ type Harness struct {
 	// decided and undecided count its judgements.
 	oracle             model.Oracle
 	decided, undecided int
+	// undecidedBy counts the undecided judgements by their cause, and
+	// widest is the widest span of calls among them (a burst's, a
+	// call's round trip), for what the spec says when it decided nothing.
+	undecidedBy map[model.Cause]int
+	widest      time.Duration
 	// trace is every checked operation on the fake clock, with its answer,
 	// for naming the algorithm a failing history shows.
 	trace []TraceOp
@@ -559,7 +564,7 @@ func (h *Harness) checkedCost(i int, name, user string, cost int, want func(Mode
 	case model.Wrong:
 		h.FailStep(i, now, op, got, w, strings.ReplaceAll(before+differ, user, h.Short(user)), nil)
 	case model.Unjudged:
-		h.undecided++
+		h.countUndecided(model.CauseReading, 0)
 	default:
 		h.decided++
 	}
@@ -637,7 +642,7 @@ func (h *Harness) judgeRealTime(i int, name, user string, cost int, sent, return
 		}
 		h.FailStep(i, sent, op, got, want, fmt.Sprintf("the call took from %s to %s: %s", FmtOffset(sent.Sub(h.start)), FmtOffset(returned.Sub(h.start)), why), nil)
 	case model.Undecided:
-		h.undecided++
+		h.countUndecided(model.UndecidedCause(h.oracle), returned.Sub(sent))
 	default:
 		h.decided++
 	}
@@ -832,7 +837,7 @@ func (h *Harness) CheckBurst(users []string, perUser, goroutines int, instances 
 				FmtOffset(now.Sub(h.start)), len(o.Errors), perUser, h.Short(u), o.Errors[0])
 		}
 		if !judged {
-			h.undecided++
+			h.countUndecided(model.CauseReading, 0)
 			continue
 		}
 		h.decided++
@@ -985,7 +990,7 @@ func (h *Harness) checkBurstRealTime(users []string, perUser, goroutines int, in
 		h.trace = append(h.trace, TraceOp{At: began, until: ended, Kind: model.OpBurst, User: u, N: perUser, allowed: o.Allowed, inst: ui, instances: len(instances)})
 		switch j, want := h.oracle.JudgeBurst(u, began, ended, perUser, o.Allowed); j {
 		case model.Undecided:
-			h.undecided++
+			h.countUndecided(model.UndecidedCause(h.oracle), ended.Sub(began))
 		case model.Impossible:
 			h.divergef("%d goroutines on %d instance(s) sent %d AllowRequest(%s) within %v (window %v): %d allowed, want %s "+
 				"(what %s allows at any instants of the burst); more means two requests passed the same check (a race, or instances not sharing one limit), "+
@@ -1060,4 +1065,15 @@ func kindOf(name string) model.OpKind {
 		return model.OpRemaining
 	}
 	return model.OpAllow
+}
+
+// countUndecided counts an undecided judgement, for cause, of calls that
+// spanned span.
+func (h *Harness) countUndecided(cause model.Cause, span time.Duration) {
+	h.undecided++
+	if h.undecidedBy == nil {
+		h.undecidedBy = map[model.Cause]int{}
+	}
+	h.undecidedBy[cause]++
+	h.widest = max(h.widest, span)
 }

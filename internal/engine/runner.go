@@ -651,8 +651,7 @@ func (h *Harness) execute() (res result.Result) {
 			h.decided, h.undecided, h.spec.MinDecided))})
 	}
 	if h.fake == nil && h.decided == 0 && h.undecided > 0 {
-		panic(Inconclusive{h.Report(fmt.Sprintf("in real time every one of the %d judged answers was undecided: the round trips (margin %v) were too slow for the window %v to tell; raise the real-time window",
-			h.undecided, h.margin, h.W()))})
+		panic(Inconclusive{h.Report(fmt.Sprintf("in real time every one of the %d judged answers was undecided: %s", h.undecided, h.undecidedWhy(h.W())))})
 	}
 	return res
 }
@@ -891,4 +890,34 @@ func (r *runner) sweepKeys() []string {
 // out of time blames it: a tenth of the spec's time, at least a second.
 func hangBound(specTimeout time.Duration) time.Duration {
 	return max(time.Second, specTimeout/10)
+}
+
+// undecidedWhy names what left the spec's answers undecided under the
+// window w, the cause most of them had, measured, and what would decide
+// them.
+func (h *Harness) undecidedWhy(w time.Duration) string {
+	cause, most := model.CauseTiming, 0
+	for _, c := range []model.Cause{model.CauseTiming, model.CauseSearch, model.CauseReading, model.CauseNotJudged} {
+		if n := h.undecidedBy[c]; n > most {
+			cause, most = c, n
+		}
+	}
+	of := ""
+	if most < h.undecided {
+		of = fmt.Sprintf(" (%d of them)", most)
+	}
+	widest := ""
+	if h.widest > 0 {
+		widest = fmt.Sprintf(", the widest call or burst of calls judged took %v", h.widest.Round(time.Millisecond))
+	}
+	switch cause {
+	case model.CauseSearch:
+		return fmt.Sprintf("the search over every admissible instant outgrew its bounds%s (%s: thousands of states one user may be in, or a burst's calls spread over too many instants%s); a longer window would not decide them: calls of one user nearer together would (a target nearer the grader, fewer specs side by side with --parallel 1), and clock control (X-Rlc-Now-Ms) decides every answer",
+			of, h.ProfileName(), widest)
+	case model.CauseReading:
+		return fmt.Sprintf("a change of configuration that %s reads several ways came while the users' history still mattered%s; pin the reading the limiter has with reconfigure=NAME in --profile (rlconform list --profile)", h.ProfileName(), of)
+	case model.CauseNotJudged:
+		return fmt.Sprintf("no rule of %s decides these answers%s (requests of cost 0, or a cost it does not take)", h.ProfileName(), of)
+	}
+	return fmt.Sprintf("the round trips (margin %v%s) were too slow for the window %v to tell%s; raise the real-time window (--realtime-window)", h.margin, widest, w, of)
 }

@@ -69,8 +69,8 @@ func (o *outage) judge(a outageAnswer, state string) {
 		switch {
 		case a.err == nil && o.policy == contract.StoreFailureError:
 			o.wrong(a, state, "a count read while the store is out is a guess: under the policy error (the default), every call that needs the store returns an error wrapping contract.ErrStore")
-		case a.err == nil && (a.n < 0 || a.n > h.N()):
-			o.wrong(a, state, fmt.Sprintf("a count outside 0 to N (%d)", h.N()))
+		case a.err == nil && (a.n < 0 || a.n > max(h.N(), burst(h))):
+			o.wrong(a, state, fmt.Sprintf("a count outside 0 to %d (N, or what a fresh user may send at once under %s, if more)", max(h.N(), burst(h)), h.ProfileName()))
 		case a.err != nil:
 			o.wantStoreError(a, state)
 		}
@@ -154,8 +154,8 @@ func (o *outage) awaitRecovery(state string, fault grade.StoreFault) {
 
 // healthy asks the limiter, for a fresh user, what tells a limiter that
 // found its store from one in an outage under its policy: an answer with
-// no error (error); an allowed request (deny); the N+1th request denied
-// (allow). said is the last answer, for the failure.
+// no error (error); an allowed request (deny); a request beyond what a
+// fresh user may send at once denied (allow). said is the last answer, for the failure.
 func (o *outage) healthy(user string) (ok bool, said string) {
 	h := o.h
 	allow := func() (bool, error) {
@@ -165,7 +165,11 @@ func (o *outage) healthy(user string) (ok bool, said string) {
 	}
 	switch o.policy {
 	case contract.StoreFailureAllow:
-		for range h.N() + 1 {
+		// One more than the profile lets a fresh user send at once (N for
+		// a window, B for a bucket or a GCRA): a limiter counting again
+		// denies it.
+		k := burst(h) + 1
+		for range k {
 			ok, err := allow()
 			if err != nil {
 				return false, "error: " + err.Error()
@@ -174,7 +178,7 @@ func (o *outage) healthy(user string) (ok bool, said string) {
 				return true, ""
 			}
 		}
-		return false, fmt.Sprintf("a fresh user's %d requests were all allowed", h.N()+1)
+		return false, fmt.Sprintf("a fresh user's %d requests were all allowed", k)
 	case contract.StoreFailureDeny:
 		ok, err := allow()
 		return ok && err == nil, errWord(err, engine.AllowedWord(ok)) + " for a fresh user"

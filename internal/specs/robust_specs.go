@@ -9,6 +9,7 @@ import (
 
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/internal/engine"
+	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/result"
 )
 
@@ -204,28 +205,66 @@ func rawAllow(h *engine.Harness, user, taken string) bool {
 	return ok
 }
 
+// atBound is the profile graded at the edge of the range every limiter
+// honours, limit n and window w (contract.MaxLimit or contract.MaxWindow):
+// what a configuration taken above the range must allow at least, or deny
+// at least. A spec asks it, never "a fresh user gets N at once", which a
+// pacer (gcra:burst=1) answers with one.
+func atBound(h *engine.Harness, n int, w time.Duration) model.Replayable {
+	m, err := h.Profile().New(n, w)
+	if err != nil {
+		h.Fault("the profile %s cannot be built at limit %d and window %v: %v", h.Profile(), n, w, err)
+	}
+	return m
+}
+
+// freshBurst sends k requests of a fresh user outside the model and fails
+// any that bound, graded at one instant t0, allows and the limiter denies:
+// the configuration taken is then in force below the range. It returns
+// how many the limiter and bound allowed. Requests sent in real time are
+// later than t0, which lets no profile allow fewer.
+func freshBurst(h *engine.Harness, bound model.Replayable, t0 time.Time, user string, k int, taken, what string) (got, want int) {
+	for i := range k {
+		ok := rawAllow(h, user, taken)
+		wanted, err := bound.Allow(t0, user)
+		if err != nil {
+			h.Fault("the model %s: %v", bound.Describe(), err)
+		}
+		if wanted && !ok {
+			h.Failf("%s, but request %d of a fresh user was denied, where %s allows %d at once: %s", taken, i+1, bound.Describe(), i+1, what)
+		}
+		got, want = got+boolInt(ok), want+boolInt(wanted)
+	}
+	return got, want
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // limitInForce checks that a limit n taken above contract.MaxLimit is in
-// force as a limit of at least MaxLimit: the first N+1 requests of a fresh
-// user are allowed, and after those k requests what remains lies in
-// [MaxLimit-k, n]. Nothing above the range is held to exact arithmetic:
-// a limiter may enforce MaxLimit or any limit up to n, and may lose a
-// count of one to rounding there (Lua and JavaScript count in doubles,
-// whose step above 2^53 is 2, so 2^53-k may read as 2^53:
-// go-redis/redis_rate answers 2^53 after 6 requests). At least MaxLimit-k
-// is what a limit of MaxLimit leaves, exact in a double (every integer
-// up to 2^53 is one, and rounding is monotone, so no count from a limit
-// of at least 2^53 reads lower); at most n is the limit it was given.
-// Less is a limit enforced below the range (a cap, a 32-bit counter);
-// more, a quota nobody configured.
+// force as a limit of at least MaxLimit: of N+1 requests of a fresh user,
+// each that the profile at a limit of MaxLimit allows is allowed, and
+// after them what remains lies between what that model leaves (less the
+// requests the limiter allowed beyond it) and n. Nothing above the range
+// is held to exact arithmetic: a limiter may enforce MaxLimit or any
+// limit up to n, and may lose a count of one to rounding there (Lua and
+// JavaScript count in doubles, whose step above 2^53 is 2, so 2^53-k may
+// read as 2^53: go-redis/redis_rate answers 2^53 after 6 requests). What
+// a limit of MaxLimit leaves is exact in a double (every integer up to
+// 2^53 is one, and rounding is monotone, so no count from a limit of at
+// least 2^53 reads lower); at most n is the limit it was given. Less is a
+// limit enforced below the range (a cap, a 32-bit counter); more, a quota
+// nobody configured.
 func limitInForce(h *engine.Harness, n int, w time.Duration) {
 	taken := fmt.Sprintf("Configure(%d, %v) was taken (a limiter may take or refuse a limit above %d)", n, w, contract.MaxLimit)
 	v := h.User("big-limit")
+	bound, t0 := atBound(h, contract.MaxLimit, w), h.Now()
 	k := h.N() + 1
-	for i := range k {
-		if !rawAllow(h, v, taken) {
-			h.Failf("%s, but request %d of a fresh user was denied: the limit taken is not in force", taken, i+1)
-		}
-	}
+	got, want := freshBurst(h, bound, t0, v, k, taken, "the limit taken is not in force")
 	if !h.Target().Capabilities.Remaining {
 		return
 	}
@@ -238,36 +277,45 @@ func limitInForce(h *engine.Harness, n int, w time.Duration) {
 	if err != nil {
 		h.Failf("%s; then GetRemainingRequests returned an error: %v", taken, err)
 	}
-	switch lo := contract.MaxLimit - k; {
+	atLeast, err := bound.Remaining(t0, v)
+	if err != nil {
+		h.Fault("the model %s: %v", bound.Describe(), err)
+	}
+	switch lo := max(0, atLeast-max(0, got-want)); {
 	case left < lo:
-		h.Failf("%s, but after %d requests of a fresh user GetRemainingRequests = %d, less than the %d a limit of %d (contract.MaxLimit) leaves: the limit in force is below the range every limiter honours (a cap, or a counter too narrow)", taken, k, left, lo, contract.MaxLimit)
+		h.Failf("%s, but after %d requests of a fresh user (%d allowed) GetRemainingRequests = %d, less than the %d that %s leaves: the limit in force is below the range every limiter honours (a cap, or a counter too narrow)", taken, k, got, left, lo, bound.Describe())
 	case left > n:
 		h.Failf("%s, but after %d requests of a fresh user GetRemainingRequests = %d, more than the limit taken", taken, k, left)
 	}
 }
 
 // windowInForce checks that a window w taken above contract.MaxWindow
-// applies: N requests of a fresh user still count a whole old window
-// after the last of them. A window of at least MaxWindow is what the
-// contract asks; that they still count a window W later is what a spec
-// sees of it (nothing waits out a century), and what a window enforced
-// as a few milliseconds, or keys whose TTL overflowed and expired at
-// once, fail.
+// applies as a window of at least MaxWindow: of N requests of a fresh
+// user, each that the profile at a window of MaxWindow allows is allowed,
+// and a whole old window W later one more is denied where that model
+// still denies it (every built-in profile does: nothing of a window of a
+// century has gone a minute on). That they still count a window W later
+// is what a spec sees of it (nothing waits out a century), and what a
+// window enforced as a few milliseconds, or keys whose TTL overflowed and
+// expired at once, fail.
 func windowInForce(h *engine.Harness, n int, w time.Duration) {
 	taken := fmt.Sprintf("Configure(%d, %v) was taken (a limiter may take or refuse a window above %v)", n, w, contract.MaxWindow)
 	x := h.User(fmt.Sprintf("big-window-%dms", w.Milliseconds()))
-	for i := range h.N() {
-		if !rawAllow(h, x, taken) {
-			h.Failf("%s, but request %d of a fresh user was denied", taken, i+1)
-		}
-	}
+	bound, t0 := atBound(h, n, contract.MaxWindow), h.Now()
+	freshBurst(h, bound, t0, x, n, taken, "the window taken is not in force")
 	if !h.RealTime() {
 		h.Advance(h.W())
 	} else {
 		h.WaitUntil(time.Now().Add(h.W() + h.Edge()))
 	}
-	if rawAllow(h, x, taken) {
-		h.Failf("%s, but %v after N requests of a fresh user one more was allowed: they left as the old window %v says, so the window taken is not in force", taken, h.W(), h.W())
+	// The model's requests were all at t0, the earliest any was sent: if
+	// they still count now, the limiter's do.
+	stillCounted, err := bound.Clone().Allow(h.Now(), x)
+	if err != nil {
+		h.Fault("the model %s: %v", bound.Describe(), err)
+	}
+	if rawAllow(h, x, taken) && !stillCounted {
+		h.Failf("%s, but %v after a fresh user's requests one more was allowed, where %s denies it: they left as the old window %v says, so the window taken is not in force", taken, h.W(), bound.Describe(), h.W())
 	}
 }
 
