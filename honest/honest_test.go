@@ -141,6 +141,7 @@ func TestEachPassesOnceFailedSpecsEveryTime(t *testing.T) {
 		{"zcard-log", "strict/clock-step-back", testtier.Runs(20, testtier.Quick(5, 2)), true},
 		{"exact-log", "robust/invalid-config", testtier.Runs(20, testtier.Quick(5, 2)), true},
 		{"exact-log", "robust/invalid-config", 1, false},
+		{"pacer", "robust/invalid-config", testtier.Runs(20, testtier.Quick(5, 2)), true},
 		{"fixed-window", "robust/key-hygiene", testtier.Runs(50, testtier.Quick(10, 3)), true},
 		{"fixed-window", "robust/key-hygiene", testtier.Runs(3, 1), false},
 	} {

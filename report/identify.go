@@ -20,8 +20,8 @@ func Identification(w io.Writer, id *result.Identification) error {
 	case 0:
 		b.WriteString("NONE FITS: no profile explains every answer (each is ruled out below)\n")
 	case 1:
-		if id.Configure != nil {
-			b.WriteString("IDENTIFIED: one profile explains every answer in steady state; Configure does otherwise (below)\n")
+		if id.Configure != nil || id.Fits[0].RemainingDiffers != "" {
+			b.WriteString("IDENTIFIED: " + apart(id) + "\n")
 		} else if len(id.Fits[0].SameDecisions) > 0 {
 			b.WriteString("IDENTIFIED: one group of profiles that decide alike explains every answer\n")
 		} else {
@@ -39,7 +39,7 @@ func Identification(w io.Writer, id *result.Identification) error {
 			fmt.Fprintf(&b, "            decides as %s on every history with one configuration: no answer tells them apart\n", strings.Join(f.SameDecisions, ", "))
 		}
 		if f.RemainingDiffers != "" {
-			fmt.Fprintf(&b, "            but GetRemainingRequests differs: %s\n", f.RemainingDiffers)
+			fmt.Fprintf(&b, "            GetRemainingRequests answers otherwise: %s\n", f.RemainingDiffers)
 		}
 		switch {
 		case len(f.Readings) == 1:
@@ -204,4 +204,17 @@ type GradedJSON struct {
 	Limit    int    `json:"limit"`
 	WindowMs int64  `json:"window_ms"`
 	Message  string `json:"message,omitempty"`
+}
+
+// apart is the headline of one fit that explains every decision, where
+// Configure or GetRemainingRequests answer otherwise: read apart, as
+// rlconform run --profile fails them (core/reconfigure, core/remaining).
+func apart(id *result.Identification) string {
+	if id.Fits[0].RemainingDiffers == "" {
+		return "one profile explains every answer in steady state; Configure does otherwise (below)"
+	}
+	if id.Configure == nil {
+		return "one profile explains every allow and deny answer; GetRemainingRequests answers otherwise (below)"
+	}
+	return "one profile explains every allow and deny answer in steady state; GetRemainingRequests and Configure answer otherwise (below)"
 }
