@@ -309,12 +309,12 @@ func windowInForce(h *engine.Harness, n int, w time.Duration) {
 		h.WaitUntil(time.Now().Add(h.W() + h.Edge()))
 	}
 	// The model's requests were all at t0, the earliest any was sent: if
-	// they still count now, the limiter's do.
-	stillCounted, err := bound.Clone().Allow(h.Now(), x)
+	// they still count now (the model denies one more), the limiter's do.
+	modelAllows, err := bound.Clone().Allow(h.Now(), x)
 	if err != nil {
 		h.Fault("the model %s: %v", bound.Describe(), err)
 	}
-	if rawAllow(h, x, taken) && !stillCounted {
+	if rawAllow(h, x, taken) && !modelAllows {
 		h.Failf("%s, but %v after a fresh user's requests one more was allowed, where %s denies it: they left as the old window %v says, so the window taken is not in force", taken, h.W(), bound.Describe(), h.W())
 	}
 }
