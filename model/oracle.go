@@ -88,14 +88,19 @@ func (o *intervalOracle) JudgeBurst(user string, lo, hi time.Time, sent, allowed
 	}
 	cMin, cMax := o.Count(user, lo, hi)
 	least, most := min(sent, max(0, o.max-cMax)), min(sent, max(0, o.max-cMin))
-	want := spanWord(least, most)
+	return judgeSpan(least, most, allowed), spanWord(least, most)
+}
+
+// judgeSpan judges a burst's count allowed where least to most could be:
+// impossible outside, certain when one number, else undecided.
+func judgeSpan(least, most, allowed int) Judgement {
 	switch {
 	case allowed < least || allowed > most:
-		return Impossible, want
+		return Impossible
 	case least == most:
-		return Certain, want
+		return Certain
 	}
-	return Undecided, want
+	return Undecided
 }
 
 // spanWord says "exactly n" or "n to m".

@@ -498,14 +498,11 @@ func (s *searchOracle) burstByCount(su *searchUser, user string, l, h int64, sen
 			least, most = min(least, e.n), max(most, e.n)
 		}
 	}
-	want := spanWord(least, most)
-	switch {
-	case allowed < least || allowed > most:
-		return Impossible, want
-	case least == most:
-		return Certain, want
+	j := judgeSpan(least, most, allowed)
+	if j == Undecided {
+		s.cause = CauseTiming
 	}
-	return s.undecided(CauseTiming), want
+	return j, spanWord(least, most)
 }
 
 // freshAt reports whether every state user may be in at l answers as a
