@@ -296,7 +296,7 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any, ok 
 		now = c.clock.Now()
 	}
 	req.Header.Set(HeaderNow, strconv.FormatInt(now.UnixMilli(), 10))
-	resp, err := c.http.Do(req)
+	resp, err := sendOnce(c.http, req)
 	if err != nil {
 		err = redact.Error(err) // net/http quotes the URL, query and all
 		if ctx.Err() == context.DeadlineExceeded {

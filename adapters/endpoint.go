@@ -288,7 +288,7 @@ func (e *Endpoint) Do(ctx context.Context, user string) (*Response, error) {
 		req.Header.Set("Content-Type", e.body.contentType())
 	}
 	sent := time.Now()
-	resp, err := e.http.Do(req)
+	resp, err := sendOnce(e.http, req)
 	if err != nil {
 		err = redact.Error(err) // net/http quotes the URL, query and all
 		if ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {

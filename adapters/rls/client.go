@@ -104,7 +104,12 @@ func Dial(addr string, opts Options) (*Client, error) {
 	if opts.TLS != nil {
 		creds = credentials.NewTLS(opts.TLS)
 	}
-	conn, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(creds),
+	// No retry that a service config could ask for: a call sent twice
+	// is a request the limiter counts twice and the grader once. gRPC's
+	// transparent retries stay: they send again only a call that never
+	// left this client or that the server refused unprocessed (REFUSED_STREAM,
+	// or a GOAWAY that the stream came after), which no limiter counted.
+	conn, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(creds), grpc.WithDisableRetry(),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxAnswer)), grpc.WithMaxHeaderListSize(maxHeaderList))
 	if err != nil {
 		return nil, fmt.Errorf("rls %s: %w", addr, err)
