@@ -134,6 +134,31 @@ func TestIdentifyReportsConfigureApart(t *testing.T) {
 	assert.Nil(t, id.Configure)
 }
 
+// TestIdentifyReportsConfigureApartInRealTime: without clock control
+// too, the exact log whose keys name the limit is the sliding log with
+// Configure apart. In real time a fixed window on the limiter's second
+// (align=first-second) explains its decisions as well if the answers
+// after a change of configuration go unjudged; identify named that, and
+// ruled the sliding log out by the change (python limits 2.8's moving
+// window, issue 61), where one profile judged on every answer fits.
+func TestIdentifyReportsConfigureApartInRealTime(t *testing.T) {
+	testtier.SkipShort(t, "identifies a mutant in real time")
+	id, err := suite.Identify(context.Background(), suite.Config{Redis: store}, clockless(byName(t, "config-in-key")))
+	require.NoError(t, err)
+	var b strings.Builder
+	require.NoError(t, report.Identification(&b, id))
+	t.Log("\n" + b.String())
+	require.NotEmpty(t, id.Fits)
+	var fits []string
+	for _, f := range id.Fits {
+		assert.False(t, f.ChangeUnjudged, "%s fits with the answers after a change unjudged, where a profile judged on every answer fits", f.Profile)
+		fits = append(append(fits, f.Profile), f.SameDecisions...)
+	}
+	assert.Contains(t, fits, "sliding-log")
+	require.NotNil(t, id.Configure, "what Configure does is reported apart")
+	assert.Contains(t, id.Configure.Does, "forgets every user's history")
+}
+
 // TestIdentifyNamesEveryMutant: identify names the algorithm of every
 // mutant, with its parameters, or the classic mistake it makes, or says
 // nothing fits; without clock control too, for those whose fault shows in

@@ -365,7 +365,7 @@ func identifyOnce(ctx context.Context, cat Catalogue, cfg Config, target Target,
 	}
 	b := model.NewBudget(identifySteps)
 	judgeFits(id, cands, probes, false, b)
-	if len(id.Fits) == 0 && changesConfig(probes) {
+	if changesConfig(probes) && !slices.ContainsFunc(id.Fits, func(f result.Fit) bool { return !f.ChangeUnjudged }) {
 		configureApart(id, cands, probes, b)
 	}
 	if len(id.Fits) == 0 {
@@ -405,12 +405,17 @@ func changesConfig(probes []probe) bool {
 	})
 }
 
-// configureApart, when no profile explains every answer, replays the
-// probes again with a Configure that forgets every user's history (as a
-// limiter whose keys include the limit or the window does: a new
-// configuration starts on keys of its own). When a profile fits then, it
-// is the algorithm in steady state, and Configure is reported apart, with
-// the answer the profile's own Configure would not give.
+// configureApart, when no profile explains every answer (none fits, or
+// those that fit left the answers after a change of configuration
+// unjudged: none of their readings gives them), replays the probes again
+// with a Configure that forgets every user's history (as a limiter whose
+// keys include the limit or the window does: a new configuration starts on
+// keys of its own). When a profile fits then, every answer judged, it is
+// the algorithm in steady state, and Configure is reported apart, with the
+// answer the profile's own Configure would not give. (Python limits 2.8's
+// moving window, whose keys hold the limit, was a fixed window on the
+// limiter's second whose answers after a change went unjudged, where every
+// one of its decisions is a sliding log's.)
 func configureApart(id *result.Identification, cands []model.Variant, probes []probe, b *model.Budget) {
 	fresh := &result.Identification{Limit: id.Limit, Window: id.Window}
 	judgeFits(fresh, cands, probes, true, b)
