@@ -43,6 +43,7 @@ type Client struct {
 	timeout time.Duration
 	clock   fakeclock.Clock
 	skew    *skew // shared by the copies WithClock makes
+	failed  *StoreFailures
 }
 
 // skew estimates the target's clock against ours from the now_ms of its
@@ -87,6 +88,9 @@ type ClientOptions struct {
 	// Token, when not empty, is sent on every request as
 	// "Authorization: Bearer <Token>" (rlconform serve --token-file).
 	Token string
+	// StoreFailures, when not nil, records the allow answers the target
+	// says are its store-failure policy's ("store_failure").
+	StoreFailures *StoreFailures
 }
 
 // NewClient returns a client for the protocol server at baseURL. The
@@ -96,7 +100,7 @@ type ClientOptions struct {
 // and neither those nor the token anywhere (a server that echoes them in
 // an error body included).
 func NewClient(baseURL string, opts ClientOptions) *Client {
-	c := &Client{raw: baseURL, token: opts.Token, http: opts.HTTPClient, timeout: opts.Timeout, clock: opts.Clock, skew: &skew{}}
+	c := &Client{raw: baseURL, token: opts.Token, http: opts.HTTPClient, timeout: opts.Timeout, clock: opts.Clock, skew: &skew{}, failed: opts.StoreFailures}
 	c.secrets = redact.NewSecrets(redact.MinScrubbed)
 	c.secrets.AddURL(baseURL)
 	c.secrets.Add(opts.Token)
@@ -216,6 +220,12 @@ func (c *Client) allow(ctx context.Context, in any) (bool, error) {
 	}
 	if body.Allowed == nil {
 		return false, &Error{Op: "POST " + PathAllow, Status: 200, Err: errors.New(`answer lacks "allowed"`)}
+	}
+	if p := body.StoreFailure; p != nil {
+		if err := policyAnswer(*p, *body.Allowed); err != nil {
+			return false, &Error{Op: "POST " + PathAllow, Status: 200, Err: fmt.Errorf("malformed answer: %w", err)}
+		}
+		c.failed.add(*p, sent, time.Now())
 	}
 	return *body.Allowed, nil
 }

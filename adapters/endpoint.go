@@ -160,6 +160,9 @@ type EndpointOptions struct {
 	// Fields says where the answers' rate-limit fields are read: the
 	// headers (the zero value) or the JSON body ([FieldSource]).
 	Fields FieldSource
+	// StoreFailures, when not nil, records the answers the service says
+	// are its store-failure policy's ([contract.HeaderStoreFailure]).
+	StoreFailures *StoreFailures
 }
 
 // Endpoint grades a deployed HTTP service as a black box: AllowRequest
@@ -230,6 +233,10 @@ type Response struct {
 	// Sent and Returned bound the instant the service decided.
 	Sent, Returned time.Time
 	Fields         Fields
+	// StoreFailure is the policy ("allow" or "deny") the service said
+	// answered instead of its limiter ([contract.HeaderStoreFailure]): its store
+	// failed. Empty for a decision of the limiter.
+	StoreFailure string
 }
 
 // Do sends one request as user and returns the service's answer; a status
@@ -314,6 +321,13 @@ func (e *Endpoint) Do(ctx context.Context, user string) (*Response, error) {
 	default:
 		return r, fmt.Errorf("the service answered %d %s (neither 2xx nor the refusal %d): %s",
 			resp.StatusCode, http.StatusText(resp.StatusCode), e.opts.LimitedStatus, e.secrets.Text(strings.TrimSpace(string(firstBytes(text, 200)))))
+	}
+	if p := resp.Header.Get(contract.HeaderStoreFailure); p != "" {
+		if err := policyAnswer(p, r.Allowed); err != nil {
+			return nil, fmt.Errorf("%s %s: the answer's %s: %w", e.opts.Method, redact.URL(e.url), contract.HeaderStoreFailure, err)
+		}
+		r.StoreFailure = p
+		e.opts.StoreFailures.add(p, sent, returned)
 	}
 	if r.Fields, err = e.answerFields(resp.Header, text, tooLong, readErr, returned); err != nil {
 		return nil, err

@@ -50,8 +50,9 @@ type (
 	// remainingBody's too), is the instant the target decided at on its
 	// own clock (unix ms): it tells the grader the target's clock phase.
 	allowBody struct {
-		Allowed *bool  `json:"allowed"`
-		NowMs   *int64 `json:"now_ms,omitempty"`
+		Allowed      *bool   `json:"allowed"`
+		NowMs        *int64  `json:"now_ms,omitempty"`
+		StoreFailure *string `json:"store_failure,omitempty"` // "allow" or "deny": the policy's answer, its store failed
 	}
 	remainingBody struct {
 		Remaining *int   `json:"remaining"`

@@ -1,8 +1,13 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -10,8 +15,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/internal/faultproxy"
 	"github.com/rlconform/rlconform/internal/testtier"
+	"github.com/rlconform/rlconform/redisenv"
 )
 
 // throughProxy returns addr (http://HOST:PORT, or HOST:PORT) reached
@@ -108,4 +115,124 @@ func verdictLine(out string) string {
 		}
 	}
 	return "(no verdict line)"
+}
+
+// hidingStoreFailure serves base through a proxy that drops the
+// X-Rlc-Store-Failure header from every answer: a service that does not
+// say which answers are its store-failure policy's.
+func hidingStoreFailure(t *testing.T, base string) string {
+	t.Helper()
+	u, err := url.Parse(base)
+	require.NoError(t, err)
+	p := httputil.NewSingleHostReverseProxy(u)
+	p.ModifyResponse = func(r *http.Response) error {
+		r.Header.Del(contract.HeaderStoreFailure)
+		return nil
+	}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// A correct service whose store stops for a second in the middle of the
+// run, answering by its declared store-failure policy meanwhile (serve
+// --endpoint-mode --store-failure P, graded with --store-failure P), is
+// never failed: the specs that ran then are inconclusive, naming the
+// store, whether the service says which answers are its policy's (the
+// middleware's X-Rlc-Store-Failure header) or the run watches its store
+// (--store-url). The grader, blind to the store, judged those answers
+// as the algorithm's: exit 1, http/retry-after and strict/linearizable
+// failed (issue 62).
+func TestStoreFailingUnderTheServiceIsNeverAVerdict(t *testing.T) {
+	testtier.SkipShort(t, "stops a Redis of its own under a served middleware, graded in real time")
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		t.Skip("no redis-cli on PATH (the example fault script pings with it)")
+	}
+	for _, tc := range []struct {
+		policy        string
+		told, watched bool // the header is sent; --store-url is given
+	}{{"deny", true, false}, {"allow", true, false}, {"deny", false, true}, {"deny", false, false}} {
+		name := tc.policy + " said by the service"
+		switch {
+		case tc.watched:
+			name = tc.policy + " seen in --store-url"
+		case !tc.told:
+			name = tc.policy + " in the answers alone"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			redisURL, fault := ownRedis(t)
+			prefix := fmt.Sprintf("rlc-storefail:%d:", time.Now().UnixNano())
+			base, stop := serveProcessOn(t, redisURL, "serve", "--endpoint-mode", "--addr", "127.0.0.1:0", "--limit", "5", "--window", "1s",
+				"--store-failure", tc.policy, "--store-timeout", "300ms", "--prefix", prefix)
+			defer stop()
+			args := []string{"--store-failure", tc.policy, "--id", "strict/linearizable,http/retry-after,http/ratelimit-fields,core/"}
+			if !tc.told {
+				base = hidingStoreFailure(t, base)
+			}
+			if tc.watched {
+				args = append(args, "--store-url", redisURL, "--store-prefix", prefix)
+			}
+			// The store stops 1.5 s into the run, for a second; with
+			// nothing to tell, for good: only a store that stays down
+			// leaves a pattern in the answers.
+			outage := time.AfterFunc(1500*time.Millisecond, func() {
+				if out, err := exec.Command("sh", "-c", fault+" stop").CombinedOutput(); err != nil {
+					t.Errorf("stopping the store: %v\n%s", err, out)
+				}
+				if !tc.told && !tc.watched {
+					return
+				}
+				time.Sleep(time.Second)
+				if out, err := exec.Command("sh", "-c", fault+" resume").CombinedOutput(); err != nil {
+					t.Errorf("resuming the store: %v\n%s", err, out)
+				}
+			})
+			defer outage.Stop()
+			code, out, errOut := endpointRun(t, []string{base + "/"}, args...)
+			t.Logf("exit %d: %s", code, verdictLine(out))
+			require.NotEqual(t, ExitNotConformant, code, "a correct service failed while its store was out:\n%s\n%s", out, errOut)
+			require.Equal(t, ExitCannotRun, code, "%s\n%s", out, errOut)
+			if tc.told || tc.watched {
+				assert.Contains(t, out, "the target's store failed while the spec ran")
+			} else {
+				assert.Contains(t, out, "the answers look like a store that failed")
+			}
+		})
+	}
+}
+
+// A correct service on Redis behind Sentinel (serve --endpoint-mode,
+// REDIS_URL a Sentinel URL), whose primary is failed over in the middle
+// of the run (SENTINEL FAILOVER), is never failed: the run, watching the
+// master through the Sentinel (--store-url the same URL), sees another
+// server answer, and the specs that ran then are inconclusive; the
+// service's client follows the failover, and the specs after it pass.
+func TestFailoverUnderTheServiceIsNeverAVerdict(t *testing.T) {
+	testtier.SkipShort(t, "starts a Sentinel group under a served middleware and fails it over mid-run")
+	t.Parallel()
+	g, err := redisenv.StartSentinelGroup(t.Context(), "redis-server", "rlc-cli")
+	require.NoError(t, err)
+	t.Cleanup(func() { g.Close() })
+	prefix := fmt.Sprintf("rlc-failover:%d:", time.Now().UnixNano())
+	base, stop := serveProcessOn(t, g.URL(), "serve", "--endpoint-mode", "--addr", "127.0.0.1:0", "--limit", "5", "--window", "1s",
+		"--store-failure", "deny", "--store-timeout", "300ms", "--prefix", prefix)
+	defer stop()
+	failover := time.AfterFunc(1500*time.Millisecond, func() {
+		if err := g.Failover(context.Background()); err != nil {
+			t.Errorf("failing over: %v", err)
+		}
+	})
+	defer failover.Stop()
+	code, out, errOut := endpointRun(t, []string{base + "/"}, "--store-failure", "deny", "--store-url", g.URL(), "--store-prefix", prefix,
+		"--id", "strict/linearizable,http/retry-after,http/ratelimit-fields,core/")
+	t.Logf("exit %d: %s", code, verdictLine(out))
+	require.NotEqual(t, ExitNotConformant, code, "a correct service failed through a failover:\n%s\n%s", out, errOut)
+	require.Contains(t, []int{ExitConformant, ExitCannotRun}, code, "%s\n%s", out, errOut)
+	if code == ExitCannotRun {
+		assert.Contains(t, out, "the target's store failed while the spec ran")
+	}
+	master, err := g.MasterAddr(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, g.Replica.Addr(), master, "the failover happened during the run")
 }

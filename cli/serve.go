@@ -119,8 +119,12 @@ func serve(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) int
 		fmt.Fprintln(stdout, "rlconform: every request must carry Authorization: Bearer and the token (rlconform run --target URL --target-token-file FILE)")
 	}
 	if store != nil {
-		fmt.Fprintf(stdout, "rlconform: its keys are in redis://%s under %q (%s): --store-url redis://%s --store-prefix %s\n",
-			store.Addr, *prefix, store.Source, store.Addr, *prefix)
+		at := "redis://" + store.Addr
+		if redisenv.IsSentinelURL(store.URL) {
+			at = redisenv.Redact(store.URL) // the master, through its Sentinels
+		}
+		fmt.Fprintf(stdout, "rlconform: its keys are in %s under %q (%s): --store-url %s --store-prefix %s\n",
+			at, *prefix, store.Source, at, *prefix)
 	}
 	<-ctx.Done()
 	srv.Close()
@@ -282,6 +286,15 @@ func bound(store *redisenv.Redis, timeout time.Duration) {
 // within timeout (dial, read and write), dialling once and never retrying:
 // the demo API answers as its store-failure policy says within it.
 func boundedClient(url string, timeout time.Duration) (*redis.Client, error) {
+	if redisenv.IsSentinelURL(url) {
+		opts, err := redisenv.ParseSentinelURL(url)
+		if err != nil {
+			return nil, fmt.Errorf("the Sentinel URL: %w", err)
+		}
+		opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = timeout, timeout, timeout
+		opts.MaxRetries, opts.ContextTimeoutEnabled = -1, true
+		return redis.NewFailoverClient(opts), nil
+	}
 	if strings.Contains(url, ",") {
 		return nil, errors.New("a cluster: one client per node")
 	}

@@ -269,6 +269,14 @@ const (
 	StoreFailureDeny StoreFailure = "deny"
 )
 
+// HeaderStoreFailure is the HTTP header with which a service says that an
+// answer is its store-failure policy's, "allow" or "deny", not its
+// limiter's decision: its store failed. Protocol v1 says the same with the
+// "store_failure" field of an allow answer. rlconform judges no spec on
+// such answers but robust/store-outage, which grades the policy: a spec
+// that met one is inconclusive. Send it only on answers of the policy.
+const HeaderStoreFailure = "X-Rlc-Store-Failure"
+
 // ParseStoreFailure reads a policy: "error", "allow" or "deny" ("" is
 // error, the default). Anything else is an error.
 func ParseStoreFailure(s string) (StoreFailure, error) {

@@ -152,6 +152,13 @@ type Target struct {
 	// with Request receives identities the grader generates, so the specs
 	// of opaque user ids do not grade it.
 	Request func(ctx context.Context, instance int, user string) (HTTPAnswer, error)
+	// StoreFailing, when not nil, says whether the target said, between
+	// from and to, that an answer was its store-failure policy's (its
+	// store failed: protocol v1's "store_failure" in an allow answer, an
+	// endpoint's X-Rlc-Store-Failure header), and how: "" when it did not.
+	// A spec that ran then is inconclusive, never a verdict
+	// (result.KindStoreFailed).
+	StoreFailing func(from, to time.Time) string
 	// MaxRPS, for an endpoint, is the most requests the grader may send it
 	// in any one second (0: no bound); the http/ specs fit their phases in
 	// it.

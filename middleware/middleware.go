@@ -135,9 +135,11 @@ func New(decide Decider, opts Options) func(http.Handler) http.Handler {
 				switch opts.StoreFailure {
 				case contract.StoreFailureAllow:
 					logger.Printf("middleware: %s %s: the rate limiter could not decide, the request goes through (fail open): %v", r.Method, r.URL.Path, err)
+					w.Header().Set(contract.HeaderStoreFailure, string(contract.StoreFailureAllow))
 					next.ServeHTTP(w, r)
 				case contract.StoreFailureDeny:
 					logger.Printf("middleware: %s %s: the rate limiter could not decide, the request is refused (fail closed): %v", r.Method, r.URL.Path, err)
+					w.Header().Set(contract.HeaderStoreFailure, string(contract.StoreFailureDeny))
 					http.Error(w, "rate limiter unavailable: request refused", http.StatusTooManyRequests)
 				default:
 					opts.OnError(w, r, err)

@@ -161,15 +161,24 @@ func Start(ctx context.Context) (*Redis, error) {
 // shows (docs/cli.md, "Secrets").
 func Redact(url string) string { return redact.URLList(url) }
 
-// FromURL connects to the Redis at url, or to a cluster when url is a
-// comma-separated list of host:port (or redis:// URLs), and checks that it
-// answers PING.
+// FromURL connects to the Redis at url, to a cluster when url is a
+// comma-separated list of host:port (or redis:// URLs), or to the master
+// that Sentinel names when url is a Sentinel URL ([ParseSentinelURL]: the
+// client follows a failover), and checks that it answers PING.
 func FromURL(ctx context.Context, url string) (*Redis, error) {
 	var (
 		client redis.UniversalClient
 		addr   string
 	)
-	if parts := strings.Split(url, ","); len(parts) > 1 {
+	if IsSentinelURL(url) {
+		opts, err := ParseSentinelURL(url)
+		if err != nil {
+			return nil, fmt.Errorf("redisenv: Sentinel URL %q: %v", Redact(url), redactErr(err, url))
+		}
+		opts.ContextTimeoutEnabled = true
+		client = redis.NewFailoverClient(opts)
+		addr = fmt.Sprintf("master %q of the Sentinels at %s", opts.MasterName, strings.Join(opts.SentinelAddrs, ","))
+	} else if parts := strings.Split(url, ","); len(parts) > 1 {
 		addrs := make([]string, 0, len(parts))
 		for _, p := range parts {
 			p = strings.TrimSpace(p)

@@ -94,6 +94,12 @@ const (
 	// while the target answered quickly: inconclusive, never a failure,
 	// and not the target's slowness.
 	KindOutOfTime Kind = "out-of-time"
+	// KindStoreFailed: the target's store failed while the spec ran (the
+	// run's watch of the store saw it stop, start afresh or fail over, or
+	// the target said an answer was its store-failure policy's): its
+	// answers then were not its algorithm's. Inconclusive, never a
+	// failure and never a pass.
+	KindStoreFailed Kind = "store-failed"
 )
 
 // Mode is how time passed for a spec.

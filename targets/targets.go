@@ -169,11 +169,12 @@ func RemoteWith(ctx context.Context, urls []string, opts RemoteOptions) (suite.T
 	}
 	perLane := len(urls) / lanes
 	clients := make([]*adapters.Client, len(urls))
+	failed := &adapters.StoreFailures{}
 	for i, u := range urls {
 		if p, err := url.ParseRequestURI(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") {
 			return suite.Target{}, fmt.Errorf("target %q is not an http(s) URL", redact.URL(u))
 		}
-		clients[i] = adapters.NewClient(u, adapters.ClientOptions{Timeout: opts.Timeout, Token: opts.Token})
+		clients[i] = adapters.NewClient(u, adapters.ClientOptions{Timeout: opts.Timeout, Token: opts.Token, StoreFailures: failed})
 	}
 	caps, err := clients[0].Capabilities(ctx)
 	if err != nil {
@@ -215,6 +216,7 @@ func RemoteWith(ctx context.Context, urls []string, opts RemoteOptions) (suite.T
 		Capabilities: caps,
 		Alive:        alive,
 		Lanes:        lanes,
+		StoreFailing: failed.Between,
 		New: func(_ context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
 			c := clients[env.Lane%lanes*perLane+env.Instance%perLane]
 			if caps.Clock {
@@ -284,6 +286,8 @@ func Endpoint(ctx context.Context, urls []string, opts EndpointOptions) (t suite
 	if rps > 0 {
 		opts.EndpointOptions.Pace = adapters.NewPacer(rps)
 	}
+	failed := &adapters.StoreFailures{}
+	opts.EndpointOptions.StoreFailures = failed
 	clients := make([]*adapters.Endpoint, len(urls))
 	shown := make([]string, len(urls))
 	for i, u := range urls {
@@ -301,6 +305,7 @@ func Endpoint(ctx context.Context, urls []string, opts EndpointOptions) (t suite
 		Capabilities: caps,
 		SharedLimit:  opts.Identity.Kind == "none",
 		MaxRPS:       max(0, rps),
+		StoreFailing: failed.Between,
 		// With one shared limit the probe spends it too: the next spec
 		// waits it out (suite.Target.SharedLimit).
 		Alive: func(ctx context.Context) error {

@@ -189,7 +189,7 @@ func (r *runner) runInto(ctx context.Context, target Target, s *Spec, rep *resul
 	res := r.runSpec(ctx, target, s)
 	if stuck := r.stuckSpec(); stuck != "" {
 		rep.Aborted = stuck
-	} else if why := r.afterSpec(ctx, target, &res); why != "" {
+	} else if why := r.judgeAround(ctx, target, s, &res); why != "" {
 		rep.Aborted = why
 	}
 	rep.Results = append(rep.Results, res)

@@ -176,7 +176,7 @@ func (r *runner) runOne(ctx context.Context, t Target, s *Spec) (result.Result, 
 	if stuck := r.stuckSpec(); stuck != "" {
 		return res, stuck
 	}
-	if why := r.afterSpec(ctx, t, &res); why != "" {
+	if why := r.judgeAround(ctx, t, s, &res); why != "" {
 		return res, why
 	}
 	if ctx.Err() != nil {

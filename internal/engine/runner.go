@@ -73,6 +73,10 @@ type runner struct {
 	// diags is what each spec's answers say of the algorithms the limiter
 	// may be, by spec id (reconcile weighs them all).
 	diags map[string]*diagnosed
+	// watch follows the run's store while specs run, from the first spec
+	// on (nil without a store); watching starts it once.
+	watch    *storeWatch
+	watching sync.Once
 }
 
 // refusal is a valid configuration a target refused, with its error.
@@ -129,6 +133,10 @@ func newRunner(ctx context.Context, cfg Config, cat Catalogue, targets ...Target
 }
 
 func (r *runner) close() error {
+	r.watching.Do(func() {}) // no watch starts after this
+	if r.watch != nil {
+		r.watch.stop()
+	}
 	if r.ownRedis {
 		return r.redis.Close()
 	}
@@ -264,6 +272,7 @@ func (r *runner) runSpec(ctx context.Context, t Target, s *Spec) (res result.Res
 	r.count++
 	index := r.count
 	r.mu.Unlock()
+	r.watchStore()
 	began := time.Now()
 	res = result.Result{ID: s.ID, Level: s.Level, Rule: s.ruleFor(r.profile), ExpectedFailure: slices.Contains(r.cfg.ExpectFail, s.ID)}
 	defer func() {
@@ -482,6 +491,108 @@ func (r *runner) storeFault(ctx context.Context) string {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// storeWatchEvery is how often the run's store is sampled while specs run.
+const storeWatchEvery = 250 * time.Millisecond
+
+// watchStore starts the watch of the run's store, once, when it has one.
+func (r *runner) watchStore() {
+	r.watching.Do(func() {
+		if r.redis != nil && r.redis.Client != nil {
+			r.watch = watchStore(r.redis.Client, r.redis.Addr, storeWatchEvery)
+		}
+	})
+}
+
+// storeEvidence says how the target's store failed between from and to,
+// as the watch of the run's store saw it or the target said it (answers
+// of its store-failure policy); "" when nothing says it did.
+func (r *runner) storeEvidence(t Target, from, to time.Time) string {
+	if r.watch != nil {
+		if why := r.watch.during(from, to); why != "" {
+			return why
+		}
+	}
+	if t.StoreFailing != nil {
+		return t.StoreFailing(from, to)
+	}
+	return ""
+}
+
+// storeFailed turns a spec that passed or failed while the target's store
+// failed (storeEvidence) into an inconclusive one: its answers were its
+// store-failure policy's, or came from a store that lost what it held,
+// not its algorithm's. A spec that puts faults on the store itself
+// (robust/store-outage) grades exactly that, and is left as it is.
+func (r *runner) storeFailed(ctx context.Context, t Target, s *Spec, res *result.Result) {
+	if (res.Status != result.Passed && res.Status != result.Failed) || slices.Contains(s.Needs, NeedOwnRedis) {
+		return
+	}
+	to := time.Now()
+	why := r.storeEvidence(t, to.Add(-res.Duration), to)
+	if why != "" {
+		why = fmt.Sprintf("the target's store failed while the spec ran (%s): its answers then were its store-failure policy's, or came from a store that lost what it held, not its algorithm's; not a verdict", why)
+	} else if why = policyPattern(res, t.Capabilities.OnStoreFailure()); why != "" {
+		why = "the answers look like a store that failed: " + why
+	} else if why = r.refusesFresh(ctx, t, res); why != "" {
+		why = "the answers look like a store that failed: " + why
+	} else {
+		return
+	}
+	was := "passed"
+	if res.Status == result.Failed {
+		was = "failed: " + firstLine(res.Message)
+	}
+	res.Status, res.Message = result.Inconclusive, why+"\n  (it would have "+was+")"
+	res.Failure = &result.Failure{Kind: result.KindStoreFailed, Summary: why}
+}
+
+// judgeAround judges what happened around spec s, which just ended with
+// res: what failed around the limiter (afterSpec: the grader's store, a
+// target gone dead; it returns the reason to abort the run, "" to go on),
+// else whether the target's store failed while it ran (storeFailed).
+func (r *runner) judgeAround(ctx context.Context, t Target, s *Spec, res *result.Result) string {
+	if r.watch != nil && slices.Contains(s.Needs, NeedOwnRedis) {
+		to := time.Now()
+		r.watch.own(to.Add(-res.Duration), to)
+	}
+	if why := r.afterSpec(ctx, t, res); why != "" {
+		return why
+	}
+	r.storeFailed(ctx, t, s, res)
+	return ""
+}
+
+// refusesFresh asks a target whose declared store-failure policy is deny,
+// after a spec failed that nothing else explains, whether it refuses a
+// fresh user's very first request now: no limiter that can decide does
+// (every profile admits a first request), and one failing closed does. It
+// returns what it saw, "" when the request was admitted or the probe could
+// not be made (a limit every request shares, a fake clock).
+func (r *runner) refusesFresh(ctx context.Context, t Target, res *result.Result) string {
+	c := t.Capabilities
+	if res.Status != result.Failed || c.OnStoreFailure() != contract.StoreFailureDeny || c.Clock || t.SharedLimit || t.New == nil || ctx.Err() != nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	lim, closeLim, err := t.New(ctx, r.baseEnv(t, r.runPrefix()+"fresh:"))
+	if err != nil {
+		return ""
+	}
+	if closeLim != nil {
+		defer closeLim() //nolint:errcheck // a probe's instance
+	}
+	user := fmt.Sprintf("%s-fresh-%d", r.runID, time.Now().UnixNano())
+	ok, err := lim.AllowRequest(ctx, user)
+	r.mu.Lock()
+	r.quietSince = time.Now()
+	r.mu.Unlock()
+	if err != nil || ok {
+		return ""
+	}
+	return fmt.Sprintf("after the spec, a fresh user's very first request was refused, which no limiter that can decide does: the target answers as its declared store-failure policy deny does while its store fails (give --store-url, or have the target mark its policy's answers: %s)", contract.HeaderStoreFailure)
 }
 
 // afterSpec decides, after a spec that did not pass, whether what failed was
