@@ -496,12 +496,20 @@ func (r *runner) storeFault(ctx context.Context) string {
 // storeWatchEvery is how often the run's store is sampled while specs run.
 const storeWatchEvery = 250 * time.Millisecond
 
-// watchStore starts the watch of the run's store, once, when it has one.
+// watchStore starts the watch of the run's store, once, when it has one,
+// on a client of its own when it can make one: the run's client may be
+// busy with the specs' calls (its pool drained), which is no failure of
+// the store.
 func (r *runner) watchStore() {
 	r.watching.Do(func() {
-		if r.redis != nil && r.redis.Client != nil {
-			r.watch = watchStore(r.redis.Client, r.redis.Addr, storeWatchEvery)
+		if r.redis == nil || r.redis.Client == nil {
+			return
 		}
+		client, release := r.redis.Client, func() {}
+		if own, err := redisenv.FromURL(context.Background(), r.redis.URL); err == nil {
+			client, release = own.Client, func() { own.Close() }
+		}
+		r.watch = watchStore(client, r.redis.Addr, storeWatchEvery, release)
 	})
 }
 

@@ -27,6 +27,8 @@ type storeWatch struct {
 	every  time.Duration
 	cancel context.CancelFunc
 	done   chan struct{}
+	// release frees the watch's client when it stops.
+	release func()
 
 	mu    sync.Mutex
 	spans []storeSpan
@@ -48,19 +50,25 @@ const maxStoreSpans = 256
 // backoff), a failover client finds the new primary.
 const storeGrace = 2 * time.Second
 
+// storeSampleTimeout is how long a sample may take before the store is
+// taken for one that does not answer: far longer than a limiter waits on
+// its store, so that a loaded machine's slow answer is not a failure.
+const storeSampleTimeout = 3 * time.Second
+
 // watchStore starts following client's store (at addr, for messages)
-// every every, until stop.
-func watchStore(client redis.UniversalClient, addr string, every time.Duration) *storeWatch {
+// every every, until stop, which calls release.
+func watchStore(client redis.UniversalClient, addr string, every time.Duration, release func()) *storeWatch {
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &storeWatch{client: client, addr: addr, every: every, cancel: cancel, done: make(chan struct{})}
+	w := &storeWatch{client: client, addr: addr, every: every, cancel: cancel, done: make(chan struct{}), release: release}
 	go w.loop(ctx)
 	return w
 }
 
-// stop ends the watch and waits for it.
+// stop ends the watch, waits for it and releases its client.
 func (w *storeWatch) stop() {
 	w.cancel()
 	<-w.done
+	w.release()
 }
 
 // loop samples the store until ctx ends.
@@ -76,7 +84,7 @@ func (w *storeWatch) loop(ctx context.Context) {
 	)
 	for {
 		at := time.Now()
-		id, r, err := sample(ctx, w.client, cluster, max(w.every*5, time.Second))
+		id, r, err := sample(ctx, w.client, cluster, storeSampleTimeout)
 		if ctx.Err() != nil {
 			return
 		}
