@@ -94,6 +94,10 @@ const (
 	// while the target answered quickly: inconclusive, never a failure,
 	// and not the target's slowness.
 	KindOutOfTime Kind = "out-of-time"
+	// KindNoAnswer: a call got no answer (a reset connection, a timeout:
+	// contract.ErrNoAnswer), so its outcome is unknown and the rest of the
+	// spec could not be judged: inconclusive, never a failure.
+	KindNoAnswer Kind = "no-answer"
 	// KindStoreFailed: the target's store failed while the spec ran (the
 	// run's watch of the store saw it stop, start afresh or fail over, or
 	// the target said an answer was its store-failure policy's): its

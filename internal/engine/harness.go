@@ -167,7 +167,7 @@ func (h *Harness) NoAnswer(what string, err error) {
 	if h.pending != nil {
 		panic(*h.pending)
 	}
-	panic(Inconclusive{h.Report(fmt.Sprintf("%s got no answer (%v): its outcome is unknown, so the rest of the spec cannot be judged; this is a fault on the way to the target, not a verdict", what, err))})
+	panic(Inconclusive{Msg: h.Report(fmt.Sprintf("%s got no answer (%v): its outcome is unknown, so the rest of the spec cannot be judged; this is a fault on the way to the target, not a verdict", what, err)), Kind: result.KindNoAnswer})
 }
 
 // NoAnswers returns the first error of errs that is a call without an
@@ -369,6 +369,9 @@ func (h *Harness) failInstance(err error) {
 	if errors.Is(err, errChoiceRefused) {
 		h.refusedInconclusive(err)
 	}
+	if errors.Is(err, contract.ErrNoAnswer) {
+		h.NoAnswer("making an instance", err)
+	}
 	if errors.Is(err, errNoCost) {
 		h.Fault("%v", err)
 	}
@@ -382,7 +385,7 @@ func (h *Harness) refusedInconclusive(err error) {
 	if h.pending != nil {
 		panic(*h.pending)
 	}
-	panic(Inconclusive{h.Report(fmt.Sprintf("%v: the grader chose this configuration, which the contract takes, so this spec could not be graded; strict/config-range grades which configurations a limiter must take", err))})
+	panic(Inconclusive{Msg: h.Report(fmt.Sprintf("%v: the grader chose this configuration, which the contract takes, so this spec could not be graded; strict/config-range grades which configurations a limiter must take", err))})
 }
 
 func (h *Harness) instance(i int) (contract.RateLimiterContract, error) {

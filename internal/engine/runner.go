@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -248,15 +249,31 @@ func (r *runner) missing(t Target, s *Spec) (why string, structural bool) {
 	return "", false
 }
 
+// failedOrUnanswered reports whether res failed, or ended inconclusive at
+// a call that got no answer: either may be a target gone dead.
+func failedOrUnanswered(res result.Result) bool {
+	return res.Status == result.Failed || res.Status == result.Inconclusive && res.Failure != nil && res.Failure.Kind == result.KindNoAnswer
+}
+
+// aliveProbes is how many times stillAlive asks before it takes a target
+// for dead: one lost answer (a connection reset on the way) is not a
+// target gone.
+const aliveProbes = 3
+
 // stillAlive asks a target whose spec just failed whether it still answers,
-// within 10s; an error means the run cannot go on.
+// up to aliveProbes times within 10s; an error means the run cannot go on.
 func (r *runner) stillAlive(ctx context.Context, t Target, res result.Result) error {
-	if t.Alive == nil || res.Status != result.Failed {
+	if t.Alive == nil || !failedOrUnanswered(res) {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	err := t.Alive(ctx)
+	var err error
+	for range aliveProbes {
+		if err = t.Alive(ctx); err == nil || ctx.Err() != nil {
+			break
+		}
+	}
 	r.mu.Lock()
 	r.quietSince = time.Now() // the probe, too, spends a shared limit
 	r.mu.Unlock()
@@ -617,10 +634,13 @@ func (r *runner) afterSpec(ctx context.Context, t Target, res *result.Result) st
 	if res.Status == result.Inconclusive && res.Failure != nil && res.Failure.Kind == result.KindOutOfTime {
 		return fmt.Sprintf("%s ran out of time (%s): every later spec would too", res.ID, res.Failure.Summary)
 	}
-	if res.Status != result.Failed {
+	if !failedOrUnanswered(*res) {
 		return ""
 	}
-	why := r.storeFault(ctx)
+	why := ""
+	if res.Status == result.Failed {
+		why = r.storeFault(ctx)
+	}
 	if why == "" {
 		if err := r.stillAlive(ctx, t, *res); err != nil {
 			why = err.Error()
@@ -734,7 +754,7 @@ func (h *Harness) execute() (res result.Result) {
 			res.Status, res.Message = result.Skipped, v.reason
 		case Inconclusive:
 			res.Status, res.Message = result.Inconclusive, h.spec.titleFor(h.run.profile)+"\n  "+v.Msg
-			res.Failure = &result.Failure{Kind: result.KindInconclusive, Summary: firstLine(v.Msg)}
+			res.Failure = &result.Failure{Kind: cmp.Or(v.Kind, result.KindInconclusive), Summary: firstLine(v.Msg)}
 		default:
 			// A panic in the grader's own code is a fault of ours, not a
 			// verdict; one in the target's code fails the spec.
@@ -766,11 +786,11 @@ func (h *Harness) execute() (res result.Result) {
 		panic(*h.pending)
 	}
 	if h.decided < h.spec.MinDecided {
-		panic(Inconclusive{h.Report(fmt.Sprintf("the spec decided %d of the answers it judged (%d undecided), and needs at least %d: nothing it proved is enough to pass",
+		panic(Inconclusive{Msg: h.Report(fmt.Sprintf("the spec decided %d of the answers it judged (%d undecided), and needs at least %d: nothing it proved is enough to pass",
 			h.decided, h.undecided, h.spec.MinDecided))})
 	}
 	if h.fake == nil && h.decided == 0 && h.undecided > 0 {
-		panic(Inconclusive{h.Report(fmt.Sprintf("in real time every one of the %d judged answers was undecided: %s", h.undecided, h.undecidedWhy(h.W())))})
+		panic(Inconclusive{Msg: h.Report(fmt.Sprintf("in real time every one of the %d judged answers was undecided: %s", h.undecided, h.undecidedWhy(h.W())))})
 	}
 	return res
 }
@@ -931,7 +951,11 @@ func graders(function string) bool {
 
 // Inconclusive, as a panic value, ends a spec that could not decide (a
 // check that timed out): Msg says why.
-type Inconclusive struct{ Msg string }
+type Inconclusive struct {
+	Msg string
+	// Kind is why (result.KindInconclusive when empty).
+	Kind result.Kind
+}
 
 // cleanKeys deletes the spec's keys, never with a FLUSHDB, so that a shared
 // Redis is left as found. With the target's key function the keys of the
