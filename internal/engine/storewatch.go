@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -33,6 +34,8 @@ type storeWatch struct {
 	mu    sync.Mutex
 	spans []storeSpan
 	owned []storeSpan // when a spec of the run put a fault on it itself
+	// down, when not nil, is a spell without answers still going on.
+	down *storeSpan
 }
 
 // storeSpan is an interval of time and what happened in it.
@@ -94,6 +97,7 @@ func (w *storeWatch) loop(ctx context.Context) {
 			if down == nil {
 				down = err
 			}
+			w.setDown(lastOK, now, fmt.Sprintf("does not answer (%v)", down))
 		case down != nil:
 			w.mark(lastOK, now, fmt.Sprintf("stopped answering (%v)", down))
 			down = nil
@@ -150,11 +154,23 @@ func sample(ctx context.Context, c redis.UniversalClient, cluster bool, timeout 
 	return runID, role, nil
 }
 
-// mark keeps a span in which the store failed. from is zero when the
-// store never answered since the watch began.
+// setDown says the store has not answered from from to to, so far.
+func (w *storeWatch) setDown(from, to time.Time, why string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if from.IsZero() {
+		from = to
+	}
+	w.down = &storeSpan{from, to, why}
+}
+
+// mark keeps a span in which the store failed, ending a spell without
+// answers. from is zero when the store never answered since the watch
+// began.
 func (w *storeWatch) mark(from, to time.Time, why string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.down = nil
 	if from.IsZero() {
 		from = to
 	}
@@ -184,7 +200,11 @@ func (w *storeWatch) own(from, to time.Time) {
 func (w *storeWatch) during(from, to time.Time) string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, s := range w.spans {
+	spans := w.spans
+	if w.down != nil { // still going on
+		spans = append(slices.Clip(spans), *w.down)
+	}
+	for _, s := range spans {
 		if s.to.Add(storeGrace).Before(from) || s.from.After(to) || w.ownedLocked(s) {
 			continue
 		}

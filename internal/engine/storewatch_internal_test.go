@@ -26,8 +26,14 @@ func TestStoreWatchSpans(t *testing.T) {
 	assert.NotEmpty(t, w.during(t0.Add(12*time.Second), t0.Add(20*time.Second)), "within the grace after it")
 	assert.Empty(t, w.during(t0.Add(11*time.Second+storeGrace+time.Millisecond), t0.Add(20*time.Second)), "past the grace")
 
+	w.setDown(t0.Add(30*time.Second), t0.Add(31*time.Second), "does not answer (EOF)")
+	assert.Contains(t, w.during(t0.Add(30500*time.Millisecond), t0.Add(40*time.Second)), "does not answer (EOF)", "a spell still going on counts")
+	w.mark(t0.Add(30*time.Second), t0.Add(32*time.Second), "stopped answering (EOF)")
+	assert.Nil(t, w.down, "ended by the answer that came")
+
 	w.own(t0.Add(10*time.Second), t0.Add(11*time.Second))
 	assert.Empty(t, w.during(t0, t0.Add(20*time.Second)), "a fault the run put on the store")
+	assert.NotEmpty(t, w.during(t0.Add(31*time.Second), t0.Add(33*time.Second)), "one it did not")
 	for i := range 2 * maxStoreSpans {
 		at := t0.Add(time.Duration(100+i) * time.Second)
 		w.mark(at, at, "started afresh")
