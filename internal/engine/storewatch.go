@@ -257,9 +257,12 @@ func policyPattern(res *result.Result, policy contract.StoreFailure) string {
 	whole := len(ops) > 0 && ops[0].Step == 1 // every user's first request is in ops
 	for i, op := range ops {
 		if op.Kind != result.OpAllow {
+			seen[op.User] = seen[op.User] || op.User != "" // a burst, a query: no longer fresh
 			continue
 		}
-		first := whole && !seen[op.User]
+		// A first request of one unit: a weighted one may be refused
+		// by any limiter (a cost above the limit).
+		first := whole && !seen[op.User] && strings.HasPrefix(op.Op, "AllowRequest(")
 		seen[op.User] = true
 		if i < from {
 			before = true

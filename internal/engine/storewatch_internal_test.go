@@ -1,9 +1,6 @@
 package engine
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"testing"
 	"time"
 
@@ -89,6 +86,18 @@ func TestPolicyPattern(t *testing.T) {
 	assert.Empty(t, policyPattern(failed(3, outage[1:]...), contract.StoreFailureDeny), "denied from the start, no first request seen")
 	dead := []result.Op{op(1, "a", "denied"), op(2, "b", "denied"), op(3, "a", "denied"), op(4, "b", "denied")}
 	assert.Contains(t, policyPattern(failed(1, dead...), contract.StoreFailureDeny), "denied (4 answers, 2 users)", "a user's first request refused")
+	burst := result.Op{Step: 1, User: "a", Op: "10 × AllowRequest(\"a\")", Got: "5 allowed", Kind: result.OpBurst, Count: 10}
+	cburst := burst
+	cburst.User, cburst.Step = "c", 2
+	afterBurst := []result.Op{burst, cburst, op(3, "a", "denied"), op(4, "c", "denied"), op(5, "a", "denied"), op(6, "c", "denied")}
+	assert.Empty(t, policyPattern(failed(3, afterBurst...), contract.StoreFailureDeny), "a user's requests after its burst are not its first")
+	heavy := func(step int, user string) result.Op {
+		o := op(step, user, "denied")
+		o.Op = `AllowRequestN("` + user + `", 9)`
+		return o
+	}
+	weighted := []result.Op{heavy(1, "a"), heavy(2, "c"), op(3, "a", "denied"), op(4, "c", "denied")}
+	assert.Empty(t, policyPattern(failed(1, weighted...), contract.StoreFailureDeny), "a weighted first request may be refused (a cost above the limit)")
 	allowed := []result.Op{op(1, "a", "allowed"), op(2, "b", "allowed"), op(3, "a", "allowed"), op(4, "b", "allowed")}
 	assert.Empty(t, policyPattern(failed(4, allowed...), contract.StoreFailureAllow), "allowed from the start tells nothing")
 	one := []result.Op{op(1, "a", "allowed"), op(2, "a", "denied"), op(3, "a", "denied"), op(4, "a", "denied"), op(5, "a", "denied")}
@@ -96,22 +105,4 @@ func TestPolicyPattern(t *testing.T) {
 	passed := failed(4, outage...)
 	passed.Status = result.Passed
 	assert.Empty(t, policyPattern(passed, contract.StoreFailureDeny))
-}
-
-// A target whose first liveness probe is lost on the way (a reset) is not
-// taken for dead: it is asked again; one that never answers is.
-func TestStillAliveAsksAgain(t *testing.T) {
-	calls := 0
-	flaky := Target{Name: "flaky", Alive: func(context.Context) error {
-		calls++
-		if calls == 1 {
-			return fmt.Errorf("%w: EOF", contract.ErrNoAnswer)
-		}
-		return nil
-	}}
-	failed := result.Result{ID: "core/x", Status: result.Failed}
-	assert.NoError(t, (&runner{}).stillAlive(t.Context(), flaky, failed))
-	assert.Equal(t, 2, calls)
-	dead := Target{Name: "dead", Alive: func(context.Context) error { return errors.New("connection refused") }}
-	assert.ErrorContains(t, (&runner{}).stillAlive(t.Context(), dead, failed), "dead stopped answering during core/x")
 }
