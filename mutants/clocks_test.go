@@ -2,6 +2,7 @@ package mutants_test
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/fakeclock"
 	"github.com/rlconform/rlconform/honest"
+	"github.com/rlconform/rlconform/internal/testtier"
 	"github.com/rlconform/rlconform/mutants"
 	"github.com/rlconform/rlconform/result"
 	"github.com/rlconform/rlconform/suite"
@@ -98,4 +100,46 @@ func TestPerProcessClocksAreHinted(t *testing.T) {
 		assert.Contains(t, r.Failure.Hint, "one atomic step")
 		assert.NotContains(t, r.Failure.Hint, "now")
 	}
+}
+
+// phaseClock is a machine's clock whose first reading falls 3ms before a
+// whole second: a limiter that truncates to whole seconds then sees its
+// first requests in one second and a query a few milliseconds later in
+// the next.
+type phaseClock struct {
+	once   sync.Once
+	offset time.Duration
+}
+
+func (c *phaseClock) Now() time.Time {
+	c.once.Do(func() {
+		now := time.Now()
+		c.offset = now.Truncate(time.Second).Add(time.Second - 3*time.Millisecond).Sub(now)
+	})
+	return time.Now().Add(c.offset)
+}
+
+// TestTruncatedRemainingIsCaughtAtAnyPhase grades, without clock
+// control, a log whose GetRemainingRequests counts from the window's
+// start truncated to whole seconds (python limits 2.8's moving window),
+// on a clock whose first requests fall just before a whole second. The
+// query just after they leave then counts from the next second, and
+// answers right; core/remaining passed it so (issue 61: one run of
+// limits 2.8 in the cards). The spec queries again just after its entry
+// at W/2 leaves, half a window from that phase, and must fail it there.
+func TestTruncatedRemainingIsCaughtAtAnyPhase(t *testing.T) {
+	testtier.SkipShort(t, "grades in real time")
+	caps := contract.All()
+	caps.Clock = false
+	truncating := suite.Target{Name: "remaining-truncated-start at a second's end", Capabilities: caps, NeedsRedis: true,
+		New: func(_ context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
+			lim, err := mutants.RemainingTruncatedStart(mutants.Store{Redis: env.Redis, Clock: &phaseClock{}, Prefix: env.KeyPrefix, MaxRequests: env.MaxRequests, Window: env.Window})
+			return lim, nil, err
+		}}
+	rep, err := suite.Check(context.Background(), suite.Config{Redis: store, IDs: []string{"core/remaining"}, ReportDir: t.TempDir()}, truncating)
+	require.NoError(t, err)
+	r, ok := resultOf(rep, "core/remaining")
+	require.True(t, ok)
+	require.Equal(t, result.RealTime, r.Mode)
+	assert.Equal(t, result.Failed, r.Status, "a query that counts from a truncated start must be failed at some phase:\n%s", r.Message)
 }

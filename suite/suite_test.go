@@ -43,6 +43,15 @@ func TestConformance(t *testing.T) {
 	} else {
 		rlcginkgo.Register(suite.Config{}, targets.Reference(), targets.Model())
 	}
+	// Each failure's message once more, at the very end: a CI log that
+	// keeps only the end of the output still says what failed and why.
+	ReportAfterSuite("the failures, last", func(r Report) {
+		for _, s := range r.SpecReports {
+			if s.Failed() {
+				fmt.Fprintf(os.Stderr, "FAILED: %s\n%s\n", s.FullText(), s.FailureMessage())
+			}
+		}
+	})
 	RunSpecs(t, "rlconform conformance")
 }
 
