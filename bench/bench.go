@@ -77,6 +77,13 @@ type Config struct {
 	// Progress, when not nil, is called about every 250ms while the load
 	// runs, from a goroutine of its own.
 	Progress func(Progress)
+	// Failover, when not nil, is called FailoverAt into the run (once,
+	// from a goroutine of its own, on a context that ends with the run):
+	// it fails the limiter's store over (redisenv.Failover) and returns
+	// once the new primary is in place. The result then says what the
+	// failover did to the limit ([FailoverFigure]).
+	Failover   func(ctx context.Context) error
+	FailoverAt time.Duration
 }
 
 // MaxRate bounds an open loop's rate: ten million requests a second is
@@ -123,6 +130,8 @@ func (c Config) ValidateLoad() error {
 		return fmt.Errorf("zipf %v: want 0 (uniform) or more than 1", c.Zipf)
 	case c.Limit < 1 || c.Window < time.Millisecond:
 		return fmt.Errorf("limit %d per %v: want at least 1 per 1ms", c.Limit, c.Window)
+	case c.Failover != nil && (c.FailoverAt <= 0 || c.FailoverAt >= c.Duration):
+		return fmt.Errorf("failover at %v: want it within the run's duration %v", c.FailoverAt, c.Duration)
 	}
 	if err := contract.ValidateConfig(c.Limit, c.Window); err != nil {
 		return fmt.Errorf("limit %d per %v: %w", c.Limit, c.Window, err)
@@ -186,6 +195,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			l.call(ctx, callCtx, c, lim, timed, pick)
 		}()
 	}
+	failedOver := l.failover(callCtx)
 	progressDone := make(chan struct{})
 	go func() {
 		defer close(progressDone)
@@ -198,7 +208,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	wg.Wait()
 	cancel()
 	<-progressDone
-	r := collect(cfg, l.callers, l.start, sent, time.Since(l.start), backlog)
+	r := collect(cfg, l.callers, l.start, sent, time.Since(l.start), backlog, <-failedOver)
 	if ctx.Err() != nil {
 		r.Interrupted = true
 		return r, fmt.Errorf("the bench was interrupted after %v: %w", sent.Round(time.Millisecond), context.Cause(ctx))
@@ -327,6 +337,33 @@ func (l *load) record(ctx context.Context, c *caller, d Decision, err error, fro
 	c.decisions = append(c.decisions, d)
 	c.latency = append(c.latency, d.Returned-from)
 	l.done.Add(1)
+}
+
+// failover fails the store over FailoverAt into the run, when the config
+// says how (Config.Failover), and sends what happened on the channel it
+// returns once done (nil when there is none, or ctx ended first).
+func (l *load) failover(ctx context.Context) <-chan *FailoverFigure {
+	out := make(chan *FailoverFigure, 1)
+	if l.cfg.Failover == nil {
+		out <- nil
+		return out
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+			out <- nil
+			return
+		case <-time.After(l.cfg.FailoverAt - time.Since(l.start)):
+		}
+		f := &FailoverFigure{Requested: time.Since(l.start)}
+		if err := l.cfg.Failover(ctx); err != nil {
+			f.Error = err.Error()
+		} else {
+			f.Promoted = time.Since(l.start)
+		}
+		out <- f
+	}()
+	return out
 }
 
 // progress calls cfg.Progress (when set) about every 250ms with the

@@ -76,8 +76,38 @@ type Result struct {
 	Source string `json:"source,omitempty"`
 	Skew   *Skew  `json:"clock_skew,omitempty"`
 
+	// Failover is what a failover of the limiter's store during the run
+	// did to the limit (nil without one: bench --failover).
+	Failover *FailoverFigure `json:"failover,omitempty"`
+
 	decisions []Decision
 	userIDs   func(int32) string
+}
+
+// FailoverFigure is what a failover of the limiter's store did to the
+// limit. Redis replicates asynchronously: a write the primary
+// acknowledged just before it was demoted may never reach the replica
+// promoted, and a limiter on it then admits more than N. Beyond counts
+// them: the requests the exactness check proves past the limit over the
+// whole run, less those it proves among the requests sent before the
+// failover was asked for (Before, the check of those alone, is the
+// verdict on the limiter: [Result.Failed]).
+type FailoverFigure struct {
+	// Requested is when SENTINEL FAILOVER was sent, Promoted when the
+	// Sentinels named the new primary (0 when the failover failed: Error
+	// says why), from the run's start.
+	Requested time.Duration `json:"requested_ns"`
+	Promoted  time.Duration `json:"promoted_ns,omitempty"`
+	Error     string        `json:"error,omitempty"`
+	// Beyond and UnderAdmitted are the overshoot and the under-admissions
+	// the check proves over the run beyond those it proves before the
+	// failover: the failover's doing, or its store-failure policy's.
+	Beyond        int        `json:"admitted_beyond_limit"`
+	UnderAdmitted int        `json:"under_admitted_after"`
+	Before        *Exactness `json:"before,omitempty"`
+	// Failed counts the calls sent from Requested on that failed (the
+	// store failing over): part of the figure, not a faulty run.
+	Failed int `json:"failed_calls_after"`
 }
 
 // Percentiles of a latency distribution, from an HDR histogram (3
@@ -129,10 +159,18 @@ func (r *Result) UserID(u int32) string {
 
 // Failed reports whether the check proved the limiter wrong under the load:
 // an overshoot or an under-admission.
-func (r *Result) Failed() bool { return r.Exactness != nil && !r.Exactness.Exact() }
+//
+// With a failover, only the requests sent before it are the verdict's:
+// what came after is the failover's figure.
+func (r *Result) Failed() bool {
+	if f := r.Failover; f != nil && f.Before != nil {
+		return !f.Before.Exact()
+	}
+	return r.Exactness != nil && !r.Exactness.Exact()
+}
 
-func collect(cfg Config, callers []*caller, start time.Time, sent, elapsed time.Duration, backlog int64) *Result {
-	r := &Result{Profile: Judge{Profile: cfg.Profile}.profileName(), Mode: cfg.Mode(), Concurrency: cfg.Concurrency, Rate: cfg.Rate, Duration: cfg.Duration,
+func collect(cfg Config, callers []*caller, start time.Time, sent, elapsed time.Duration, backlog int64, failover *FailoverFigure) *Result {
+	r := &Result{Failover: failover, Profile: Judge{Profile: cfg.Profile}.profileName(), Mode: cfg.Mode(), Concurrency: cfg.Concurrency, Rate: cfg.Rate, Duration: cfg.Duration,
 		Users: cfg.Users, Zipf: cfg.Zipf, Limit: cfg.Limit, Window: cfg.Window, Seed: cfg.Seed,
 		Errors: map[string]int{}, ErrorExamples: map[string]string{}, Backlog: int(backlog), Elapsed: elapsed}
 	prefix := cfg.UserPrefix
@@ -210,6 +248,16 @@ func collect(cfg Config, callers []*caller, start time.Time, sent, elapsed time.
 	}
 	ex := rules.check(r.decisions, elapsed, scope{})
 	ex.Took = time.Since(began)
+	if f := r.Failover; f != nil {
+		before := rules.check(sentBefore(r.decisions, f.Requested), elapsed, scope{})
+		f.Before = &before
+		f.Beyond, f.UnderAdmitted = max(0, ex.Overshoot-before.Overshoot), max(0, ex.UnderAdmitted-before.UnderAdmitted)
+		for _, d := range r.decisions {
+			if d.Outcome == Errored && d.Sent >= f.Requested {
+				f.Failed++
+			}
+		}
+	}
 	if ex.Worst != nil {
 		ex.Worst.UserID = r.UserID(ex.Worst.User)
 	}
@@ -218,6 +266,18 @@ func collect(cfg Config, callers []*caller, start time.Time, sent, elapsed time.
 	}
 	r.Exactness = &ex
 	return r
+}
+
+// sentBefore is the decisions (grouped by user) sent before at, still
+// grouped.
+func sentBefore(grouped []Decision, at time.Duration) []Decision {
+	out := make([]Decision, 0, len(grouped))
+	for _, d := range grouped {
+		if d.Sent < at {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // busiest sets each bucket's Busiest: for each user, the allowed requests
@@ -350,8 +410,39 @@ func (r *Result) Text(w io.Writer) {
 	if r.Interrupted {
 		fmt.Fprintf(w, "INTERRUPTED after %v: the figures are of what ran\n", r.Elapsed.Round(time.Millisecond))
 	}
-	r.exactnessText(w)
+	if f := r.Failover; f != nil && f.Before != nil {
+		// The verdict is on the requests before the failover; what came
+		// after is its figure, the whole run's worst window with it.
+		fmt.Fprintf(w, "before the failover (sent by +%v):\n", f.Requested.Round(time.Millisecond))
+		r.exactnessText(w, f.Before)
+		r.failoverText(w)
+		if r.Exactness != nil && f.Beyond+f.UnderAdmitted > 0 {
+			fmt.Fprintf(w, "the whole run, the failover's doing included:\n")
+			r.exactnessText(w, r.Exactness)
+		}
+	} else {
+		r.exactnessText(w, r.Exactness)
+		r.failoverText(w)
+	}
 	r.skewText(w)
+}
+
+// failoverText says what a failover did to the limit.
+func (r *Result) failoverText(w io.Writer) {
+	f := r.Failover
+	if f == nil {
+		return
+	}
+	if f.Error != "" {
+		fmt.Fprintf(w, "failover    asked at +%v, failed: %s\n", f.Requested.Round(time.Millisecond), f.Error)
+	} else {
+		fmt.Fprintf(w, "failover    asked at +%v, the new primary named at +%v\n", f.Requested.Round(time.Millisecond), f.Promoted.Round(time.Millisecond))
+	}
+	if f.Before == nil {
+		return
+	}
+	fmt.Fprintf(w, "            admitted beyond the limit after it: %s; refused within the limit after it: %s; failed after it: %s (the failover's figure, or its store-failure policy's while the store failed: not a verdict, which is on the %s sent before it)\n",
+		plural.Count(f.Beyond, "request"), plural.Count(f.UnderAdmitted, "request"), plural.Count(f.Failed, "call"), plural.Count(f.Before.Decisions, "decision"))
 }
 
 func (r *Result) errorLine() string {
@@ -379,13 +470,14 @@ func (r *Result) ErrorCount() int {
 	return n
 }
 
-func (r *Result) exactnessText(w io.Writer) {
+// exactnessText says what the check found in ex (nil: not checked).
+func (r *Result) exactnessText(w io.Writer, checked *Exactness) {
 	fmt.Fprintf(w, "exactness   ")
-	if r.Exactness == nil {
+	if checked == nil {
 		fmt.Fprintf(w, "not checked: %s\n", r.NotChecked)
 		return
 	}
-	ex := *r.Exactness
+	ex := *checked
 	switch {
 	case ex.Exact() && ex.UsersAtLimit == 0:
 		fmt.Fprintf(w, "NOT EXERCISED: no user was ever denied, so the limit was never put to the test (fewer users, a lower limit or more load would)\n")

@@ -52,6 +52,8 @@ type benchFlags struct {
 	progress      string
 	profile       string
 	requireExact  bool
+	failover      string
+	failoverAt    time.Duration
 	token         targetToken
 	endpointFlags
 	execFlags
@@ -79,6 +81,8 @@ func parseBench(args []string, stderr io.Writer) (*benchFlags, error) {
 	fs.Float64Var(&f.maxRegression, "max-regression", 0, "with --compare: exit 3 when throughput falls, or p99 rises, by more than `PERCENT`")
 	fs.StringVar(&f.progress, "progress", "auto", "a live progress line: auto (when stderr is a terminal), always or never")
 	fs.StringVar(&f.profile, "profile", model.ProfileSlidingLog, "the algorithm the limiter claims, `NAME[:key=value,...]`: the exactness check holds its decisions to that profile's bounds ("+strings.Join(model.Builtin().Names(), ", ")+", with their parameters as for run); with no --target, --endpoint or --exec it also picks the built-in limiter benched")
+	fs.StringVar(&f.failover, "failover", "", "a Sentinel `URL` of the limiter's store (redis+sentinel://HOST:PORT/MASTER, docs/redis.md): its Sentinels are asked to fail the master over (SENTINEL FAILOVER) --failover-at into the run, and the result says how many requests were admitted beyond the limit after it, a figure; the verdict is on the requests before it (docs/faults.md)")
+	fs.DurationVar(&f.failoverAt, "failover-at", 0, "with --failover: how far into the run (default: half of --duration)")
 	fs.BoolVar(&f.requireExact, "require-exactness", false, "exit 2, with the reason, when exactness was not checked (a target stamped with our clock) or not exercised (no user was ever denied): a gate that checked nothing fails")
 	f.endpointFlags.register(fs)
 	f.execFlags.register(fs)
@@ -114,6 +118,16 @@ func parseBench(args []string, stderr io.Writer) (*benchFlags, error) {
 		return nil, errors.Join(durationIn("--timeout", f.timeout, maxCallTimeout), durationIn("--duration", f.duration, maxBenchDuration))
 	case f.progress != "auto" && f.progress != "always" && f.progress != "never":
 		return nil, fmt.Errorf("--progress %q: want auto, always or never", f.progress)
+	case set["failover-at"] && f.failover == "":
+		return nil, errors.New("--failover-at goes with --failover URL")
+	}
+	if f.failover != "" {
+		if _, err := redisenv.ParseSentinelURL(f.failover); err != nil || !redisenv.IsSentinelURL(f.failover) {
+			return nil, fmt.Errorf("--failover: want a Sentinel URL (redis+sentinel://HOST:PORT/MASTER, or redis://HOST:PORT?master_name=MASTER): %v", err)
+		}
+		if !set["failover-at"] {
+			f.failoverAt = f.duration / 2
+		}
 	}
 	if err := f.endpointFlags.check(); err != nil {
 		return nil, err
@@ -147,6 +161,11 @@ func runBench(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) 
 	cfg := bench.Config{Concurrency: f.concurrency, Rate: f.rate, Duration: f.duration, Users: f.users, Zipf: f.zipf,
 		Limit: f.limit, Window: f.window, Seed: f.seed, Grace: f.timeout,
 		UserPrefix: fmt.Sprintf("bench-%x-u", time.Now().UnixNano()&0xffffffff), Profile: spec}
+	if f.failover != "" {
+		url := f.failover
+		secrets.AddURL(url)
+		cfg.Failover, cfg.FailoverAt = func(ctx context.Context) error { return redisenv.Failover(ctx, url) }, f.failoverAt
+	}
 	if err := cfg.ValidateLoad(); err != nil {
 		fmt.Fprintf(stderr, "rlconform bench: %v\n", err)
 		return ExitCannotRun
@@ -222,8 +241,12 @@ func reportBench(f *benchFlags, res *bench.Result, err error, baseline *bench.Re
 	if failed {
 		fmt.Fprintln(stderr, "rlconform: the limiter is not exact under load")
 	}
-	if n := res.ErrorCount(); n > 0 {
-		fmt.Fprintf(stderr, "rlconform: %d calls failed (%s): the figures are of a faulty run\n", n, strings.Join(errorKinds(res), ", "))
+	faulty := res.ErrorCount()
+	if fo := res.Failover; fo != nil && fo.Error == "" {
+		faulty -= fo.Failed // the failover's doing: its figure
+	}
+	if faulty > 0 {
+		fmt.Fprintf(stderr, "rlconform: %d calls failed (%s): the figures are of a faulty run\n", res.ErrorCount(), strings.Join(errorKinds(res), ", "))
 	}
 	proved := unexercised(res)
 	if f.requireExact && proved != "" && !failed {
@@ -238,7 +261,7 @@ func reportBench(f *benchFlags, res *bench.Result, err error, baseline *bench.Re
 		return ExitInterrupted
 	case failed:
 		return ExitNotConformant
-	case res.ErrorCount() > 0:
+	case faulty > 0:
 		return ExitCannotRun
 	case f.requireExact && proved != "":
 		return ExitCannotRun
@@ -292,7 +315,7 @@ func benchInstances(ctx context.Context, f *benchFlags, spec model.Variant, toke
 		if t == nil {
 			return "", closeAll, code
 		}
-		if err := preflight(ctx, *t, policy, f.identity, stderr); err != nil {
+		if err := preflight(ctx, *t, policy, f.identity, f.rlsSent(), stderr); err != nil {
 			fmt.Fprintf(stderr, "rlconform: %v\n", err)
 			return "", closeAll, cannotRun(ctx)
 		}

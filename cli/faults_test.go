@@ -7,7 +7,9 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -235,4 +237,38 @@ func TestFailoverUnderTheServiceIsNeverAVerdict(t *testing.T) {
 	master, err := g.MasterAddr(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, g.Replica.Addr(), master, "the failover happened during the run")
+}
+
+// bench --failover fails the limiter's store over mid-run and reports
+// what that did to the limit as a figure (requests admitted beyond it
+// after the failover), never a crash; the verdict is on the requests
+// sent before it. The reference, served on real time on a Sentinel
+// group's master, through SENTINEL FAILOVER at 1 s of a 3 s run.
+func TestBenchFailoverIsAFigure(t *testing.T) {
+	testtier.SkipShort(t, "starts a Sentinel group under a served limiter and fails it over mid-bench")
+	t.Parallel()
+	g, err := redisenv.StartSentinelGroup(t.Context(), "redis-server", "rlc-bench")
+	require.NoError(t, err)
+	t.Cleanup(func() { g.Close() })
+	base, stop := serveProcessOn(t, g.URL(), "serve", "-clock=false", "--addr", "127.0.0.1:0",
+		"--prefix", fmt.Sprintf("rlc-bench-failover:%d:", time.Now().UnixNano()))
+	defer stop()
+	json := filepath.Join(t.TempDir(), "bench.json")
+	code, out, errOut := rlconform(t, "bench", "--target", base, "--duration", "3s", "--users", "4", "--concurrency", "4",
+		"--limit", "20", "--window", "1s", "--failover", g.URL(), "--failover-at", "1s", "--json", json, "--progress", "never")
+	t.Logf("exit %d:\n%s\n%s", code, out, errOut)
+	require.NotEqual(t, ExitCannotRun, code, "a failover is a figure, never a crash:\n%s\n%s", out, errOut)
+	assert.Regexp(t, `failover    asked at \+1(\.\d+)?s, the new primary named at \+\d`, out)
+	assert.Equal(t, ExitConformant, code, "the requests before the failover were exact")
+	assert.Regexp(t, `admitted beyond the limit after it: \d+ requests?`, out)
+	master, err := g.MasterAddr(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, g.Replica.Addr(), master, "the failover happened during the run")
+	b, err := os.ReadFile(json)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"admitted_beyond_limit"`)
+
+	code, _, errOut = rlconform(t, "bench", "--failover", "redis://127.0.0.1:6379", "--duration", "1s")
+	assert.Equal(t, ExitCannotRun, code)
+	assert.Contains(t, errOut, "--failover: want a Sentinel URL")
 }

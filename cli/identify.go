@@ -69,12 +69,12 @@ func identify(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) 
 	if code != ExitConformant {
 		return code
 	}
-	length := f.lengthFlags.plan(estimated(cfg, target, true), stderr)
+	length := f.lengthFlags.plan(estimated(cfg, target, true), 0, stderr)
 	cfg.SpecTimeout = length.spec
 	ctx, cancel := length.context(sigCtx)
 	defer cancel()
 	if endpoint != nil {
-		if err := preflight(ctx, *endpoint, adapters.Policy{Limit: cfg.Limit, Window: cfg.RealTimeWindow}, f.identity, stderr); err != nil {
+		if err := preflight(ctx, *endpoint, adapters.Policy{Limit: cfg.Limit, Window: cfg.RealTimeWindow}, f.identity, f.rlsSent(), stderr); err != nil {
 			fmt.Fprintf(stderr, "rlconform: %v\n", err)
 			return cannotRun(sigCtx)
 		}

@@ -2,11 +2,13 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/rlconform/rlconform/adapters"
+	"github.com/rlconform/rlconform/adapters/rls"
 	"github.com/rlconform/rlconform/suite"
 )
 
@@ -19,6 +21,13 @@ const preflightAttempts = 2
 // check was skipped).
 const maxPreflightLimit = 10000
 
+// rlsSpread is how far apart the pre-flight's requests past N to an RLS
+// server are sent: in milliseconds of their own, so that a limiter that
+// counts requests of one millisecond as one (a ZSET member per
+// millisecond) refuses some, and is graded, not taken for a server to
+// which no limit applies.
+const rlsSpread = 2 * time.Millisecond
+
 // spent is what one pre-flight attempt saw: how many requests of the
 // first identity were sent and admitted (it stops at the first
 // refusal), whether the second identity's first request was admitted,
@@ -28,6 +37,13 @@ type spent struct {
 	sent, admitted int
 	fresh          bool
 	took           time.Duration
+	// Of an RLS server's answers (which say what limit applies, or that
+	// none does): whether one carried a current_limit, how long the
+	// first identity's requests took, and the most admitted answers in a
+	// row that said none remained.
+	rls, limited bool
+	spanned      time.Duration
+	zeroes, run  int
 }
 
 // preflight checks, before the first spec, that the identity reaches the
@@ -40,8 +56,10 @@ type spent struct {
 // someone else. Either is an error (exit 2); a check that outlasted the
 // window is tried again, then said undecided and not held against the
 // service. With one shared limit (--identity none) there is nothing to
-// check, nor with N above maxPreflightLimit.
-func preflight(ctx context.Context, t suite.Target, p adapters.Policy, identity string, stderr io.Writer) error {
+// check, nor with N above maxPreflightLimit. An RLS server is asked
+// past N too, and its answers read for a server that does not enforce
+// (spent.unenforced): an error too, naming what was sent (sent).
+func preflight(ctx context.Context, t suite.Target, p adapters.Policy, identity, sent string, stderr io.Writer) error {
 	if t.SharedLimit || t.Request == nil {
 		return nil
 	}
@@ -52,8 +70,14 @@ func preflight(ctx context.Context, t suite.Target, p adapters.Policy, identity 
 	}
 	for attempt := 1; ; attempt++ {
 		s, err := spend(ctx, t, p)
+		if errors.Is(err, rls.ErrNotEnforced) {
+			return fmt.Errorf("%w; %s (nothing was graded)", err, sent)
+		}
 		if err != nil {
 			return fmt.Errorf("the pre-flight check of --identity %s: %w", identity, err)
+		}
+		if err := s.unenforced(p, sent); err != nil {
+			return err
 		}
 		decided, err := s.judge(p, identity)
 		switch {
@@ -81,15 +105,27 @@ func spend(ctx context.Context, t suite.Target, p adapters.Policy) (spent, error
 	first, second := fmt.Sprintf("rlconform-preflight-%d-a", stamp), fmt.Sprintf("rlconform-preflight-%d-b", stamp)
 	var s spent
 	var began time.Time
-	for s.sent < p.Limit {
+	// An RLS server is asked up to 2N+1 times, the last N+1 apart by
+	// rlsSpread: one that never refuses within them, and says no limit
+	// applies, is not enforcing.
+	for s.sent < p.Limit || (s.rls && s.admitted == s.sent && s.sent < 2*p.Limit+1) {
+		if s.sent >= p.Limit {
+			select {
+			case <-ctx.Done():
+				return s, context.Cause(ctx)
+			case <-time.After(rlsSpread):
+			}
+		}
 		a, err := t.Request(ctx, 0, first)
 		if err != nil {
 			return s, err
 		}
 		if s.sent == 0 {
-			began = a.Sent
+			began, s.rls = a.Sent, a.Form == rls.Form
 		}
 		s.sent++
+		s.spanned = a.Returned.Sub(began)
+		s.saw(a)
 		if !a.Allowed {
 			break
 		}
@@ -104,6 +140,39 @@ func spend(ctx context.Context, t suite.Target, p adapters.Policy) (spent, error
 	}
 	s.fresh, s.took = b.Allowed, b.Returned.Sub(began)
 	return s, nil
+}
+
+// saw notes what an RLS server's answer a says of the limit.
+func (s *spent) saw(a suite.HTTPAnswer) {
+	if !s.rls {
+		return
+	}
+	s.limited = s.limited || a.PolicyLimit != nil
+	if a.Allowed && a.Remaining != nil && *a.Remaining == 0 {
+		s.run++
+		s.zeroes = max(s.zeroes, s.run)
+	} else {
+		s.run = 0
+	}
+}
+
+// unenforced says why an RLS server's answers show that it does not
+// enforce a limit on what is sent (nil when they do not): it admitted a
+// request after saying none remained (a rule in shadow_mode), or it
+// admitted 2N+1 requests within the window and named no current_limit (a
+// domain or descriptor no rule matches, or an unlimited rule).
+func (s spent) unenforced(p adapters.Policy, sent string) error {
+	switch {
+	case !s.rls:
+		return nil
+	case s.zeroes >= 2:
+		return fmt.Errorf("%w: it admitted %d requests of one identity in a row, each answered with limit_remaining 0: every one after the first was over the limit, and let through, as a rule in shadow_mode is (envoyproxy/ratelimit answers so); %s (nothing was graded)",
+			rls.ErrNotEnforced, s.zeroes, sent)
+	case !s.limited && s.admitted == s.sent && s.sent > p.Limit && s.spanned <= p.Window:
+		return fmt.Errorf("no limit applies to what is sent: the server admitted all %d requests of one identity within %v, none answered with a current_limit: envoyproxy/ratelimit answers so a domain it does not know, a descriptor no rule matches, or an unlimited rule (or the server limits nothing, which these answers cannot tell apart); %s: check --domain and --descriptor against the server's configuration (nothing was graded)",
+			s.sent, s.spanned.Round(time.Millisecond), sent)
+	}
+	return nil
 }
 
 // judge is what an attempt shows: decided when the identity reaches the

@@ -69,7 +69,7 @@ func TestPreflightStopsAnIdentityThatDoesNotReachTheService(t *testing.T) {
 	assert.Contains(t, errOut, "the first request of a fresh identity was refused (--identity query:u)")
 	// With one shared limit by design there is nothing to check.
 	var said bytes.Buffer
-	require.NoError(t, preflight(t.Context(), suite.Target{SharedLimit: true}, adapters.Policy{Limit: 5, Window: time.Second}, "none", &said))
+	require.NoError(t, preflight(t.Context(), suite.Target{SharedLimit: true}, adapters.Policy{Limit: 5, Window: time.Second}, "none", "", &said))
 	assert.Empty(t, said.String())
 }
 

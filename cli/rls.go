@@ -44,6 +44,14 @@ func (f *rlsFlags) registerRLS(fs *flag.FlagSet) {
 	fs.Var(&f.rlsHeaders, "rls-header", "with --rls: `name: value` metadata sent with every call (repeatable; a token: 'authorization: Bearer …'); values are never shown")
 }
 
+// rlsSent says what an --rls run sends, for messages: "" without --rls.
+func (f *rlsFlags) rlsSent() string {
+	if len(f.rls) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("sent: domain %q, descriptors %v", f.domain, f.descriptors)
+}
+
 // rlsGiven says whether any flag of --rls is given.
 func (f *rlsFlags) rlsGiven() bool {
 	return len(f.rls) > 0 || f.domain != "" || len(f.descriptors) > 0 || f.rlsTLS || f.rlsCA != "" || len(f.rlsHeaders) > 0

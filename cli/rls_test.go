@@ -121,7 +121,12 @@ func TestRLSFailsLyingServers(t *testing.T) {
 // edge that no round trip resolves (mutants.NotInRealTime): they are
 // caught on the fake clock by go test ./mutants. core/multi-user is
 // reached too, but its mutant (global-limit) is stopped before by the
-// pre-flight check, as a service the identity does not reach (exit 2).
+// pre-flight check, as a service the identity does not reach (exit 2);
+// core/sliding-expiry too, but its mutant (window-unit-mixup: at 1 s, a
+// window of 1 ms) never refuses, and answers no current_limit: the
+// pre-flight check stops it as a server to which no limit applies (exit
+// 2), which is what envoyproxy/ratelimit answers a descriptor no rule
+// matches.
 func TestRLSCatchesMutants(t *testing.T) {
 	testtier.SkipShort(t, "grades RLS servers in real time")
 	t.Parallel()
@@ -132,7 +137,6 @@ func TestRLSCatchesMutants(t *testing.T) {
 	for _, c := range []struct{ mutant, id string }{
 		{"under-admits", "core/allow-within-limit"},
 		{"off-by-one", "core/block-over-limit"},
-		{"window-unit-mixup", "core/sliding-expiry"},
 		{"fixed-window-epoch", "strict/boundary-burst-epoch"},
 		{"fixed-window-first", "strict/boundary-burst-first"},
 		{"same-ms-collision", "strict/same-millisecond-burst"},
@@ -315,6 +319,14 @@ func TestServeRLSMode(t *testing.T) {
 	addr = serveRLSProcess(t, "--impl", "mutant:off-by-one", "--prefix", fmt.Sprintf("rlc-serve-rls-m:%d:", time.Now().UnixNano()))
 	code, out, errOut = rlsRun(t, []string{addr}, "--policy", "5/1s", "--id", "core/block-over-limit")
 	assert.Equal(t, ExitNotConformant, code, "%s\n%s", out, errOut)
+
+	// A server that reads an unset hits_addend as 0 lets every request
+	// through behind Envoy, which leaves it unset: the grader sends unit
+	// requests so, and fails it (it passed when they carried 1).
+	addr = serveRLSProcess(t, "--impl", "mutant:rls-unset-hits-free", "--prefix", fmt.Sprintf("rlc-serve-rls-z:%d:", time.Now().UnixNano()))
+	code, out, errOut = rlsRun(t, []string{addr}, "--policy", "5/1s", "--id", "core/block-over-limit")
+	assert.Equal(t, ExitNotConformant, code, "%s\n%s", out, errOut)
+	assert.Regexp(t, `fail\s+core/block-over-limit`, out)
 }
 
 // serve's RLS flags that do not go together are exit 2, with the reason.

@@ -281,9 +281,8 @@ func run(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) int {
 		return couldNotRun(cannotRun(sigCtx), "rlconform: %v", err)
 	}
 	f.storeFlags.apply(&cfg, target)
-	length := f.lengthFlags.plan(estimated(cfg, *target, false), stderr)
+	length := f.lengthFlags.plan(estimated(cfg, *target, false), f.perCall, stderr)
 	cfg.SpecTimeout = length.spec
-	f.warnSlowCalls(cfg.SpecTimeout, stderr)
 	ctx, cancel := length.context(sigCtx)
 	defer cancel()
 	fmt.Fprintf(stderr, "rlconform: grading %s, %s\n", target.Name, plural.Count(total, "spec"))
@@ -413,7 +412,7 @@ func (f *runFlags) endpoint(cfg *suite.Config, said io.Writer) (*suite.Target, i
 func (f *runFlags) graded(ctx context.Context, endpoint *suite.Target, cfg *suite.Config, token string, stderr io.Writer) (*suite.Target, func(), error) {
 	if endpoint != nil {
 		policy := adapters.Policy{Limit: cfg.Limit, Window: cfg.RealTimeWindow}
-		if err := preflight(ctx, *endpoint, policy, f.identity, stderr); err != nil {
+		if err := preflight(ctx, *endpoint, policy, f.identity, f.rlsSent(), stderr); err != nil {
 			return endpoint, func() {}, err
 		}
 		release, err := f.inspect(ctx, cfg, endpoint)
@@ -525,15 +524,6 @@ func (f *runFlags) inspect(ctx context.Context, cfg *suite.Config, t *suite.Targ
 	cfg.Redis = store
 	t.Capabilities.StoreInspection = true
 	return func() { store.Close() }, nil
-}
-
-// warnSlowCalls warns, for a remote target probed at f.perCall a call,
-// when the largest specs' calls would not fit in specTimeout.
-func (f *runFlags) warnSlowCalls(specTimeout time.Duration, stderr io.Writer) {
-	if busiest := 3000 * f.perCall; busiest > specTimeout {
-		fmt.Fprintf(stderr, "rlconform: warning: the largest specs make about 3000 calls (%v at this speed), more than --spec-timeout %v: they will end inconclusive (too slow), never failed; raise --spec-timeout to grade them\n",
-			busiest.Round(time.Second), specTimeout)
-	}
 }
 
 // skippedByChoice lists the skipped specs that the target or the run

@@ -55,14 +55,30 @@ type budget struct {
 	est       grade.Estimate
 }
 
-// plan sets the bounds of a run whose specs est estimates: the flags when
-// given, else what est needs (at least the defaults). In real time it says
-// before the run how many specs will run, about how long they take and
-// the bounds, and warns of a given bound below what the window needs.
-func (f *lengthFlags) plan(est grade.Estimate, stderr io.Writer) budget {
+// busiestCalls is about how many calls the largest specs make one after
+// another (strict/differential's schedules, strict/config-range's sweep):
+// at a target's time a call, they bound how long such a spec takes.
+const busiestCalls = 3000
+
+// plan sets the bounds of a run whose specs est estimates on a target
+// whose calls take perCall (0: not measured): the flags when given, else
+// what est and the busiest specs' calls at that speed need (at least the
+// defaults), so that a far target (a limiter in another region) is graded
+// in full. In real time it says before the run how many specs will run,
+// about how long they take and the bounds, and warns of a given bound
+// below what the window or the speed needs.
+func (f *lengthFlags) plan(est grade.Estimate, perCall time.Duration, stderr io.Writer) budget {
 	b := budget{spec: f.specTimeout, run: f.maxDuration, est: est}
+	calls := busiestCalls * perCall * 3 / 2 // half again: a far target's jitter
 	if !f.specSet {
-		b.spec = min(max(defaultSpecTimeout, roundUpSecond(est.SpecTimeout)), maxSpecTimeout)
+		b.spec = min(max(defaultSpecTimeout, roundUpSecond(est.SpecTimeout+calls)), maxSpecTimeout)
+		if b.spec > defaultSpecTimeout && calls > est.SpecTimeout {
+			fmt.Fprintf(stderr, "rlconform: at %s a call, the largest specs take about %v: --spec-timeout %v (for this speed)\n",
+				aboutMillis(perCall), roundUpSecond(busiestCalls*perCall), b.spec)
+		}
+	} else if busiest := busiestCalls * perCall; busiest > b.spec {
+		fmt.Fprintf(stderr, "rlconform: warning: the largest specs make about %d calls (%v at this speed), more than --spec-timeout %v: they will end inconclusive (too slow), never failed; raise --spec-timeout, or leave it out\n",
+			busiestCalls, busiest.Round(time.Second), b.spec)
 	}
 	if !f.maxSet {
 		b.run = min(max(defaultMaxDuration, time.Duration(est.Run)*b.spec), maxRunDuration)

@@ -7,6 +7,12 @@ import (
 	"strings"
 	"time"
 
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
 	"github.com/rlconform/rlconform/adapters/rls"
 	"github.com/rlconform/rlconform/fakeclock"
 	"github.com/rlconform/rlconform/redisenv"
@@ -25,13 +31,13 @@ type rlsServe struct {
 // (current_limit, limit_remaining, duration_until_reset), a mutant's
 // with its code alone.
 func serveRLS(ctx context.Context, stdout, stderr io.Writer, s rlsServe, n int, w time.Duration) int {
-	decide, store, err := rlsDecider(ctx, s, n, w)
+	decide, intercept, store, err := rlsDecider(ctx, s, n, w)
 	if err != nil {
 		fmt.Fprintf(stderr, "rlconform serve: %v\n", err)
 		return ExitCannotRun
 	}
 	defer store.Close()
-	srv, err := rls.Listen(s.addr, decide, rls.ServerOptions{Key: s.key, Token: s.token})
+	srv, err := rls.Listen(s.addr, decide, rls.ServerOptions{Key: s.key, Token: s.token, Intercept: intercept})
 	if err != nil {
 		fmt.Fprintf(stderr, "rlconform serve: %v\n", err)
 		return ExitCannotRun
@@ -47,22 +53,60 @@ func serveRLS(ctx context.Context, stdout, stderr io.Writer, s rlsServe, n int, 
 	return ExitConformant
 }
 
-// rlsDecider is the decider serve --rls-mode serves, on a Redis it
-// obtains (the caller closes it).
-func rlsDecider(ctx context.Context, s rlsServe, n int, w time.Duration) (rls.Decider, *redisenv.Redis, error) {
-	if s.impl != "reference" && s.impl != "reference-compact" && !strings.HasPrefix(s.impl, "mutant:") {
-		return nil, nil, fmt.Errorf("--rls-mode serves --impl reference, reference-compact or mutant:NAME, not %q", s.impl)
+// rlsUnsetHitsFree is serve --rls-mode's mutant of the RLS server itself:
+// the reference behind a server that reads an unset hits_addend as 0,
+// not 1 as rls.proto says, so that a request as Envoy's HTTP filter sends
+// it costs nothing and is always allowed, with the limit and what is left
+// (a weighted one is decided).
+const rlsUnsetHitsFree = "mutant:rls-unset-hits-free"
+
+// unsetHitsFree answers OK, for every descriptor and without counting, a
+// request whose hits_addend is unset, with current_limit n per w and
+// limit_remaining what lim says is left of the user the descriptor's
+// entry key names: rlsUnsetHitsFree.
+func unsetHitsFree(lim *reference.Limiter, key string, n int, w time.Duration) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+		r, ok := req.(*rlsv3.RateLimitRequest)
+		if !ok || r.GetHitsAddend() != 0 {
+			return next(ctx, req)
+		}
+		resp := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK}
+		for _, d := range r.GetDescriptors() {
+			st := &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK, CurrentLimit: &rlsv3.RateLimitResponse_RateLimit{
+				RequestsPerUnit: uint32(n), Unit: rlsv3.RateLimitResponse_RateLimit_SECOND, UnitMultiplier: wrapperspb.UInt32(uint32(w / time.Second))}}
+			for _, e := range d.GetEntries() {
+				if e.GetKey() != key {
+					continue
+				}
+				left, err := lim.GetRemainingRequests(ctx, e.GetValue())
+				if err != nil {
+					return nil, status.Error(codes.Unavailable, err.Error())
+				}
+				st.LimitRemaining = uint32(left)
+			}
+			resp.Statuses = append(resp.Statuses, st)
+		}
+		return resp, nil
 	}
-	if strings.HasPrefix(s.impl, "mutant:") {
+}
+
+// rlsDecider is the decider serve --rls-mode serves, on a Redis it
+// obtains (the caller closes it), and what intercepts its calls (nil but
+// for rlsUnsetHitsFree).
+func rlsDecider(ctx context.Context, s rlsServe, n int, w time.Duration) (rls.Decider, grpc.UnaryServerInterceptor, *redisenv.Redis, error) {
+	if s.impl != "reference" && s.impl != "reference-compact" && !strings.HasPrefix(s.impl, "mutant:") {
+		return nil, nil, nil, fmt.Errorf("--rls-mode serves --impl reference, reference-compact or mutant:NAME, not %q", s.impl)
+	}
+	if strings.HasPrefix(s.impl, "mutant:") && s.impl != rlsUnsetHitsFree {
 		lim, store, err := build(ctx, s.impl, fakeclock.Real{}, s.prefix, n, w) // real time: the in-memory mutants need a clock
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		return rls.LimiterDecider(lim), store, nil
+		return rls.LimiterDecider(lim), nil, store, nil
 	}
 	store, err := redisenv.Obtain(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	bound(store, defaultStoreTimeout)
 	newLimiter := reference.New
@@ -72,9 +116,13 @@ func rlsDecider(ctx context.Context, s rlsServe, n int, w time.Duration) (rls.De
 	lim, err := newLimiter(store.Client, reference.Options{MaxRequests: n, Window: w, Prefix: s.prefix})
 	if err != nil {
 		store.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return referenceDecider(lim), store, nil
+	var intercept grpc.UnaryServerInterceptor
+	if s.impl == rlsUnsetHitsFree {
+		intercept = unsetHitsFree(lim, s.key, n, w)
+	}
+	return referenceDecider(lim), intercept, store, nil
 }
 
 // referenceDecider decides with the reference limiter: a unit request

@@ -474,8 +474,11 @@ func (s *searchOracle) JudgeBurst(user string, lo, hi time.Time, sent, allowed i
 // answers are undecided, for the search's bounds).
 func (s *searchOracle) burstByCount(su *searchUser, user string, l, h int64, sent, allowed int) (Judgement, string) {
 	su.giveUp(CauseSearch)
-	if !s.spec.Anchored() || !s.freshAt(su, l, user) {
+	if !s.freshAt(su, l, user) {
 		return s.undecided(CauseSearch), "any number"
+	}
+	if !s.spec.Anchored() {
+		return s.burstFloor(su, user, l, sent, allowed)
 	}
 	budget := searchBudget
 	least, most := sent, 0
@@ -503,6 +506,31 @@ func (s *searchOracle) burstByCount(su *searchUser, user string, l, h int64, sen
 		s.cause = CauseTiming
 	}
 	return j, spanWord(least, most)
+}
+
+// burstFloor judges a burst of a fresh user that the search could not
+// follow, on a profile with a grid fixed to the clock (a window at the
+// limiter's own whole second, at any of 1000 phases): whatever the
+// instants, its first requests, as many as a fresh user may make at l
+// one after the other (Remaining), are allowed: no profile refuses a
+// user what it has not spent, and a later instant only frees more. Fewer
+// allowed than that is impossible; any other count is undecided. A
+// burst of 8 to a fresh user, 1 allowed, was left undecided, and a
+// window at the limiter's second was identified for a log whose lock
+// refused the rest (issue 61).
+func (s *searchOracle) burstFloor(su *searchUser, user string, l int64, sent, allowed int) (Judgement, string) {
+	floor := sent
+	for _, c := range su.states {
+		n, err := c.p.Clone().(Replayable).Remaining(time.UnixMilli(max(l, c.low)), user)
+		if err != nil {
+			return s.undecided(CauseSearch), "any number"
+		}
+		floor = min(floor, n)
+	}
+	if allowed < floor {
+		return Impossible, fmt.Sprintf("at least %d", floor)
+	}
+	return s.undecided(CauseSearch), fmt.Sprintf("at least %d", floor)
 }
 
 // freshAt reports whether every state user may be in at l answers as a

@@ -93,30 +93,18 @@ func (g *SentinelGroup) SentinelAddr() string {
 func (g *SentinelGroup) MasterAddr(ctx context.Context) (string, error) {
 	s := redis.NewSentinelClient(&redis.Options{Addr: g.SentinelAddr()})
 	defer s.Close()
-	addr, err := s.GetMasterAddrByName(ctx, g.Master).Result()
+	addr, err := masterAddr(ctx, s, g.Master)
 	if err != nil {
-		return "", fmt.Errorf("redisenv: asking the Sentinel for %s: %w", g.Master, err)
+		return "", fmt.Errorf("redisenv: asking the Sentinel: %w", err)
 	}
-	return net.JoinHostPort(addr[0], addr[1]), nil
+	return addr, nil
 }
 
 // Failover has the Sentinel promote the replica (SENTINEL FAILOVER: the
 // primary is demoted, not killed) and waits until it names another master
-// than before.
+// than before ([Failover]).
 func (g *SentinelGroup) Failover(ctx context.Context) error {
-	before, err := g.MasterAddr(ctx)
-	if err != nil {
-		return err
-	}
-	s := redis.NewSentinelClient(&redis.Options{Addr: g.SentinelAddr()})
-	defer s.Close()
-	if err := s.Failover(ctx, g.Master).Err(); err != nil {
-		return fmt.Errorf("redisenv: SENTINEL FAILOVER %s: %w", g.Master, err)
-	}
-	return g.waitFor(ctx, "the Sentinel to name a new master", func(ctx context.Context, s *redis.SentinelClient) bool {
-		addr, err := s.GetMasterAddrByName(ctx, g.Master).Result()
-		return err == nil && net.JoinHostPort(addr[0], addr[1]) != before
-	})
+	return Failover(ctx, g.URL())
 }
 
 // waitFor polls cond on a client of the Sentinel every 50 ms, for at most

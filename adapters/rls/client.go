@@ -126,8 +126,15 @@ func Dial(addr string, opts Options) (*Client, error) {
 // Close closes the connection.
 func (c *Client) Close() error { return c.conn.Close() }
 
-// request is the ShouldRateLimit request of user, of weight hits.
+// request is the ShouldRateLimit request of user, of weight hits. A unit
+// request leaves hits_addend unset (0), as Envoy's HTTP filter sends every
+// request no filter gave a cost: rls.proto says unset means 1, and a
+// server that reads it as 0 (a request that costs nothing) lets every
+// request through behind a real Envoy; sending 1 would hide that.
 func (c *Client) request(user string, hits uint32) *rlsv3.RateLimitRequest {
+	if hits == 1 {
+		hits = 0
+	}
 	req := &rlsv3.RateLimitRequest{Domain: c.opts.Domain, HitsAddend: hits}
 	for i, d := range c.opts.Descriptors {
 		desc := &commonv3.RateLimitDescriptor{}

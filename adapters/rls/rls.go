@@ -91,6 +91,12 @@ func ParseIdentity(s string) (string, error) {
 // ([adapters.Fields]): those of its first DescriptorStatus.
 const Form = "DescriptorStatus"
 
+// ErrNotEnforced is wrapped by the error of an answer, or of the run's
+// check before the first spec, that shows a server told not to enforce
+// its limit (shadow mode): it lets a request through that it says is
+// over the limit. Such a server is not graded (exit 2), never failed.
+var ErrNotEnforced = errors.New("the RLS server does not enforce its limit")
+
 // Decode reads a ShouldRateLimit answer to a request of sent descriptors:
 // allowed for OK, denied for OVER_LIMIT, and the fields of its first
 // DescriptorStatus. It is an error when the answer cannot be graded: a
@@ -120,6 +126,14 @@ func Decode(resp *rlsv3.RateLimitResponse, sent int) (allowed bool, f adapters.F
 		return false, f, fmt.Errorf("the answer's overall_code is %d, outside the enum (UNKNOWN, OK, OVER_LIMIT)", int32(resp.GetOverallCode()))
 	}
 	f.Form = Form
+	if allowed {
+		for i, st := range resp.GetStatuses() {
+			if st.GetCode() == rlsv3.RateLimitResponse_OVER_LIMIT {
+				return false, f, fmt.Errorf("%w: the status of descriptor %d of %d is OVER_LIMIT under an overall OK, which Envoy lets through: shadow mode (envoyproxy/ratelimit's SHADOW_MODE answers so), or a quota_mode descriptor beside others; grade a server that enforces the limit",
+					ErrNotEnforced, i+1, len(resp.GetStatuses()))
+			}
+		}
+	}
 	if n := len(resp.GetStatuses()); n == 0 {
 		// Limitador answers so: Envoy decides on overall_code alone, and
 		// there is no field to grade.

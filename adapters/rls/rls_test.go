@@ -62,7 +62,8 @@ func descStatus(code rlsv3.RateLimitResponse_Code, remaining uint32, reset time.
 }
 
 // The request carries the domain, every descriptor in order, the user's
-// id in the identity's entry of the first, hits_addend, and the metadata.
+// id in the identity's entry of the first, hits_addend (unset for a unit
+// request, as Envoy sends it), and the metadata.
 func TestClientSendsWhatEnvoySends(t *testing.T) {
 	var got *rlsv3.RateLimitRequest
 	var md metadata.MD
@@ -96,6 +97,11 @@ func TestClientSendsWhatEnvoySends(t *testing.T) {
 	assert.Equal(t, []string{"path", "/api", "user", "alice"}, []string{e[0].GetKey(), e[0].GetValue(), e[1].GetKey(), e[1].GetValue()})
 	assert.Equal(t, "yes", got.GetDescriptors()[1].GetEntries()[0].GetValue())
 	assert.Equal(t, []string{"Bearer t0k3n"}, md.Get("authorization"))
+	// A unit request leaves hits_addend unset, as Envoy's HTTP filter
+	// does: a server must read 0 as 1 (issue 63).
+	_, err = c.AllowRequest(context.Background(), "alice")
+	require.NoError(t, err)
+	assert.Equal(t, uint32(0), got.GetHitsAddend(), "a unit request is sent with hits_addend unset")
 }
 
 // Answers that cannot be graded are errors, never a decision; a gRPC
@@ -183,6 +189,12 @@ func TestDecodeFields(t *testing.T) {
 	_, f, err = Decode(&rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK, Statuses: []*rlsv3.RateLimitResponse_DescriptorStatus{{Code: rlsv3.RateLimitResponse_OK}}}, 1)
 	require.NoError(t, err)
 	assert.False(t, f.HasRemaining || f.HasReset || f.HasPolicy, "no current_limit: no limit applies, nothing to grade")
+
+	// envoyproxy/ratelimit under SHADOW_MODE: over the limit, let through.
+	shadow := descStatus(rlsv3.RateLimitResponse_OVER_LIMIT, 0, time.Second)
+	_, _, err = Decode(&rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK, Statuses: []*rlsv3.RateLimitResponse_DescriptorStatus{descStatus(rlsv3.RateLimitResponse_OK, 3, time.Second), shadow}}, 2)
+	require.ErrorIs(t, err, ErrNotEnforced)
+	assert.Contains(t, err.Error(), "descriptor 2 of 2 is OVER_LIMIT under an overall OK")
 
 	allowed, f, err = Decode(&rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OVER_LIMIT}, 2)
 	require.NoError(t, err, "no status at all, as Limitador answers: decided by overall_code")

@@ -66,6 +66,11 @@ type ServerOptions struct {
 	Token string
 	// TLS, when not nil, serves over TLS (nil: plaintext, h2c).
 	TLS *tls.Config
+	// Intercept, when not nil, sees each call after the token check and
+	// before the server decides it; it may answer itself (a test's
+	// server, or serve's mutant of a server that reads an unset
+	// hits_addend as 0).
+	Intercept grpc.UnaryServerInterceptor
 }
 
 // maxDescriptors bounds the descriptors of one request the server decides.
@@ -92,7 +97,11 @@ func Listen(addr string, decide Decider, opts ServerOptions) (*Server, error) {
 		return nil, fmt.Errorf("rls server: %w", err)
 	}
 	s := &Server{Addr: l.Addr().String(), decide: decide, opts: opts}
-	serverOpts := []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxAnswer), grpc.MaxHeaderListSize(maxHeaderList), grpc.UnaryInterceptor(s.authorize)}
+	chain := []grpc.UnaryServerInterceptor{s.authorize}
+	if opts.Intercept != nil {
+		chain = append(chain, opts.Intercept)
+	}
+	serverOpts := []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxAnswer), grpc.MaxHeaderListSize(maxHeaderList), grpc.ChainUnaryInterceptor(chain...)}
 	if opts.TLS != nil {
 		serverOpts = append(serverOpts, grpc.Creds(credentials.NewTLS(opts.TLS)))
 	}

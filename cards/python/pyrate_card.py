@@ -49,10 +49,21 @@ class PerUser(BucketFactory):
         return self.bucket(item.name)
 
 
+# The message of try_acquire's own check of a weight (limiter.py:589,
+# `assert weight >= 0, "item's weight must be >= 0"`).
+WEIGHT_CHECK = "item's weight must be >= 0"
+
+
+class NegativeWeight(Exception):
+    """pyrate-limiter's own refusal of a negative weight."""
+
+
 class Card:
-    # try_acquire refuses a negative weight itself (limiter.py:589, an
-    # assert): its refusal is a 400.
-    invalid_cost = (AssertionError,)
+    # try_acquire refuses a negative weight itself, with an assert
+    # (limiter.py:589): that AssertionError, and no other, is the invalid
+    # cost (a 400). An assert is gone under `python -O`, and the refusal
+    # with it: the shim runs without -O.
+    invalid_cost = (NegativeWeight,)
 
     def __init__(self, redis_url, prefix):
         # A store that is down answers at once (503): short timeouts.
@@ -72,7 +83,12 @@ class Card:
     def allow(self, user, cost):
         with self.mu:
             limiter = self.limiter
-        return limiter.try_acquire(user, weight=cost, blocking=False)
+        try:
+            return limiter.try_acquire(user, weight=cost, blocking=False)
+        except AssertionError as e:
+            if cost < 0 and str(e) == WEIGHT_CHECK:
+                raise NegativeWeight(str(e)) from e
+            raise
 
     def remaining(self, user):
         raise NotImplementedError("pyrate-limiter answers no remaining count")

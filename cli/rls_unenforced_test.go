@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+)
+
+// envoyShaped answers as envoyproxy/ratelimit does for one descriptor
+// (src/limiter/base_limiter.go GetResponseDescriptorStatus,
+// src/service/ratelimit.go shouldRateLimitWorker), 5 per second counted
+// per user and never reset (the test sends fewer than a window holds):
+// matched by a rule, or not (no current_limit, every request OK), the
+// rule in shadow_mode (over the limit: OK, limit_remaining 0), or the
+// service in SHADOW_MODE (over: the status OVER_LIMIT, overall OK).
+type envoyShaped struct {
+	rlsv3.UnimplementedRateLimitServiceServer
+	mode string // "enforce", "no-rule", "rule-shadow", "global-shadow"
+	mu   *sync.Mutex
+	hits map[string]uint32
+}
+
+func (s envoyShaped) ShouldRateLimit(_ context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+	if s.mode == "no-rule" {
+		return &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK,
+			Statuses: []*rlsv3.RateLimitResponse_DescriptorStatus{{Code: rlsv3.RateLimitResponse_OK}}}, nil
+	}
+	s.mu.Lock()
+	user := req.GetDescriptors()[0].GetEntries()[0].GetValue()
+	s.hits[user] += max(1, req.GetHitsAddend())
+	after := s.hits[user]
+	s.mu.Unlock()
+	limit := &rlsv3.RateLimitResponse_RateLimit{RequestsPerUnit: 5, Unit: rlsv3.RateLimitResponse_RateLimit_SECOND}
+	st := &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK, CurrentLimit: limit}
+	if after > 5 {
+		st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
+	} else {
+		st.LimitRemaining = 5 - after
+	}
+	overall := st.Code
+	switch {
+	case s.mode == "rule-shadow" && after > 5:
+		st.Code, overall = rlsv3.RateLimitResponse_OK, rlsv3.RateLimitResponse_OK
+	case s.mode == "global-shadow":
+		overall = rlsv3.RateLimitResponse_OK
+	}
+	return &rlsv3.RateLimitResponse{OverallCode: overall, Statuses: []*rlsv3.RateLimitResponse_DescriptorStatus{st}}, nil
+}
+
+// A server told not to enforce what it is asked about (a domain or a
+// descriptor no rule matches, a rule in shadow_mode, the service in
+// SHADOW_MODE) is not graded: exit 2 before the first spec, naming what
+// was sent and why, never NOT CONFORMANT. With --policy, the first used
+// to be graded and failed (issue 63). One that enforces passes the check.
+func TestRLSServerThatDoesNotEnforceIsNotGraded(t *testing.T) {
+	for _, c := range []struct{ mode, says string }{
+		{"no-rule", `no limit applies to what is sent: the server admitted all 11 requests of one identity`},
+		{"rule-shadow", "each answered with limit_remaining 0: every one after the first was over the limit, and let through"},
+		{"global-shadow", "is OVER_LIMIT under an overall OK, which Envoy lets through: shadow mode"},
+		{"enforce", ""},
+	} {
+		t.Run(c.mode, func(t *testing.T) {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			srv := grpc.NewServer()
+			rlsv3.RegisterRateLimitServiceServer(srv, envoyShaped{mode: c.mode, mu: &sync.Mutex{}, hits: map[string]uint32{}})
+			go srv.Serve(l) //nolint:errcheck // ends with Stop
+			t.Cleanup(srv.Stop)
+			code, out, errOut := rlconform(t, "run", "--report-dir", t.TempDir(), "--rls", l.Addr().String(), "--domain", "edgee",
+				"--descriptor", "user=x", "--identity", "descriptor:user", "--policy", "5/1s", "--id", "core/allow-within-limit")
+			if c.says == "" {
+				assert.Contains(t, errOut, "reaches the service", "%s\n%s", out, errOut)
+				return
+			}
+			assert.Equal(t, ExitCannotRun, code, "%s\n%s", out, errOut)
+			assert.Contains(t, errOut, c.says)
+			assert.NotContains(t, out, "NOT CONFORMANT")
+			assert.Contains(t, errOut, `sent: domain "edgee", descriptors [user=x]`)
+		})
+	}
+}
