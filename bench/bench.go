@@ -1,8 +1,8 @@
 // Package bench drives load at a rate limiter and measures its cost and its
 // exactness at once: throughput, latency percentiles from an HDR
 // histogram, errors by kind, and every decision judged against the
-// algorithm it claims ([Judge]; the sliding-window log by default,
-// [Check]). It judges load that another tool drove and recorded the same
+// algorithm it claims as the run goes, in memory flat in its length
+// ([Judge]; the sliding-window log by default, [Check]). It judges load that another tool drove and recorded the same
 // way ([Replay]), and calls read from a log as they come, in bounded
 // memory ([Stream]: rlconform audit). The rlconform bench command is
 // built on it.
@@ -91,7 +91,7 @@ type Config struct {
 const MaxRate = 10_000_000
 
 // maxDuration bounds Duration and Grace: a week of load is far past any
-// bench (every decision is kept), and their sum never wraps.
+// bench, and their sum never wraps.
 const maxDuration = 7 * 24 * time.Hour
 
 // Progress is a snapshot of a running bench.
@@ -150,10 +150,13 @@ func (c Config) Mode() string {
 	return "closed-loop"
 }
 
-// caller is one goroutine's share of the run, merged at the end.
+// caller is one goroutine's share of the run, merged at the end: the
+// errors it met, by kind, with the first message of each. (A recorded
+// run's caller holds its decisions too, with their latencies: from due in
+// an open loop, or from sent.)
 type caller struct {
 	decisions []Decision
-	latency   []time.Duration // per decision: from due (open loop) or sent
+	latency   []time.Duration
 	errs      map[string]int
 	example   map[string]string
 }
@@ -183,8 +186,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	l := newLoad(cfg, users)
 	var wg sync.WaitGroup
 	l.start = time.Now()
+	if cfg.SkipExactness == "" {
+		var err error
+		if l.judging, err = newJudging(cfg, l.start, users); err != nil {
+			return nil, err // Validate checked the profile: not reached
+		}
+	}
 	for k := range l.callers {
-		c := newCaller(l.perCaller)
+		c := newCaller()
 		l.callers[k] = c
 		lim := cfg.Instances[k%len(cfg.Instances)]
 		timed, _ := lim.(SentTimer)
@@ -208,7 +217,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	wg.Wait()
 	cancel()
 	<-progressDone
-	r := collect(cfg, l.callers, l.start, sent, time.Since(l.start), backlog, <-failedOver)
+	r := l.result(time.Since(l.start), backlog, <-failedOver)
 	if ctx.Err() != nil {
 		r.Interrupted = true
 		return r, fmt.Errorf("the bench was interrupted after %v: %w", sent.Round(time.Millisecond), context.Cause(ctx))
@@ -217,13 +226,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 }
 
 // load is what a running bench's goroutines share: its callers, the open
-// loop's queue and the counts the progress reports.
+// loop's queue, the counts the progress reports, and what the decisions
+// add up to, as they come (tally and judging, under mu): the run holds
+// none of its decisions, so its memory does not grow with its length.
 type load struct {
 	cfg     Config
 	users   []string
 	callers []*caller
-	// perCaller is the room for decisions each caller starts with.
-	perCaller int
+	mu      sync.Mutex
+	tally   *tally
+	judging *judging // nil when the exactness is not checked
+	// failedAfter counts the calls sent from the failover on that failed.
+	failedAfter int
 	// due is the open loop's queue: when each request is due (nil in a
 	// closed loop).
 	due   chan time.Duration
@@ -236,22 +250,16 @@ type load struct {
 // newLoad prepares the run of cfg: room for its callers, and the open
 // loop's queue.
 func newLoad(cfg Config, users []string) *load {
-	l := &load{cfg: cfg, users: users, callers: make([]*caller, cfg.Concurrency)}
-	expected := int(float64(cfg.Duration.Seconds()) * max(cfg.Rate, 1000))
-	// Each caller starts small and grows as it records: reserving for the
-	// whole expected load up front would reserve gigabytes for a long run
-	// that an interrupt may cut short.
-	l.perCaller = min(256, expected/cfg.Concurrency+16)
+	l := &load{cfg: cfg, users: users, callers: make([]*caller, cfg.Concurrency), tally: newTally(cfg)}
 	if cfg.Rate > 0 {
 		l.due = make(chan time.Duration, min(1<<20, int(cfg.Rate)+1))
 	}
 	return l
 }
 
-// newCaller returns a caller with room for n decisions to begin with.
-func newCaller(n int) *caller {
-	return &caller{decisions: make([]Decision, 0, n), latency: make([]time.Duration, 0, n),
-		errs: map[string]int{}, example: map[string]string{}}
+// newCaller returns a caller that has met no error.
+func newCaller() *caller {
+	return &caller{errs: map[string]int{}, example: map[string]string{}}
 }
 
 // call is caller c's loop: it sends requests to lim (timed from when
@@ -316,9 +324,9 @@ func (l *load) decide(callCtx context.Context, lim Limiter, timed SentTimer, u i
 	return d, err
 }
 
-// record keeps decision d in caller c, with its latency counted from
-// from, and counts it: an error (err) by its kind, "interrupted" once ctx
-// ended.
+// record adds decision d up, with its latency counted from from, and
+// counts it: an error (err) by its kind in caller c, "interrupted" once
+// ctx ended.
 func (l *load) record(ctx context.Context, c *caller, d Decision, err error, from time.Duration) {
 	switch d.Outcome {
 	case Errored:
@@ -334,9 +342,35 @@ func (l *load) record(ctx context.Context, c *caller, d Decision, err error, fro
 	case Allowed:
 		l.allowed.Add(1)
 	}
-	c.decisions = append(c.decisions, d)
-	c.latency = append(c.latency, d.Returned-from)
+	l.mu.Lock()
+	l.tally.add(d, d.Returned-from)
+	if l.judging != nil {
+		l.judging.add(d)
+	}
+	if d.Outcome == Errored && l.cfg.Failover != nil && d.Sent >= l.cfg.FailoverAt {
+		l.failedAfter++
+	}
+	l.mu.Unlock()
 	l.done.Add(1)
+}
+
+// result is what the run measured: it lasted elapsed, left backlog
+// requests never sent, and met failover (nil: none).
+func (l *load) result(elapsed time.Duration, backlog int64, failover *FailoverFigure) *Result {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := newResult(l.cfg, l.callers, elapsed, backlog)
+	r.Failover = failover
+	l.tally.fill(r, elapsed)
+	switch {
+	case l.cfg.SkipExactness != "":
+		r.NotChecked = l.cfg.SkipExactness
+	default:
+		l.judging.finish(r)
+		r.nameWorst()
+		r.figureFailover(l.failedAfter)
+	}
+	return r
 }
 
 // failover fails the store over FailoverAt into the run, when the config

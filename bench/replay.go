@@ -109,7 +109,7 @@ func (rp Replay) Run(rec *Recording) (*Result, error) {
 	if c.errs == nil {
 		c.errs, c.example = map[string]int{}, map[string]string{}
 	}
-	r := collect(cfg, []*caller{c}, start, end, end, 0, nil)
+	r := collect(cfg, c, start, end)
 	rec.Decisions, rec.Latency = nil, nil // r holds them
 	r.Mode, r.Source = "recorded", rec.Source
 	ids := rec.UserIDs

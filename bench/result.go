@@ -169,23 +169,15 @@ func (r *Result) Failed() bool {
 	return r.Exactness != nil && !r.Exactness.Exact()
 }
 
-func collect(cfg Config, callers []*caller, start time.Time, sent, elapsed time.Duration, backlog int64, failover *FailoverFigure) *Result {
-	r := &Result{Failover: failover, Profile: Judge{Profile: cfg.Profile}.profileName(), Mode: cfg.Mode(), Concurrency: cfg.Concurrency, Rate: cfg.Rate, Duration: cfg.Duration,
+// newResult is the result of a run of cfg that lasted elapsed, with the
+// errors its callers counted: what every run says before its decisions
+// are added up.
+func newResult(cfg Config, callers []*caller, elapsed time.Duration, backlog int64) *Result {
+	r := &Result{Profile: Judge{Profile: cfg.Profile}.profileName(), Mode: cfg.Mode(), Concurrency: cfg.Concurrency, Rate: cfg.Rate, Duration: cfg.Duration,
 		Users: cfg.Users, Zipf: cfg.Zipf, Limit: cfg.Limit, Window: cfg.Window, Seed: cfg.Seed,
 		Errors: map[string]int{}, ErrorExamples: map[string]string{}, Backlog: int(backlog), Elapsed: elapsed}
 	prefix := cfg.UserPrefix
 	r.userIDs = func(u int32) string { return fmt.Sprintf("%s%d", prefix, u) }
-	bucket := max(100*time.Millisecond, (cfg.Duration / 300).Round(100*time.Millisecond))
-	nb := int(elapsed/bucket) + 1
-	hists := make([]*histogram, nb)
-	seen := make([]map[int32]bool, nb)
-	r.Series = make([]Bucket, nb)
-	total := newHistogram()
-	n := 0
-	for _, c := range callers {
-		n += len(c.decisions)
-	}
-	r.decisions = make([]Decision, 0, n)
 	for _, c := range callers {
 		for kind, k := range c.errs {
 			r.Errors[kind] += k
@@ -193,144 +185,65 @@ func collect(cfg Config, callers []*caller, start time.Time, sent, elapsed time.
 				r.ErrorExamples[kind] = c.example[kind]
 			}
 		}
-		for i, d := range c.decisions {
-			r.decisions = append(r.decisions, d)
-			lat := c.latency[i]
-			total.record(lat)
-			b := min(nb-1, int(d.Sent/bucket))
-			if hists[b] == nil {
-				hists[b], seen[b] = newHistogram(), map[int32]bool{}
-			}
-			hists[b].record(lat)
-			seen[b][d.User] = true
-			s := &r.Series[b]
-			s.Decisions++
-			switch d.Outcome {
-			case Allowed:
-				r.Allowed++
-				s.Allowed++
-			case Denied:
-				r.Denied++
-			case Errored:
-				s.Errors++
-			}
-		}
 	}
-	r.Decisions = r.Allowed + r.Denied
-	if elapsed > 0 {
-		r.Throughput = float64(r.Decisions) / elapsed.Seconds()
+	return r
+}
+
+// collect adds up a recorded run's decisions (with their latencies),
+// which it holds whole: the figures, and the check of every decision
+// against the profile (Replay searches the clock skew on them after).
+func collect(cfg Config, c *caller, start time.Time, elapsed time.Duration) *Result {
+	r := newResult(cfg, []*caller{c}, elapsed, 0)
+	t := newTally(cfg)
+	for i, d := range c.decisions {
+		t.add(d, c.latency[i])
 	}
-	r.Latency = total.percentiles()
-	r.HotKey = hotKey(cfg, callers, n)
-	for b := range r.Series {
-		r.Series[b].At = time.Duration(b) * bucket
-		if hists[b] != nil {
-			p := hists[b].percentiles()
-			r.Series[b].P50, r.Series[b].P99, r.Series[b].Max = p.P50, p.P99, p.Max
-			r.Series[b].Users = len(seen[b])
-		}
-	}
-	for _, c := range callers {
-		c.decisions, c.latency = nil, nil // r.decisions has them: less to hold during the check
-	}
-	// Grouped once, by user, for the chart's busiest window and the check.
+	t.fill(r, elapsed)
 	began := time.Now()
-	r.decisions = byUser(r.decisions)
-	busiest(r, bucket)
-	if cfg.SkipExactness != "" {
-		r.NotChecked = cfg.SkipExactness
-		return r
-	}
+	r.decisions = byUser(c.decisions)
+	c.decisions, c.latency = nil, nil // r.decisions has them: less to hold during the check
 	rules, err := Judge{Profile: cfg.Profile, Limit: cfg.Limit, Window: cfg.Window, Start: start}.rules()
 	if err != nil {
-		r.NotChecked = err.Error() // Run validated the profile: not reached
+		r.NotChecked = err.Error() // the recording's profile was validated: not reached
 		return r
 	}
 	ex := rules.check(r.decisions, elapsed, scope{})
 	ex.Took = time.Since(began)
-	if f := r.Failover; f != nil {
-		before := rules.check(sentBefore(r.decisions, f.Requested), elapsed, scope{})
-		f.Before = &before
-		f.Beyond, f.UnderAdmitted = max(0, ex.Overshoot-before.Overshoot), max(0, ex.UnderAdmitted-before.UnderAdmitted)
-		for _, d := range r.decisions {
-			if d.Outcome == Errored && d.Sent >= f.Requested {
-				f.Failed++
-			}
-		}
-	}
-	if ex.Worst != nil {
-		ex.Worst.UserID = r.UserID(ex.Worst.User)
-	}
-	if ex.WorstUnder != nil {
-		ex.WorstUnder.UserID = r.UserID(ex.WorstUnder.User)
-	}
 	r.Exactness = &ex
+	r.nameWorst()
 	return r
 }
 
-// sentBefore is the decisions (grouped by user) sent before at, still
-// grouped.
-func sentBefore(grouped []Decision, at time.Duration) []Decision {
-	out := make([]Decision, 0, len(grouped))
-	for _, d := range grouped {
-		if d.Sent < at {
-			out = append(out, d)
-		}
+// nameWorst sets the user ids of the exactness check's evidence.
+func (r *Result) nameWorst() {
+	if r.Exactness == nil {
+		return
 	}
-	return out
+	if w := r.Exactness.Worst; w != nil {
+		w.UserID = r.UserID(w.User)
+	}
+	if u := r.Exactness.WorstUnder; u != nil {
+		u.UserID = r.UserID(u.User)
+	}
 }
 
-// busiest sets each bucket's Busiest: for each user, the allowed requests
-// answered by the bucket's end less those sent by the start of the window
-// ending then, each by its admissible span (a lower bound of those inside: it
-// counts a request that spans the whole window against the count).
-func busiest(r *Result, bucket time.Duration) {
-	var sent, returned []time.Duration
-	eachUser(r.decisions, func(calls []Decision) {
-		sent, returned = sent[:0], returned[:0]
-		for _, d := range calls {
-			if d.Outcome == Allowed {
-				sent, returned = append(sent, d.Sent), append(returned, d.Returned)
-			}
-		}
-		// sent is in order already (byUser); returned need not be.
-		slices.Sort(returned)
-		for b := range r.Series {
-			end := min(r.Elapsed, time.Duration(b+1)*bucket)
-			// Surely inside (end-W, end]: its latest admissible instant
-			// by the end, its earliest after end-W, as the check.
-			answered, _ := slices.BinarySearch(returned, end-model.ClockOffset+1)
-			before, _ := slices.BinarySearch(sent, end-r.Window+model.ClockOffset+model.ClockResolution+1)
-			r.Series[b].Busiest = max(r.Series[b].Busiest, answered-before)
-		}
-	})
-}
-
-func hotKey(cfg Config, callers []*caller, n int) *HotKey {
-	if cfg.Users < 2 || n == 0 {
-		return nil
+// figureFailover sets what a failover did to the limit, from the checks
+// of the whole run and of the calls before it, and the calls that failed
+// after it was asked (failedAfter).
+func (r *Result) figureFailover(failedAfter int) {
+	f := r.Failover
+	if f == nil || f.Before == nil || r.Exactness == nil {
+		return
 	}
-	calls := make([]int, cfg.Users)
-	hot := int32(0)
-	for _, c := range callers {
-		for _, d := range c.decisions {
-			calls[d.User]++
-			if calls[d.User] > calls[hot] {
-				hot = d.User
-			}
-		}
+	ex, before := r.Exactness, f.Before
+	f.Beyond, f.UnderAdmitted = max(0, ex.Overshoot-before.Overshoot), max(0, ex.UnderAdmitted-before.UnderAdmitted)
+	f.Failed = failedAfter
+	if w := before.Worst; w != nil {
+		w.UserID = r.UserID(w.User)
 	}
-	mine, others := newHistogram(), newHistogram()
-	for _, c := range callers {
-		for i, d := range c.decisions {
-			if d.User == hot {
-				mine.record(c.latency[i])
-			} else {
-				others.record(c.latency[i])
-			}
-		}
+	if u := before.WorstUnder; u != nil {
+		u.UserID = r.UserID(u.User)
 	}
-	return &HotKey{User: hot, Share: float64(calls[hot]) / float64(n), P99: mine.percentiles().P99, OthersP99: others.percentiles().P99}
 }
 
 // errorKind names the kind of a call's error for the tally.

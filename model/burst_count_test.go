@@ -71,3 +71,19 @@ func TestUndecidedCause(t *testing.T) {
 	assert.Equal(t, Undecided, j)
 	assert.Equal(t, CauseTiming, UndecidedCause(o))
 }
+
+// A burst too wide for the search to follow at every phase of the
+// limiter's second is still judged by what a fresh user is owed: its
+// first N requests are allowed, whatever the instants. Under load a
+// burst of 8 over 14ms with 1 allowed (a log whose lock refused the
+// rest) was undecided for a window at the limiter's second, and identify
+// named that window (issue 61).
+func TestFirstSecondWideBurstOwesAFreshUserN(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 123_000_000)
+	for allowed, want := range map[int]Judgement{1: Impossible, 4: Impossible, 5: Undecided, 8: Undecided} {
+		o, err := NewOracle(MustVariant("fixed-window:align=first-second"), 5, time.Second)
+		require.NoError(t, err)
+		j, span := o.JudgeBurst("u", t0, t0.Add(400*time.Millisecond), 8, allowed)
+		assert.Equal(t, want, j, "8 over 400ms, %d allowed (%s)", allowed, span)
+	}
+}
