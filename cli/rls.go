@@ -29,6 +29,7 @@ type rlsFlags struct {
 	rlsTLS      bool
 	rlsCA       string
 	rlsHeaders  headerList
+	rlsCost     string
 	caPEM       []byte // --rls-ca's contents, read by checkRLS
 }
 
@@ -41,6 +42,7 @@ func (f *rlsFlags) registerRLS(fs *flag.FlagSet) {
 	fs.Var(&f.descriptors, "descriptor", "with --rls: a descriptor `KEY=VALUE,...` sent with every request (repeatable, in order); --identity descriptor:KEY puts the user's id into the first one's KEY entry, the others are sent as given")
 	fs.BoolVar(&f.rlsTLS, "rls-tls", false, "with --rls: connect over TLS, trusting the system's roots (or --rls-ca)")
 	fs.StringVar(&f.rlsCA, "rls-ca", "", "with --rls: connect over TLS, trusting the PEM certificates in `FILE`")
+	fs.StringVar(&f.rlsCost, "rls-cost", rls.CostRequest, "with --rls: where a weighted request's cost goes: `request`, the request's hits_addend, which every server reads (0 means 1, so a cost of 0 is not sent); or descriptor, the first descriptor's own hits_addend, which overrides the request's where the server honours it (envoyproxy/ratelimit does; Envoy sends a route's hits_addend so), and carries an explicit 0: strict/cost-zero then runs")
 	fs.Var(&f.rlsHeaders, "rls-header", "with --rls: `name: value` metadata sent with every call (repeatable; a token: 'authorization: Bearer …'); values are never shown")
 }
 
@@ -54,7 +56,7 @@ func (f *rlsFlags) rlsSent() string {
 
 // rlsGiven says whether any flag of --rls is given.
 func (f *rlsFlags) rlsGiven() bool {
-	return len(f.rls) > 0 || f.domain != "" || len(f.descriptors) > 0 || f.rlsTLS || f.rlsCA != "" || len(f.rlsHeaders) > 0
+	return len(f.rls) > 0 || f.domain != "" || len(f.descriptors) > 0 || f.rlsTLS || f.rlsCA != "" || len(f.rlsHeaders) > 0 || f.rlsCost != rls.CostRequest
 }
 
 // checkRLS reports --rls flags that do not go together or do not parse,
@@ -63,7 +65,7 @@ func (f *rlsFlags) rlsGiven() bool {
 func (f *rlsFlags) checkRLS(ep *endpointFlags) error {
 	switch {
 	case len(f.rls) == 0 && f.rlsGiven():
-		return errors.New("--domain, --descriptor, --rls-tls, --rls-ca and --rls-header go with --rls")
+		return errors.New("--domain, --descriptor, --rls-tls, --rls-ca, --rls-header and --rls-cost go with --rls")
 	case len(f.rls) == 0:
 		return nil
 	case len(ep.endpoints) > 0:
@@ -94,7 +96,7 @@ func (f *rlsFlags) rlsOptions(identity string) (rls.Options, error) {
 	if err != nil {
 		return rls.Options{}, fmt.Errorf("--identity: %w", err)
 	}
-	opts := rls.Options{Domain: f.domain, IdentityKey: key, Metadata: metadata.MD{}}
+	opts := rls.Options{Domain: f.domain, IdentityKey: key, Metadata: metadata.MD{}, Cost: f.rlsCost}
 	for _, d := range f.descriptors {
 		desc, err := rls.ParseDescriptor(d)
 		if err != nil {

@@ -2,14 +2,20 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"sync"
 	"testing"
+	"time"
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
+
+	"github.com/rlconform/rlconform/adapters/rls"
+	"github.com/rlconform/rlconform/internal/testtier"
+	"github.com/rlconform/rlconform/reference"
 )
 
 // envoyShaped answers as envoyproxy/ratelimit does for one descriptor
@@ -84,4 +90,39 @@ func TestRLSServerThatDoesNotEnforceIsNotGraded(t *testing.T) {
 			assert.Contains(t, errOut, `sent: domain "edgee", descriptors [user=x]`)
 		})
 	}
+}
+
+// --rls-cost descriptor puts a weighted request's cost in the first
+// descriptor's own hits_addend, which the reference's server honours,
+// an explicit 0 included: strict/cost-zero runs and passes, where with
+// the request's hits_addend (the default, which reads 0 as 1) it is
+// skipped, saying why (issue 63).
+func TestRLSCostInTheDescriptor(t *testing.T) {
+	testtier.SkipShort(t, "grades an RLS server in real time")
+	t.Parallel()
+	addr := serveRLSReference(t, fmt.Sprintf("rlc-rls-cost:%d:", time.Now().UnixNano()), nil)
+	ids := "strict/cost-zero,strict/cost-all-or-nothing"
+	code, out, errOut := rlsRun(t, []string{addr}, "--id", ids, "--rls-cost", "descriptor")
+	assert.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
+	assert.Regexp(t, `pass\s+strict/cost-zero`, out)
+	assert.Regexp(t, `pass\s+strict/cost-all-or-nothing`, out)
+
+	code, out, errOut = rlsRun(t, []string{addr}, "--id", ids)
+	assert.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
+	assert.Regexp(t, `skip\s+strict/cost-zero`, out)
+
+	// A server that reads an explicit 0 as 1 (a check that consumes, or
+	// the request's hits_addend in place of the descriptor's) fails it.
+	lim, err := reference.New(store.Client, reference.Options{MaxRequests: 5, Window: time.Second, Prefix: fmt.Sprintf("rlc-rls-cost0:%d:", time.Now().UnixNano())})
+	require.NoError(t, err)
+	decide := referenceDecider(lim)
+	zeroAsOne := serveRLSDecider(t, func(ctx context.Context, user string, hits int) (rls.Decision, error) {
+		return decide(ctx, user, max(1, hits))
+	}, "")
+	code, out, errOut = rlsRun(t, []string{zeroAsOne}, "--id", "strict/cost-zero", "--rls-cost", "descriptor")
+	assert.Equal(t, ExitNotConformant, code, "%s\n%s", out, errOut)
+
+	code, _, errOut = rlsRun(t, []string{addr}, "--rls-cost", "route")
+	assert.Equal(t, ExitCannotRun, code)
+	assert.Contains(t, errOut, `--rls-cost "route": want request or descriptor`)
 }

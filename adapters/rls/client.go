@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/rlconform/rlconform/adapters"
 	"github.com/rlconform/rlconform/contract"
@@ -50,7 +51,19 @@ type Options struct {
 	Pace *adapters.Pacer
 	// Timeout bounds every call (default adapters.DefaultTimeout).
 	Timeout time.Duration
+	// Cost says where a weighted request's cost goes: CostRequest (""
+	// too), the request's hits_addend, which every server reads; or
+	// CostDescriptor, the first descriptor's own hits_addend, which
+	// overrides the request's where a server honours it, and carries an
+	// explicit 0 (a check that consumes nothing).
+	Cost string
 }
+
+// Where a weighted request's cost goes (Options.Cost).
+const (
+	CostRequest    = "request"
+	CostDescriptor = "descriptor"
+)
 
 // Check says why o cannot make a request: an empty domain, no
 // descriptor, or a first descriptor without the identity's key.
@@ -62,6 +75,8 @@ func (o Options) Check() error {
 		return errors.New("no --descriptor: an RLS request carries at least one")
 	case o.IdentityKey == "":
 		return errors.New("no --identity descriptor:KEY: which entry carries the user's id")
+	case o.Cost != "" && o.Cost != CostRequest && o.Cost != CostDescriptor:
+		return fmt.Errorf("--rls-cost %q: want request or descriptor", o.Cost)
 	}
 	for _, e := range o.Descriptors[0] {
 		if e.Key == o.IdentityKey {
@@ -131,13 +146,21 @@ func (c *Client) Close() error { return c.conn.Close() }
 // request no filter gave a cost: rls.proto says unset means 1, and a
 // server that reads it as 0 (a request that costs nothing) lets every
 // request through behind a real Envoy; sending 1 would hide that.
+//
+// With Options.Cost CostDescriptor, a weighted request's cost (0
+// included) goes in the first descriptor's own hits_addend instead, the
+// request's left unset, as Envoy sends a route's hits_addend.
 func (c *Client) request(user string, hits uint32) *rlsv3.RateLimitRequest {
-	if hits == 1 {
-		hits = 0
+	own := c.opts.Cost == CostDescriptor && hits != 1
+	req := &rlsv3.RateLimitRequest{Domain: c.opts.Domain}
+	if hits != 1 && !own {
+		req.HitsAddend = hits
 	}
-	req := &rlsv3.RateLimitRequest{Domain: c.opts.Domain, HitsAddend: hits}
 	for i, d := range c.opts.Descriptors {
 		desc := &commonv3.RateLimitDescriptor{}
+		if i == 0 && own {
+			desc.HitsAddend = wrapperspb.UInt64(uint64(hits))
+		}
 		for _, e := range d {
 			v := e.Value
 			if i == 0 && e.Key == c.opts.IdentityKey {
@@ -221,8 +244,12 @@ func (c *Client) AllowRequest(ctx context.Context, user string) (bool, error) {
 // [contract.ErrInvalidCost] and [errors.ErrUnsupported] (the specs of
 // such costs are then skipped, not passed).
 func (c *Client) AllowRequestN(ctx context.Context, user string, n int) (bool, error) {
-	if n < 1 || n > math.MaxUint32 {
-		return false, fmt.Errorf("%w: %w: cost %d: hits_addend carries 1 to %d (0 means 1)", contract.ErrInvalidCost, errors.ErrUnsupported, n, uint32(math.MaxUint32))
+	least := 1
+	if c.opts.Cost == CostDescriptor {
+		least = 0 // a descriptor's own hits_addend carries an explicit 0
+	}
+	if n < least || n > math.MaxUint32 {
+		return false, fmt.Errorf("%w: %w: cost %d: hits_addend carries %d to %d (the request's 0 means 1; --rls-cost descriptor sends a descriptor's own, which carries 0)", contract.ErrInvalidCost, errors.ErrUnsupported, n, least, uint32(math.MaxUint32))
 	}
 	r, err := c.Do(ctx, user, uint32(n))
 	if err != nil {

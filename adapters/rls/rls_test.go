@@ -102,6 +102,24 @@ func TestClientSendsWhatEnvoySends(t *testing.T) {
 	_, err = c.AllowRequest(context.Background(), "alice")
 	require.NoError(t, err)
 	assert.Equal(t, uint32(0), got.GetHitsAddend(), "a unit request is sent with hits_addend unset")
+	assert.Nil(t, got.GetDescriptors()[0].GetHitsAddend())
+
+	// --rls-cost descriptor: the cost in the first descriptor's own
+	// hits_addend, an explicit 0 too; the request's unset.
+	c.opts.Cost = CostDescriptor
+	for _, n := range []int{3, 0} {
+		_, err = c.AllowRequestN(context.Background(), "alice", n)
+		require.NoError(t, err)
+		assert.Equal(t, uint32(0), got.GetHitsAddend())
+		require.NotNil(t, got.GetDescriptors()[0].GetHitsAddend(), "cost %d", n)
+		assert.Equal(t, uint64(n), got.GetDescriptors()[0].GetHitsAddend().GetValue())
+		assert.Nil(t, got.GetDescriptors()[1].GetHitsAddend(), "the other descriptors are sent as given")
+	}
+	_, err = c.AllowRequest(context.Background(), "alice")
+	require.NoError(t, err)
+	assert.Nil(t, got.GetDescriptors()[0].GetHitsAddend(), "a unit request carries no cost")
+	_, err = c.AllowRequestN(context.Background(), "alice", -1)
+	assert.ErrorIs(t, err, errors.ErrUnsupported)
 }
 
 // Answers that cannot be graded are errors, never a decision; a gRPC

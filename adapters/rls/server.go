@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"time"
 
@@ -34,12 +35,14 @@ type Decision struct {
 	Reset     time.Duration
 }
 
-// Decider decides a request of weight hits (1 or more) of user.
+// Decider decides a request of weight hits of user: 1 or more, or 0 when
+// a descriptor's own hits_addend is an explicit 0 (a check that consumes
+// nothing).
 type Decider func(ctx context.Context, user string, hits int) (Decision, error)
 
 // LimiterDecider decides with any limiter: AllowRequest, or AllowRequestN
-// for hits above 1 when lim is a [contract.CostLimiter] (otherwise such a
-// request is an error); it sends no fields.
+// for any other hits (0 included) when lim is a [contract.CostLimiter]
+// (otherwise such a request is an error); it sends no fields.
 func LimiterDecider(lim contract.RateLimiterContract) Decider {
 	return func(ctx context.Context, user string, hits int) (Decision, error) {
 		if hits == 1 {
@@ -48,7 +51,7 @@ func LimiterDecider(lim contract.RateLimiterContract) Decider {
 		}
 		cl, ok := lim.(contract.CostLimiter)
 		if !ok {
-			return Decision{}, status.Errorf(codes.Unimplemented, "this limiter takes no hits_addend above 1")
+			return Decision{}, status.Errorf(codes.Unimplemented, "this limiter takes no hits_addend but 1")
 		}
 		allowed, err := cl.AllowRequestN(ctx, user, hits)
 		return Decision{Allowed: allowed}, err
@@ -153,6 +156,15 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 		}
 		if !ok {
 			continue
+		}
+		hits := hits
+		if own := d.GetHitsAddend(); own != nil {
+			// A descriptor's own hits_addend overrides the request's,
+			// an explicit 0 included (a check that consumes nothing).
+			if own.GetValue() > math.MaxUint32 {
+				return nil, status.Errorf(codes.InvalidArgument, "a descriptor's hits_addend %d, more than %d", own.GetValue(), uint32(math.MaxUint32))
+			}
+			hits = int(own.GetValue())
 		}
 		dec, err := s.decide(ctx, user, hits)
 		if err != nil {
