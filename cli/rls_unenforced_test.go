@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -125,4 +126,59 @@ func TestRLSCostInTheDescriptor(t *testing.T) {
 	code, _, errOut = rlsRun(t, []string{addr}, "--rls-cost", "route")
 	assert.Equal(t, ExitCannotRun, code)
 	assert.Contains(t, errOut, `--rls-cost "route": want request or descriptor`)
+}
+
+// twoLimits answers two descriptors as envoyproxy/ratelimit does: the
+// user's, decided by the reference (5 per second), and a global one
+// that refuses every third request; the overall code is OVER_LIMIT
+// when either is.
+type twoLimits struct {
+	rlsv3.UnimplementedRateLimitServiceServer
+	lim   *reference.Limiter
+	calls *atomic.Int64
+}
+
+func (s twoLimits) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+	d, err := s.lim.Decide(ctx, req.GetDescriptors()[0].GetEntries()[0].GetValue())
+	if err != nil {
+		return nil, err
+	}
+	user := &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK, LimitRemaining: uint32(d.Remaining),
+		CurrentLimit: &rlsv3.RateLimitResponse_RateLimit{RequestsPerUnit: 5, Unit: rlsv3.RateLimitResponse_RateLimit_SECOND}}
+	global := &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK, LimitRemaining: 1,
+		CurrentLimit: &rlsv3.RateLimitResponse_RateLimit{RequestsPerUnit: 1000, Unit: rlsv3.RateLimitResponse_RateLimit_SECOND}}
+	if !d.Allowed {
+		user.Code = rlsv3.RateLimitResponse_OVER_LIMIT
+	}
+	if s.calls.Add(1)%3 == 0 {
+		global.Code, global.LimitRemaining = rlsv3.RateLimitResponse_OVER_LIMIT, 0
+	}
+	overall := rlsv3.RateLimitResponse_OK
+	if user.Code != overall || global.Code != overall {
+		overall = rlsv3.RateLimitResponse_OVER_LIMIT
+	}
+	return &rlsv3.RateLimitResponse{OverallCode: overall, Statuses: []*rlsv3.RateLimitResponse_DescriptorStatus{user, global}}, nil
+}
+
+// With several descriptors (a user's and a global one, as Envoy sends
+// one per matching action), the identity's descriptor is graded by its
+// own status: a refusal by the global one is another limit's, which the
+// user's limiter still counted. Graded by the overall code, a correct
+// user limit was failed whenever the global one refused (issue 63).
+func TestRLSSeveralDescriptorsGradeTheIdentitysOwn(t *testing.T) {
+	testtier.SkipShort(t, "grades an RLS server in real time")
+	t.Parallel()
+	lim, err := reference.New(store.Client, reference.Options{MaxRequests: 5, Window: time.Second, Prefix: fmt.Sprintf("rlc-rls-two:%d:", time.Now().UnixNano())})
+	require.NoError(t, err)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := grpc.NewServer()
+	rlsv3.RegisterRateLimitServiceServer(srv, twoLimits{lim: lim, calls: &atomic.Int64{}})
+	go srv.Serve(l) //nolint:errcheck // ends with Stop
+	t.Cleanup(srv.Stop)
+	code, out, errOut := rlconform(t, "run", "--report-dir", t.TempDir(), "--rls", l.Addr().String(), "--domain", "d",
+		"--descriptor", "user=x", "--descriptor", "global=all", "--identity", "descriptor:user",
+		"--id", "core/allow-within-limit,core/block-over-limit,core/multi-user,http/ratelimit-fields")
+	assert.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
+	assert.Regexp(t, `pass\s+core/allow-within-limit`, out)
 }

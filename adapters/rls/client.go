@@ -174,11 +174,13 @@ func (c *Client) request(user string, hits uint32) *rlsv3.RateLimitRequest {
 }
 
 // Do sends one request of weight hits (1: a unit request) as user and
-// returns the server's answer, its fields those of the first
-// DescriptorStatus, or of its response_headers_to_add ([WithHeaders]). A gRPC error, an overall code UNKNOWN, or an answer
-// of more or fewer statuses than descriptors is an error: an unreachable
-// server or a deadline wraps [contract.ErrNoAnswer], UNAVAILABLE and
-// INTERNAL [contract.ErrStore].
+// returns the server's answer as [Decode] reads it (with several
+// descriptors, the identity's own status decides), its fields those of
+// the first DescriptorStatus, or, with one descriptor, of its
+// response_headers_to_add ([WithHeaders]). A gRPC error, an overall code
+// UNKNOWN, or an answer of more or fewer statuses than descriptors is an
+// error: an unreachable server or a deadline wraps [contract.ErrNoAnswer],
+// UNAVAILABLE and INTERNAL [contract.ErrStore].
 func (c *Client) Do(ctx context.Context, user string, hits uint32) (*adapters.Response, error) {
 	if err := contract.ValidateUserID(user); err != nil {
 		return nil, err
@@ -203,7 +205,12 @@ func (c *Client) Do(ctx context.Context, user string, hits uint32) (*adapters.Re
 	if err != nil {
 		return nil, fmt.Errorf("rls %s ShouldRateLimit: %w", c.addr, err)
 	}
-	f = WithHeaders(f, resp, returned)
+	if len(c.opts.Descriptors) == 1 {
+		// With several, the headers a server asks Envoy to add are of the
+		// descriptor with the least left (envoyproxy/ratelimit's), not
+		// said to be the identity's: its DescriptorStatus alone is graded.
+		f = WithHeaders(f, resp, returned)
+	}
 	for i, e := range f.Errs {
 		f.Errs[i] = errors.New(c.secrets.Text(e.Error()))
 	}

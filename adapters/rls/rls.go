@@ -99,55 +99,71 @@ var ErrNotEnforced = errors.New("the RLS server does not enforce its limit")
 
 // Decode reads a ShouldRateLimit answer to a request of sent descriptors:
 // allowed for OK, denied for OVER_LIMIT, and the fields of its first
-// DescriptorStatus. It is an error when the answer cannot be graded: a
-// nil answer, an overall code UNKNOWN or out of the enum, more or fewer
-// statuses than descriptors sent, but none (Limitador sends none, and
-// Envoy decides on overall_code alone: such an answer has no fields).
-// What a status says out of bounds
-// (a code other than the overall one with one descriptor, a unit out of
-// the enum, a negative or too long duration) is in the fields' Errs,
-// graded by http/ratelimit-fields. It never panics, and allocates no
-// more than the answer's statuses already hold.
+// DescriptorStatus. With several descriptors, the decision graded is the
+// first's own status (the identity's: Envoy refuses when any refuses, and
+// a server counts each matched descriptor whatever the others say, so
+// another's refusal is another limit's, not the identity's); without
+// statuses (Limitador sends none) a refusal of several is not said to be
+// the identity's, and is a call without a known outcome
+// ([contract.ErrNoAnswer]). It is an error when the answer cannot be
+// graded: a nil answer, an overall code UNKNOWN or out of the enum, more
+// or fewer statuses than descriptors sent, but none, or the identity's
+// status OVER_LIMIT under an overall OK ([ErrNotEnforced]). What a status
+// says out of bounds (a code other than the overall one with one
+// descriptor, a unit out of the enum, a negative or too long duration) is
+// in the fields' Errs, graded by http/ratelimit-fields. It never panics,
+// and allocates no more than the answer's statuses already hold.
 //
 // current_limit says the limit applies: with it, limit_remaining is the
 // quota left (proto3 cannot tell a 0 from one left out);
 // duration_until_reset, when sent, the delay until more quota.
 func Decode(resp *rlsv3.RateLimitResponse, sent int) (allowed bool, f adapters.Fields, err error) {
-	if resp == nil {
-		return false, f, errors.New("no answer")
-	}
-	switch resp.GetOverallCode() {
-	case rlsv3.RateLimitResponse_OK:
-		allowed = true
-	case rlsv3.RateLimitResponse_OVER_LIMIT:
-	case rlsv3.RateLimitResponse_UNKNOWN:
-		return false, f, errors.New("the answer's overall_code is UNKNOWN: neither OK nor OVER_LIMIT, no decision")
-	default:
-		return false, f, fmt.Errorf("the answer's overall_code is %d, outside the enum (UNKNOWN, OK, OVER_LIMIT)", int32(resp.GetOverallCode()))
+	if allowed, err = overall(resp); err != nil {
+		return false, f, err
 	}
 	f.Form = Form
-	if allowed {
-		for i, st := range resp.GetStatuses() {
-			if st.GetCode() == rlsv3.RateLimitResponse_OVER_LIMIT {
-				return false, f, fmt.Errorf("%w: the status of descriptor %d of %d is OVER_LIMIT under an overall OK, which Envoy lets through: shadow mode (envoyproxy/ratelimit's SHADOW_MODE answers so), or a quota_mode descriptor beside others; grade a server that enforces the limit",
-					ErrNotEnforced, i+1, len(resp.GetStatuses()))
-			}
-		}
-	}
-	if n := len(resp.GetStatuses()); n == 0 {
+	statuses := resp.GetStatuses()
+	switch n := len(statuses); {
+	case n == 0 && !allowed && sent > 1:
+		return false, f, fmt.Errorf("%w: OVER_LIMIT with no DescriptorStatus for the %d descriptors sent: which one refused is not said, so the identity's own decision is not known (send one --descriptor to a server that answers no statuses, as Limitador does)", contract.ErrNoAnswer, sent)
+	case n == 0:
 		// Limitador answers so: Envoy decides on overall_code alone, and
 		// there is no field to grade.
 		return allowed, f, nil
-	} else if n != sent {
+	case n != sent:
 		return false, f, fmt.Errorf("the answer carries %d statuses for the %d descriptor(s) sent: one each, in order, is the protocol (or none)", n, sent)
 	}
-	st := resp.GetStatuses()[0]
-	if st == nil {
-		return allowed, f, nil
-	}
-	if sent == 1 && st.GetCode() != resp.GetOverallCode() {
+	st := statuses[0]
+	switch {
+	case allowed && st.GetCode() == rlsv3.RateLimitResponse_OVER_LIMIT:
+		return false, f, fmt.Errorf("%w: the status of the identity's descriptor (1 of %d) is OVER_LIMIT under an overall OK, which Envoy lets through: shadow mode (envoyproxy/ratelimit's SHADOW_MODE answers so), or a quota_mode descriptor beside others; grade a server that enforces the limit",
+			ErrNotEnforced, len(statuses))
+	case sent == 1 && st.GetCode() != resp.GetOverallCode():
 		f.Errs = append(f.Errs, fmt.Errorf("DescriptorStatus code %v: the one descriptor's status disagrees with overall_code %v", st.GetCode(), resp.GetOverallCode()))
+	case sent > 1 && st.GetCode() != rlsv3.RateLimitResponse_UNKNOWN:
+		allowed = st.GetCode() == rlsv3.RateLimitResponse_OK
 	}
+	return allowed, statusFields(f, st), nil
+}
+
+// overall is an answer's overall decision, an error when it has none.
+func overall(resp *rlsv3.RateLimitResponse) (bool, error) {
+	if resp == nil {
+		return false, errors.New("no answer")
+	}
+	switch resp.GetOverallCode() {
+	case rlsv3.RateLimitResponse_OK:
+		return true, nil
+	case rlsv3.RateLimitResponse_OVER_LIMIT:
+		return false, nil
+	case rlsv3.RateLimitResponse_UNKNOWN:
+		return false, errors.New("the answer's overall_code is UNKNOWN: neither OK nor OVER_LIMIT, no decision")
+	}
+	return false, fmt.Errorf("the answer's overall_code is %d, outside the enum (UNKNOWN, OK, OVER_LIMIT)", int32(resp.GetOverallCode()))
+}
+
+// statusFields adds to f what status st says of the limit's state.
+func statusFields(f adapters.Fields, st *rlsv3.RateLimitResponse_DescriptorStatus) adapters.Fields {
 	if lim := st.GetCurrentLimit(); lim != nil {
 		f.Remaining, f.HasRemaining = int(st.GetLimitRemaining()), true
 		if n, w, err := limitOf(lim); err != nil {
@@ -163,7 +179,7 @@ func Decode(resp *rlsv3.RateLimitResponse, sent int) (allowed bool, f adapters.F
 			f.Reset, f.HasReset = reset, true
 		}
 	}
-	return allowed, f, nil
+	return f
 }
 
 // units are the windows of the RateLimit units, as Envoy's ratelimit

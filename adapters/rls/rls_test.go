@@ -209,12 +209,38 @@ func TestDecodeFields(t *testing.T) {
 	assert.False(t, f.HasRemaining || f.HasReset || f.HasPolicy, "no current_limit: no limit applies, nothing to grade")
 
 	// envoyproxy/ratelimit under SHADOW_MODE: over the limit, let through.
-	shadow := descStatus(rlsv3.RateLimitResponse_OVER_LIMIT, 0, time.Second)
-	_, _, err = Decode(&rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK, Statuses: []*rlsv3.RateLimitResponse_DescriptorStatus{descStatus(rlsv3.RateLimitResponse_OK, 3, time.Second), shadow}}, 2)
+	ok, over := descStatus(rlsv3.RateLimitResponse_OK, 3, time.Second), descStatus(rlsv3.RateLimitResponse_OVER_LIMIT, 0, time.Second)
+	answer := func(code rlsv3.RateLimitResponse_Code, st ...*rlsv3.RateLimitResponse_DescriptorStatus) *rlsv3.RateLimitResponse {
+		return &rlsv3.RateLimitResponse{OverallCode: code, Statuses: st}
+	}
+	_, _, err = Decode(answer(rlsv3.RateLimitResponse_OK, over, ok), 2)
 	require.ErrorIs(t, err, ErrNotEnforced)
-	assert.Contains(t, err.Error(), "descriptor 2 of 2 is OVER_LIMIT under an overall OK")
+	assert.Contains(t, err.Error(), "the identity's descriptor (1 of 2) is OVER_LIMIT under an overall OK")
 
-	allowed, f, err = Decode(&rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OVER_LIMIT}, 2)
+	// Several descriptors: the identity's own status is its decision;
+	// another's refusal (or its shadow) is another limit's (issue 63).
+	for _, c := range []struct {
+		overall rlsv3.RateLimitResponse_Code
+		st      []*rlsv3.RateLimitResponse_DescriptorStatus
+		allowed bool
+	}{
+		{rlsv3.RateLimitResponse_OVER_LIMIT, []*rlsv3.RateLimitResponse_DescriptorStatus{ok, over}, true},
+		{rlsv3.RateLimitResponse_OVER_LIMIT, []*rlsv3.RateLimitResponse_DescriptorStatus{over, ok}, false},
+		{rlsv3.RateLimitResponse_OK, []*rlsv3.RateLimitResponse_DescriptorStatus{ok, over}, true},
+		{rlsv3.RateLimitResponse_OK, []*rlsv3.RateLimitResponse_DescriptorStatus{ok, ok}, true},
+	} {
+		allowed, f, err := Decode(answer(c.overall, c.st...), 2)
+		require.NoError(t, err)
+		assert.Equal(t, c.allowed, allowed, "%v %v", c.overall, c.st)
+		assert.Equal(t, c.st[0].GetLimitRemaining(), uint32(f.Remaining), "the identity's fields")
+	}
+	_, _, err = Decode(answer(rlsv3.RateLimitResponse_OVER_LIMIT), 2)
+	require.ErrorIs(t, err, contract.ErrNoAnswer, "a refusal of several without statuses: whose is not said")
+	allowed, _, err = Decode(answer(rlsv3.RateLimitResponse_OK), 2)
+	require.NoError(t, err)
+	assert.True(t, allowed)
+
+	allowed, f, err = Decode(&rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OVER_LIMIT}, 1)
 	require.NoError(t, err, "no status at all, as Limitador answers: decided by overall_code")
 	assert.False(t, allowed)
 	assert.False(t, f.HasRemaining || f.HasReset || f.HasPolicy)
