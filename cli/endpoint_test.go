@@ -171,6 +171,25 @@ func TestEndpointModeFailsLyingServices(t *testing.T) {
 	})
 }
 
+// Each http/ spec fails what it grades: a service whose remaining count
+// is malformed, its Retry-After truthful, fails http/ratelimit-fields
+// (naming the field) and passes http/retry-after, which grades the
+// Retry-After it was sent. It used to fail there too, on the other
+// field, so that slowapi's failure of its own Retry-After was hidden
+// (issue 64).
+func TestRetryAfterIsGradedWhateverTheOtherFields(t *testing.T) {
+	testtier.SkipShort(t, "grades an endpoint in real time")
+	t.Parallel()
+	url := serveAPI(t, store, fmt.Sprintf("rlc-ep-mal:%d:", time.Now().UnixNano()), func(h http.Header) {
+		h.Del("RateLimit")
+		h.Set("X-RateLimit-Remaining", "-1")
+	})
+	code, out, errOut := endpointRun(t, []string{url}, "--policy", "5/1s", "--id", "http/retry-after,http/ratelimit-fields")
+	assert.Equal(t, ExitNotConformant, code, "%s\n%s", out, errOut)
+	assert.Regexp(t, `pass\s+http/retry-after`, out)
+	assert.Regexp(t, `fail\s+http/ratelimit-fields`, out)
+}
+
 func TestEndpointModeCannotRun(t *testing.T) {
 	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") }))
 	defer plain.Close()

@@ -187,7 +187,7 @@ func TestPyrateLaterStampsUncounted(t *testing.T) {
 // window answers the key's TTL + time.time(), a float
 // (limits/storage/redis.py:286-293): the header is a float, which no
 // client reads as the integer epoch second it is named for (slowapi:
-// http/ratelimit-fields, http/retry-after: the fields are malformed).
+// http/ratelimit-fields: the fields are malformed).
 func TestSlowapiResetIsAFloat(t *testing.T) {
 	var got struct {
 		Statuses   []int  `json:"statuses"`

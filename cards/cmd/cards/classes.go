@@ -53,12 +53,18 @@ func noteClasses(note string) map[string]string {
 }
 
 // classed is the failing specs with the class the note gives each.
-func classed(fails []string, classes map[string]string) string {
+func classed(fails []string, classes map[string]string, flaky map[string]string) string {
 	var parts []string
 	for _, id := range sorted(fails) {
 		c := classes[id]
 		if c == "" {
 			c = "not classed in its note"
+		}
+		if rate, ok := flaky[id]; ok {
+			c += "; flaky"
+			if rate != "" {
+				c += ", seen failing " + rate + " gradings"
+			}
 		}
 		parts = append(parts, fmt.Sprintf("%s (%s)", id, c))
 	}

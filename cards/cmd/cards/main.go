@@ -145,7 +145,11 @@ func run(ctx context.Context, o options) (int, error) {
 		}
 	}
 	if o.write && o.only == "" {
-		if err := writeReport(dir, o.out, graded, wall, parallel); err != nil {
+		want, err := readExpected(o.expected) // after -update: the list as written
+		if err != nil {
+			return 2, err
+		}
+		if err := writeReport(dir, o.out, graded, wall, parallel, want); err != nil {
 			return 2, err
 		}
 		fmt.Fprintf(os.Stderr, "cards: wrote %s\n", o.out)
@@ -195,8 +199,13 @@ type identifyReport struct {
 	Outcome string          `json:"outcome"`
 	Fits    []identifiedFit `json:"fits"`
 	Burst   int             `json:"burst"`
-	exit    int
-	text    string
+	// Configure is what identify found the limiter's Configure does,
+	// apart from its algorithm (nil when it found nothing to say).
+	Configure *struct {
+		Does string `json:"does"`
+	} `json:"configure"`
+	exit int
+	text string
 }
 
 // identifiedFit is one profile identify found, as the cards read it.
@@ -208,6 +217,11 @@ type identifiedFit struct {
 	Name          string   `json:"name"`
 	Description   string   `json:"description"`
 	SameDecisions []string `json:"same_decisions"`
+	// The qualifiers of the fit: how GetRemainingRequests answered
+	// otherwise, and that the answers after a change of configuration
+	// were not judged (no reading of the profile gives them).
+	RemainingDiffers string `json:"remaining_differs"`
+	ChangeUnjudged   bool   `json:"change_unjudged"`
 }
 
 // shown is the fit as a verdict names it: its Name, else its Profile.

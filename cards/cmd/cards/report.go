@@ -13,7 +13,10 @@ import (
 // section per card (notes/NAME.md, then what the runs said). wall is how
 // long the whole run took with parallel cards graded at once (0: not
 // known, for a run read back with -from).
-func writeReport(dir, path string, gs []*graded, wall time.Duration, parallel int) error {
+//
+// want is expected.txt's verdicts: a failure it lists as flaky is shown
+// so, with its rate.
+func writeReport(dir, path string, gs []*graded, wall time.Duration, parallel int, want map[[2]string]string) error {
 	intro, err := os.ReadFile(filepath.Join(dir, "notes", "_intro.md"))
 	if err != nil {
 		return fmt.Errorf("the report's introduction: %w", err)
@@ -32,7 +35,8 @@ func writeReport(dir, path string, gs []*graded, wall time.Duration, parallel in
 	for _, g := range gs {
 		own, log := g.runs[0], g.runs[len(g.runs)-1]
 		fmt.Fprintf(&b, "| [%s](#%s) | %s | %s | %s | %s | %s | %ds |\n", g.card.Name, anchor(g.card.Name), g.version, g.card.Served,
-			g.identify.name(), "`"+own.Profile+"`: "+summary(own, noteClasses(string(notes[g.card.Name]))), brief(log), int(g.took.Seconds()+0.5))
+			g.identify.name(), "`"+own.Profile+"`: "+summary(own, noteClasses(string(notes[g.card.Name])), flakyRates(want[[2]string{g.card.Name, "run " + own.Profile}])),
+			brief(log), int(g.took.Seconds()+0.5))
 		total += g.took
 	}
 	fmt.Fprintf(&b, "\nGrading all %d cards took %v here (two cores, shared), the sum of the times above", len(gs), total.Round(time.Second))
@@ -84,27 +88,42 @@ func writeReport(dir, path string, gs []*graded, wall time.Duration, parallel in
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
+// identifyLine is what identify said, with its qualifiers: what the
+// limiter's GetRemainingRequests and Configure do otherwise than the
+// profile that explains its decisions.
 func identifyLine(r identifyReport) string {
-	if len(r.Fits) == 0 {
-		return strings.ToUpper(r.Outcome) + ": no profile gives every answer"
-	}
-	var fits []string
-	for _, f := range r.Fits {
-		s := "`" + f.shown() + "` (" + f.Description + ")"
-		if len(f.SameDecisions) > 0 {
-			s += ", deciding as `" + strings.Join(f.SameDecisions, "`, `") + "`"
+	line := strings.ToUpper(r.Outcome) + ": no profile gives every answer"
+	if len(r.Fits) > 0 {
+		var fits []string
+		for _, f := range r.Fits {
+			s := "`" + f.shown() + "` (" + f.Description + ")"
+			if len(f.SameDecisions) > 0 {
+				s += ", deciding as `" + strings.Join(f.SameDecisions, "`, `") + "`"
+			}
+			if f.RemainingDiffers != "" {
+				s += "; GetRemainingRequests answers otherwise: " + escape(f.RemainingDiffers)
+			}
+			if f.ChangeUnjudged && r.Configure == nil {
+				s += "; the answers after a change of configuration were not judged (none of the profile's readings gives them)"
+			}
+			fits = append(fits, s)
 		}
-		fits = append(fits, s)
+		line = strings.ToUpper(r.Outcome) + ": " + strings.Join(fits, "; ")
 	}
-	return strings.ToUpper(r.Outcome) + ": " + strings.Join(fits, "; ")
+	if r.Configure != nil {
+		line += "; Configure does otherwise: " + escape(r.Configure.Does)
+	}
+	return line
 }
 
-// summary is a run's outcome in a table cell.
-func summary(r runReport, classes map[string]string) string {
+// summary is a run's outcome in a table cell: each failure with its
+// class, those expected.txt lists as flaky (flaky, with its rate) said
+// so, as a failure seen at some gradings only.
+func summary(r runReport, classes map[string]string, flaky map[string]string) string {
 	fails, inc := r.with("fail"), r.with("inconclusive")
 	s := strings.ReplaceAll(r.Outcome, "-", " ")
 	if len(fails) > 0 {
-		s += ": fails " + classed(fails, classes)
+		s += ": fails " + classed(fails, classes, flaky)
 	}
 	if len(inc) > 0 {
 		s += fmt.Sprintf(" (%d inconclusive)", len(inc))

@@ -77,18 +77,32 @@ func parseVerdict(v string) (fails, flaky map[string]bool, err error) {
 		}
 	}
 	if may != "" {
-		ids, ok := strings.CutPrefix(may, "flaky: ")
-		if !ok {
+		if !strings.HasPrefix(may, "flaky: ") {
 			return nil, nil, fmt.Errorf("expected verdict %q: after ' | ' want 'flaky: ...'", v)
 		}
-		for _, id := range strings.Fields(ids) {
+		for id := range flakyRates(v) {
 			flaky[id] = true
 		}
 	}
 	return fails, flaky, nil
 }
 
-// withFlaky is a run's verdict keeping the flaky specs of old.
+// flakyRates are the specs a run's expected verdict v lists as flaky,
+// each with how often it was seen failing when the list says it
+// ("core/reconfigure~1/6": once in six gradings), else "".
+func flakyRates(v string) map[string]string {
+	_, may, _ := strings.Cut(v, " | ")
+	ids, _ := strings.CutPrefix(may, "flaky: ")
+	rates := map[string]string{}
+	for _, item := range strings.Fields(ids) {
+		id, rate, _ := strings.Cut(item, "~")
+		rates[id] = rate
+	}
+	return rates
+}
+
+// withFlaky is a run's verdict keeping the flaky specs of old, with
+// their rates.
 func withFlaky(r runReport, old string) string {
 	_, flaky, err := parseVerdict(old)
 	if err != nil || len(flaky) == 0 {
@@ -101,7 +115,10 @@ func withFlaky(r runReport, old string) string {
 		}
 	}
 	var may []string
-	for id := range flaky {
+	for id, rate := range flakyRates(old) {
+		if rate != "" {
+			id += "~" + rate
+		}
 		may = append(may, id)
 	}
 	return failsVerdict(must) + " | flaky: " + strings.Join(sorted(may), " ")

@@ -306,3 +306,28 @@ func TestSecondChance(t *testing.T) {
 		t.Errorf("x-time-rate's second grading was not kept: %q", d)
 	}
 }
+
+// A flaky spec may carry its rate in expected.txt (id~1/6): the
+// verdicts read the id alone, -update keeps the rate, and the page shows
+// a failure listed flaky as flaky, with its rate (issue 64).
+func TestFlakyRates(t *testing.T) {
+	v := "fails: a/x | flaky: b/y~1/6 c/z"
+	fails, flaky, err := parseVerdict(v)
+	if err != nil || !fails["a/x"] || !flaky["b/y"] || !flaky["c/z"] || len(flaky) != 2 {
+		t.Fatalf("parseVerdict(%q) = %v, %v, %v", v, fails, flaky, err)
+	}
+	rates := flakyRates(v)
+	if rates["b/y"] != "1/6" || rates["c/z"] != "" {
+		t.Errorf("flakyRates(%q) = %v", v, rates)
+	}
+	got := classed([]string{"a/x", "b/y", "c/z"}, map[string]string{"a/x": "bug", "b/y": "bug"}, rates)
+	for _, want := range []string{"a/x (bug)", "b/y (bug; flaky, seen failing 1/6 gradings)", "c/z (not classed in its note; flaky)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("classed: %q, want %q in it", got, want)
+		}
+	}
+	r := runReport{Results: []runResult{{ID: "a/x", Status: "fail"}}}
+	if kept := withFlaky(r, v); kept != "fails: a/x | flaky: b/y~1/6 c/z" {
+		t.Errorf("withFlaky = %q, want the rates kept", kept)
+	}
+}
