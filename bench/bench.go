@@ -2,10 +2,10 @@
 // exactness at once: throughput, latency percentiles from an HDR
 // histogram, errors by kind, and every decision judged against the
 // algorithm it claims as the run goes, in memory flat in its length
-// ([Judge]; the sliding-window log by default, [Check]). It judges load that another tool drove and recorded the same
-// way ([Replay]), and calls read from a log as they come, in bounded
-// memory ([Stream]: rlconform audit). The rlconform bench command is
-// built on it.
+// ([Judge]; the sliding-window log by default, [Check]). It judges load
+// that another tool drove and recorded the same way ([Replay]), and calls
+// read from a log as they come, in bounded memory ([Stream]: rlconform
+// audit). The rlconform bench command is built on it.
 package bench
 
 import (

@@ -80,7 +80,8 @@ func (j *judging) finish(r *Result) {
 	ex := j.exactness(j.all.Finish())
 	ex.Took = time.Since(began)
 	r.Exactness = &ex
-	if f := r.Failover; f != nil && j.before != nil {
+	if f := r.Failover; f != nil && f.Error == "" && j.before != nil {
+		// A failover that was not made leaves the run judged whole.
 		before := j.exactness(j.before.Finish())
 		f.Before = &before
 	}

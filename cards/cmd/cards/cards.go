@@ -31,6 +31,13 @@ type card struct {
 	Binary []string
 	// Served says how the card serves it.
 	Served string
+	// FakeClockOnStore: the card takes the grader's clock, but its store
+	// expires keys on its own, in real time. A failure its note does not
+	// confirm apart (a cards/repro test) may be one no real schedule
+	// shows (a key the store would have expired long before the fake
+	// clock's next call): the page says it was seen on the fake clock
+	// only.
+	FakeClockOnStore bool
 	// Exec is rlconform run --exec's command ({card}: the Go cards'
 	// binary, {dir}: cards/), Instances how many.
 	Exec      string
@@ -187,7 +194,7 @@ var cards = []card{
 		Serve:  "{dir}/java/serve bucket4j-memory", Profile: "token-bucket"},
 	{Name: "bucket4j-redis", Library: "Bucket4j on Redis (Jedis compare-and-swap proxy manager, capacity N, refillGreedy N per W)", Version: "com.bucket4j:bucket4j_jdk17-jedis 8.17.0, redis.clients:jedis 7.5.3",
 		Served: "protocol v1 shim on the JDK's com.sun.net.httpserver, 2 instances on one Redis, clock control through its client clock",
-		Exec:   "{dir}/java/serve bucket4j-redis", Instances: 2, Profile: "token-bucket"},
+		Exec:   "{dir}/java/serve bucket4j-redis", Instances: 2, Profile: "token-bucket", FakeClockOnStore: true},
 	{Name: "limits-sliding-window-counter", Library: "python limits SlidingWindowCounterRateLimiter (RedisStorage)", PyPI: []string{"limits", "redis"},
 		Served: "protocol v1 shim on http.server, 2 instances on one Redis",
 		Exec:   "CARD_STRATEGY=sliding-window-counter {dir}/python/serve", Instances: 2, Profile: "sliding-counter:align=first-grid,count-denied=false,renew=any"},

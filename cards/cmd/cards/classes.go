@@ -52,19 +52,62 @@ func noteClasses(note string) map[string]string {
 	return out
 }
 
+// noteRepros are the specs whose bullet in a card's note cites a
+// cards/repro test: failures confirmed apart from rlconform.
+func noteRepros(note string) map[string]bool {
+	out := map[string]bool{}
+	for _, b := range strings.Split("\n"+note, "\n- ") {
+		m := bulletHead.FindStringSubmatch("- " + b)
+		if m == nil || !strings.Contains(b, "cards/repro") {
+			continue
+		}
+		for _, id := range specID.FindAllStringSubmatch(m[1], -1) {
+			out[id[1]] = true
+		}
+	}
+	return out
+}
+
+// qualifiers says, of the failures of card c's own run, what the page
+// adds to their class: flaky (expected.txt's flaky list, with its rate),
+// and, for a card whose store expires keys in real time under the
+// grader's fake clock, whether its note confirms the failure apart.
+func qualifiers(c card, note string, flaky map[string]string, fails []string) map[string]string {
+	repro := noteRepros(note)
+	out := map[string]string{}
+	for _, id := range fails {
+		var q []string
+		if rate, ok := flaky[id]; ok {
+			if rate != "" {
+				q = append(q, "flaky, seen failing "+rate+" gradings")
+			} else {
+				q = append(q, "flaky")
+			}
+		}
+		if c.FakeClockOnStore {
+			if repro[id] {
+				q = append(q, "confirmed by its repro")
+			} else {
+				q = append(q, "seen on the fake clock only: its store expires keys in real time")
+			}
+		}
+		if len(q) > 0 {
+			out[id] = strings.Join(q, "; ")
+		}
+	}
+	return out
+}
+
 // classed is the failing specs with the class the note gives each.
-func classed(fails []string, classes map[string]string, flaky map[string]string) string {
+func classed(fails []string, classes, qualified map[string]string) string {
 	var parts []string
 	for _, id := range sorted(fails) {
 		c := classes[id]
 		if c == "" {
 			c = "not classed in its note"
 		}
-		if rate, ok := flaky[id]; ok {
-			c += "; flaky"
-			if rate != "" {
-				c += ", seen failing " + rate + " gradings"
-			}
+		if q := qualified[id]; q != "" {
+			c += "; " + q
 		}
 		parts = append(parts, fmt.Sprintf("%s (%s)", id, c))
 	}

@@ -35,7 +35,8 @@ func writeReport(dir, path string, gs []*graded, wall time.Duration, parallel in
 	for _, g := range gs {
 		own, log := g.runs[0], g.runs[len(g.runs)-1]
 		fmt.Fprintf(&b, "| [%s](#%s) | %s | %s | %s | %s | %s | %ds |\n", g.card.Name, anchor(g.card.Name), g.version, g.card.Served,
-			g.identify.name(), "`"+own.Profile+"`: "+summary(own, noteClasses(string(notes[g.card.Name])), flakyRates(want[[2]string{g.card.Name, "run " + own.Profile}])),
+			g.identify.name(), "`"+own.Profile+"`: "+summary(own, string(notes[g.card.Name]), qualifiers(g.card, string(notes[g.card.Name]),
+				flakyRates(want[[2]string{g.card.Name, "run " + own.Profile}]), own.with("fail"))),
 			brief(log), int(g.took.Seconds()+0.5))
 		total += g.took
 	}
@@ -116,14 +117,13 @@ func identifyLine(r identifyReport) string {
 	return line
 }
 
-// summary is a run's outcome in a table cell: each failure with its
-// class, those expected.txt lists as flaky (flaky, with its rate) said
-// so, as a failure seen at some gradings only.
-func summary(r runReport, classes map[string]string, flaky map[string]string) string {
+// summary is a run's outcome in a table cell: each failure with the
+// class its card's note gives it, and what qualifies it (qualifiers).
+func summary(r runReport, note string, qualified map[string]string) string {
 	fails, inc := r.with("fail"), r.with("inconclusive")
 	s := strings.ReplaceAll(r.Outcome, "-", " ")
 	if len(fails) > 0 {
-		s += ": fails " + classed(fails, classes, flaky)
+		s += ": fails " + classed(fails, noteClasses(note), qualified)
 	}
 	if len(inc) > 0 {
 		s += fmt.Sprintf(" (%d inconclusive)", len(inc))
