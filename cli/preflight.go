@@ -39,11 +39,14 @@ type spent struct {
 	took           time.Duration
 	// Of an RLS server's answers (which say what limit applies, or that
 	// none does): whether one carried a current_limit, how long the
-	// first identity's requests took, and the most admitted answers in a
-	// row that said none remained.
+	// first identity's requests took, and how many admitted answers that
+	// said none remained came too soon after another such for any unit
+	// of quota to have come back between them (lastZero: when the latest
+	// such was sent).
 	rls, limited bool
 	spanned      time.Duration
-	zeroes, run  int
+	zeroes       int
+	lastZero     time.Time
 }
 
 // preflight checks, before the first spec, that the identity reaches the
@@ -125,7 +128,7 @@ func spend(ctx context.Context, t suite.Target, p adapters.Policy) (spent, error
 		}
 		s.sent++
 		s.spanned = a.Returned.Sub(began)
-		s.saw(a)
+		s.saw(a, p)
 		if !a.Allowed {
 			break
 		}
@@ -142,32 +145,39 @@ func spend(ctx context.Context, t suite.Target, p adapters.Policy) (spent, error
 	return s, nil
 }
 
-// saw notes what an RLS server's answer a says of the limit.
-func (s *spent) saw(a suite.HTTPAnswer) {
+// saw notes what an RLS server's answer a says of the limit p. An
+// admission that says none remained, decided less than W/N after another
+// such was sent, is one no profile gives (with N of 2 or more: a log's
+// entry leaves W after it was made, a bucket or a weighted counter gives
+// back a unit in W/N, a fixed window's new one leaves N-1): it was over
+// the limit, and let through.
+func (s *spent) saw(a suite.HTTPAnswer, p adapters.Policy) {
 	if !s.rls {
 		return
 	}
 	s.limited = s.limited || a.PolicyLimit != nil
-	if a.Allowed && a.Remaining != nil && *a.Remaining == 0 {
-		s.run++
-		s.zeroes = max(s.zeroes, s.run)
-	} else {
-		s.run = 0
+	if !a.Allowed || a.Remaining == nil || *a.Remaining != 0 {
+		return
 	}
+	if !s.lastZero.IsZero() && p.Limit >= 2 && a.Returned.Sub(s.lastZero) < p.Window/time.Duration(p.Limit) {
+		s.zeroes++
+	}
+	s.lastZero = a.Sent
 }
 
 // unenforced says why an RLS server's answers show that it does not
-// enforce a limit on what is sent (nil when they do not): it admitted a
-// request after saying none remained (a rule in shadow_mode), or it
-// admitted 2N+1 requests within the window and named no current_limit (a
-// domain or descriptor no rule matches, or an unlimited rule).
+// enforce a limit on what is sent (nil when they do not): it admitted
+// requests after saying none remained, too soon for any quota to have
+// come back (a rule in shadow_mode), or it admitted 2N+1 requests within
+// the window and named no current_limit (a domain or descriptor no rule
+// matches, or an unlimited rule).
 func (s spent) unenforced(p adapters.Policy, sent string) error {
 	switch {
 	case !s.rls:
 		return nil
 	case s.zeroes >= 2:
-		return fmt.Errorf("%w: it admitted %d requests of one identity in a row, each answered with limit_remaining 0: every one after the first was over the limit, and let through, as a rule in shadow_mode is (envoyproxy/ratelimit answers so); %s (nothing was graded)",
-			rls.ErrNotEnforced, s.zeroes, sent)
+		return fmt.Errorf("%w: it admitted %d requests of one identity, each answered with limit_remaining 0 less than W/N (%v) after another such, too soon for any quota to come back: they were over the limit, and let through, as a rule in shadow_mode is (envoyproxy/ratelimit answers so); %s (nothing was graded)",
+			rls.ErrNotEnforced, s.zeroes, p.Window/time.Duration(max(1, p.Limit)), sent)
 	case !s.limited && s.admitted == s.sent && s.sent > p.Limit && s.spanned <= p.Window:
 		return fmt.Errorf("no limit applies to what is sent: the server admitted all %d requests of one identity within %v, none answered with a current_limit: envoyproxy/ratelimit answers so a domain it does not know, a descriptor no rule matches, or an unlimited rule (or the server limits nothing, which these answers cannot tell apart); %s: check --domain and --descriptor against the server's configuration (nothing was graded)",
 			s.sent, s.spanned.Round(time.Millisecond), sent)

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlconform/rlconform/adapters"
+	"github.com/rlconform/rlconform/adapters/rls"
 	"github.com/rlconform/rlconform/internal/testtier"
 	"github.com/rlconform/rlconform/suite"
 )
@@ -200,4 +201,33 @@ func TestEndpointBodyIdentityRefusals(t *testing.T) {
 	mu.Lock()
 	assert.Zero(t, hits, "refused before any request")
 	mu.Unlock()
+}
+
+// An RLS server that admits again and again while saying none remained
+// is in shadow mode only when the admissions come too soon for any quota
+// to come back (less than W/N apart): a bucket paced at its rate answers
+// so honestly, and is graded.
+func TestShadowNeedsAdmissionsTooSoonForQuota(t *testing.T) {
+	p := adapters.Policy{Limit: 5, Window: time.Second}
+	zero := 0
+	at := func(base time.Time, ms int) suite.HTTPAnswer {
+		sent := base.Add(time.Duration(ms) * time.Millisecond)
+		return suite.HTTPAnswer{Allowed: true, Remaining: &zero, Sent: sent, Returned: sent.Add(time.Millisecond), Form: rls.Form}
+	}
+	t0 := time.Now()
+	for _, c := range []struct {
+		name   string
+		ms     []int
+		shadow bool
+	}{
+		{"paced at the rate", []int{0, 250, 500, 750}, false},
+		{"2 ms apart", []int{0, 2, 4, 6}, true},
+	} {
+		s := spent{rls: true, limited: true}
+		for _, ms := range c.ms {
+			s.saw(at(t0, ms), p)
+		}
+		err := s.unenforced(p, "sent: x")
+		assert.Equal(t, c.shadow, err != nil, "%s: %v", c.name, err)
+	}
 }

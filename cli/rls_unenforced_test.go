@@ -68,7 +68,7 @@ func (s envoyShaped) ShouldRateLimit(_ context.Context, req *rlsv3.RateLimitRequ
 func TestRLSServerThatDoesNotEnforceIsNotGraded(t *testing.T) {
 	for _, c := range []struct{ mode, says string }{
 		{"no-rule", `no limit applies to what is sent: the server admitted all 11 requests of one identity`},
-		{"rule-shadow", "each answered with limit_remaining 0: every one after the first was over the limit, and let through"},
+		{"rule-shadow", "each answered with limit_remaining 0 less than W/N (200ms) after another such, too soon for any quota to come back"},
 		{"global-shadow", "is OVER_LIMIT under an overall OK, which Envoy lets through: shadow mode"},
 		{"enforce", ""},
 	} {
