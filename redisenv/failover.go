@@ -34,7 +34,7 @@ func Failover(ctx context.Context, sentinelURL string) error {
 		if err == nil {
 			return nil
 		}
-		errs = append(errs, fmt.Errorf("Sentinel %s: %w", addr, err))
+		errs = append(errs, fmt.Errorf("the Sentinel at %s: %w", addr, err))
 	}
 	return fmt.Errorf("redisenv: failover of %s: %w", o.MasterName, errors.Join(errs...))
 }
