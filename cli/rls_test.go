@@ -59,6 +59,19 @@ func serveRLSDecider(t *testing.T, decide rls.Decider, token string) string {
 	return srv.Addr
 }
 
+// serveRawRLS serves impl, an RLS server of the test's own making, on
+// gRPC at a free loopback port, and returns its address.
+func serveRawRLS(t *testing.T, impl rlsv3.RateLimitServiceServer) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := grpc.NewServer()
+	rlsv3.RegisterRateLimitServiceServer(srv, impl)
+	go srv.Serve(l) //nolint:errcheck // ends with Stop
+	t.Cleanup(srv.Stop)
+	return l.Addr().String()
+}
+
 // rlsRun grades the RLS servers at addrs as Envoy calls them.
 func rlsRun(t *testing.T, addrs []string, extra ...string) (int, string, string) {
 	t.Helper()
@@ -242,13 +255,8 @@ func TestRLSServerAnswersThatCannotBeGraded(t *testing.T) {
 		{"unknown", &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_UNKNOWN, Statuses: []*rlsv3.RateLimitResponse_DescriptorStatus{ok}}, "overall_code is UNKNOWN"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			require.NoError(t, err)
-			srv := grpc.NewServer()
-			rlsv3.RegisterRateLimitServiceServer(srv, rawRLS{answer: c.answer})
-			go srv.Serve(l) //nolint:errcheck // ends with Stop
-			t.Cleanup(srv.Stop)
-			code, out, errOut := rlconform(t, "run", "--report-dir", t.TempDir(), "--rls", l.Addr().String(), "--domain", "d",
+			addr := serveRawRLS(t, rawRLS{answer: c.answer})
+			code, out, errOut := rlconform(t, "run", "--report-dir", t.TempDir(), "--rls", addr, "--domain", "d",
 				"--descriptor", "user=x", "--identity", "descriptor:user", "--policy", "5/1s")
 			assert.Equal(t, ExitCannotRun, code, "%s\n%s", out, errOut)
 			assert.Contains(t, errOut, c.says)
@@ -388,18 +396,13 @@ func TestRLSWithoutStatuses(t *testing.T) {
 	t.Parallel()
 	lim, err := reference.New(store.Client, reference.Options{MaxRequests: 5, Window: time.Second, Prefix: fmt.Sprintf("rlc-rls-nost:%d:", time.Now().UnixNano())})
 	require.NoError(t, err)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	srv := grpc.NewServer()
-	rlsv3.RegisterRateLimitServiceServer(srv, limitadorShaped{lim: lim})
-	go srv.Serve(l) //nolint:errcheck // ends with Stop
-	t.Cleanup(srv.Stop)
-	code, out, errOut := rlconform(t, "run", "--report-dir", t.TempDir(), "--rls", l.Addr().String(), "--domain", "d",
+	addr := serveRawRLS(t, limitadorShaped{lim: lim})
+	code, out, errOut := rlconform(t, "run", "--report-dir", t.TempDir(), "--rls", addr, "--domain", "d",
 		"--descriptor", "user=x", "--identity", "descriptor:user", "--policy", "5/1s", "--id", "core/block-over-limit,http/ratelimit-fields")
 	assert.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
 	assert.Regexp(t, `skip\s+http/ratelimit-fields.*the answers carry no DescriptorStatus`, out)
 
-	code, out, errOut = rlconform(t, "run", "--report-dir", t.TempDir(), "--rls", l.Addr().String(), "--domain", "d",
+	code, out, errOut = rlconform(t, "run", "--report-dir", t.TempDir(), "--rls", addr, "--domain", "d",
 		"--descriptor", "user=x", "--identity", "descriptor:user")
 	assert.Equal(t, ExitCannotRun, code, "%s\n%s", out, errOut)
 	assert.Contains(t, errOut, "give --policy N/W: its first answer carries no DescriptorStatus")
@@ -421,13 +424,8 @@ func TestRLSResponseHeadersToAdd(t *testing.T) {
 			t.Parallel()
 			lim, err := reference.New(store.Client, reference.Options{MaxRequests: 5, Window: time.Second, Prefix: fmt.Sprintf("rlc-rls-hdr:%d:%d:", c.lie, time.Now().UnixNano())})
 			require.NoError(t, err)
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			require.NoError(t, err)
-			srv := grpc.NewServer()
-			rlsv3.RegisterRateLimitServiceServer(srv, limitadorShaped{lim: lim, headers: true, lie: c.lie})
-			go srv.Serve(l) //nolint:errcheck // ends with Stop
-			t.Cleanup(srv.Stop)
-			code, out, errOut := rlconform(t, "run", "--report-dir", t.TempDir(), "--rls", l.Addr().String(), "--domain", "d",
+			addr := serveRawRLS(t, limitadorShaped{lim: lim, headers: true, lie: c.lie})
+			code, out, errOut := rlconform(t, "run", "--report-dir", t.TempDir(), "--rls", addr, "--domain", "d",
 				"--descriptor", "user=x", "--identity", "descriptor:user", "--policy", "5/1s", "--id", "http/ratelimit-fields")
 			assert.Equal(t, c.code, code, "%s\n%s", out, errOut)
 			if c.lie != 0 {

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,7 +11,6 @@ import (
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/grpc"
 
 	"github.com/rlconform/rlconform/adapters/rls"
 	"github.com/rlconform/rlconform/internal/testtier"
@@ -73,13 +71,8 @@ func TestRLSServerThatDoesNotEnforceIsNotGraded(t *testing.T) {
 		{"enforce", ""},
 	} {
 		t.Run(c.mode, func(t *testing.T) {
-			l, err := net.Listen("tcp", "127.0.0.1:0")
-			require.NoError(t, err)
-			srv := grpc.NewServer()
-			rlsv3.RegisterRateLimitServiceServer(srv, envoyShaped{mode: c.mode, mu: &sync.Mutex{}, hits: map[string]uint32{}})
-			go srv.Serve(l) //nolint:errcheck // ends with Stop
-			t.Cleanup(srv.Stop)
-			code, out, errOut := rlconform(t, "run", "--report-dir", t.TempDir(), "--rls", l.Addr().String(), "--domain", "edgee",
+			addr := serveRawRLS(t, envoyShaped{mode: c.mode, mu: &sync.Mutex{}, hits: map[string]uint32{}})
+			code, out, errOut := rlconform(t, "run", "--report-dir", t.TempDir(), "--rls", addr, "--domain", "edgee",
 				"--descriptor", "user=x", "--identity", "descriptor:user", "--policy", "5/1s", "--id", "core/allow-within-limit")
 			if c.says == "" {
 				assert.Contains(t, errOut, "reaches the service", "%s\n%s", out, errOut)
@@ -170,13 +163,8 @@ func TestRLSSeveralDescriptorsGradeTheIdentitysOwn(t *testing.T) {
 	t.Parallel()
 	lim, err := reference.New(store.Client, reference.Options{MaxRequests: 5, Window: time.Second, Prefix: fmt.Sprintf("rlc-rls-two:%d:", time.Now().UnixNano())})
 	require.NoError(t, err)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	srv := grpc.NewServer()
-	rlsv3.RegisterRateLimitServiceServer(srv, twoLimits{lim: lim, calls: &atomic.Int64{}})
-	go srv.Serve(l) //nolint:errcheck // ends with Stop
-	t.Cleanup(srv.Stop)
-	code, out, errOut := rlconform(t, "run", "--report-dir", t.TempDir(), "--rls", l.Addr().String(), "--domain", "d",
+	addr := serveRawRLS(t, twoLimits{lim: lim, calls: &atomic.Int64{}})
+	code, out, errOut := rlconform(t, "run", "--report-dir", t.TempDir(), "--rls", addr, "--domain", "d",
 		"--descriptor", "user=x", "--descriptor", "global=all", "--identity", "descriptor:user",
 		"--id", "core/allow-within-limit,core/block-over-limit,core/multi-user,http/ratelimit-fields")
 	assert.Equal(t, ExitConformant, code, "%s\n%s", out, errOut)
