@@ -78,8 +78,8 @@ func qualifiers(c card, note string, flaky map[string]string, fails []string) ma
 	for _, id := range fails {
 		var q []string
 		if rate, ok := flaky[id]; ok {
-			if rate != "" {
-				q = append(q, "flaky, seen failing "+rate+" gradings")
+			if seen, of, ok := strings.Cut(rate, "/"); ok {
+				q = append(q, "flaky, seen failing in "+seen+" of "+of+" gradings")
 			} else {
 				q = append(q, "flaky")
 			}

@@ -322,7 +322,7 @@ func TestFlakyRates(t *testing.T) {
 	}
 	failed := []string{"a/x", "b/y", "c/z"}
 	got := classed(failed, map[string]string{"a/x": "bug", "b/y": "bug"}, qualifiers(card{}, "", rates, failed))
-	for _, want := range []string{"a/x (bug)", "b/y (bug; flaky, seen failing 1/6 gradings)", "c/z (not classed in its note; flaky)"} {
+	for _, want := range []string{"a/x (bug)", "b/y (bug; flaky, seen failing in 1 of 6 gradings)", "c/z (not classed in its note; flaky)"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("classed: %q, want %q in it", got, want)
 		}
