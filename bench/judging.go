@@ -37,7 +37,7 @@ const (
 // sent until the call's grace and a window after it ended.
 func newJudging(cfg Config, start time.Time, users []string) (*judging, error) {
 	judge := Judge{Profile: cfg.Profile, Limit: cfg.Limit, Window: cfg.Window}
-	opts := StreamOptions{ErrorGrace: min(24*time.Hour, max(cfg.Grace, 5*time.Second)+cfg.Window), MaxHeld: benchMaxHeld}
+	opts := StreamOptions{ErrorGrace: min(24*time.Hour, max(cfg.Grace, 5*time.Second)+cfg.Window), MaxHeld: benchMaxHeld, NoSkewSearch: true}
 	j := &judging{start: start.UnixNano(), users: users, failoverAt: cfg.FailoverAt}
 	var err error
 	if j.all, err = newStream(judge, opts, benchMinSettle, DefaultSettle); err != nil {
@@ -80,8 +80,10 @@ func (j *judging) finish(r *Result) {
 	ex := j.exactness(j.all.Finish())
 	ex.Took = time.Since(began)
 	r.Exactness = &ex
-	if f := r.Failover; f != nil && f.Error == "" && j.before != nil {
-		// A failover that was not made leaves the run judged whole.
+	if f := r.Failover; f != nil && j.before != nil {
+		// Even when the failover errs (its promotion not seen within the
+		// wait), SENTINEL FAILOVER may have been obeyed: what came after
+		// it is never the verdict's.
 		before := j.exactness(j.before.Finish())
 		f.Before = &before
 	}

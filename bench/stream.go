@@ -113,6 +113,11 @@ type StreamOptions struct {
 	// MaxHeld bounds the calls held at once (default DefaultMaxHeld):
 	// past it Add refuses the call with ErrTooDense.
 	MaxHeld int
+	// NoSkewSearch: a part that fails is not judged again at other skews
+	// to find the smallest that explains it (StreamResult.Skew then says
+	// nothing of it), as [Replay.NoSkewSearch]: a bench's calls are
+	// judged at the skew assumed, as they are made.
+	NoSkewSearch bool
 }
 
 // DefaultSettle is the longest an adaptive settling time grows to, and

@@ -147,18 +147,27 @@ func (s *Stream) merge(u *streamUser, ex Exactness) {
 
 // refs are the Refs of calls (as u holds them), each call matched to one
 // of u's by its instants and outcome (or, for a denial judged as another
-// answer, its instants alone).
+// answer, its instants alone), the earliest not yet matched. u's calls
+// are indexed by their instants once: a worst window of a limiter that
+// lets everything through holds every call, and a scan per call was
+// quadratic.
 func (u *streamUser) refs(calls []Decision) []uint64 {
+	type instants struct{ sent, returned time.Duration }
+	byInstants := map[instants][]int{}
+	for j, e := range u.calls {
+		k := instants{e.d.Sent, e.d.Returned}
+		byInstants[k] = append(byInstants[k], j)
+	}
 	used := make([]bool, len(u.calls))
-	out := make([]uint64, len(calls))
 	find := func(c Decision, sameOutcome bool) int {
-		for j, e := range u.calls {
-			if !used[j] && e.d.Sent == c.Sent && e.d.Returned == c.Returned && (!sameOutcome || e.d.Outcome == c.Outcome) {
+		for _, j := range byInstants[instants{c.Sent, c.Returned}] {
+			if !used[j] && (!sameOutcome || u.calls[j].d.Outcome == c.Outcome) {
 				return j
 			}
 		}
 		return -1
 	}
+	out := make([]uint64, len(calls))
 	for i, c := range calls {
 		j := find(c, true)
 		if j < 0 {
@@ -215,7 +224,7 @@ func (k *skewSearch) explained() bool { return !k.noClock }
 // there; else a bisection finds its own.
 func (s *Stream) searchSkew(u *streamUser, exact bool, end time.Duration) {
 	k, assumed := &s.skew, s.opts.ClockSkew
-	if k.noClock || (exact && (assumed == 0 || k.smallest >= assumed)) {
+	if s.opts.NoSkewSearch || k.noClock || (exact && (assumed == 0 || k.smallest >= assumed)) {
 		return
 	}
 	calls := slices.Clone(s.buf)

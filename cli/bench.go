@@ -122,8 +122,11 @@ func parseBench(args []string, stderr io.Writer) (*benchFlags, error) {
 		return nil, errors.New("--failover-at goes with --failover URL")
 	}
 	if f.failover != "" {
-		if _, err := redisenv.ParseSentinelURL(f.failover); err != nil || !redisenv.IsSentinelURL(f.failover) {
-			return nil, fmt.Errorf("--failover: want a Sentinel URL (redis+sentinel://HOST:PORT/MASTER, or redis://HOST:PORT?master_name=MASTER): %v", err)
+		if !redisenv.IsSentinelURL(f.failover) {
+			return nil, errors.New("--failover: want a Sentinel URL (redis+sentinel://HOST:PORT/MASTER, or redis://HOST:PORT?master_name=MASTER)")
+		}
+		if _, err := redisenv.ParseSentinelURL(f.failover); err != nil {
+			return nil, fmt.Errorf("--failover: want a Sentinel URL (redis+sentinel://HOST:PORT/MASTER): %w", err)
 		}
 		if !set["failover-at"] {
 			f.failoverAt = f.duration / 2

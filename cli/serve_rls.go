@@ -57,7 +57,8 @@ func serveRLS(ctx context.Context, stdout, stderr io.Writer, s rlsServe, n int, 
 // the reference behind a server that reads an unset hits_addend as 0,
 // not 1 as rls.proto says, so that a request as Envoy's HTTP filter sends
 // it costs nothing and is always allowed, with the limit and what is left
-// (a weighted one is decided).
+// (a weighted one, its cost in the request's or the first descriptor's
+// hits_addend, is decided).
 const rlsUnsetHitsFree = "mutant:rls-unset-hits-free"
 
 // unsetHitsFree answers OK, for every descriptor and without counting, a
@@ -67,8 +68,8 @@ const rlsUnsetHitsFree = "mutant:rls-unset-hits-free"
 func unsetHitsFree(lim *reference.Limiter, key string, n int, w time.Duration) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
 		r, ok := req.(*rlsv3.RateLimitRequest)
-		if !ok || r.GetHitsAddend() != 0 {
-			return next(ctx, req)
+		if !ok || r.GetHitsAddend() != 0 || len(r.GetDescriptors()) > 0 && r.GetDescriptors()[0].GetHitsAddend() != nil {
+			return next(ctx, req) // a weighted request, in either hits_addend: decided
 		}
 		resp := &rlsv3.RateLimitResponse{OverallCode: rlsv3.RateLimitResponse_OK}
 		for _, d := range r.GetDescriptors() {
