@@ -30,6 +30,7 @@ type rlsFlags struct {
 	rlsCA       string
 	rlsHeaders  headerList
 	rlsCost     string
+	rlsConfig   string
 	caPEM       []byte // --rls-ca's contents, read by checkRLS
 }
 
@@ -43,6 +44,7 @@ func (f *rlsFlags) registerRLS(fs *flag.FlagSet) {
 	fs.BoolVar(&f.rlsTLS, "rls-tls", false, "with --rls: connect over TLS, trusting the system's roots (or --rls-ca)")
 	fs.StringVar(&f.rlsCA, "rls-ca", "", "with --rls: connect over TLS, trusting the PEM certificates in `FILE`")
 	fs.StringVar(&f.rlsCost, "rls-cost", rls.CostRequest, "with --rls: where a weighted request's cost goes: `request`, the request's hits_addend, which every server reads (0 means 1, so a cost of 0 is not sent); or descriptor, the first descriptor's own hits_addend, which overrides the request's where the server honours it (envoyproxy/ratelimit does; Envoy sends a route's hits_addend so), and carries an explicit 0: strict/cost-zero then runs")
+	fs.StringVar(&f.rlsConfig, "rls-configure", "none", "with --rls: how the grader configures the server: `none` (its rules alone: the specs of Configure are skipped), or limit, the first descriptor's limit override (RateLimitDescriptor.limit, as an Envoy route sends one), which envoyproxy/ratelimit honours: one request checks that it does, and Configure is then graded with windows of one unit (1s, 1m, 1h, 24h)")
 	fs.Var(&f.rlsHeaders, "rls-header", "with --rls: `name: value` metadata sent with every call (repeatable; a token: 'authorization: Bearer …'); values are never shown")
 }
 
@@ -56,7 +58,7 @@ func (f *rlsFlags) rlsSent() string {
 
 // rlsGiven says whether any flag of --rls is given.
 func (f *rlsFlags) rlsGiven() bool {
-	return len(f.rls) > 0 || f.domain != "" || len(f.descriptors) > 0 || f.rlsTLS || f.rlsCA != "" || len(f.rlsHeaders) > 0 || f.rlsCost != rls.CostRequest
+	return len(f.rls) > 0 || f.domain != "" || len(f.descriptors) > 0 || f.rlsTLS || f.rlsCA != "" || len(f.rlsHeaders) > 0 || f.rlsCost != rls.CostRequest || f.rlsConfig != "none"
 }
 
 // checkRLS reports --rls flags that do not go together or do not parse,
@@ -65,7 +67,7 @@ func (f *rlsFlags) rlsGiven() bool {
 func (f *rlsFlags) checkRLS(ep *endpointFlags) error {
 	switch {
 	case len(f.rls) == 0 && f.rlsGiven():
-		return errors.New("--domain, --descriptor, --rls-tls, --rls-ca, --rls-header and --rls-cost go with --rls")
+		return errors.New("--domain, --descriptor, --rls-tls, --rls-ca, --rls-header, --rls-cost and --rls-configure go with --rls")
 	case len(f.rls) == 0:
 		return nil
 	case len(ep.endpoints) > 0:
@@ -74,6 +76,8 @@ func (f *rlsFlags) checkRLS(ep *endpointFlags) error {
 		return errors.New("--header, --body, --method, --fields and --limited-status go with --endpoint; an --rls server takes --rls-header, and its answers' fields are its DescriptorStatus")
 	case ep.identity == "":
 		return errors.New("--rls needs --identity descriptor:KEY: the descriptor entry whose value is the user's id")
+	case f.rlsConfig != "none" && f.rlsConfig != "limit":
+		return fmt.Errorf("--rls-configure %q: want none or limit", f.rlsConfig)
 	}
 	_, err := f.rlsOptions(ep.identity)
 	if err != nil {
@@ -154,7 +158,7 @@ func (f *endpointFlags) rlsTarget(timeout time.Duration, gradable func(p adapter
 		}
 	}
 	return f.policyTarget(timeout, gradable, stderr, func(ctx context.Context, given adapters.Policy) (suite.Target, adapters.Policy, string, error) {
-		return targets.RLS(ctx, f.rls, targets.RLSOptions{Options: opts, MaxRPS: f.maxRPS, Policy: given})
+		return targets.RLS(ctx, f.rls, targets.RLSOptions{Options: opts, MaxRPS: f.maxRPS, Policy: given, ConfigureLimit: f.rlsConfig == "limit"})
 	}, func(t suite.Target, policy adapters.Policy, from string) string {
 		return fmt.Sprintf("%s as Envoy calls it: policy %v (from %s), domain %q, descriptors %v, identities in %s", t.Name, policy, from, opts.Domain, f.descriptors, f.identity)
 	})

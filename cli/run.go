@@ -46,9 +46,13 @@ type runFlags struct {
 	reportDir  string
 	failOnSkip bool
 	rtWindow   time.Duration
-	parallel   int
-	profile    string
-	token      targetToken
+	// limit and window are the configuration a limiter with Configure is
+	// graded at (0: the suite's, 5 per minute).
+	limit    int
+	window   time.Duration
+	parallel int
+	profile  string
+	token    targetToken
 	// perCall is how long a remote target's calls took when probed (0:
 	// not probed).
 	perCall time.Duration
@@ -79,6 +83,8 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.DurationVar(&f.timeout, "timeout", 5*time.Second, "bound on each call to a remote target")
 	f.lengthFlags.register(fs)
 	fs.DurationVar(&f.rtWindow, "realtime-window", 0, "window of the specs graded in real time (targets without clock control); left out, 1s, raised by itself when the target's round trips are too slow for it, and shortened to ten round-trip margins (a few tenths of a second on loopback) for a target that declares millisecond windows (window_granularity_ms 1)")
+	fs.IntVar(&f.limit, "limit", 0, "the limit N a limiter with Configure is graded at, or that one without enforces (0: 5): its scale; an --endpoint's or --rls server's is --policy")
+	fs.DurationVar(&f.window, "window", 0, "the window W a limiter with Configure and clock control is graded at (0: 1m); in real time the window is --realtime-window")
 	fs.IntVar(&f.parallel, "parallel", 0, fmt.Sprintf("at most this many specs side by side in real time, up to %d (0: what the target can take, said before the run and in the report's notes; 1: one at a time): an --endpoint with identities per user, and --exec on as many lanes of its processes (0: %d, at most %d), each under a key prefix of its own; a --target URL that takes Configure runs one spec at a time", suite.MaxParallel, defaultExecLanes, maxExecLanes))
 	fs.BoolVar(&f.failOnSkip, "fail-on-skip", false, "a run with a spec skipped for a capability the target does not declare, or a flag not given, is not conformant enough: exit 2 (for CI jobs that demand the whole level); skips no target of its kind can avoid (an in-process context over HTTP, an endpoint's fields) do not count")
 	fs.StringVar(&f.profile, "profile", model.ProfileSlidingLog, "the algorithm to grade against, `NAME[:key=value,...]`: "+profileNames()+"; 'rlconform list --profile NAME' says what it grades")
@@ -114,6 +120,12 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	}
 	if f.storeURL != "" && len(f.targets) == 0 && f.blackBoxes() == 0 {
 		return nil, errors.New("--store-url is for a remote --target or an --endpoint; the reference is inspected anyway")
+	}
+	if (f.limit != 0 || f.window != 0) && f.blackBoxes() > 0 {
+		return nil, errors.New("--limit and --window configure a limiter with Configure; an --endpoint's or --rls server's limit is its own: give --policy N/W")
+	}
+	if f.limit < 0 || f.window < 0 {
+		return nil, errors.New("--limit and --window must be positive (0: the suite's 5 per minute)")
 	}
 	if f.parallel < 0 || f.parallel > suite.MaxParallel {
 		return nil, fmt.Errorf("--parallel %d: want 0 (what the target can take) to %d", f.parallel, suite.MaxParallel)
@@ -244,7 +256,7 @@ func run(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) int {
 	if err != nil {
 		return couldNotRun(ExitCannotRun, "rlconform run: %v", err)
 	}
-	cfg := suite.Config{Level: lvl, Seed: f.seed, IDs: f.ids, Labels: f.labels, ExpectFail: f.expectFail,
+	cfg := suite.Config{Level: lvl, Seed: f.seed, IDs: f.ids, Labels: f.labels, ExpectFail: f.expectFail, Limit: f.limit, Window: f.window,
 		ReportDir: f.reportDir, StorePrefix: f.storePrefix, SpecTimeout: f.specTimeout, RealTimeWindow: f.rtWindow, Profile: f.profile, Parallel: f.parallel}
 	var endpoint *suite.Target
 	if f.blackBoxes() > 0 {

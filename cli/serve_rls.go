@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
@@ -31,13 +32,14 @@ type rlsServe struct {
 // (current_limit, limit_remaining, duration_until_reset), a mutant's
 // with its code alone.
 func serveRLS(ctx context.Context, stdout, stderr io.Writer, s rlsServe, n int, w time.Duration) int {
-	decide, intercept, store, err := rlsDecider(ctx, s, n, w)
+	decide, opts, store, err := rlsDecider(ctx, s, n, w)
 	if err != nil {
 		fmt.Fprintf(stderr, "rlconform serve: %v\n", err)
 		return ExitCannotRun
 	}
 	defer store.Close()
-	srv, err := rls.Listen(s.addr, decide, rls.ServerOptions{Key: s.key, Token: s.token, Intercept: intercept})
+	opts.Key, opts.Token = s.key, s.token
+	srv, err := rls.Listen(s.addr, decide, opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "rlconform serve: %v\n", err)
 		return ExitCannotRun
@@ -92,22 +94,24 @@ func unsetHitsFree(lim *reference.Limiter, key string, n int, w time.Duration) g
 }
 
 // rlsDecider is the decider serve --rls-mode serves, on a Redis it
-// obtains (the caller closes it), and what intercepts its calls (nil but
-// for rlsUnsetHitsFree).
-func rlsDecider(ctx context.Context, s rlsServe, n int, w time.Duration) (rls.Decider, grpc.UnaryServerInterceptor, *redisenv.Redis, error) {
+// obtains (the caller closes it), and the server's options but its key
+// and token: what intercepts its calls (nil but for rlsUnsetHitsFree),
+// and, for the reference, the decider of a descriptor's limit override.
+// A mutant ignores overrides.
+func rlsDecider(ctx context.Context, s rlsServe, n int, w time.Duration) (rls.Decider, rls.ServerOptions, *redisenv.Redis, error) {
 	if s.impl != "reference" && s.impl != "reference-compact" && !strings.HasPrefix(s.impl, "mutant:") {
-		return nil, nil, nil, fmt.Errorf("--rls-mode serves --impl reference, reference-compact or mutant:NAME, not %q", s.impl)
+		return nil, rls.ServerOptions{}, nil, fmt.Errorf("--rls-mode serves --impl reference, reference-compact or mutant:NAME, not %q", s.impl)
 	}
 	if strings.HasPrefix(s.impl, "mutant:") && s.impl != rlsUnsetHitsFree {
 		lim, store, err := build(ctx, s.impl, fakeclock.Real{}, s.prefix, n, w) // real time: the in-memory mutants need a clock
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, rls.ServerOptions{}, nil, err
 		}
-		return rls.LimiterDecider(lim), nil, store, nil
+		return rls.LimiterDecider(lim), rls.ServerOptions{}, store, nil
 	}
 	store, err := redisenv.Obtain(ctx)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, rls.ServerOptions{}, nil, err
 	}
 	bound(store, defaultStoreTimeout)
 	newLimiter := reference.New
@@ -117,13 +121,53 @@ func rlsDecider(ctx context.Context, s rlsServe, n int, w time.Duration) (rls.De
 	lim, err := newLimiter(store.Client, reference.Options{MaxRequests: n, Window: w, Prefix: s.prefix})
 	if err != nil {
 		store.Close()
-		return nil, nil, nil, err
+		return nil, rls.ServerOptions{}, nil, err
 	}
-	var intercept grpc.UnaryServerInterceptor
 	if s.impl == rlsUnsetHitsFree {
-		intercept = unsetHitsFree(lim, s.key, n, w)
+		return referenceDecider(lim), rls.ServerOptions{Intercept: unsetHitsFree(lim, s.key, n, w)}, store, nil
 	}
-	return referenceDecider(lim), intercept, store, nil
+	o := &overrides{made: map[overrideKey]rls.Decider{}, make: func(n int, w time.Duration) (*reference.Limiter, error) {
+		return newLimiter(store.Client, reference.Options{MaxRequests: n, Window: w, Prefix: s.prefix})
+	}}
+	return referenceDecider(lim), rls.ServerOptions{DecideOverride: o.decide}, store, nil
+}
+
+// maxOverrides bounds the configurations of limit overrides a server
+// keeps a limiter for: what callers send is untrusted.
+const maxOverrides = 256
+
+type overrideKey struct {
+	n int
+	w time.Duration
+}
+
+// overrides decide descriptors' limit overrides with the reference: a
+// limiter per configuration, all on one key prefix, so that a user's log
+// is one whatever the override, and a changed one keeps its history (as
+// envoyproxy/ratelimit's key names no limit).
+type overrides struct {
+	mu   sync.Mutex
+	made map[overrideKey]rls.Decider
+	make func(n int, w time.Duration) (*reference.Limiter, error)
+}
+
+func (o *overrides) decide(ctx context.Context, user string, hits, n int, w time.Duration) (rls.Decision, error) {
+	o.mu.Lock()
+	d, ok := o.made[overrideKey{n, w}]
+	if !ok && len(o.made) < maxOverrides {
+		lim, err := o.make(n, w)
+		if err != nil {
+			o.mu.Unlock()
+			return rls.Decision{}, status.Errorf(codes.InvalidArgument, "a limit override of %d per %v: %v", n, w, err)
+		}
+		d = referenceDecider(lim)
+		o.made[overrideKey{n, w}] = d
+	}
+	o.mu.Unlock()
+	if d == nil {
+		return rls.Decision{}, status.Errorf(codes.ResourceExhausted, "more than %d configurations of limit overrides", maxOverrides)
+	}
+	return d(ctx, user, hits)
 }
 
 // referenceDecider decides with the reference limiter: a unit request

@@ -238,6 +238,21 @@ type Capabilities struct {
 	// is then a multiple of it; only strict/config-range grades that the
 	// contract's range begins at 1ms, and says why when it fails.
 	WindowGranularity time.Duration
+	// UnitWindows: Configure takes only windows of one unit, a second, a
+	// minute, an hour or a day ([UnitWindowList]), and refuses any other
+	// with [ErrInvalidConfig]: a protocol's units, as an RLS descriptor's
+	// limit override carries them. The grader then chooses only these
+	// windows: a spec that would change the window to another grades the
+	// rest of what it grades and says so, and the specs of the contract's
+	// range of configurations (strict/config-range, robust/invalid-config)
+	// are not graded. It excludes WindowGranularity.
+	UnitWindows bool
+}
+
+// UnitWindowList is the windows of [Capabilities.UnitWindows], in
+// ascending order.
+func UnitWindowList() []time.Duration {
+	return []time.Duration{time.Second, time.Minute, time.Hour, 24 * time.Hour}
 }
 
 // All is every capability a fully featured target declares (fail-closed),

@@ -227,7 +227,7 @@ type Algorithms struct {
 // and token buckets.
 func Builtin() *Algorithms {
 	a := &Algorithms{}
-	for _, alg := range []Algorithm{slidingLogAlgorithm(), fixedWindowAlgorithm(), slidingCounterAlgorithm(), gcraAlgorithm(), tokenBucketAlgorithm()} {
+	for _, alg := range []Algorithm{slidingLogAlgorithm(), fixedWindowAlgorithm(), slidingCounterAlgorithm(), gcraAlgorithm(), tokenBucketAlgorithm(), smoothBurstyAlgorithm()} {
 		if err := a.Register(alg); err != nil {
 			panic(err) // the built-in descriptors are written in this package
 		}

@@ -34,7 +34,11 @@ type Meta struct {
 // verdict line.
 func Text(w io.Writer, rep *result.Report) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s (level %s, profile %s, seed %d)\n", rep.Target, rep.Level, rep.Profile, rep.Seed)
+	scale := ""
+	if rep.Limit > 0 && rep.Window > 0 {
+		scale = fmt.Sprintf(", %d per %v", rep.Limit, rep.Window)
+	}
+	fmt.Fprintf(&b, "%s (level %s, profile %s%s, seed %d)\n", rep.Target, rep.Level, rep.Profile, scale, rep.Seed)
 	for _, r := range rep.Results {
 		fmt.Fprintf(&b, "  %-13s %-34s %6dms", r.Status, r.ID, r.Duration.Milliseconds())
 		if r.Mode == result.RealTime {
@@ -173,6 +177,8 @@ func JSON(w io.Writer, rep *result.Report, meta Meta) error {
 		Level      string         `json:"level"`
 		Profile    string         `json:"profile,omitempty"`
 		Selection  string         `json:"selection,omitempty"`
+		Limit      int            `json:"limit,omitempty"`
+		WindowMs   float64        `json:"window_ms,omitempty"`
 		Seed       uint64         `json:"seed"`
 		Outcome    string         `json:"outcome"`
 		Conformant bool           `json:"conformant"`
@@ -189,6 +195,7 @@ func JSON(w io.Writer, rep *result.Report, meta Meta) error {
 		NotGraded []string `json:"levels_not_graded,omitempty"`
 	}{
 		Version: meta.Version, Catalogue: meta.Catalogue, Target: rep.Target, Targets: rep.Targets, Level: string(rep.Level), Profile: rep.Profile, Selection: rep.Selection, Seed: rep.Seed,
+		Limit: rep.Limit, WindowMs: ms(rep.Window),
 		Outcome: string(v.Outcome), Conformant: v.Outcome == result.Conformant, Verdict: v.String(), Reasons: v.Reasons,
 		Aborted: rep.Aborted, Error: rep.Aborted, Notes: rep.Notes,
 		Coverage: jsonCoverage{Selected: c.Selected, Graded: c.Graded, RealTime: c.RealTime, Passed: c.Passed, Failed: c.Failed,

@@ -188,6 +188,12 @@ type Report struct {
 	// Profile is the algorithm graded against (model.Variant.String, e.g.
 	// "sliding-log" or "gcra:burst=limit").
 	Profile string
+	// Limit and Window are the configuration graded (its scale): the
+	// limit N, and the window W of a target with clock control, or else
+	// of its specs in real time as the run began (the notes say when it
+	// was raised). Zero in a report of an older version.
+	Limit   int           `json:",omitempty"`
+	Window  time.Duration `json:",omitempty"`
 	Results []Result
 	// Selection, when not empty, says that the run graded only some specs
 	// of its level, and which (Config.IDs, Config.Labels).

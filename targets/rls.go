@@ -25,6 +25,12 @@ type RLSOptions struct {
 	// MaxRPS bounds the requests sent in any one second, over every
 	// address, as [EndpointOptions.MaxRPS] does.
 	MaxRPS int
+	// ConfigureLimit: the target declares Configure, which sets the limit
+	// override every later request of a spec carries in its first
+	// descriptor ([rls.Overriding]); only windows of one unit
+	// (contract.Capabilities.UnitWindows). The server must be seen to honour it: one
+	// request with an override must be answered with that current_limit.
+	ConfigureLimit bool
 }
 
 // RLS grades the RLS servers at addrs (HOST:PORT; several are replicas
@@ -59,6 +65,11 @@ func RLS(ctx context.Context, addrs []string, opts RLSOptions) (t suite.Target, 
 		}
 		from = "the current_limit of its first answer"
 	}
+	if opts.ConfigureLimit {
+		if err := probeOverride(ctx, addrs[0], opts.Options, policy); err != nil {
+			return suite.Target{}, adapters.Policy{}, "", err
+		}
+	}
 	rps := opts.MaxRPS
 	if rps == 0 {
 		rps = DefaultRPS(policy)
@@ -76,17 +87,29 @@ func RLS(ctx context.Context, addrs []string, opts RLSOptions) (t suite.Target, 
 	if len(addrs) > 1 {
 		name = fmt.Sprintf("%s (+%d more replicas)", name, len(addrs)-1)
 	}
+	caps := contract.Capabilities{SharedStore: len(addrs) > 1, Cost: true}
+	lanes := 0
+	if opts.ConfigureLimit {
+		// Each spec's override travels in its own requests: specs
+		// configure apart, side by side.
+		caps.Configure, caps.UnitWindows, lanes = true, true, suite.MaxParallel
+	}
 	return suite.Target{
 		Name:         name,
 		Addresses:    addrs,
-		Capabilities: contract.Capabilities{SharedStore: len(addrs) > 1, Cost: true},
+		Capabilities: caps,
+		Lanes:        lanes,
 		MaxRPS:       max(0, rps),
 		Alive: func(ctx context.Context) error {
 			_, err := clients[0].Do(ctx, fmt.Sprintf("rlconform-probe-%d", time.Now().UnixNano()), 1)
 			return err
 		},
 		New: func(_ context.Context, env suite.Env) (contract.RateLimiterContract, func() error, error) {
-			return clients[env.Instance%len(clients)], nil, nil
+			c := clients[env.Instance%len(clients)]
+			if opts.ConfigureLimit {
+				return c.Overriding(), nil, nil
+			}
+			return c, nil, nil
 		},
 		Request: func(ctx context.Context, i int, user string) (suite.HTTPAnswer, error) {
 			r, err := clients[i%len(clients)].Do(ctx, user, 1)
@@ -126,4 +149,37 @@ func rlsAnnounced(f adapters.Fields) (adapters.Policy, error) {
 		return adapters.Policy{}, fmt.Errorf("its current_limit says %d per %v: %w", p.Limit, p.Window, err)
 	}
 	return p, nil
+}
+
+// probeOverride checks that the RLS server at addr honours a descriptor's
+// limit override: one request of a fresh user carrying one of policy's
+// window and a limit one above policy's must be answered with that
+// current_limit. A server that ignores it would be graded for a limit it
+// was never given.
+func probeOverride(ctx context.Context, addr string, opts rls.Options, policy adapters.Policy) error {
+	n, w := policy.Limit+1, policy.Window
+	if _, err := rls.Override(n, w); err != nil {
+		return fmt.Errorf("--rls-configure limit: the server's limit is %d per %v, and a descriptor's limit override carries only windows of %v: grade it without --rls-configure, or with a rule of such a window", policy.Limit, policy.Window, contract.UnitWindowList())
+	}
+	c, err := rls.Dial(addr, opts)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	o := c.Overriding()
+	if err := o.Configure(ctx, n, w); err != nil {
+		return fmt.Errorf("--rls-configure limit: %w", err)
+	}
+	r, err := o.Do(ctx, fmt.Sprintf("rlconform-probe-%d", time.Now().UnixNano()), 1)
+	if err != nil {
+		return fmt.Errorf("--rls-configure limit: a request with a limit override of %d per %v: %w", n, w, err)
+	}
+	got := "no current_limit"
+	if r.Fields.HasPolicy {
+		if r.Fields.PolicyLimit == n && r.Fields.PolicyWindow == w {
+			return nil
+		}
+		got = fmt.Sprintf("current_limit %d per %v", r.Fields.PolicyLimit, r.Fields.PolicyWindow)
+	}
+	return fmt.Errorf("rls %s: --rls-configure limit: a request whose descriptor %v carried the limit override %d per %v was answered %s: the server does not honour the override (envoyproxy/ratelimit does), so Configure cannot be graded: run without --rls-configure", addr, opts.Descriptors[0], n, w, got)
 }

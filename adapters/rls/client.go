@@ -150,7 +150,10 @@ func (c *Client) Close() error { return c.conn.Close() }
 // With Options.Cost CostDescriptor, a weighted request's cost (0
 // included) goes in the first descriptor's own hits_addend instead, the
 // request's left unset, as Envoy sends a route's hits_addend.
-func (c *Client) request(user string, hits uint32) *rlsv3.RateLimitRequest {
+//
+// lim, when not nil, is the first descriptor's limit override (the
+// grader's Configure, [Overriding]).
+func (c *Client) request(user string, hits uint32, lim *commonv3.RateLimitDescriptor_RateLimitOverride) *rlsv3.RateLimitRequest {
 	own := c.opts.Cost == CostDescriptor && hits != 1
 	req := &rlsv3.RateLimitRequest{Domain: c.opts.Domain}
 	if hits != 1 && !own {
@@ -160,6 +163,9 @@ func (c *Client) request(user string, hits uint32) *rlsv3.RateLimitRequest {
 		desc := &commonv3.RateLimitDescriptor{}
 		if i == 0 && own {
 			desc.HitsAddend = wrapperspb.UInt64(uint64(hits))
+		}
+		if i == 0 {
+			desc.Limit = lim
 		}
 		for _, e := range d {
 			v := e.Value
@@ -182,6 +188,10 @@ func (c *Client) request(user string, hits uint32) *rlsv3.RateLimitRequest {
 // error: an unreachable server or a deadline wraps [contract.ErrNoAnswer],
 // UNAVAILABLE and INTERNAL [contract.ErrStore].
 func (c *Client) Do(ctx context.Context, user string, hits uint32) (*adapters.Response, error) {
+	return c.do(ctx, user, hits, nil)
+}
+
+func (c *Client) do(ctx context.Context, user string, hits uint32, lim *commonv3.RateLimitDescriptor_RateLimitOverride) (*adapters.Response, error) {
 	if err := contract.ValidateUserID(user); err != nil {
 		return nil, err
 	}
@@ -196,7 +206,7 @@ func (c *Client) Do(ctx context.Context, user string, hits uint32) (*adapters.Re
 		ctx = metadata.NewOutgoingContext(ctx, c.opts.Metadata)
 	}
 	sent := time.Now()
-	resp, err := c.rls.ShouldRateLimit(ctx, c.request(user, hits))
+	resp, err := c.rls.ShouldRateLimit(ctx, c.request(user, hits, lim))
 	returned := time.Now()
 	if err != nil {
 		return nil, fmt.Errorf("rls %s ShouldRateLimit: %w", c.addr, c.callErr(err))
@@ -251,6 +261,10 @@ func (c *Client) AllowRequest(ctx context.Context, user string) (bool, error) {
 // [contract.ErrInvalidCost] and [errors.ErrUnsupported] (the specs of
 // such costs are then skipped, not passed).
 func (c *Client) AllowRequestN(ctx context.Context, user string, n int) (bool, error) {
+	return c.allowN(ctx, user, n, nil)
+}
+
+func (c *Client) allowN(ctx context.Context, user string, n int, lim *commonv3.RateLimitDescriptor_RateLimitOverride) (bool, error) {
 	least := 1
 	if c.opts.Cost == CostDescriptor {
 		least = 0 // a descriptor's own hits_addend carries an explicit 0
@@ -258,7 +272,7 @@ func (c *Client) AllowRequestN(ctx context.Context, user string, n int) (bool, e
 	if n < least || n > math.MaxUint32 {
 		return false, fmt.Errorf("%w: %w: cost %d: hits_addend carries %d to %d (the request's 0 means 1; --rls-cost descriptor sends a descriptor's own, which carries 0)", contract.ErrInvalidCost, errors.ErrUnsupported, n, least, uint32(math.MaxUint32))
 	}
-	r, err := c.Do(ctx, user, uint32(n))
+	r, err := c.do(ctx, user, uint32(n), lim)
 	if err != nil {
 		return false, err
 	}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"time"
 
+	commonv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -74,6 +75,11 @@ type ServerOptions struct {
 	// server, or serve's mutant of a server that reads an unset
 	// hits_addend as 0).
 	Intercept grpc.UnaryServerInterceptor
+	// DecideOverride, when not nil, decides a descriptor that carries a
+	// limit override (RateLimitDescriptor.limit) by it: n per w, as
+	// envoyproxy/ratelimit honours one. Nil: the override is ignored, and
+	// the descriptor decided as any other.
+	DecideOverride func(ctx context.Context, user string, hits, n int, w time.Duration) (Decision, error)
 }
 
 // maxDescriptors bounds the descriptors of one request the server decides.
@@ -166,7 +172,7 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 			}
 			hits = int(own.GetValue())
 		}
-		dec, err := s.decide(ctx, user, hits)
+		dec, err := s.decideOne(ctx, d, user, hits)
 		if err != nil {
 			if _, isStatus := status.FromError(err); isStatus {
 				return nil, err
@@ -185,6 +191,24 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReques
 		}
 	}
 	return resp, nil
+}
+
+// decideOne decides a descriptor of user: by its limit override when it
+// carries one and the server honours them.
+func (s *Server) decideOne(ctx context.Context, d *commonv3.RateLimitDescriptor, user string, hits int) (Decision, error) {
+	lim := d.GetLimit()
+	if lim == nil || s.opts.DecideOverride == nil {
+		return s.decide(ctx, user, hits)
+	}
+	n, w, err := limitOf(&rlsv3.RateLimitResponse_RateLimit{RequestsPerUnit: lim.GetRequestsPerUnit(),
+		Unit: rlsv3.RateLimitResponse_RateLimit_Unit(lim.GetUnit()), UnitMultiplier: lim.GetUnitMultiplier()})
+	if err == nil {
+		err = contract.ValidateConfig(n, w)
+	}
+	if err != nil {
+		return Decision{}, status.Errorf(codes.InvalidArgument, "a descriptor's limit override: %v", err)
+	}
+	return s.opts.DecideOverride(ctx, user, hits, n, w)
 }
 
 // fill writes a decision's state into its status: current_limit in the

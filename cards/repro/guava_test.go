@@ -110,8 +110,8 @@ func TestGuava(t *testing.T) {
 // push the next ticket n intervals on (SmoothRateLimiter.java:358-368).
 // With 5 per minute (one every 12s), a fresh user's cost of 4 is allowed
 // and the next request waits 48s; a cost of 7, above the limit, is
-// allowed too: the profiles' cost=debt, which the card is graded as
-// (guava: gcra:burst=1,cost=debt; graded whole it failed
+// allowed too: the profiles' cost=debt, which smooth-bursty, the card's
+// profile, decides alike (graded as a GCRA that decides whole, it failed
 // strict/cost-all-or-nothing, strict/cost-expiry-edge,
 // strict/cost-never-fit).
 func guavaCostNeverThrottlesItself(c *clocked) {

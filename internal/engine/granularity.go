@@ -21,6 +21,9 @@ const (
 // validGranularity checks a target's declared window granularity.
 func validGranularity(t Target) error {
 	g := t.Capabilities.WindowGranularity
+	if t.Capabilities.UnitWindows && g != 0 {
+		return fmt.Errorf("target %s: Capabilities.UnitWindows and WindowGranularity exclude each other", t.Name)
+	}
 	if g == 0 {
 		return nil
 	}
@@ -41,6 +44,10 @@ func (r *runner) learnGranularity(ctx context.Context, t Target) {
 		return
 	}
 	r.granularity = time.Millisecond
+	if t.Capabilities.UnitWindows {
+		r.notes = append(r.notes, fmt.Sprintf("the target takes only the windows %v (as it declares): every window the grader chose is one of them, a spec that would change the window to another grades the rest and says so, and strict/config-range and robust/invalid-config are not graded", contract.UnitWindowList()))
+		return
+	}
 	var from string
 	switch g := t.Capabilities.WindowGranularity; {
 	case g > time.Millisecond:

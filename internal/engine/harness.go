@@ -300,6 +300,16 @@ func (h *Harness) Granularity() time.Duration {
 	return max(time.Millisecond, h.run.granularity)
 }
 
+// TakesWindow says whether the target takes a window of w: a whole
+// multiple of its granularity, and one unit when it takes only those
+// (Capabilities.UnitWindows).
+func (h *Harness) TakesWindow(w time.Duration) bool {
+	if h.target.Capabilities.UnitWindows {
+		return slices.Contains(contract.UnitWindowList(), w)
+	}
+	return w%h.Granularity() == 0
+}
+
 // Phase starts a phase of a spec and returns its offset: fakeOffset on the
 // fake clock (the clock moves there); in real time, now becomes the
 // spec's start and the phase begins at 0.

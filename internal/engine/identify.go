@@ -220,12 +220,36 @@ func probeStart(h *Harness, onClock time.Duration) time.Duration {
 	return onClock
 }
 
+// storedProbe tells permits stored while idle (Guava's SmoothBursty)
+// from a bucket of one (a GCRA of burst 1): user s makes a request, then
+// one 3T later (T = W/N), and one just before a further T. A GCRA of
+// burst 1 owes a whole T after the second request and denies the third;
+// a limiter that stored permits in the pause paid part of the second
+// from them, and allows it. With T under 2ms it sends nothing.
+func storedProbe() Spec {
+	return Spec{ID: "identify/stored", Level: result.Core, Rule: "whether permits stored while idle pay part of a request made after a pause",
+		Run: func(h *Harness) {
+			t := (h.W() / time.Duration(h.N())).Truncate(time.Millisecond)
+			if t < 2*time.Millisecond {
+				return
+			}
+			s := h.User("stored")
+			a := probeStart(h, 34_567*time.Millisecond)
+			h.At(a)
+			h.Allow(s)
+			h.At(a + 3*t)
+			h.Allow(s)
+			h.Before(a + 4*t)
+			h.Allow(s)
+		}}
+}
+
 // probeSpecs are the probes identify runs on t, in order: the burst
 // first (a paced endpoint has its whole budget then), the catalogue's
-// selected, the grid and bucket probes, with queries the renew probe,
+// selected, the grid, bucket and stored probes, with queries the renew probe,
 // and with weighted requests the cost probe.
 func probeSpecs(selected []Spec, t Target) []Spec {
-	specs := append([]Spec{burstProbe()}, append(selected, gridProbe(), bucketProbe())...)
+	specs := append([]Spec{burstProbe()}, append(selected, gridProbe(), bucketProbe(), storedProbe())...)
 	if t.Capabilities.Remaining {
 		specs = append(specs, renewProbe())
 	}

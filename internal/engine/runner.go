@@ -160,8 +160,12 @@ func selectSpecs(cfg Config, cat Catalogue) []Spec {
 
 // newReport starts the report of a run on t.
 func (r *runner) newReport(t Target) *result.Report {
+	w := r.cfg.RealTimeWindow
+	if t.Capabilities.Clock {
+		w = r.cfg.Window
+	}
 	return &result.Report{Target: t.Name, Targets: t.Addresses, Seed: r.cfg.Seed, Level: r.cfg.Level, Profile: r.profile.String(),
-		Selection: selection(r.cfg)}
+		Limit: r.cfg.Limit, Window: w, Selection: selection(r.cfg)}
 }
 
 // notRun is the result of a spec the run never reached: interrupted when
@@ -197,6 +201,10 @@ func (r *runner) missing(t Target, s *Spec) (why string, structural bool) {
 		case NeedConfigure:
 			if !c.Configure {
 				why = "needs Configure, which the target does not declare"
+			}
+		case NeedAnyWindow:
+			if c.UnitWindows {
+				why = fmt.Sprintf("grades Configure over the contract's range of windows, and the target takes only %v (its protocol's units)", contract.UnitWindowList())
 			}
 		case NeedRemaining:
 			if !c.Remaining {
@@ -852,7 +860,7 @@ func (h *Harness) measureMargin() *roundTrips {
 	quick, _ := stall.Split(times)
 	slowest := slices.Max(quick)
 	m := &roundTrips{margin: max(20*time.Millisecond, 8*slowest+10*time.Millisecond), at: time.Now(), window: h.cfg.RealTimeWindow}
-	if w := m.window; m.margin > w/5 && !h.target.Capabilities.Configure {
+	if w := m.window; m.margin > w/5 && (!h.target.Capabilities.Configure || h.target.Capabilities.UnitWindows) {
 		// The window is the target's own: it cannot be raised.
 		m.note = fmt.Sprintf("the slowest of %d round trips took %v, slow for the window %v: answers near its edges will be undecided, and specs that decide nothing inconclusive",
 			len(quick), slowest.Round(time.Millisecond), w)

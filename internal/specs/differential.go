@@ -106,9 +106,12 @@ func genSchedule(h *engine.Harness, n, maxCost int) []dop {
 	sim := newSim(h)
 	var windows []time.Duration
 	for _, w := range []time.Duration{h.W(), h.W() / 2, h.W() / 4, 2 * h.W()} {
-		if w%h.Granularity() == 0 { // a window the target takes
+		if h.TakesWindow(w) {
 			windows = append(windows, w)
 		}
+	}
+	if len(windows) == 0 {
+		windows = []time.Duration{h.W()} // refused: the spec ends inconclusive, saying so
 	}
 	if !h.Profile().IsSlidingLog() {
 		// Other profiles change the limit only: their readings of a

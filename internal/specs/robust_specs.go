@@ -27,7 +27,7 @@ func robustSpecs() []engine.Spec {
 			Run:             emptyUserID,
 			Hint:            "validate the id before touching the store, and return an error wrapping contract.ErrInvalidUserID for the empty one (over HTTP: status 400)",
 			HintAllProfiles: true},
-		{ID: "robust/invalid-config", Level: result.Robust, Needs: []engine.Need{engine.NeedConfigure},
+		{ID: "robust/invalid-config", Level: result.Robust, Needs: []engine.Need{engine.NeedConfigure, engine.NeedAnyWindow},
 			Rule:            "Configure with a limit below 1 or a window below 1ms is an error wrapping ErrInvalidConfig and leaves the old configuration in force; above MaxLimit or MaxWindow it is that error, or taken and in force as a limit of at least MaxLimit or a window of at least MaxWindow",
 			Run:             invalidConfig,
 			Hint:            "validate both values before storing either, and return an error wrapping contract.ErrInvalidConfig (over HTTP: status 400); a limit above contract.MaxLimit or a window above contract.MaxWindow may be refused the same way (contract.ValidateConfig) or taken, never answered with another error; taken, it is enforced as a limit of at least contract.MaxLimit (a window of at least contract.MaxWindow), never cut below the range nor overflowed",

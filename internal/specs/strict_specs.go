@@ -77,7 +77,7 @@ func strictSpecs() []engine.Spec {
 			Run:             linearizable,
 			Hint:            "every decision must be one atomic step in the shared store, on one clock (without clock control, the store's: Redis TIME); open the visualisation to see the operations no serial order explains",
 			HintAllProfiles: true},
-		{ID: "strict/config-range", Level: result.Strict, Needs: []engine.Need{engine.NeedUsers, engine.NeedConfigure},
+		{ID: "strict/config-range", Level: result.Strict, Needs: []engine.Need{engine.NeedUsers, engine.NeedConfigure, engine.NeedAnyWindow},
 			Rule:            "limits from 1 to 10000 and windows from 1ms to contract.MaxWindow are honoured exactly, without caps or overflow",
 			General:         "limits from 1 to 10000 and windows from 1ms to contract.MaxWindow are honoured exactly, without caps or overflow, windows on a fixed grid starting where the profile's align says (the epoch's multiples of W, or Go's zero time's)",
 			Run:             configRange,

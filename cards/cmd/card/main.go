@@ -210,6 +210,8 @@ func endpoints(name string, e *env) (http.Handler, error) {
 		return throttledHTTP(e)
 	case "reference-middleware":
 		return referenceMiddleware(e)
+	case "echo":
+		return echoLimiter(e)
 	}
-	return nil, fmt.Errorf("no endpoint card %q (ulule-stdlib, throttled-http, reference-middleware)", name)
+	return nil, fmt.Errorf("no endpoint card %q (ulule-stdlib, throttled-http, reference-middleware, echo)", name)
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/rlconform/rlconform/suite"
 )
 
 // What a card's note says a failing spec shows, in the words of its
@@ -70,10 +72,11 @@ func noteRepros(note string) map[string]bool {
 
 // qualifiers says, of the failures of card c's own run, what the page
 // adds to their class: flaky (expected.txt's flaky list, with its rate),
-// and, for a card whose store expires keys in real time under the
+// graded on an operation the card's shim supplies (card.Shim), and, for a card whose store expires keys in real time under the
 // grader's fake clock, whether its note confirms the failure apart.
 func qualifiers(c card, note string, flaky map[string]string, fails []string) map[string]string {
 	repro := noteRepros(note)
+	on := onShim(c, suite.Specs())
 	out := map[string]string{}
 	for _, id := range fails {
 		var q []string
@@ -83,6 +86,9 @@ func qualifiers(c card, note string, flaky map[string]string, fails []string) ma
 			} else {
 				q = append(q, "flaky")
 			}
+		}
+		if ops := on[id]; ops != "" {
+			q = append(q, "graded on the card's own "+ops+", not the library's")
 		}
 		if c.FakeClockOnStore {
 			if repro[id] {

@@ -15,7 +15,8 @@ const envoyVersion = "v1.4.1-0.20260122083618-3fb702589d36"
 
 // envoyRatelimit serves Envoy's ratelimit service on a Redis of its own,
 // its configuration cards/envoy/runtime/config/rlconform.yaml (domain
-// rlconform, 5 a second per user), every other setting its default: the
+// rlconform, 5 a second per user, 20 a minute per user_minute), every
+// other setting its default: the
 // expiry jitter, the local cache off, denied requests counted. It is
 // graded as Envoy calls it: its gRPC address (rls.proto's
 // ShouldRateLimit).
@@ -27,8 +28,8 @@ func envoyRatelimit(g *grader, redisURL, prefix string, window time.Duration) (s
 // startEnvoy starts Envoy's ratelimit service, and returns its HTTP base
 // URL and its gRPC address once its health check answers.
 func startEnvoy(g *grader, redisURL, prefix string, window time.Duration) (base, grpcAddr string, stop func(), err error) {
-	if window != time.Second {
-		return "", "", nil, fmt.Errorf("the Envoy card's configuration limits per second, not per %v", window)
+	if window != time.Second && window != time.Minute {
+		return "", "", nil, fmt.Errorf("the Envoy cards' configuration limits per second and per minute, not per %v", window)
 	}
 	bin := filepath.Join(g.dir, ".bin", "service_cmd")
 	if _, err := os.Stat(bin); err != nil {

@@ -191,8 +191,20 @@ type graded struct {
 	version  string
 	identify identifyReport
 	runs     []runReport // the card's own profile, then the sliding log
+	scaled   []scaledGrading
 	took     time.Duration
 }
+
+// scaledGrading is a card graded at one of its further scales
+// (card.Scales): identify, and a run of its own profile.
+type scaledGrading struct {
+	scale    string // N/W
+	identify identifyReport
+	run      runReport
+}
+
+// at is how an expected.txt line and the page name a grading at scale.
+func at(what, scale string) string { return what + " at " + scale }
 
 // identifyReport is as much of identify's JSON as the cards read.
 type identifyReport struct {
@@ -262,9 +274,18 @@ type runReport struct {
 	Outcome string      `json:"outcome"`
 	Verdict string      `json:"verdict"`
 	Results []runResult `json:"results"`
-	exit    int
-	text    string
-	took    time.Duration
+	// Limit and WindowMs are the scale it graded at (0 in the reports of
+	// versions before rlconform said it).
+	Limit    int     `json:"limit"`
+	WindowMs float64 `json:"window_ms"`
+	exit     int
+	text     string
+	took     time.Duration
+}
+
+// window is the window the run graded at.
+func (r runReport) window() time.Duration {
+	return time.Duration(r.WindowMs * float64(time.Millisecond))
 }
 
 // with is the ids of the results of status s.
@@ -304,19 +325,22 @@ func (g *grader) grade(c card) (*graded, error) {
 		}
 	}
 	defer stop()
-	idArgs := append(append([]string{"identify"}, target...), c.RunFlags...)
-	if err := g.cli(idArgs, &r.identify, &r.identify.exit, &r.identify.text); err != nil {
-		return nil, err
-	}
 	// The runs take what identify's probes passed as they would grade it
 	// (the sliding log's run: the probes are graded under it).
 	var prior []string
-	if g.from == "" {
-		path := filepath.Join(g.tmp, "identify.json")
-		if err := os.Rename(filepath.Join(g.tmp, "report.json"), path); err != nil {
-			return nil, fmt.Errorf("identify's report: %w", err)
+	r.identify.Outcome = "not run"
+	if !c.NoIdentify {
+		idArgs := append(append([]string{"identify"}, target...), c.RunFlags...)
+		if err := g.cli(idArgs, &r.identify, &r.identify.exit, &r.identify.text); err != nil {
+			return nil, err
 		}
-		prior = []string{"--from-identify", path}
+		if g.from == "" {
+			path := filepath.Join(g.tmp, "identify.json")
+			if err := os.Rename(filepath.Join(g.tmp, "report.json"), path); err != nil {
+				return nil, fmt.Errorf("identify's report: %w", err)
+			}
+			prior = []string{"--from-identify", path}
+		}
 	}
 	for _, profile := range []string{c.Profile, "sliding-log"} {
 		var rep runReport
@@ -331,6 +355,9 @@ func (g *grader) grade(c card) (*graded, error) {
 			args = append(args, "--parallel", "1")
 		}
 		args = append(append(args, inspect...), c.RunFlags...)
+		if c.IDs != "" {
+			args = append(args, "--id", c.IDs)
+		}
 		if err := g.cli(args, &rep, &rep.exit, &rep.text); err != nil {
 			return nil, err
 		}
@@ -340,11 +367,51 @@ func (g *grader) grade(c card) (*graded, error) {
 			break
 		}
 	}
+	for _, scale := range c.Scales {
+		sg, err := g.gradeScale(c, scale, target, inspect)
+		if err != nil {
+			return nil, err
+		}
+		r.scaled = append(r.scaled, sg)
+	}
 	r.took = time.Since(began)
 	if g.from != "" {
 		r.took = g.total
 	}
 	return r, nil
+}
+
+// gradeScale grades card c, named to rlconform by target, at scale
+// (N/W): identify, then a run of its own profile given what identify's
+// probes passed.
+func (g *grader) gradeScale(c card, scale string, target, inspect []string) (scaledGrading, error) {
+	sg := scaledGrading{scale: scale}
+	n, w, ok := strings.Cut(scale, "/")
+	if !ok {
+		return sg, fmt.Errorf("card %s: scale %q: want N/W", c.Name, scale)
+	}
+	flags := []string{"--limit", n, "--window", w}
+	idArgs := append(append(append([]string{"identify"}, target...), c.RunFlags...), flags...)
+	if err := g.cli(idArgs, &sg.identify, &sg.identify.exit, &sg.identify.text); err != nil {
+		return sg, err
+	}
+	args := append([]string{"run", "--level", "all", "--profile", c.Profile, "--report-dir", g.tmp}, target...)
+	if g.from == "" {
+		path := filepath.Join(g.tmp, "identify.json")
+		if err := os.Rename(filepath.Join(g.tmp, "report.json"), path); err != nil {
+			return sg, fmt.Errorf("identify's report: %w", err)
+		}
+		args = append(args, "--from-identify", path)
+	}
+	if c.Exec != "" {
+		args = append(args, "--parallel", "1")
+	}
+	args = append(append(append(args, inspect...), c.RunFlags...), flags...)
+	if err := g.cli(args, &sg.run, &sg.run.exit, &sg.run.text); err != nil {
+		return sg, err
+	}
+	sg.run.took = g.took
+	return sg, nil
 }
 
 // cli runs rlconform's entry point with args and --json, and decodes the
@@ -440,7 +507,11 @@ func (g *grader) endpoint(c card) (flags, inspect []string, stop func(), err err
 	if c.Identity != nil {
 		identity = c.Identity
 	}
-	flags = []string{"--endpoint", url, "--policy", fmt.Sprintf("5/%v", window)}
+	limit := c.Limit
+	if limit == 0 {
+		limit = 5
+	}
+	flags = []string{"--endpoint", url, "--policy", fmt.Sprintf("%d/%v", limit, window)}
 	if c.RLS {
 		flags[0] = "--rls"
 	}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/rlconform/rlconform/suite"
 )
 
 // writeReport writes docs/cards.md: notes/_intro.md, one table, and a
@@ -24,7 +26,7 @@ func writeReport(dir, path string, gs []*graded, wall time.Duration, parallel in
 	var b strings.Builder
 	b.WriteString("<!-- Written by make cards (cards/cmd/cards) from cards/notes: edit those. -->\n")
 	b.Write(intro)
-	b.WriteString("\n| card | version graded | served | `identify` | its own profile | as a sliding log | time |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString("\n| card | version graded | served | `identify` | its own profile | as a sliding log | at another scale | time |\n|---|---|---|---|---|---|---|---|\n")
 	notes := map[string][]byte{}
 	for _, g := range gs {
 		if notes[g.card.Name], err = os.ReadFile(filepath.Join(dir, "notes", g.card.Name+".md")); err != nil {
@@ -34,10 +36,11 @@ func writeReport(dir, path string, gs []*graded, wall time.Duration, parallel in
 	var total time.Duration
 	for _, g := range gs {
 		own, log := g.runs[0], g.runs[len(g.runs)-1]
-		fmt.Fprintf(&b, "| [%s](#%s) | %s | %s | %s | %s | %s | %ds |\n", g.card.Name, anchor(g.card.Name), g.version, g.card.Served,
-			g.identify.name(), "`"+own.Profile+"`: "+summary(own, string(notes[g.card.Name]), qualifiers(g.card, string(notes[g.card.Name]),
+		note := string(notes[g.card.Name])
+		fmt.Fprintf(&b, "| [%s](#%s) | %s | %s | %s | %s | %s | %s | %ds |\n", g.card.Name, anchor(g.card.Name), g.version, g.card.Served,
+			g.identify.name(), "`"+own.Profile+"`: "+summary(own, note, qualifiers(g.card, note,
 				flakyRates(want[[2]string{g.card.Name, "run " + own.Profile}]), own.with("fail"))),
-			brief(log), int(g.took.Seconds()+0.5))
+			brief(log), scalesCell(g, note, want), int(g.took.Seconds()+0.5))
 		total += g.took
 	}
 	fmt.Fprintf(&b, "\nGrading all %d cards took %v here (two cores, shared), the sum of the times above", len(gs), total.Round(time.Second))
@@ -52,7 +55,11 @@ func writeReport(dir, path string, gs []*graded, wall time.Duration, parallel in
 		fmt.Fprintf(&b, "\n## %s\n\n%s: %s. Served: %s.\n\n", g.card.Name, g.card.Library, g.version, g.card.Served)
 		b.Write(notes[g.card.Name])
 		b.WriteString("\n### What rlconform said\n\n")
-		fmt.Fprintf(&b, "- `rlconform identify`: %s\n", identifyLine(g.identify))
+		if g.card.NoIdentify {
+			b.WriteString("- `rlconform identify`: not run for this card (its notes say why)\n")
+		} else {
+			fmt.Fprintf(&b, "- `rlconform identify`: %s\n", identifyLine(g.identify))
+		}
 		own := g.runs[0]
 		for i, r := range g.runs {
 			fmt.Fprintf(&b, "- `rlconform run --level all --profile %s` (%ds): %s\n", r.Profile, int(r.took.Seconds()+0.5), r.Verdict)
@@ -83,6 +90,14 @@ func writeReport(dir, path string, gs []*graded, wall time.Duration, parallel in
 			}
 			for _, id := range r.with("inconclusive") {
 				fmt.Fprintf(&b, "  - `%s` inconclusive: %s\n", id, escape(r.message(id)))
+			}
+			b.WriteString(shimLine(g.card, r, onShim(g.card, suite.Specs())))
+		}
+		for _, sg := range g.scaled {
+			fmt.Fprintf(&b, "- at %s: `rlconform identify --limit %s --window %s`: %s\n", perScale(sg.scale), scaleN(sg.scale), scaleW(sg.scale), identifyLine(sg.identify))
+			fmt.Fprintf(&b, "- at %s: `rlconform run --level all --profile %s --limit %s --window %s` (%ds): %s\n", perScale(sg.scale), sg.run.Profile, scaleN(sg.scale), scaleW(sg.scale), int(sg.run.took.Seconds()+0.5), sg.run.Verdict)
+			for _, id := range sg.run.with("fail") {
+				fmt.Fprintf(&b, "  - `%s`: %s\n", id, escape(sg.run.message(id)))
 			}
 		}
 	}
@@ -170,3 +185,35 @@ func gradedBy(gs []*graded) string {
 	}
 	return strings.Join(vs, ", ")
 }
+
+// scalesCell is the table's cell of a card's further scales: at each,
+// identify and its own profile's outcome, and whether the profile holds
+// at one scale only; "—" for a card graded at one.
+func scalesCell(g *graded, note string, want map[[2]string]string) string {
+	if len(g.scaled) == 0 {
+		return "—"
+	}
+	var cells []string
+	ownHolds := len(g.runs[0].with("fail")) == 0
+	for _, sg := range g.scaled {
+		what := at("run "+sg.run.Profile, sg.scale)
+		cell := fmt.Sprintf("%s: %s; `%s`: %s", perScale(sg.scale), sg.identify.name(), sg.run.Profile,
+			summary(sg.run, note, qualifiers(g.card, note, flakyRates(want[[2]string{g.card.Name, what}]), sg.run.with("fail"))))
+		if holds := len(sg.run.with("fail")) == 0; holds != ownHolds {
+			where := fmt.Sprintf("%d per %v", g.runs[0].Limit, g.runs[0].window())
+			if holds {
+				where = perScale(sg.scale)
+			}
+			cell += "; **its own profile holds at " + where + " only**"
+		}
+		cells = append(cells, cell)
+	}
+	return strings.Join(cells, "<br>")
+}
+
+// perScale is a scale "N/W" as the page says it: "100 per 1s".
+func perScale(scale string) string { return scaleN(scale) + " per " + scaleW(scale) }
+
+func scaleN(scale string) string { n, _, _ := strings.Cut(scale, "/"); return n }
+
+func scaleW(scale string) string { _, w, _ := strings.Cut(scale, "/"); return w }

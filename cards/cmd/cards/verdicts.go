@@ -36,12 +36,44 @@ type verdictLine struct{ card, what, verdict string }
 func verdictLines(gs []*graded) []verdictLine {
 	var ls []verdictLine
 	for _, g := range gs {
-		ls = append(ls, verdictLine{g.card.Name, "identify", g.identify.name()})
-		for i, r := range g.runs {
-			ls = append(ls, verdictLine{g.card.Name, "run " + r.Profile, runVerdict(i, r)})
+		for _, gr := range g.gradings() {
+			v := ""
+			if gr.identify != nil {
+				v = gr.identify.name()
+			} else {
+				v = runVerdict(gr.i, *gr.run)
+			}
+			ls = append(ls, verdictLine{g.card.Name, gr.what, v})
 		}
 	}
 	return ls
+}
+
+// grading is one line's worth of a card's gradings: an identification,
+// or the i-th run (0: of its own profile).
+type grading struct {
+	what     string
+	identify *identifyReport
+	run      *runReport
+	i        int
+}
+
+// gradings are g's gradings as expected.txt names them: identify, its
+// runs, then each further scale's identify and run of its own profile.
+func (g *graded) gradings() []grading {
+	var out []grading
+	if !g.card.NoIdentify {
+		out = append(out, grading{what: "identify", identify: &g.identify})
+	}
+	for i := range g.runs {
+		out = append(out, grading{what: "run " + g.runs[i].Profile, run: &g.runs[i], i: i})
+	}
+	for i := range g.scaled {
+		sg := &g.scaled[i]
+		out = append(out, grading{what: at("identify", sg.scale), identify: &sg.identify},
+			grading{what: at("run "+sg.run.Profile, sg.scale), run: &sg.run})
+	}
+	return out
 }
 
 // runVerdict is what expected.txt keeps of a card's i-th run: the specs
@@ -164,14 +196,16 @@ func updateExpected(path string, lines []verdictLine, gs []*graded) error {
 		want[[2]string{l.card, l.what}] = l.verdict
 	}
 	for _, g := range gs {
-		// An identification among the expected alternatives keeps them.
-		if o := old[[2]string{g.card.Name, "identify"}]; strings.Contains(o, identifyOr) && identifyMatches(o, g.identify) {
-			want[[2]string{g.card.Name, "identify"}] = o
-		}
-		for _, r := range g.runs {
-			key := [2]string{g.card.Name, "run " + r.Profile}
-			if o, ok := old[key]; ok && strings.HasPrefix(o, "fails: ") {
-				want[key] = withFlaky(r, o)
+		for _, gr := range g.gradings() {
+			key := [2]string{g.card.Name, gr.what}
+			o, ok := old[key]
+			switch {
+			case !ok:
+			case gr.identify != nil && strings.Contains(o, identifyOr) && identifyMatches(o, *gr.identify):
+				// An identification among the expected alternatives keeps them.
+				want[key] = o
+			case gr.run != nil && strings.HasPrefix(o, "fails: "):
+				want[key] = withFlaky(*gr.run, o)
 			}
 		}
 	}
@@ -206,31 +240,39 @@ func compare(want map[[2]string]string, gs []*graded) []string {
 	var diff []string
 	for _, g := range gs {
 		name := g.card.Name
-		key := [2]string{name, "identify"}
-		if w, ok := want[key]; !ok {
-			diff = append(diff, fmt.Sprintf("%s identify: no expected verdict; it said %q", name, g.identify.name()))
-		} else if !identifyMatches(w, g.identify) {
-			diff = append(diff, fmt.Sprintf("%s identify: %q, expected %q", name, g.identify.name(), w))
-		}
-		for i, r := range g.runs {
-			key := [2]string{name, "run " + r.Profile}
-			w, ok := want[key]
-			if !ok {
-				diff = append(diff, fmt.Sprintf("%s run %s: no expected verdict; it said %q", name, r.Profile, runVerdict(i, r)))
-				continue
-			}
-			if outcome, ok := strings.CutPrefix(w, "outcome: "); ok {
-				if r.Outcome != outcome {
-					diff = append(diff, fmt.Sprintf("%s run %s: %s, expected %s (%s)", name, r.Profile, r.Outcome, outcome, r.Verdict))
+		for _, gr := range g.gradings() {
+			w, ok := want[[2]string{name, gr.what}]
+			switch {
+			case !ok && gr.identify != nil:
+				diff = append(diff, fmt.Sprintf("%s %s: no expected verdict; it said %q", name, gr.what, gr.identify.name()))
+			case !ok:
+				diff = append(diff, fmt.Sprintf("%s %s: no expected verdict; it said %q", name, gr.what, runVerdict(gr.i, *gr.run)))
+			case gr.identify != nil:
+				if !identifyMatches(w, *gr.identify) {
+					diff = append(diff, fmt.Sprintf("%s %s: %q, expected %q", name, gr.what, gr.identify.name(), w))
 				}
-				continue
-			}
-			if d := compareRun(w, r); d != nil {
-				diff = append(diff, fmt.Sprintf("%s run %s: %s", name, r.Profile, strings.ReplaceAll(d.Error(), "\n", "\n    ")))
+			default:
+				if d := compareGrading(w, *gr.run); d != "" {
+					diff = append(diff, fmt.Sprintf("%s %s: %s", name, gr.what, d))
+				}
 			}
 		}
 	}
 	return diff
+}
+
+// compareGrading is how run r differs from its expected verdict w, or "".
+func compareGrading(w string, r runReport) string {
+	if outcome, ok := strings.CutPrefix(w, "outcome: "); ok {
+		if r.Outcome != outcome {
+			return fmt.Sprintf("%s, expected %s (%s)", r.Outcome, outcome, r.Verdict)
+		}
+		return ""
+	}
+	if d := compareRun(w, r); d != nil {
+		return strings.ReplaceAll(d.Error(), "\n", "\n    ")
+	}
+	return ""
 }
 
 // identifyOr separates an expected identification's alternatives: a

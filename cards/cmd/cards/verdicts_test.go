@@ -194,14 +194,9 @@ func TestEveryExpectedFailureIsClassed(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range cards {
-		v, ok := ownLine(want, c)
-		if !ok {
+		lines := ownLines(want, c)
+		if len(lines) == 0 {
 			t.Errorf("card %s: expected.txt has no line for its own profile %s", c.Name, c.Profile)
-			continue
-		}
-		fails, flaky, err := parseVerdict(v)
-		if err != nil {
-			t.Errorf("card %s: %v", c.Name, err)
 			continue
 		}
 		note, err := os.ReadFile("../../notes/" + c.Name + ".md")
@@ -209,28 +204,41 @@ func TestEveryExpectedFailureIsClassed(t *testing.T) {
 			t.Fatal(err)
 		}
 		classes := noteClasses(string(note))
-		for id := range fails {
-			if classes[id] == "" {
-				t.Errorf("card %s fails %s, which notes/%s.md does not class: a Deviations bullet naming it, then **bug**, **limitation** (or **deviation**) or **by design**", c.Name, id, c.Name)
+		for what, v := range lines {
+			fails, flaky, err := parseVerdict(v)
+			if err != nil {
+				t.Errorf("card %s %s: %v", c.Name, what, err)
+				continue
+			}
+			for id := range fails {
+				if classes[id] == "" {
+					t.Errorf("card %s fails %s (%s), which notes/%s.md does not class: a Deviations bullet naming it, then **bug**, **limitation** (or **deviation**) or **by design**", c.Name, id, what, c.Name)
+				}
+			}
+			for id := range flaky {
+				if classes[id] == "" {
+					t.Errorf("card %s may fail %s (flaky, %s), which notes/%s.md does not class: a Deviations bullet naming it, then **bug**, **limitation** (or **deviation**) or **by design**", c.Name, id, what, c.Name)
+				}
 			}
 		}
-		for id := range flaky {
-			if classes[id] == "" {
-				t.Errorf("card %s may fail %s (flaky), which notes/%s.md does not class: a Deviations bullet naming it, then **bug**, **limitation** (or **deviation**) or **by design**", c.Name, id, c.Name)
+		for _, scale := range c.Scales {
+			if _, ok := want[[2]string{c.Name, at("identify", scale)}]; !ok {
+				t.Errorf("card %s: expected.txt has no line for identify at its scale %s", c.Name, scale)
 			}
 		}
 	}
 }
 
-// ownLine is the expected verdict of c's run on its own profile (named
-// in full in expected.txt, as the run reports it).
-func ownLine(want map[[2]string]string, c card) (string, bool) {
+// ownLines are the expected verdicts of c's runs on its own profile
+// (named in full in expected.txt, as the run reports it), at every scale.
+func ownLines(want map[[2]string]string, c card) map[string]string {
+	out := map[string]string{}
 	for k, v := range want {
 		if k[0] == c.Name && strings.HasPrefix(k[1], "run ") && (k[1] != "run sliding-log" || c.Profile == "sliding-log") {
-			return v, true
+			out[k[1]] = v
 		}
 	}
-	return "", false
+	return out
 }
 
 func TestNoteClasses(t *testing.T) {
@@ -345,5 +353,45 @@ func TestFakeClockOnStoreFailuresAreQualified(t *testing.T) {
 	}
 	if q := qualifiers(card{}, note, nil, []string{"a/x", "b/y"}); len(q) != 0 {
 		t.Errorf("a card on the fake clock alone: qualifiers = %v, want none", q)
+	}
+}
+
+// A card's further scale is graded, compared and written as its own
+// lines ("identify at 100/1s", "run PROFILE at 100/1s"), and the page's
+// cell says where its own profile holds at one scale only.
+func TestScalesAreGradedApart(t *testing.T) {
+	c, _ := byName("guava")
+	fit := identifyReport{Outcome: "identified", Fits: []identifiedFit{{Profile: "smooth-bursty:stored=1s"}}}
+	g := &graded{card: c, identify: fit, runs: []runReport{report(t, "smooth-bursty:stored=1s", "a/x=pass"), report(t, "sliding-log", "a/x=fail")},
+		scaled: []scaledGrading{{scale: "100/1s", identify: identifyReport{Outcome: "none-fits"}, run: report(t, "smooth-bursty:stored=1s", "a/x=fail")}}}
+	g.runs[0].Limit, g.runs[0].WindowMs = 5, 60_000
+	var whats []string
+	for _, l := range verdictLines([]*graded{g}) {
+		whats = append(whats, l.what+": "+l.verdict)
+	}
+	wantLines := []string{"identify: identified smooth-bursty:stored=1s", "run smooth-bursty:stored=1s: fails: -", "run sliding-log: outcome: " + g.runs[1].Outcome,
+		"identify at 100/1s: none-fits", "run smooth-bursty:stored=1s at 100/1s: fails: a/x"}
+	if strings.Join(whats, "\n") != strings.Join(wantLines, "\n") {
+		t.Errorf("verdictLines:\n%s\nwant\n%s", strings.Join(whats, "\n"), strings.Join(wantLines, "\n"))
+	}
+	want := map[[2]string]string{}
+	for _, l := range verdictLines([]*graded{g}) {
+		want[[2]string{l.card, l.what}] = l.verdict
+	}
+	if d := compare(want, []*graded{g}); len(d) != 0 {
+		t.Errorf("compare = %q, want no difference", d)
+	}
+	want[[2]string{"guava", "run smooth-bursty:stored=1s at 100/1s"}] = "fails: -"
+	if d := compare(want, []*graded{g}); len(d) != 1 || !strings.Contains(d[0], "at 100/1s: a/x failed, expected to pass") {
+		t.Errorf("compare = %q, want the scale's difference", d)
+	}
+	cell := scalesCell(g, "", nil)
+	for _, s := range []string{"100 per 1s: none-fits", "fails a/x", "**its own profile holds at 5 per 1m0s only**"} {
+		if !strings.Contains(cell, s) {
+			t.Errorf("scalesCell = %q, want %q in it", cell, s)
+		}
+	}
+	if cell := scalesCell(&graded{card: card{}}, "", nil); cell != "—" {
+		t.Errorf("a card of one scale: %q", cell)
 	}
 }

@@ -39,12 +39,17 @@ final class Resilience4jCard implements Limiter {
   /**
    * The limit is an int (a larger one is a 400). Limiters made later take
    * N and W; those already made take the new N through
-   * {@code changeLimitForPeriod} (AtomicRateLimiter.java:103-111), and keep
-   * their refresh period: the library has no call that changes it.
+   * {@code changeLimitForPeriod} (AtomicRateLimiter.java:103-111). The
+   * library has no call that changes a limiter's refresh period: a new W
+   * drops every limiter, so that all users start afresh under it, never
+   * some under the old W and some under the new one.
    */
   @Override
   public void configure(long n, long w) {
     int limit = Server.javaInt(n, "max_requests");
+    if (config.getLimitRefreshPeriod().toMillis() != w) {
+      users.clear();
+    }
     config = config(limit, w);
     for (RateLimiter l : users.values()) {
       l.changeLimitForPeriod(limit);

@@ -36,13 +36,14 @@ public final class Server {
 
   public static void main(String[] args) throws IOException {
     if (args.length != 1) {
-      System.err.println("usage: Server guava|resilience4j|bucket4j-memory|bucket4j-redis");
+      System.err.println("usage: Server guava|resilience4j|resilience4j-semaphore|bucket4j-memory|bucket4j-redis");
       System.exit(2);
     }
     Limiter card =
         switch (args[0]) {
           case "guava" -> new GuavaCard();
           case "resilience4j" -> new Resilience4jCard();
+          case "resilience4j-semaphore" -> new Resilience4jSemaphoreCard();
           case "bucket4j-memory" -> new Bucket4jCard.Memory();
           case "bucket4j-redis" -> new Bucket4jCard.Redis(System.getenv("RLCONFORM_REDIS_URL"), System.getenv().getOrDefault("RLCONFORM_KEY_PREFIX", ""));
           default -> throw new IllegalArgumentException("no card " + args[0]);
