@@ -27,9 +27,10 @@ type RLSOptions struct {
 	MaxRPS int
 	// ConfigureLimit: the target declares Configure, which sets the limit
 	// override every later request of a spec carries in its first
-	// descriptor ([rls.Overriding]); only windows of one unit
-	// (contract.Capabilities.UnitWindows). The server must be seen to honour it: one
-	// request with an override must be answered with that current_limit.
+	// descriptor ([rls.Overriding]), in windows of one unit only
+	// (contract.Capabilities.UnitWindows). The server must be seen to
+	// honour it: one request with an override must be answered with that
+	// current_limit.
 	ConfigureLimit bool
 }
 

@@ -106,3 +106,24 @@ func TestBucket4jOverflowDropsAToken(t *testing.T) {
 		t.Errorf("30 days' window: %d tokens, want 4999 (the overflow's lost half token; 5000 are due)", got.Days30)
 	}
 }
+
+// Resilience4j's SemaphoreBasedRateLimiter refreshes its permits with
+// release(limitForPeriod − availablePermits) (SemaphoreBasedRateLimiter.java:136-140):
+// with 6 permits unspent and the limit lowered to 2, that is release(−4),
+// which Semaphore refuses with IllegalArgumentException, and a task that
+// scheduleAtFixedRate runs is never run again once it throws (its
+// javadoc): the limiter is never refilled (resilience4j-semaphore, read
+// in the source, no spec graded here steps on it).
+func TestResilience4jSemaphoreLoweredLimitStopsRefills(t *testing.T) {
+	var got struct {
+		RefreshThrew string `json:"refresh_threw"`
+		Available    int    `json:"available"`
+	}
+	javaRepro(t, "resilience4j-semaphore-lowered", &got)
+	if got.RefreshThrew != "java.lang.IllegalArgumentException" {
+		t.Errorf("the refresh after a lowered limit threw %q, want java.lang.IllegalArgumentException", got.RefreshThrew)
+	}
+	if got.Available != 6 {
+		t.Errorf("%d permits left, want the 6 unspent", got.Available)
+	}
+}

@@ -861,7 +861,8 @@ func (h *Harness) measureMargin() *roundTrips {
 	slowest := slices.Max(quick)
 	m := &roundTrips{margin: max(20*time.Millisecond, 8*slowest+10*time.Millisecond), at: time.Now(), window: h.cfg.RealTimeWindow}
 	if w := m.window; m.margin > w/5 && (!h.target.Capabilities.Configure || h.target.Capabilities.UnitWindows) {
-		// The window is the target's own: it cannot be raised.
+		// The window is the target's own (or one of its protocol's
+		// units, 60 times apart): it cannot be raised.
 		m.note = fmt.Sprintf("the slowest of %d round trips took %v, slow for the window %v: answers near its edges will be undecided, and specs that decide nothing inconclusive",
 			len(quick), slowest.Round(time.Millisecond), w)
 	} else if m.margin > w/5 {

@@ -15,7 +15,7 @@ type Need string
 const (
 	NeedClockBack Need = "clock-step-back" // moves the clock back: never in real time
 	NeedConfigure Need = "configure"
-	NeedAnyWindow Need = "configure-any-window" // Configure over the contract's range of windows (not only Capabilities.Windows)
+	NeedAnyWindow Need = "configure-any-window" // Configure over the contract's range of windows (not only Capabilities.UnitWindows)
 	NeedRemaining Need = "remaining"
 	NeedReset     Need = "reset"
 	NeedShared    Need = "shared-store"

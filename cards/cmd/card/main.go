@@ -40,8 +40,9 @@ type shim struct {
 	// redis says the library keeps its state in Redis.
 	redis bool
 	// noReset says the library has no call that forgets a key: the card
-	// declares no reset, and the specs that need one are skipped.
-	noReset bool
+	// declares no reset, and the specs that need one are skipped;
+	// noRemaining, that it has no read of what is left.
+	noReset, noRemaining bool
 	// make builds the limiter on env.
 	make func(env *env) (contractLimiter, error)
 }
@@ -59,6 +60,7 @@ type env struct {
 var shims = map[string]shim{
 	"redis_rate":         {redis: true, make: newRedisRate},
 	"ulule-redis":        {redis: true, make: newUlule},
+	"go-zero-period":     {redis: true, noReset: true, noRemaining: true, make: newGoZeroPeriod},
 	"throttled-goredis":  {redis: true, noReset: true, make: newThrottledRedis},
 	"throttled-memstore": {clock: true, noReset: true, make: newThrottledMem},
 	"sethvargo-memory":   {noReset: true, make: newSethvargo},
@@ -139,8 +141,8 @@ func run(endpoint string, limit int, window time.Duration) error {
 	}
 	h := adapters.Handler(lim, e.clock)
 	_, cost := lim.(contract.CostLimiter)
-	if s.noReset {
-		h = withoutReset(h, e.clock != nil, cost)
+	if s.noReset || s.noRemaining {
+		h = without(h, e.clock != nil, cost, !s.noRemaining)
 	}
 	return serve(ctx, addr, h)
 }
@@ -161,13 +163,14 @@ func serve(ctx context.Context, addr string, h http.Handler) error {
 // errNoReset is the answer of a library with no call that forgets a key.
 var errNoReset = errors.New("this library has no call that forgets a key")
 
-// withoutReset declares the capabilities of h less reset (cost: the
-// library takes a weight, as adapters.Handler declares it).
-func withoutReset(h http.Handler, clock, cost bool) http.Handler {
+// without declares the capabilities of h less reset, and less remaining
+// unless remaining (cost: the library takes a weight, as adapters.Handler
+// declares it).
+func without(h http.Handler, clock, cost, remaining bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet && r.URL.Path == adapters.PathCapabilities {
 			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(w, `{"clock":%t,"configure":true,"remaining":true,"reset":false,"cost":%t}`+"\n", clock, cost)
+			fmt.Fprintf(w, `{"clock":%t,"configure":true,"remaining":%t,"reset":false,"cost":%t}`+"\n", clock, remaining, cost)
 			return
 		}
 		h.ServeHTTP(w, r)

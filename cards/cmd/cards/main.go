@@ -330,16 +330,9 @@ func (g *grader) grade(c card) (*graded, error) {
 	var prior []string
 	r.identify.Outcome = "not run"
 	if !c.NoIdentify {
-		idArgs := append(append([]string{"identify"}, target...), c.RunFlags...)
-		if err := g.cli(idArgs, &r.identify, &r.identify.exit, &r.identify.text); err != nil {
+		var err error
+		if prior, err = g.identifyCard(c, target, nil, &r.identify); err != nil {
 			return nil, err
-		}
-		if g.from == "" {
-			path := filepath.Join(g.tmp, "identify.json")
-			if err := os.Rename(filepath.Join(g.tmp, "report.json"), path); err != nil {
-				return nil, fmt.Errorf("identify's report: %w", err)
-			}
-			prior = []string{"--from-identify", path}
 		}
 	}
 	for _, profile := range []string{c.Profile, "sliding-log"} {
@@ -381,6 +374,24 @@ func (g *grader) grade(c card) (*graded, error) {
 	return r, nil
 }
 
+// identifyCard runs identify on card c, named to rlconform by target,
+// with extra flags, into r, and returns the flags that give a run what
+// its probes passed (none when reading kept gradings).
+func (g *grader) identifyCard(c card, target, extra []string, r *identifyReport) ([]string, error) {
+	args := append(append(append([]string{"identify"}, target...), c.RunFlags...), extra...)
+	if err := g.cli(args, r, &r.exit, &r.text); err != nil {
+		return nil, err
+	}
+	if g.from != "" {
+		return nil, nil
+	}
+	path := filepath.Join(g.tmp, "identify.json")
+	if err := os.Rename(filepath.Join(g.tmp, "report.json"), path); err != nil {
+		return nil, fmt.Errorf("identify's report: %w", err)
+	}
+	return []string{"--from-identify", path}, nil
+}
+
 // gradeScale grades card c, named to rlconform by target, at scale
 // (N/W): identify, then a run of its own profile given what identify's
 // probes passed.
@@ -391,18 +402,11 @@ func (g *grader) gradeScale(c card, scale string, target, inspect []string) (sca
 		return sg, fmt.Errorf("card %s: scale %q: want N/W", c.Name, scale)
 	}
 	flags := []string{"--limit", n, "--window", w}
-	idArgs := append(append(append([]string{"identify"}, target...), c.RunFlags...), flags...)
-	if err := g.cli(idArgs, &sg.identify, &sg.identify.exit, &sg.identify.text); err != nil {
+	prior, err := g.identifyCard(c, target, flags, &sg.identify)
+	if err != nil {
 		return sg, err
 	}
-	args := append([]string{"run", "--level", "all", "--profile", c.Profile, "--report-dir", g.tmp}, target...)
-	if g.from == "" {
-		path := filepath.Join(g.tmp, "identify.json")
-		if err := os.Rename(filepath.Join(g.tmp, "report.json"), path); err != nil {
-			return sg, fmt.Errorf("identify's report: %w", err)
-		}
-		args = append(args, "--from-identify", path)
-	}
+	args := append(append([]string{"run", "--level", "all", "--profile", c.Profile, "--report-dir", g.tmp}, target...), prior...)
 	if c.Exec != "" {
 		args = append(args, "--parallel", "1")
 	}

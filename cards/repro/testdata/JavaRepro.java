@@ -7,9 +7,13 @@ import io.github.bucket4j.Bucket;
 import io.github.bucket4j.TimeMeter;
 import io.github.resilience4j.ratelimiter.RateLimiterConfig;
 import io.github.resilience4j.ratelimiter.internal.AtomicRateLimiter;
+import io.github.resilience4j.ratelimiter.internal.SemaphoreBasedRateLimiter;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 
 public class JavaRepro {
   static long nanos; // every case's clock
@@ -20,6 +24,7 @@ public class JavaRepro {
           case "resilience4j-negative-cost" -> resilience4jNegativeCost();
           case "resilience4j-raised-limit" -> resilience4jRaisedLimit();
           case "bucket4j-overflow" -> bucket4jOverflow();
+          case "resilience4j-semaphore-lowered" -> resilience4jSemaphoreLowered();
           default -> throw new IllegalArgumentException("no case " + args[0]);
         };
     System.out.println(out);
@@ -104,5 +109,46 @@ public class JavaRepro {
     }
     nanos = half + 2 * step;
     return b.getAvailableTokens();
+  }
+
+  /** A scheduler that keeps the task scheduled at a fixed rate, for the case to run. */
+  static final class Captured extends ScheduledThreadPoolExecutor {
+    Runnable task;
+
+    Captured() {
+      super(1);
+    }
+
+    @Override
+    public ScheduledFuture<?> scheduleAtFixedRate(Runnable r, long initial, long period, TimeUnit unit) {
+      task = r;
+      return super.schedule(() -> {}, 1, TimeUnit.DAYS);
+    }
+  }
+
+  /**
+   * Resilience4j's SemaphoreBasedRateLimiter, 6 permits per second, none
+   * spent, its limit lowered to 2; then its refresh task, run as its
+   * scheduler would at the period's end.
+   */
+  static String resilience4jSemaphoreLowered() {
+    Captured ex = new Captured();
+    RateLimiterConfig c =
+        RateLimiterConfig.custom()
+            .limitForPeriod(6)
+            .limitRefreshPeriod(Duration.ofSeconds(1))
+            .timeoutDuration(Duration.ZERO)
+            .build();
+    SemaphoreBasedRateLimiter l = new SemaphoreBasedRateLimiter("u", c, ex);
+    l.changeLimitForPeriod(2);
+    String thrown = "";
+    try {
+      ex.task.run();
+    } catch (RuntimeException e) {
+      thrown = e.getClass().getName();
+    }
+    int available = l.getMetrics().getAvailablePermissions();
+    ex.shutdownNow();
+    return "{\"refresh_threw\":\"" + thrown + "\",\"available\":" + available + "}";
   }
 }
