@@ -47,15 +47,15 @@ function redis(url) {
   return client;
 }
 
-// listen serves server on 127.0.0.1:port, and closes it and client on
-// SIGTERM or SIGINT.
+// listen serves server on 127.0.0.1:port, and closes it and client (when
+// there is one) on SIGTERM or SIGINT.
 function listen(server, port, client) {
   server.keepAliveTimeout = 60000;
   server.listen(port, "127.0.0.1");
   for (const signal of ["SIGINT", "SIGTERM"]) {
     process.on(signal, () => {
       server.close();
-      client.disconnect();
+      if (client) client.disconnect();
       process.exit(0);
     });
   }

@@ -1,5 +1,6 @@
-// rate-limiter-flexible's RateLimiterRedis (ioredis) over rlconform's
-// protocol v1, a thin shim: every decision, key and TTL is the library's.
+// rate-limiter-flexible's RateLimiterRedis (ioredis), or with
+// CARD_STORE=memory its RateLimiterMemory, over rlconform's protocol v1, a
+// thin shim: every decision, key and TTL is the library's.
 //
 //   allow      consume(user, cost)   resolved: allowed; rejected with a
 //                                    RateLimiterRes: denied; with an Error: 503
@@ -17,16 +18,25 @@
 "use strict";
 
 const http = require("http");
-const { RateLimiterRedis, RateLimiterRes } = require("rate-limiter-flexible");
+const { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } = require("rate-limiter-flexible");
 const { env, redis, listen } = require("./common");
 
 const MAX_WINDOW_MS = 100 * 365 * 24 * 3600 * 1000; // the protocol's bound
 const MAX_BODY = 1 << 16;
 
 const e = env();
-const client = redis(e.redisURL);
+// CARD_STORE=memory: RateLimiterMemory, the counts in this process (one
+// instance, graded as one --target); else RateLimiterRedis.
+const memory = process.env.CARD_STORE === "memory";
+if (!memory && (process.env.CARD_STORE || "redis") !== "redis") {
+  throw new Error(`CARD_STORE=${JSON.stringify(process.env.CARD_STORE)}: want redis or memory`);
+}
+const client = memory ? null : redis(e.redisURL);
 
 function limiter(points, windowMs) {
+  if (memory) {
+    return new RateLimiterMemory({ keyPrefix: e.prefix + "rlflx", points, duration: windowMs / 1000 });
+  }
   return new RateLimiterRedis({
     storeClient: client,
     keyPrefix: e.prefix + "rlflx",
@@ -132,4 +142,5 @@ const server = http.createServer((req, res) => {
   });
 });
 // Serve once Redis answers: the library refuses every call until then.
-client.once("ready", () => listen(server, e.port, client));
+if (memory) listen(server, e.port, null);
+else client.once("ready", () => listen(server, e.port, client));

@@ -81,3 +81,16 @@ func get(t *testing.T, base, user string) (int, http.Header) {
 	resp.Body.Close()
 	return resp.StatusCode, resp.Header
 }
+
+// rate-limiter-flexible's RateLimiterMemory forgets a window longer than
+// about 24.8 days at once: MemoryStorage.set deletes the record with
+// setTimeout(durationMs) (lib/component/MemoryStorage/MemoryStorage.js:31-48),
+// and Node runs a delay above 2^31-1 ms after 1 ms. With a limit of 1 a
+// year, a second consume 20 ms after the first is allowed
+// (rate-limiter-flexible-memory: strict/config-range).
+func TestFlexibleMemoryForgetsLongWindows(t *testing.T) {
+	out := runNode(t, "flexible_memory_year.js")
+	if out != `{"first":true,"second":true}` {
+		t.Errorf("node printed %s, want the second consume allowed too (the window forgotten)", out)
+	}
+}
