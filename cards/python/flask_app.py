@@ -4,8 +4,10 @@ CARD_PERIOD seconds per value of the X-User header, on the Redis storage
 (storage_uri redis://, its default fixed-window strategy), its headers
 enabled (X-RateLimit-Limit, -Remaining, -Reset and Retry-After on a
 refusal), in front of a view that answers 200. Its keys carry
-RLCONFORM_KEY_PREFIX (key_prefix). Served by werkzeug's threaded server
-on 127.0.0.1:$PORT, run by the cards on the interpreter of cards/.venv.
+RLCONFORM_KEY_PREFIX (key_prefix). With CARD_STORAGE=memory the storage
+is limits' in-memory one (storage_uri memory://, Flask-Limiter's default
+when none is given). Served by werkzeug's threaded server on
+127.0.0.1:$PORT, run by the cards on the interpreter of cards/.venv.
 """
 
 import os
@@ -19,8 +21,8 @@ limiter = Limiter(
     lambda: request.headers.get("X-User", ""),
     app=app,
     default_limits=[f"{int(os.environ.get('CARD_LIMIT', '5'))} per {int(os.environ.get('CARD_PERIOD', '1'))} second"],
-    storage_uri=os.environ["RLCONFORM_REDIS_URL"],
-    storage_options={"socket_connect_timeout": 1, "socket_timeout": 1},
+    storage_uri="memory://" if os.environ.get("CARD_STORAGE") == "memory" else os.environ["RLCONFORM_REDIS_URL"],
+    storage_options={} if os.environ.get("CARD_STORAGE") == "memory" else {"socket_connect_timeout": 1, "socket_timeout": 1},
     strategy=os.environ.get("CARD_STRATEGY", "fixed-window"),
     headers_enabled=True,
     key_prefix=os.environ.get("RLCONFORM_KEY_PREFIX", ""),
