@@ -10,14 +10,16 @@ a storage whose key_prefix is RLCONFORM_KEY_PREFIX + "LIMITS", so that
 every key the library writes starts with the prefix. CARD_STRATEGY names
 the strategy as the library's own registry does
 (limits.strategies.STRATEGIES): fixed-window, moving-window or
-sliding-window-counter. Run by cards/python/serve.
+sliding-window-counter. With CARD_STORAGE=memory the storage is the
+library's in-memory one (MemoryStorage, memory://), in this process: one
+instance, graded as one --target. Run by cards/python/serve.
 """
 
 import os
 import sys
 
 from limits import RateLimitItemPerSecond
-from limits.storage import RedisStorage
+from limits.storage import MemoryStorage, RedisStorage
 from limits.strategies import STRATEGIES
 
 import rlcv1
@@ -27,8 +29,11 @@ class Card:
     """The strategy on its storage, and the item in force."""
 
     def __init__(self, strategy, redis_url, prefix):
-        # A store that is down answers at once (503): short timeouts.
-        self.storage = RedisStorage(redis_url, key_prefix=prefix + "LIMITS", socket_connect_timeout=1, socket_timeout=1)
+        if redis_url is None:
+            self.storage = MemoryStorage()
+        else:
+            # A store that is down answers at once (503): short timeouts.
+            self.storage = RedisStorage(redis_url, key_prefix=prefix + "LIMITS", socket_connect_timeout=1, socket_timeout=1)
         self.strategy = STRATEGIES[strategy](self.storage)
         self.item = RateLimitItemPerSecond(5, 1, namespace="LIMITER")
 
@@ -54,7 +59,8 @@ def main():
     strategy = os.environ.get("CARD_STRATEGY", "fixed-window")
     if strategy not in STRATEGIES:
         sys.exit(f"CARD_STRATEGY {strategy!r}: want one of {sorted(STRATEGIES)}")
-    card = Card(strategy, os.environ["RLCONFORM_REDIS_URL"], os.environ.get("RLCONFORM_KEY_PREFIX", ""))
+    memory = os.environ.get("CARD_STORAGE") == "memory"
+    card = Card(strategy, None if memory else os.environ["RLCONFORM_REDIS_URL"], os.environ.get("RLCONFORM_KEY_PREFIX", ""))
     # hit(cost=n) takes a weight; the items are whole seconds.
     rlcv1.serve(card, {"clock": False, "configure": True, "remaining": True, "reset": True,
                        "cost": True, "window_granularity_ms": 1000})

@@ -6,9 +6,10 @@ default), its headers enabled (X-RateLimit-Limit, -Remaining, -Reset and
 Retry-After), app.state.limiter, the RateLimitExceeded handler it ships
 (_rate_limit_exceeded_handler: 429) and its SlowAPIMiddleware, which
 applies the default limits to every route, in front of a route that
-answers 200. Its keys carry RLCONFORM_KEY_PREFIX (key_prefix). Served by
-uvicorn (one worker) on 127.0.0.1:$PORT, run by the cards on the
-interpreter of cards/.venv.
+answers 200. Its keys carry RLCONFORM_KEY_PREFIX (key_prefix). With
+CARD_STORAGE=memory the storage is limits' in-memory one (memory://,
+slowapi's default when none is given). Served by uvicorn (one worker) on
+127.0.0.1:$PORT, run by the cards on the interpreter of cards/.venv.
 """
 
 import os
@@ -24,8 +25,8 @@ from starlette.routing import Route
 limiter = Limiter(
     key_func=lambda request: request.headers.get("X-User", ""),
     default_limits=[f"{int(os.environ.get('CARD_LIMIT', '5'))} per {int(os.environ.get('CARD_PERIOD', '1'))} second"],
-    storage_uri=os.environ["RLCONFORM_REDIS_URL"],
-    storage_options={"socket_connect_timeout": 1, "socket_timeout": 1},
+    storage_uri="memory://" if os.environ.get("CARD_STORAGE") == "memory" else os.environ["RLCONFORM_REDIS_URL"],
+    storage_options={} if os.environ.get("CARD_STORAGE") == "memory" else {"socket_connect_timeout": 1, "socket_timeout": 1},
     headers_enabled=True,
     key_prefix=os.environ.get("RLCONFORM_KEY_PREFIX", ""),
 )
