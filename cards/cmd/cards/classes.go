@@ -72,8 +72,9 @@ func noteRepros(note string) map[string]bool {
 
 // qualifiers says, of the failures of card c's own run, what the page
 // adds to their class: flaky (expected.txt's flaky list, with its rate),
-// graded on an operation the card's shim supplies (card.Shim), and, for a card whose store expires keys in real time under the
-// grader's fake clock, whether its note confirms the failure apart.
+// graded on an operation the card's shim supplies (card.Shim), and, for
+// a card whose store expires keys in real time under the grader's fake
+// clock, whether its note confirms the failure apart.
 func qualifiers(c card, note string, flaky map[string]string, fails []string) map[string]string {
 	repro := noteRepros(note)
 	on := onShim(c, suite.Specs())
