@@ -160,12 +160,8 @@ func selectSpecs(cfg Config, cat Catalogue) []Spec {
 
 // newReport starts the report of a run on t.
 func (r *runner) newReport(t Target) *result.Report {
-	w := r.cfg.RealTimeWindow
-	if t.Capabilities.Clock {
-		w = r.cfg.Window
-	}
 	return &result.Report{Target: t.Name, Targets: t.Addresses, Seed: r.cfg.Seed, Level: r.cfg.Level, Profile: r.profile.String(),
-		Limit: r.cfg.Limit, Window: w, Selection: selection(r.cfg)}
+		Limit: r.cfg.Limit, Window: r.specWindow(t), Selection: selection(r.cfg)}
 }
 
 // notRun is the result of a spec the run never reached: interrupted when
