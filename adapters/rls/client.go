@@ -97,7 +97,9 @@ func CertPool(pem []byte) (*x509.CertPool, error) {
 
 // Client calls an RLS server: each request is one ShouldRateLimit call.
 // It is a [contract.CostLimiter] with no Configure, remaining query or
-// Reset (those return errors): the policy is the service's own.
+// Reset (those return errors): the policy is the service's own
+// ([Client.Overriding] configures it through a descriptor's limit
+// override, where the server honours one).
 type Client struct {
 	addr    string
 	opts    Options

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -58,16 +59,8 @@ func shimLine(c card, r runReport, on map[string]string) string {
 		return ""
 	}
 	var parts []string
-	for _, ops := range sorted(keys(byOps)) {
+	for _, ops := range slices.Sorted(maps.Keys(byOps)) {
 		parts = append(parts, fmt.Sprintf("on its %s: %s", ops, strings.Join(byOps[ops], ", ")))
 	}
 	return fmt.Sprintf("  - graded on the card's own code, not the library's (its notes say what the shim does): %s\n", strings.Join(parts, "; "))
-}
-
-func keys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
