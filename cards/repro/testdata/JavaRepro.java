@@ -35,12 +35,7 @@ public class JavaRepro {
    * request of 1 (refused), of -2, and three of 1.
    */
   static String resilience4jNegativeCost() {
-    RateLimiterConfig c =
-        RateLimiterConfig.custom()
-            .limitForPeriod(3)
-            .limitRefreshPeriod(Duration.ofMinutes(1))
-            .timeoutDuration(Duration.ZERO)
-            .build();
+    RateLimiterConfig c = config(3, Duration.ofMinutes(1));
     AtomicRateLimiter l = new AtomicRateLimiter("u", c, () -> nanos);
     List<Boolean> got = new ArrayList<>();
     for (int n : new int[] {1, 1, 1, 1, -2, 1, 1, 1}) {
@@ -55,12 +50,7 @@ public class JavaRepro {
    * the next.
    */
   static String resilience4jRaisedLimit() {
-    RateLimiterConfig c =
-        RateLimiterConfig.custom()
-            .limitForPeriod(2)
-            .limitRefreshPeriod(Duration.ofMinutes(1))
-            .timeoutDuration(Duration.ZERO)
-            .build();
+    RateLimiterConfig c = config(2, Duration.ofMinutes(1));
     nanos = 0;
     AtomicRateLimiter l = new AtomicRateLimiter("u", c, () -> nanos);
     l.acquirePermission(2);
@@ -133,12 +123,7 @@ public class JavaRepro {
    */
   static String resilience4jSemaphoreLowered() {
     Captured ex = new Captured();
-    RateLimiterConfig c =
-        RateLimiterConfig.custom()
-            .limitForPeriod(6)
-            .limitRefreshPeriod(Duration.ofSeconds(1))
-            .timeoutDuration(Duration.ZERO)
-            .build();
+    RateLimiterConfig c = config(6, Duration.ofSeconds(1));
     SemaphoreBasedRateLimiter l = new SemaphoreBasedRateLimiter("u", c, ex);
     l.changeLimitForPeriod(2);
     String thrown = "";
@@ -150,5 +135,14 @@ public class JavaRepro {
     int available = l.getMetrics().getAvailablePermissions();
     ex.shutdownNow();
     return "{\"refresh_threw\":\"" + thrown + "\",\"available\":" + available + "}";
+  }
+
+  /** Resilience4j's configuration of n permits per period, never waiting. */
+  static RateLimiterConfig config(int n, Duration period) {
+    return RateLimiterConfig.custom()
+        .limitForPeriod(n)
+        .limitRefreshPeriod(period)
+        .timeoutDuration(Duration.ZERO)
+        .build();
   }
 }
