@@ -22,6 +22,13 @@ import (
 //     own instant (a store forgets it when its TTL, the time to full,
 //     runs out). With C = N these are the decisions of a fixed window
 //     opened by the first request, not counting denied requests.
+//   - second: N×1s/W tokens (a fraction where it is not whole) at each
+//     whole second of the epoch the clock crosses, as a store that keeps
+//     the time in whole seconds refills (go-zero's TokenLimiter:
+//     now.Unix() in tokenscript.lua). With C = N and W = 1s these are the
+//     decisions of a fixed window aligned to the epoch, not counting
+//     denied requests, until a change of N: the bucket keeps what is
+//     left, not what was counted.
 //
 // expire says when a store forgets a bucket:
 //
@@ -56,7 +63,8 @@ import (
 type tokenBucket struct {
 	capacity int // 0: follow N
 	reading  string
-	interval bool
+	interval bool // refill=interval
+	second   bool // refill=second
 	idle     bool // expire=idle
 	writes   bool // query=write
 	debt     bool // cost=debt: a request of any cost while a token is there
@@ -67,7 +75,7 @@ type tokenBucket struct {
 
 type bucket struct {
 	tokens *big.Rat // continuous: may be a fraction; never changed in place
-	last   int64    // continuous: the last refill; interval: the anchor
+	last   int64    // continuous, second: the last refill; interval: the anchor
 	// expires is when a store forgets the bucket (expire=idle): W*ceil(C/N)
 	// after its last write.
 	expires int64
@@ -85,6 +93,9 @@ func (b *tokenBucket) Describe() string {
 	s := fmt.Sprintf("a token bucket of %d refilled continuously at %d per %v", b.c(), b.n, ms(b.w))
 	if b.interval {
 		s = fmt.Sprintf("a token bucket of %d refilled with %d tokens at once every %v", b.c(), b.n, ms(b.w))
+	}
+	if b.second {
+		s = fmt.Sprintf("a token bucket of %d refilled with %s tokens (%d per %v) at each whole second of the epoch", b.c(), b.perSecond().FloatString(3), b.n, ms(b.w))
 	}
 	if b.debt {
 		s += ", a request of any cost allowed while a token is there, its whole cost taken (into debt)"
@@ -122,6 +133,9 @@ func (b *tokenBucket) at(t int64, user string) (bucket, bool) {
 		}
 		return bucket{tokens: tok, last: st.last + k*b.w, expires: st.expires}, true
 	}
+	if b.second {
+		return b.atSecond(t, st, full)
+	}
 	if t <= st.last {
 		return st, true
 	}
@@ -132,6 +146,34 @@ func (b *tokenBucket) at(t int64, user string) (bucket, bool) {
 		tok = full
 	}
 	return bucket{tokens: tok, last: t, expires: expires}, true
+}
+
+// atSecond is st refilled up to t with refill=second: N×1s/W tokens at
+// each whole second of the epoch since its last refill.
+func (b *tokenBucket) atSecond(t int64, st bucket, full *big.Rat) (bucket, bool) {
+	k := floorDiv(t, 1000) - floorDiv(st.last, 1000)
+	if k < 1 {
+		return st, true
+	}
+	tok := new(big.Rat).Add(st.tokens, new(big.Rat).Mul(big.NewRat(k, 1), b.perSecond()))
+	if tok.Cmp(full) >= 0 {
+		if !b.idle { // full again: forgotten
+			return bucket{tokens: full, last: t}, false
+		}
+		tok = full
+	}
+	return bucket{tokens: tok, last: t, expires: st.expires}, true
+}
+
+// perSecond is refill=second's refill: N×1s/W tokens.
+func (b *tokenBucket) perSecond() *big.Rat {
+	return big.NewRat(int64(b.n)*1000, b.w)
+}
+
+// secondsFor is how many whole seconds of refill=second bring need
+// tokens (at least one).
+func (b *tokenBucket) secondsFor(need *big.Rat) int64 {
+	return max(1, ceilRat(new(big.Rat).Quo(need, b.perSecond())))
 }
 
 // save keeps st as the user's bucket, written at t. With expire=idle it
@@ -208,6 +250,9 @@ func (b *tokenBucket) RetryAfter(now time.Time, user string) time.Duration {
 	if st.tokens.Cmp(one) >= 0 {
 		return 0
 	}
+	if b.second {
+		return ms((floorDiv(t, 1000)+b.secondsFor(new(big.Rat).Sub(one, st.tokens)))*1000 - t)
+	}
 	if b.interval {
 		// The refills that bring a token: one, unless in debt.
 		k := new(big.Rat).Sub(one, st.tokens)
@@ -232,6 +277,9 @@ func (b *tokenBucket) Lifetime(now time.Time, user string) time.Duration {
 		return ms(max(0, st.expires-t))
 	}
 	missing := new(big.Rat).Sub(big.NewRat(b.c(), 1), st.tokens)
+	if b.second {
+		return ms(max(0, (floorDiv(st.last, 1000)+b.secondsFor(missing))*1000-t))
+	}
 	if b.interval {
 		k := max(1, ceilRat(missing.Quo(missing, big.NewRat(int64(b.n), 1))))
 		return ms(max(0, st.last+k*b.w-t))
@@ -310,6 +358,9 @@ func (b *tokenBucket) Explain(now, base time.Time, user string) string {
 	if !ok {
 		return fmt.Sprintf("%s has a full bucket of %d", user, b.c())
 	}
+	if b.second {
+		return fmt.Sprintf("the bucket of %s holds %s of %d tokens (refilled with %s at each whole second of the epoch)", user, st.tokens.FloatString(3), b.c(), b.perSecond().FloatString(3))
+	}
 	if b.interval {
 		return fmt.Sprintf("the bucket of %s holds %s of %d tokens (its refills fall every %v from %s)", user, st.tokens.FloatString(3), b.c(), ms(b.w), offset(time.UnixMilli(st.last), base))
 	}
@@ -345,13 +396,13 @@ func tokenBucketAlgorithm() Algorithm {
 		Summary: "a token bucket of capacity C refilled with N tokens per W",
 		Params: []ParamInfo{
 			{"capacity", "limit", nil, "the capacity C (limit: follow N)"},
-			{"refill", "continuous", []string{"continuous", "interval"}, "continuous: N/W tokens per ms, exactly; interval: N tokens at once every whole W since the bucket was made"},
+			{"refill", "continuous", []string{"continuous", "interval", "second"}, "continuous: N/W tokens per ms, exactly; interval: N tokens at once every whole W since the bucket was made; second: N×1s/W tokens at each whole second of the epoch (a store that keeps time in whole seconds: go-zero's TokenLimiter)"},
 			{"expire", "full", []string{"full", "idle"}, "full: a bucket is forgotten when refills make it full (a key whose TTL is the time until full); idle: W*ceil(C/N) after its last write, and an interval bucket keeps its grid until then (Symfony's TokenBucket)"},
 			{"query", "read", []string{"read", "write"}, "read: a query of what remains changes nothing; write: it saves the bucket as an allowed request does, without a token (a user with none gets one at the query's instant)"},
 			costParam(),
 		},
 		New: func(p map[string]string, n int, w time.Duration) Replayable {
-			return &tokenBucket{capacity: fixedParam(p["capacity"]), reading: readingOf(p, bucketLazy), interval: p["refill"] == "interval", idle: p["expire"] == "idle", writes: p["query"] == "write", debt: p[CostParam] == CostDebt, n: n, w: w.Milliseconds()}
+			return &tokenBucket{capacity: fixedParam(p["capacity"]), reading: readingOf(p, bucketLazy), interval: p["refill"] == "interval", second: p["refill"] == "second", idle: p["expire"] == "idle", writes: p["query"] == "write", debt: p[CostParam] == CostDebt, n: n, w: w.Milliseconds()}
 		},
 		Cost:     "the bucket refilled up to t (refill=continuous or interval, as for one token): cost=whole, allowed when it holds at least n tokens (n > C is never allowed); cost=debt, allowed when it holds at least one, as one request is, whatever n; then tokens -= n (under cost=debt possibly below zero, a debt refills repay before the next request); refused, nothing changes; " + costQueryWrites,
 		Readings: bucketReadings(),
@@ -359,7 +410,7 @@ func tokenBucketAlgorithm() Algorithm {
 			var list []string
 			for _, b := range bursts {
 				c := "capacity=" + b
-				list = append(list, c+",refill=continuous", c+",refill=continuous,"+CostParam+"="+CostDebt, c+",refill=interval", c+",refill=interval,query=write", c+",refill=interval,expire=idle,query=write")
+				list = append(list, c+",refill=continuous", c+",refill=continuous,"+CostParam+"="+CostDebt, c+",refill=interval", c+",refill=interval,query=write", c+",refill=interval,expire=idle,query=write", c+",refill=second")
 			}
 			return list
 		},
@@ -368,6 +419,9 @@ func tokenBucketAlgorithm() Algorithm {
 		QueryWrites: func(p map[string]string) bool { return p["query"] == "write" },
 		Envelope: func(p map[string]string, n int64, w time.Duration) Envelope {
 			c := sizeParam(p["capacity"], n)
+			if p["refill"] == "second" {
+				return secondEnvelope(c, n, w)
+			}
 			return bucketEnvelope(c, n, w, p["refill"] == "interval", fmt.Sprintf("a token bucket of %d", c))
 		},
 	}
@@ -413,10 +467,24 @@ func tokenBucketAlike(p map[string]string, n int, queries, _ bool) string {
 		// A continuous bucket refilled exactly decides alike whenever it
 		// is forgotten or written, and as a GCRA of the same burst.
 		return "bucket/" + sizeKey(p["capacity"], n) + costKey(p)
-	case sizeKey(p["capacity"], n) == "limit" && p["expire"] == "full" && costKey(p) == "":
+	case p["refill"] == "interval" && sizeKey(p["capacity"], n) == "limit" && p["expire"] == "full" && costKey(p) == "":
 		// Every refill fills it: forgotten, the next request (or a query
 		// that writes) opens a new window.
 		return "fixed-window/first-hit/" + p["query"]
 	}
 	return Variant{Name: ProfileTokenBucket, Params: p}.String()
+}
+
+// secondEnvelope is what a bucket of c refilled with N×1s/W tokens at each
+// whole second of the epoch may decide: within a span E, c and the refills
+// of at most E/1s + 1 seconds, N×E/W + N×1s/W; a denial needs the last
+// second's refill (whole tokens of it, at most c) spent since it fell.
+func secondEnvelope(c, n int64, w time.Duration) Envelope {
+	perSecond := n * int64(time.Second) / int64(w)
+	return Envelope{
+		Linear: []LinearBound{{Rate: n, Windows: c, Less: -n * int64(time.Second),
+			Rule: fmt.Sprintf("at most %d + %d×(E + 1s)/%v allowed within any span E (a bucket of %d refilled at each whole second of the epoch)", c, n, w, c)}},
+		Under: UnderRule{Limit: min(perSecond, c), LookbackWindows: max(1, (int64(time.Second)+int64(w)-1)/int64(w)),
+			Rule: fmt.Sprintf("a denial needs the %d whole tokens of the last second's refill (less than 1s before it) spent", min(perSecond, c))},
+	}
 }

@@ -29,7 +29,7 @@ var profileSpecs = []string{
 	"sliding-counter:admit=at-most", "sliding-counter:align=first-grid,admit=at-most,count-denied=true",
 	"gcra", "gcra:burst=2", "gcra:burst=1,cost=debt", "gcra:cost=debt",
 	"token-bucket:capacity=8", "token-bucket:refill=interval,capacity=3",
-	"token-bucket:refill=interval,expire=idle,query=write",
+	"token-bucket:refill=interval,expire=idle,query=write", "token-bucket:refill=second", "token-bucket:refill=second,capacity=3",
 	"fixed-window:align=go-zero", "sliding-counter:align=go-zero,admit=at-most,count-denied=true",
 	"fixed-window:align=first-second,count-denied=true",
 	"fixed-window:align=elastic,count-denied=true,query=read", "fixed-window:align=elastic-allowed",

@@ -2,14 +2,15 @@
 -- the rules are in its doc comment), exact.
 --
 -- KEYS[1]  the user's bucket: a HASH of n/d tokens (a reduced fraction),
---          l (continuous: the last refill; interval: the anchor) and, with
+--          l (continuous, second: the last refill; interval: the anchor) and, with
 --          expire=idle, x (when it is forgotten)
 -- ARGV[1]  now in unix ms, or "" to read the server's TIME (the prelude sets now)
 -- ARGV[2]  window W in ms (>= 1)
 -- ARGV[3]  refill N tokens per W (>= 1)
 -- ARGV[4]  capacity C (>= 1)
 -- ARGV[5]  "1": decide (and spend a token on) the request; "0": only look
--- ARGV[6]  refill: continuous | interval
+-- ARGV[6]  refill: continuous | interval | second (N*1000/W tokens at
+--          each whole second of the epoch the clock crosses)
 -- ARGV[7]  expire: full (forgotten when full again) | idle (W*ceil(C/N)
 --          after the last write; an interval bucket keeps its grid)
 -- ARGV[8]  query: read | write (a look saves the bucket as a request does)
@@ -27,7 +28,8 @@
 -- N*(L/W) <= 2^52, so every compared quantity is exact in a double. When
 -- tokens written under another W would need a larger L, they are rounded
 -- down to 1/W (never more admitted); with a fixed W, d divides W and that
--- never happens. Interval refills keep whole tokens (d = 1).
+-- never happens. Interval refills keep whole tokens (d = 1). A second's
+-- refill is N*1000*(L/W) units, kept <= 2^52 the same way.
 --
 -- Returns {allowed 0|1, remaining}.
 local key = KEYS[1]
@@ -36,6 +38,7 @@ local rate = tonumber(ARGV[3])
 local cap = tonumber(ARGV[4])
 local record = ARGV[5] == "1"
 local interval = ARGV[6] == "interval"
+local second = ARGV[6] == "second"
 local idle = ARGV[7] == "idle"
 local writes = ARGV[8] == "write"
 local cost = tonumber(ARGV[9] or "1")
@@ -88,7 +91,7 @@ else
     local n, d = tonumber(st[1]), tonumber(st[2])
     last = tonumber(st[3])
     L = d / gcd(d, window) * window
-    if L > BIG or cap * L > BIG or rate * (L / window) > BIG then
+    if L > BIG or cap * L > BIG or rate * (L / window) * 1000 > BIG then
       n = math.floor(n / d * window)
       d, L = window, window
     end
@@ -96,7 +99,13 @@ else
     if tok > cap * L then
       tok = cap * L -- a capacity lowered since: the excess is gone
     end
-    if now > last then
+    if second then
+      local k = math.floor(now / 1000) - math.floor(last / 1000)
+      if k >= 1 then
+        local full = cap * L
+        tok, last = math.min(full, tok + k * rate * (L / window) * 1000), now
+      end
+    elseif now > last then
       local per = rate * (L / window) -- tokens per ms, in units of 1/L
       local full = cap * L
       if tok >= full then
@@ -134,6 +143,9 @@ if (record and allowed == 1) or (writes and not record) then
     -- The bucket matters until it is full again.
     if interval then
       life = last + math.ceil((cap - tok) / rate) * window - now
+    elseif second then
+      local per = rate * (L / window) * 1000 -- tokens per second, in units of 1/L
+      life = (math.floor(last / 1000) + math.max(1, math.ceil((cap * L - tok) / per))) * 1000 - now
     else
       life = last + math.ceil((cap * L - tok) / (rate * (L / window))) - now
     end

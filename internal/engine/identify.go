@@ -244,12 +244,42 @@ func storedProbe() Spec {
 		}}
 }
 
+// secondProbe tells a bucket refilled at each whole second of the epoch
+// (a store that keeps time in whole seconds: go-zero's TokenLimiter) from
+// one refilled continuously or by whole windows: user e spends its bucket
+// half a second off the epoch's seconds, then, a millisecond after the
+// whole second where refill=second's first token falls (⌈W/N/1s⌉ seconds
+// on), sends as many requests as a fresh user got. A bucket refilled by
+// seconds holds min(C, k×N×1s/W) tokens there, one refilled continuously
+// what k − ½ seconds brought. On the fake clock only: in real time the
+// epoch's seconds fall where they fall.
+func secondProbe() Spec {
+	return Spec{ID: "identify/second", Level: result.Core, Rule: "whether a bucket is refilled at the epoch's whole seconds",
+		Run: func(h *Harness) {
+			if h.fake == nil {
+				return
+			}
+			e := h.User("second")
+			a := 23_500 * time.Millisecond
+			h.At(a)
+			burst := 4*h.N() + 4
+			for range burst {
+				h.Allow(e)
+			}
+			k := max(1, ceilDiv(int64(h.W()), int64(h.N())*int64(time.Second)))
+			h.At(a.Truncate(time.Second) + time.Duration(k)*time.Second + time.Millisecond)
+			for range burst {
+				h.Allow(e)
+			}
+		}}
+}
+
 // probeSpecs are the probes identify runs on t, in order: the burst
 // first (a paced endpoint has its whole budget then), the catalogue's
-// selected, the grid, bucket and stored probes, with queries the renew probe,
-// and with weighted requests the cost probe.
+// selected, the grid, bucket, stored and second probes, with queries the
+// renew probe, and with weighted requests the cost probe.
 func probeSpecs(selected []Spec, t Target) []Spec {
-	specs := append([]Spec{burstProbe()}, append(selected, gridProbe(), bucketProbe(), storedProbe())...)
+	specs := append([]Spec{burstProbe()}, append(selected, gridProbe(), bucketProbe(), storedProbe(), secondProbe())...)
 	if t.Capabilities.Remaining {
 		specs = append(specs, renewProbe())
 	}

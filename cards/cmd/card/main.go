@@ -61,6 +61,7 @@ var shims = map[string]shim{
 	"redis_rate":         {redis: true, make: newRedisRate},
 	"ulule-redis":        {redis: true, make: newUlule},
 	"go-zero-period":     {redis: true, noReset: true, noRemaining: true, make: newGoZeroPeriod},
+	"go-zero-token":      {redis: true, noReset: true, noRemaining: true, make: newGoZeroToken},
 	"throttled-goredis":  {redis: true, noReset: true, make: newThrottledRedis},
 	"throttled-memstore": {clock: true, noReset: true, make: newThrottledMem},
 	"sethvargo-memory":   {noReset: true, make: newSethvargo},

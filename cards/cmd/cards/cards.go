@@ -123,6 +123,8 @@ var cards = []card{
 		Endpoint: goEndpoint("ulule-stdlib"), Profile: "fixed-window:align=first-hit,count-denied=true,query=read"},
 	{Name: "go-zero-period", Library: "github.com/zeromicro/go-zero core/limit PeriodLimit (its Redis client)", Version: "v1.10.3", Served: "protocol v1 shim over PeriodLimit.TakeCtx, 2 instances on one Redis",
 		Exec: "{card} go-zero-period", Instances: 2, Shim: []string{"configure"}, Profile: "fixed-window:align=first-hit,count-denied=true,query=read"},
+	{Name: "go-zero-token", Library: "github.com/zeromicro/go-zero core/limit TokenLimiter (its Redis client)", Version: "v1.10.3", Served: "protocol v1 shim, a TokenLimiter per user (AllowCtx), 2 instances on one Redis",
+		Exec: "{card} go-zero-token", Instances: 2, Shim: []string{"configure"}, Profile: "token-bucket:refill=second"},
 	{Name: "throttled-goredis", Library: "github.com/throttled/throttled/v2 (GCRA, go-redis v9 store)", Version: "v2.15.0", Served: "protocol v1 shim over GCRARateLimiterCtx, 2 instances on one Redis",
 		Exec: "{card} throttled-goredis", Instances: 2, Shim: []string{"configure"}, Profile: "gcra", RunFlags: []string{"--realtime-window", "1500ms"}},
 	{Name: "throttled-http", Library: "github.com/throttled/throttled/v2 (HTTPRateLimiterCtx, go-redis v9 store)", Version: "v2.15.0", Served: "endpoint: HTTPRateLimiterCtx, VaryBy X-User",
