@@ -162,6 +162,11 @@ var cards = []card{
 		// default: core/concurrent-4's bursts of 50 (at 25 per second)
 		// would span a second, and the whole window's edge with it.
 		RunFlags: []string{"--max-rps", "400"}},
+	{Name: "limitador", Library: "limitador (the crate limitador-server serves; in memory)", Version: limitadorVersion,
+		Served:   "RLS over gRPC as Envoy calls it: limitador-server's envoy_rls/server.rs over the crate (cards/rust/limitador), namespace rlconform, a counter per descriptors[0].user, --rate-limit-headers",
+		Endpoint: limitadorRLS(5), RLS: true, Profile: "fixed-window:align=first-hit",
+		Identity: []string{"--domain", "rlconform", "--descriptor", "user=x", "--identity", "descriptor:user"},
+		RunFlags: []string{"--max-rps", "400"}},
 	{Name: "envoy-ratelimit-minute", Library: "envoyproxy/ratelimit (Redis, gRPC), a rule per minute", Version: envoyVersion,
 		Served:   "as envoy-ratelimit, the user in the descriptor entry user_minute, whose rule allows 20 a minute",
 		Endpoint: envoyRatelimit, Window: time.Minute, Limit: 20, RLS: true, Profile: "fixed-window:align=epoch,count-denied=true,query=read", InspectStore: true,
@@ -272,10 +277,14 @@ var cards = []card{
 	{Name: "pyrate-limiter", Library: "pyrate-limiter Limiter (RedisBucket, SlidingWindowLog)", PyPI: []string{"pyrate-limiter", "redis"},
 		Served: "protocol v1 shim on http.server, a RedisBucket per user, 2 instances on one Redis",
 		Exec:   "{dir}/python/serve-pyrate", Instances: 2, Shim: []string{"configure"}, Profile: "sliding-log"},
-	// The Rust card (cards/rust: Cargo.lock pins the crates).
+	// The Rust cards (cards/rust, one workspace: Cargo.lock pins the
+	// crates); limitador, an RLS server, is with the Envoy cards.
 	{Name: "governor", Library: "governor RateLimiter::keyed (GCRA, DashMap, in memory)", Version: "governor 0.10.4 (crates.io)",
 		Served: "protocol v1 shim on tiny_http, one keyed limiter, clock control through its Clock trait",
 		Serve:  "{dir}/rust/serve", Shim: []string{"configure"}, Scales: []string{"100/1s"}, Profile: "gcra:burst=limit"},
+	{Name: "tower-governor", Library: "tower_governor GovernorLayer (governor's keyed GCRA) on axum", Version: "tower_governor 0.8.0 (crates.io)",
+		Served:   "endpoint: an axum router behind GovernorLayer, burst_size(5), period(W/5), use_headers(), a KeyExtractor of X-User",
+		Endpoint: towerGovernor, Profile: "gcra:burst=limit"},
 }
 
 // expressRateLimit are the packages of the express-rate-limit cards.

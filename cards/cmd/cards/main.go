@@ -563,10 +563,14 @@ func (g *grader) process(argv []string, env []string, url string) (func(), error
 	return stop, nil
 }
 
-// waitReady polls url until it answers 200, the process exits, or the
-// bound passes.
+// waitReady polls url until it answers 200 (tcp://HOST:PORT: until it
+// takes a connection, for a gRPC server with no HTTP), the process exits,
+// or the bound passes.
 func waitReady(url string, exited <-chan struct{}, bound time.Duration) error {
-	client := &http.Client{Timeout: time.Second}
+	ready := answers200(url)
+	if addr, ok := strings.CutPrefix(url, "tcp://"); ok {
+		ready = listening(addr)
+	}
 	deadline := time.After(bound)
 	last := errors.New("no answer yet")
 	for {
@@ -574,9 +578,19 @@ func waitReady(url string, exited <-chan struct{}, bound time.Duration) error {
 		case <-exited:
 			return errors.New("it exited")
 		case <-deadline:
-			return fmt.Errorf("no 200 from %s within %v: %v", url, bound, last)
+			return fmt.Errorf("%s not ready within %v: %v", url, bound, last)
 		case <-time.After(20 * time.Millisecond):
 		}
+		if last = ready(); last == nil {
+			return nil
+		}
+	}
+}
+
+// answers200 is a check that url answers a GET with 200.
+func answers200(url string) func() error {
+	client := &http.Client{Timeout: time.Second}
+	return func() error {
 		req, err := http.NewRequest(http.MethodGet, url, nil)
 		if err != nil {
 			return err
@@ -585,15 +599,25 @@ func waitReady(url string, exited <-chan struct{}, bound time.Duration) error {
 		req.Header.Set("X-User", "rlconform-cards-ready")
 		resp, err := client.Do(req)
 		if err != nil {
-			last = err
-			continue
+			return err
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			return nil
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %d", resp.StatusCode)
 		}
-		last = fmt.Errorf("status %d", resp.StatusCode)
+		return nil
+	}
+}
+
+// listening is a check that addr takes a TCP connection.
+func listening(addr string) func() error {
+	return func() error {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return err
+		}
+		return c.Close()
 	}
 }
 
