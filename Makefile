@@ -72,8 +72,9 @@ cards-update: redis gateways cards-deps cards-envoy
 # (scripts/ensure-cards-java); the Python cards' libraries from PyPI,
 # pinned with their hashes in cards/python/requirements.txt, in the
 # virtual environment cards/.venv (scripts/ensure-cards-python); and the
-# Rust card's crates from crates.io, pinned by cards/rust/Cargo.lock, built
-# offline (scripts/ensure-cards-rust).
+# Rust cards' crates from crates.io (governor, limitador with envoy-types
+# and tonic, tower_governor with axum), pinned by cards/rust/Cargo.lock,
+# built offline, about 2 minutes on two cores (scripts/ensure-cards-rust).
 cards-deps:
 	@./scripts/ensure-cards
 	@./scripts/ensure-cards-java
