@@ -404,7 +404,7 @@ func tokenBucketAlgorithm() Algorithm {
 		New: func(p map[string]string, n int, w time.Duration) Replayable {
 			return &tokenBucket{capacity: fixedParam(p["capacity"]), reading: readingOf(p, bucketLazy), interval: p["refill"] == "interval", second: p["refill"] == "second", idle: p["expire"] == "idle", writes: p["query"] == "write", debt: p[CostParam] == CostDebt, n: n, w: w.Milliseconds()}
 		},
-		Cost:     "the bucket refilled up to t (refill=continuous or interval, as for one token): cost=whole, allowed when it holds at least n tokens (n > C is never allowed); cost=debt, allowed when it holds at least one, as one request is, whatever n; then tokens -= n (under cost=debt possibly below zero, a debt refills repay before the next request); refused, nothing changes; " + costQueryWrites,
+		Cost:     "the bucket refilled up to t (whatever the refill, as for one token): cost=whole, allowed when it holds at least n tokens (n > C is never allowed); cost=debt, allowed when it holds at least one, as one request is, whatever n; then tokens -= n (under cost=debt possibly below zero, a debt refills repay before the next request); refused, nothing changes; " + costQueryWrites,
 		Readings: bucketReadings(),
 		Candidates: func(bursts []string) []string {
 			var list []string

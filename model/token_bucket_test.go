@@ -136,3 +136,62 @@ func TestFixedWindowQueryWrite(t *testing.T) {
 		assert.Equal(t, want, answers(p, "u", 600, 600, 600, 1000), spec)
 	}
 }
+
+// goZeroBucket replays go-zero's TokenLimiter (core/limit/tokenscript.lua,
+// v1.10.3), written apart from the profile: the tokens left and the last
+// call's unix second, refilled with rate × the whole seconds since, at
+// most capacity; both rewritten on every call, a refused one too, with a
+// TTL of ⌊2 × capacity / rate⌋ seconds; missing keys read as a full
+// bucket last refilled at second 0.
+type goZeroBucket struct {
+	rate, capacity int64
+	tokens, last   int64 // last: unix seconds
+	expiresAt      int64 // unix ms; 0: no keys yet
+}
+
+func (b *goZeroBucket) allow(nowMs int64) bool {
+	if nowMs >= b.expiresAt {
+		b.tokens, b.last = b.capacity, 0
+	}
+	now := nowMs / 1000
+	filled := min(b.capacity, b.tokens+max(0, now-b.last)*b.rate)
+	ok := filled >= 1
+	if ok {
+		filled--
+	}
+	b.tokens, b.last = filled, now
+	b.expiresAt = nowMs + 2*b.capacity/b.rate*1000
+	return ok
+}
+
+// TestSecondBucketIsGoZerosTokenLimiter: token-bucket:refill=second
+// decides as go-zero's TokenLimiter on random schedules, at N per W with
+// a whole rate N/W a second; the continuous bucket of the same rate does
+// not.
+func TestSecondBucketIsGoZerosTokenLimiter(t *testing.T) {
+	for _, c := range []struct {
+		n int
+		w time.Duration
+	}{{5, time.Second}, {10, 2 * time.Second}, {3, 3 * time.Second}} {
+		rate := int64(c.n) / int64(c.w/time.Second)
+		differs := false
+		rng := rand.New(rand.NewPCG(uint64(c.n), uint64(c.w)))
+		for round := range 200 {
+			p := profile(t, "token-bucket:refill=second", c.n, c.w)
+			cont := profile(t, "token-bucket", c.n, c.w)
+			zero := &goZeroBucket{rate: rate, capacity: int64(c.n)}
+			now := int64(0)
+			for i := range 40 {
+				now += rng.Int64N(300) // about 6.7 requests a second: above every rate here
+				at := time.UnixMilli(epochMs + now)
+				want := zero.allow(epochMs + now)
+				got, err := p.Allow(at, "u")
+				require.NoError(t, err)
+				require.Equal(t, want, got, "%d per %v, round %d, op %d: Allow at +%dms", c.n, c.w, round, i, now)
+				other, _ := cont.Allow(at, "u")
+				differs = differs || other != want
+			}
+		}
+		assert.True(t, differs, "%d per %v: the continuous bucket decided as go-zero's on every schedule", c.n, c.w)
+	}
+}
