@@ -3,9 +3,9 @@
 // (one table and a section per card: the notes in cards/notes and what the
 // runs said), and compares the verdicts with cards/expected.txt: a verdict
 // that changed fails with the difference, until the card is updated on
-// purpose (-update). A card that differs is graded once more first: a
-// difference the second grading does not repeat is printed as flaky, not
-// failed (secondChance).
+// purpose (-update). A card that differs is graded once more at once, in
+// its lane beside the cards still being graded: a difference the second
+// grading does not repeat is printed as flaky, not failed (secondChance).
 //
 //	go run ./cmd/cards                      # from cards/: all, compare, write docs/cards.md
 //	go run ./cmd/cards -only redis_rate,x-time-rate -write=false
@@ -108,8 +108,18 @@ func run(ctx context.Context, o options) (int, error) {
 			return 2, err
 		}
 	}
+	// A card that differs from what is expected is graded once more at
+	// once, beside the others (secondChance then reads both gradings).
+	var again func(*graded) bool
+	if !o.update && o.from == "" {
+		want, err := readExpected(o.expected)
+		if err != nil {
+			return 2, err
+		}
+		again = func(r *graded) bool { return len(compare(want, []*graded{r})) > 0 }
+	}
 	began := time.Now()
-	graded, err := gradeAll(g, selected, o.parallel)
+	graded, seconds, err := gradeAll(g, selected, o.parallel, again)
 	if err != nil {
 		return 2, err
 	}
@@ -130,7 +140,7 @@ func run(ctx context.Context, o options) (int, error) {
 		}
 		diff := compare(want, graded)
 		if len(diff) > 0 && o.from == "" {
-			if diff, err = secondChance(want, graded, g.regrader(o.parallel), os.Stderr); err != nil {
+			if diff, err = secondChance(want, graded, g.regrader(graded, seconds, o.parallel), os.Stderr); err != nil {
 				return 2, err
 			}
 		}

@@ -16,9 +16,14 @@ import (
 // what a card starts (a Redis, a service, a gateway) is its own too, on
 // ports of its own. A card that could not be graded is an error, after
 // the others have finished.
-func gradeAll(g *grader, selected []card, parallel int) ([]*graded, error) {
+//
+// When again is not nil, a card whose grading it says differs from what
+// is expected is graded once more at once, in its lane, beside the cards
+// still being graded rather than after them all: seconds holds that
+// second grading at the card's index (nil for the others).
+func gradeAll(g *grader, selected []card, parallel int, again func(*graded) bool) (results, seconds []*graded, err error) {
 	parallel = max(1, min(parallel, len(selected)))
-	results := make([]*graded, len(selected))
+	results, seconds = make([]*graded, len(selected)), make([]*graded, len(selected))
 	errs := make([]error, len(selected))
 	next := make(chan int)
 	var wg sync.WaitGroup
@@ -28,6 +33,10 @@ func gradeAll(g *grader, selected []card, parallel int) ([]*graded, error) {
 			defer wg.Done()
 			for i := range next {
 				results[i], errs[i] = gradeOne(g, selected[i])
+				if errs[i] == nil && again != nil && again(results[i]) {
+					fmt.Fprintf(os.Stderr, "cards: %s differs from what is expected: graded once more, now\n", selected[i].Name)
+					seconds[i], errs[i] = gradeOne(g, selected[i])
+				}
 			}
 		}()
 	}
@@ -47,9 +56,9 @@ func gradeAll(g *grader, selected []card, parallel int) ([]*graded, error) {
 		}
 	}
 	if len(failed) > 0 {
-		return nil, fmt.Errorf("%d card(s) could not be graded: %w", len(failed), errors.Join(failed...))
+		return nil, nil, fmt.Errorf("%d card(s) could not be graded: %w", len(failed), errors.Join(failed...))
 	}
-	return results, nil
+	return results, seconds, nil
 }
 
 // gradeOne grades c with a grader of its own, in a directory of its own
@@ -82,9 +91,38 @@ func findings(r *graded) string {
 	return strings.Join(parts, "; ")
 }
 
-// regrader grades cards again as gradeAll does, parallel at once.
-func (g *grader) regrader(parallel int) func([]card) ([]*graded, error) {
-	return func(cs []card) ([]*graded, error) { return gradeAll(g, cs, parallel) }
+// regrader gives secondChance the second gradings of cards: those
+// gradeAll already made (seconds, at the index of the card's first grading
+// in gs), else graded now as gradeAll does, parallel at once.
+func (g *grader) regrader(gs, seconds []*graded, parallel int) func([]card) ([]*graded, error) {
+	return func(cs []card) ([]*graded, error) {
+		made := map[string]*graded{}
+		for i, s := range seconds {
+			if s != nil {
+				made[gs[i].card.Name] = s
+			}
+		}
+		var missing []card
+		for _, c := range cs {
+			if made[c.Name] == nil {
+				missing = append(missing, c)
+			}
+		}
+		if len(missing) > 0 {
+			now, _, err := gradeAll(g, missing, parallel, nil)
+			if err != nil {
+				return nil, err
+			}
+			for _, r := range now {
+				made[r.card.Name] = r
+			}
+		}
+		out := make([]*graded, len(cs))
+		for i, c := range cs {
+			out[i] = made[c.Name]
+		}
+		return out, nil
+	}
 }
 
 // secondChance grades once more, with regrade, each card of gs whose
@@ -106,7 +144,7 @@ func secondChance(want map[[2]string]string, gs []*graded, regrade func([]card) 
 	if len(again) == 0 {
 		return nil, nil
 	}
-	fmt.Fprintf(log, "cards: %d card(s) differ from what is expected: graded once more to tell a change from a flake\n", len(again))
+	fmt.Fprintf(log, "cards: %d card(s) differed from what is expected: each graded once more, to tell a change from a flake\n", len(again))
 	regraded, err := regrade(again)
 	if err != nil {
 		return nil, err
