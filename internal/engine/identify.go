@@ -249,7 +249,7 @@ func storedProbe() Spec {
 // one refilled continuously or by whole windows: user e spends its bucket
 // half a second off the epoch's seconds, then, a millisecond after the
 // whole second where refill=second's first token falls (⌈W/N/1s⌉ seconds
-// on), sends as many requests as a fresh user got. A bucket refilled by
+// on), sends 4N + 4 requests, as identify/burst does. A bucket refilled by
 // seconds holds min(C, k×N×1s/W) tokens there, one refilled continuously
 // what k − ½ seconds brought. On the fake clock only: in real time the
 // epoch's seconds fall where they fall.

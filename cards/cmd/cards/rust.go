@@ -12,12 +12,13 @@ import (
 // limitador-server v2.4.0 serves); cards/rust/limitador pins it.
 const limitadorVersion = "0.12.0"
 
-// limitadorRLS is an Endpoint that serves the limitador crate in memory behind Envoy's rate
-// limit service over gRPC (cards/rust/limitador: limitador-server's
-// envoy_rls/server.rs, nothing more), one limit of the card's N per W in
-// the namespace rlconform, counted per the descriptor entry user, with
-// limitador-server's --rate-limit-headers (X-RateLimit-*). It keeps no
-// state in Redis: the Endpoint's Redis URL and prefix are not used.
+// limitadorRLS is an Endpoint that serves the limitador crate in memory
+// behind Envoy's rate limit service over gRPC (cards/rust/limitador:
+// limitador-server's envoy_rls/server.rs, nothing more), one limit of
+// limit per W in the namespace rlconform, counted per the descriptor
+// entry user, with limitador-server's --rate-limit-headers
+// (X-RateLimit-*). It keeps no state in Redis: the Endpoint's Redis URL
+// and prefix are not used.
 func limitadorRLS(limit int) func(g *grader, redisURL, prefix string, window time.Duration) (string, func(), error) {
 	return func(g *grader, _, _ string, window time.Duration) (string, func(), error) {
 		return startLimitador(g, limit, window)
