@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -31,45 +32,31 @@ func startLimitador(g *grader, limit int, window time.Duration) (string, func(),
 	if window < time.Second || window%time.Second != 0 {
 		return "", nil, fmt.Errorf("limitador's limits are whole seconds, not %v", window)
 	}
-	bin, err := rustBin(g, "rlconform-card-limitador")
-	if err != nil {
-		return "", nil, err
-	}
-	port, err := freePort()
-	if err != nil {
-		return "", nil, err
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	argv := []string{bin, "--namespace", "rlconform", "--max-value", strconv.Itoa(limit),
-		"--seconds", strconv.Itoa(int(window / time.Second)), "--variable", "descriptors[0].user", "--rate-limit-headers"}
-	stop, err := g.process(argv, []string{"PORT=" + strconv.Itoa(port)}, "tcp://"+addr)
-	return addr, stop, err
+	return startRust(g, "rlconform-card-limitador", "tcp://127.0.0.1:%d", "--namespace", "rlconform", "--max-value", strconv.Itoa(limit),
+		"--seconds", strconv.Itoa(int(window/time.Second)), "--variable", "descriptors[0].user", "--rate-limit-headers")
 }
 
 // towerGovernor serves tower_governor's GovernorLayer on an axum router
 // (cards/rust/tower-governor), keyed by X-User, at 5 per window: burst 5
 // and a period of W/5. It keeps its state in memory.
 func towerGovernor(g *grader, _, _ string, window time.Duration) (string, func(), error) {
-	bin, err := rustBin(g, "rlconform-card-tower-governor")
-	if err != nil {
-		return "", nil, err
+	return startRust(g, "rlconform-card-tower-governor", "http://127.0.0.1:%d/", "--limit", "5", "--window-ms", strconv.FormatInt(window.Milliseconds(), 10))
+}
+
+// startRust starts the Rust card binary name with args and PORT a free
+// port, which scripts/ensure-cards-rust (make cards-deps) builds, and
+// returns where it answers, at (a format of the port: "tcp://..." for a
+// server waited for by connection, as waitReady takes it), once it does.
+func startRust(g *grader, name, at string, args ...string) (string, func(), error) {
+	bin := filepath.Join(g.dir, "rust", "target", "release", name)
+	if _, err := os.Stat(bin); err != nil {
+		return "", nil, fmt.Errorf("%s is not built (run make cards-deps: scripts/ensure-cards-rust): %w", name, err)
 	}
 	port, err := freePort()
 	if err != nil {
 		return "", nil, err
 	}
-	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
-	argv := []string{bin, "--limit", "5", "--window-ms", strconv.FormatInt(window.Milliseconds(), 10)}
-	stop, err := g.process(argv, []string{"PORT=" + strconv.Itoa(port)}, url)
-	return url, stop, err
-}
-
-// rustBin is the path of a Rust card's binary, which
-// scripts/ensure-cards-rust (make cards-deps) builds.
-func rustBin(g *grader, name string) (string, error) {
-	bin := filepath.Join(g.dir, "rust", "target", "release", name)
-	if _, err := os.Stat(bin); err != nil {
-		return "", fmt.Errorf("%s is not built (run make cards-deps: scripts/ensure-cards-rust): %w", name, err)
-	}
-	return bin, nil
+	ready := fmt.Sprintf(at, port)
+	stop, err := g.process(append([]string{bin}, args...), []string{"PORT=" + strconv.Itoa(port)}, ready)
+	return strings.TrimPrefix(ready, "tcp://"), stop, err
 }
