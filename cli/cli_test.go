@@ -386,6 +386,54 @@ func TestFailOnSkip(t *testing.T) {
 	assert.NotContains(t, out, "CONFORMANT at robust")
 }
 
+// --fail-fast stops at the first failure: the verdict is that failure
+// (exit 1), the specs after it are not run, never passed, and the
+// same run without it grades them all. An expected failure does not stop
+// it.
+func TestFailFastStopsAtTheFirstFailure(t *testing.T) {
+	t.Parallel() // its own servers: nothing shared
+	url := serveModel(t, true)
+	// The sliding log graded as a fixed window: several specs fail.
+	args := []string{"run", "--target", url, "--level", "strict", "--profile", "fixed-window", "--json", "-"}
+	code, out, _ := rlconform(t, args...)
+	require.Equal(t, ExitNotConformant, code)
+	whole := statusesOf(t, out)
+	require.Greater(t, len(whole["fail"]), 1, "the test needs a run with more than one failure")
+
+	code, out, errOut := rlconform(t, append(args, "--fail-fast")...)
+	assert.Equal(t, ExitNotConformant, code, errOut)
+	got := statusesOf(t, out)
+	require.Len(t, got["fail"], 1, "one failure, then the run stops")
+	first := got["fail"][0]
+	assert.Equal(t, whole["fail"][0], first)
+	assert.NotEmpty(t, got["not-run"], "the specs after it are not run")
+	assert.Contains(t, out, `"stopped_at": "`+first+`"`)
+	assert.NotContains(t, out, `"error"`, "stopping as asked is no error")
+	assert.Subset(t, whole["pass"], got["pass"], "no spec passes that the whole run did not")
+	assert.Contains(t, errOut, "rlconform: --fail-fast: stopped at the first failure, "+first+"; the specs not begun were not run")
+	assert.NotContains(t, errOut, "could not go on")
+
+	// That failure, expected, does not stop it: the next one does.
+	code, out, _ = rlconform(t, append(args, "--fail-fast", "--expect-fail", first)...)
+	assert.Equal(t, ExitNotConformant, code)
+	got = statusesOf(t, out)
+	require.Len(t, got["fail"], 2, "the expected failure and the next one")
+	assert.Equal(t, whole["fail"][:2], got["fail"])
+}
+
+// statusesOf reads a JSON report's results: spec ids by status, in
+// catalogue order.
+func statusesOf(t *testing.T, report string) map[string][]string {
+	t.Helper()
+	var rep struct{ Results []struct{ ID, Status string } }
+	require.NoError(t, json.Unmarshal([]byte(report), &rep), report)
+	out := map[string][]string{}
+	for _, r := range rep.Results {
+		out[r.Status] = append(out[r.Status], r.ID)
+	}
+	return out
+}
+
 func TestRealTimeWindowIsRaisedForSlowTargets(t *testing.T) {
 	lim, err := model.NewLimiter(fakeclock.Real{}, 5, time.Minute)
 	require.NoError(t, err)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -120,6 +122,85 @@ func TestIdentifyOverTheProtocol(t *testing.T) {
 			assert.Equal(t, c.shown, got.Fits[0].Name)
 		})
 	}
+}
+
+// clockPerUser is a fixed window on a clock of whole seconds whose phase
+// differs from user to user: each user's answers are a first-second
+// window's, but no one limiter's, which has one clock.
+type clockPerUser struct {
+	mu    sync.Mutex
+	n     int
+	w     time.Duration
+	users map[string]*model.Limiter
+}
+
+func (c *clockPerUser) user(id string) (*model.Limiter, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if l := c.users[id]; l != nil {
+		return l, nil
+	}
+	p, err := model.MustVariant("fixed-window:align=first-second").New(c.n, c.w)
+	if err != nil {
+		return nil, err
+	}
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	l := model.NewProfileLimiter(behind(time.Duration(h.Sum32()%1000)*time.Millisecond), p)
+	c.users[id] = l
+	return l, nil
+}
+
+func (c *clockPerUser) AllowRequest(ctx context.Context, id string) (bool, error) {
+	l, err := c.user(id)
+	if err != nil {
+		return false, err
+	}
+	return l.AllowRequest(ctx, id)
+}
+
+func (c *clockPerUser) GetRemainingRequests(ctx context.Context, id string) (int, error) {
+	l, err := c.user(id)
+	if err != nil {
+		return 0, err
+	}
+	return l.GetRemainingRequests(ctx, id)
+}
+
+func (c *clockPerUser) Reset(ctx context.Context, id string) error {
+	l, err := c.user(id)
+	if err != nil {
+		return err
+	}
+	return l.Reset(ctx, id)
+}
+
+// Configure starts afresh: every user forgotten.
+func (c *clockPerUser) Configure(_ context.Context, n int, w time.Duration) error {
+	if _, err := model.MustVariant("fixed-window:align=first-second").New(n, w); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n, c.w, c.users = n, w, map[string]*model.Limiter{}
+	return nil
+}
+
+// A clock of whole seconds at a phase of each user's own is no limiter's:
+// identify, which follows each user at every phase, must not name
+// first-second for it (it did, for libraries that lose races on a loaded
+// machine: nestjs-throttler's and Fiber's sliding window's cards).
+func TestIdentifyWantsOneClockForEveryUser(t *testing.T) {
+	testtier.SkipShort(t, "identifies in real time")
+	t.Parallel() // in real time: it mostly waits
+	lim := &clockPerUser{n: 5, w: time.Minute, users: map[string]*model.Limiter{}}
+	srv, err := adapters.NewServer(lim, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	code, out, errOut := rlconform(t, "identify", "--target", srv.URL)
+	assert.NotContains(t, out, "fits      fixed-window:align=first-second", "%s\n%s", out, errOut)
+	assert.Contains(t, out, "no phase, up to 25ms late, fits every user", "%s\n%s", out, errOut)
+	assert.NotEqual(t, ExitCannotRun, code, errOut)
 }
 
 func TestIdentifyCannotRun(t *testing.T) {

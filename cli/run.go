@@ -45,6 +45,7 @@ type runFlags struct {
 	lengthFlags
 	reportDir  string
 	failOnSkip bool
+	failFast   bool
 	rtWindow   time.Duration
 	// limit and window are the configuration a limiter with Configure is
 	// graded at (0: the suite's, 5 per minute).
@@ -87,6 +88,7 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.DurationVar(&f.window, "window", 0, "the window W a limiter with Configure and clock control is graded at (0: 1m); in real time the window is --realtime-window")
 	fs.IntVar(&f.parallel, "parallel", 0, fmt.Sprintf("at most this many specs side by side in real time, up to %d (0: what the target can take, said before the run and in the report's notes; 1: one at a time): an --endpoint with identities per user, and --exec on as many lanes of its processes (0: %d, at most %d), each under a key prefix of its own; a --target URL that takes Configure runs one spec at a time", suite.MaxParallel, defaultExecLanes, maxExecLanes))
 	fs.BoolVar(&f.failOnSkip, "fail-on-skip", false, "a run with a spec skipped for a capability the target does not declare, or a flag not given, is not conformant enough: exit 2 (for CI jobs that demand the whole level); skips no target of its kind can avoid (an in-process context over HTTP, an endpoint's fields) do not count")
+	fs.BoolVar(&f.failFast, "fail-fast", false, "stop at the first spec that fails (not one of --expect-fail): the specs not begun are not run, those running beside it finish, and the run exits 1 with what failed")
 	fs.StringVar(&f.profile, "profile", model.ProfileSlidingLog, "the algorithm to grade against, `NAME[:key=value,...]`: "+profileNames()+"; 'rlconform list --profile NAME' says what it grades")
 	f.endpointFlags.register(fs)
 	f.execFlags.register(fs)
@@ -257,7 +259,8 @@ func run(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) int {
 		return couldNotRun(ExitCannotRun, "rlconform run: %v", err)
 	}
 	cfg := suite.Config{Level: lvl, Seed: f.seed, IDs: f.ids, Labels: f.labels, ExpectFail: f.expectFail, Limit: f.limit, Window: f.window,
-		ReportDir: f.reportDir, StorePrefix: f.storePrefix, SpecTimeout: f.specTimeout, RealTimeWindow: f.rtWindow, Profile: f.profile, Parallel: f.parallel}
+		ReportDir: f.reportDir, StorePrefix: f.storePrefix, SpecTimeout: f.specTimeout, RealTimeWindow: f.rtWindow, Profile: f.profile, Parallel: f.parallel,
+		FailFast: f.failFast}
 	var endpoint *suite.Target
 	if f.blackBoxes() > 0 {
 		// The selection first, so that what the policy adds is the policy's.
@@ -328,7 +331,10 @@ func (f *runFlags) prior(cfg *suite.Config, notes []string, stderr io.Writer) ([
 // returns the exit code: interrupted (130) when sigCtx was, else the
 // verdict's.
 func (f *runFlags) finish(sigCtx context.Context, rep *result.Report, text io.Writer, reports []reportFile, secrets *redact.Secrets, stderr io.Writer) int {
-	if rep.Aborted != "" {
+	switch {
+	case rep.StoppedAt != "":
+		fmt.Fprintf(stderr, "rlconform: --fail-fast: stopped at the first failure, %s; the specs not begun were not run\n", rep.StoppedAt)
+	case rep.Aborted != "":
 		fmt.Fprintf(stderr, "rlconform: the run could not go on: %s\n", rep.Aborted)
 	}
 	report.Failures(text, rep)

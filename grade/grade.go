@@ -84,6 +84,11 @@ type Config struct {
 	// model.Builtin(). To grade a limiter against an algorithm rlconform
 	// does not ship, register its model.Algorithm in a set of your own.
 	Algorithms *model.Algorithms
+	// FailFast stops the run at the first spec that fails (one not in
+	// ExpectFail): the specs not begun are not run, those running beside
+	// it finish, and Report.FailedFast says so. The verdict is then the
+	// failures found, never a pass.
+	FailFast bool
 	// Progress, when set, is called after each spec.
 	Progress func(result.Result)
 	// Prior is an identification of the same target (Identify's, or

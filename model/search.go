@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -627,4 +628,50 @@ func (s *searchOracle) RetryBounds(user string, lo, hi time.Time) (least, most t
 		}
 	}
 	return max(0, least), most
+}
+
+// clocked is a model that follows a clock of the limiter's own, ticking
+// at a phase the grader cannot see (align=first-second's clock of whole
+// seconds): its states at one phase apart from those at another.
+type clocked interface {
+	// clockPhase is the phase of its clock, in ms.
+	clockPhase() int64
+}
+
+// clockPhase implements clocked: the ms of the second its clock ticks at
+// (0 unless align=first-second).
+func (f *fixedWindow) clockPhase() int64 { return f.phase }
+
+// ClockPhases are, for each user o judged and did not leave undecided,
+// the phases of the limiter's own clock (ms, [Variant.Unseen]) at which
+// some state explains all that user's answers. The oracle follows each
+// user at every phase on its own, as if each had a clock of its own;
+// one limiter has one, so a phase must explain every user: the caller
+// intersects. ok is false when o's profile has no such clock.
+func ClockPhases(o Oracle) (perUser [][]int64, ok bool) {
+	s, isSearch := o.(*searchOracle)
+	if !isSearch || !s.realTime {
+		return nil, false
+	}
+	if ps, _ := s.spec.Unseen(s.n, s.w); len(ps) < 2 {
+		return nil, false // a fresh limiter of s.spec is in one state: no clock unseen
+	}
+	users := slices.Sorted(maps.Keys(s.users))
+	for _, u := range users {
+		su := s.users[u]
+		if su.off {
+			continue
+		}
+		var phases []int64
+		for _, c := range su.states {
+			p, isClocked := c.p.(clocked)
+			if !isClocked {
+				return nil, false
+			}
+			phases = append(phases, p.clockPhase())
+		}
+		slices.Sort(phases)
+		perUser = append(perUser, slices.Compact(phases))
+	}
+	return perUser, true
 }

@@ -186,6 +186,7 @@ func JSON(w io.Writer, rep *result.Report, meta Meta) error {
 		Reasons    []string       `json:"reasons,omitempty"`
 		Diagnosis  *jsonDiagnosis `json:"diagnosis,omitempty"`
 		Aborted    string         `json:"aborted,omitempty"`
+		StoppedAt  string         `json:"stopped_at,omitempty"`
 		Error      string         `json:"error,omitempty"`
 		Notes      []string       `json:"notes,omitempty"`
 		Coverage   jsonCoverage   `json:"coverage"`
@@ -197,7 +198,7 @@ func JSON(w io.Writer, rep *result.Report, meta Meta) error {
 		Version: meta.Version, Catalogue: meta.Catalogue, Target: rep.Target, Targets: rep.Targets, Level: string(rep.Level), Profile: rep.Profile, Selection: rep.Selection, Seed: rep.Seed,
 		Limit: rep.Limit, WindowMs: ms(rep.Window),
 		Outcome: string(v.Outcome), Conformant: v.Outcome == result.Conformant, Verdict: v.String(), Reasons: v.Reasons,
-		Aborted: rep.Aborted, Error: rep.Aborted, Notes: rep.Notes,
+		Aborted: rep.Aborted, StoppedAt: rep.StoppedAt, Error: rep.Aborted, Notes: rep.Notes,
 		Coverage: jsonCoverage{Selected: c.Selected, Graded: c.Graded, RealTime: c.RealTime, Passed: c.Passed, Failed: c.Failed,
 			ExpectedFailures: c.ExpectedFailures, Skipped: c.Skipped, Inconclusive: c.Inconclusive, Errored: c.Errored,
 			Interrupted: c.Interrupted, NotRun: c.NotRun, SkippedBy: c.SkippedBy},

@@ -201,6 +201,10 @@ type Report struct {
 	// Aborted, when not empty, says why the run stopped early (the target
 	// or the grader's store stopped answering, an interrupt).
 	Aborted string
+	// StoppedAt, when not empty, is the spec whose failure stopped the run
+	// (it was asked to stop at the first failure, grade.Config.FailFast):
+	// the specs not begun then were not run.
+	StoppedAt string `json:",omitempty"`
 	// Notes are what the run has to say beyond the results, such as keys
 	// it could not clean up.
 	Notes []string
@@ -339,6 +343,9 @@ func (rep *Report) Verdict() Verdict {
 	}
 	if rep.Aborted != "" {
 		undecided = append(undecided, "the run was aborted: "+rep.Aborted)
+	}
+	if rep.StoppedAt != "" {
+		undecided = append(undecided, "the run stopped at its first failure, "+rep.StoppedAt+", as asked (fail-fast)")
 	}
 	switch {
 	case len(rep.Results) == 0 && rep.Aborted == "":

@@ -176,7 +176,7 @@ func (h *Harness) admits(c model.Variant, remaining bool, b *model.Budget) bool 
 		return false
 	}
 	p := probe{n: h.env.MaxRequests, w: h.env.Window, realTime: true, trace: h.trace}
-	out, _ := replayProbe(c, p, remaining, false, b)
+	out, _, _ := replayProbe(c, p, remaining, false, b)
 	return out == nil && !b.Exhausted()
 }
 

@@ -45,12 +45,12 @@ func (cat Catalogue) Check(ctx context.Context, cfg Config, target Target) (*res
 
 // checkOne runs s into rep, or says why it was not run.
 func (r *runner) checkOne(ctx context.Context, target Target, s *Spec, rep *result.Report) {
-	if rep.Aborted != "" {
-		rep.Results = append(rep.Results, r.notRun(s, "not run: "+rep.Aborted, ctx.Err() != nil))
+	if why := stopped(rep); why != "" {
+		rep.Results = append(rep.Results, r.notRun(s, "not run: "+why, ctx.Err() != nil))
 		return
 	}
 	r.runInto(ctx, target, s, rep)
-	if ctx.Err() != nil && rep.Aborted == "" {
+	if ctx.Err() != nil && stopped(rep) == "" {
 		rep.Aborted = "interrupted: " + context.Cause(ctx).Error()
 	}
 }
@@ -145,9 +145,10 @@ func (s *Session) Grade(ctx context.Context, id string) (Action, string) {
 	switch {
 	case sp == nil:
 		return ActSkip, "not selected: the run grades level " + string(s.r.cfg.Level) + selectionNote(s.r.cfg)
-	case s.rep.Aborted != "":
-		s.rep.Results = append(s.rep.Results, s.r.notRun(sp, s.rep.Aborted, false))
-		return ActSkip, "not run: " + s.rep.Aborted
+	case stopped(s.rep) != "":
+		why := stopped(s.rep)
+		s.rep.Results = append(s.rep.Results, s.r.notRun(sp, why, false))
+		return ActSkip, "not run: " + why
 	}
 	return judge(s.r.runInto(ctx, s.target, sp, s.rep), s.r.cfg)
 }
@@ -191,10 +192,36 @@ func (r *runner) runInto(ctx context.Context, target Target, s *Spec, rep *resul
 		rep.Aborted = stuck
 	} else if why := r.judgeAround(ctx, target, s, &res); why != "" {
 		rep.Aborted = why
+	} else if r.stopsHere(res) {
+		rep.StoppedAt = res.ID
 	}
 	rep.Results = append(rep.Results, res)
 	reconcile(rep, r.diags)
 	return rep.Results[len(rep.Results)-1]
+}
+
+// stopsHere reports whether the run stops after res: it failed, not as
+// expected, and the run was asked to stop at the first failure.
+func (r *runner) stopsHere(res result.Result) bool {
+	return r.cfg.FailFast && res.Status == result.Failed && !res.ExpectedFailure
+}
+
+// stopped is why no further spec of rep runs ("" while they do): the run
+// was aborted, or stopped at its first failure (Config.FailFast).
+func stopped(rep *result.Report) string {
+	switch {
+	case rep.Aborted != "":
+		return rep.Aborted
+	case rep.StoppedAt != "":
+		return failFastWhy(rep.StoppedAt)
+	}
+	return ""
+}
+
+// failFastWhy says why a run asked to stop at its first failure, id,
+// runs nothing after it.
+func failFastWhy(id string) string {
+	return "the run stopped at its first failure, " + id + " (fail-fast)"
 }
 
 // Action is what a go test or Ginkgo entry point does with one result.

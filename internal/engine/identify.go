@@ -581,11 +581,17 @@ func readingsExplaining(c model.Variant, probes []probe, fresh bool, fit *result
 	}
 	explain := func(v model.Variant) (*result.RuledOut, int) {
 		decided := 0
+		var phases [][]int64 // each user's, of every probe: one limiter has one clock
 		for _, p := range probes {
-			bad, d := replayProbe(v, p, false, fresh, b)
+			bad, d, oracle := replayProbe(v, p, false, fresh, b)
 			decided += d
 			if bad != nil {
 				return bad, decided
+			}
+			if users, ok := model.ClockPhases(oracle); ok {
+				if phases = append(phases, users...); !onePhase(phases, clockLate) {
+					return p.ruledOut(len(p.trace)-1, noOnePhase), decided
+				}
 			}
 		}
 		return nil, decided
@@ -617,6 +623,42 @@ func readingsExplaining(c model.Variant, probes []probe, fresh bool, fit *result
 		}
 	}
 	return explains, first
+}
+
+// clockLate is how late a limiter's own clock may tick, in ms, beyond
+// the phase that explains the rest (a ticker delivered late on a loaded
+// machine: Fiber's clock of whole seconds is one).
+const clockLate = 25
+
+// noOnePhase is why a profile with a clock of the limiter's own is ruled
+// out when each user's answers fit a phase of its own, but no one phase
+// (up to clockLate) fits every user's.
+const noOnePhase = "every user's answers at one phase of its clock of whole seconds (each user's fit a phase of its own, but one limiter has one clock: no phase, up to 25ms late, fits every user of the probes)"
+
+// onePhase reports whether some phase at of a clock of 1000 ms has, for
+// each user's phases, one in [at, at+late] (mod 1000): the limiter's one
+// clock, ticking up to late ms after at, explains every user.
+func onePhase(users [][]int64, late int64) bool {
+	var fits [1000]int
+	for _, phases := range users {
+		var hit [1000]bool
+		for _, ph := range phases {
+			for d := range late + 1 {
+				hit[((ph-d)%1000+1000)%1000] = true
+			}
+		}
+		for at := range hit {
+			if hit[at] {
+				fits[at]++
+			}
+		}
+	}
+	for _, n := range fits {
+		if n == len(users) {
+			return true
+		}
+	}
+	return false
 }
 
 // judge replays every probe on every candidate.
@@ -721,7 +763,7 @@ func judgeCandidate(id *result.Identification, c model.Variant, probes []probe, 
 		return fit, c, out
 	}
 	for _, p := range probes {
-		if bad, _ := replayProbe(c, p, true, fresh, b); bad != nil {
+		if bad, _, _ := replayProbe(c, p, true, fresh, b); bad != nil {
 			fit.RemainingDiffers = fmt.Sprintf("%s step %d at %s: %s = %s, the profile says %s", bad.Probe, bad.Step, FmtOffset(bad.At), bad.Operation, bad.Got, bad.Want)
 			break
 		}
@@ -837,10 +879,10 @@ func splitClauses(desc string) []string {
 // answers it decided. Remaining answers are judged only with remaining.
 // With fresh, every Configure starts c afresh under the new configuration,
 // every user's history forgotten.
-func replayProbe(c model.Variant, p probe, remaining, fresh bool, b *model.Budget) (*result.RuledOut, int) {
+func replayProbe(c model.Variant, p probe, remaining, fresh bool, b *model.Budget) (*result.RuledOut, int, model.Oracle) {
 	decided := 0
 	if !fresh && !c.LimitChangeGraded() && slices.ContainsFunc(p.trace[1:], func(o TraceOp) bool { return o.Kind == model.OpConfigure }) {
-		return nil, 0 // a limit changed under a history: not evidence for this profile
+		return nil, 0, nil // a limit changed under a history: not evidence for this profile
 	}
 	var exact *model.Readings
 	var oracle model.Oracle
@@ -919,10 +961,10 @@ func replayProbe(c model.Variant, p probe, remaining, fresh bool, b *model.Budge
 			}
 		}
 		if bad {
-			return p.ruledOut(i, want), decided
+			return p.ruledOut(i, want), decided, oracle
 		}
 	}
-	return nil, decided
+	return nil, decided, oracle
 }
 
 // replayExact judges op, an answer on the fake clock, with the readings

@@ -60,3 +60,16 @@ func TestUndecidedParams(t *testing.T) {
 	// Clauses are split outside parentheses.
 	assert.Equal(t, []string{"a (b, c)", "d"}, splitClauses("a (b, c), d"))
 }
+
+// One limiter has one clock: users whose answers fit phases far apart
+// are not explained by it, users whose phases are within a late tick
+// are, across the second's wrap too.
+func TestOnePhaseExplainsEveryUser(t *testing.T) {
+	assert.True(t, onePhase(nil, clockLate), "no user: nothing against it")
+	assert.True(t, onePhase([][]int64{{100, 400}, {400, 700}}, 0), "400 fits both")
+	assert.False(t, onePhase([][]int64{{100}, {400}}, clockLate), "300ms apart")
+	assert.True(t, onePhase([][]int64{{100}, {120}}, clockLate), "a tick 20ms late")
+	assert.False(t, onePhase([][]int64{{100}, {130}}, clockLate), "30ms apart")
+	assert.True(t, onePhase([][]int64{{990}, {5}}, clockLate), "15ms apart across the wrap")
+	assert.False(t, onePhase([][]int64{{100}, {}}, clockLate), "a user no phase explains")
+}

@@ -117,27 +117,39 @@ func (r *runner) sideBySide(ctx context.Context, t Target, specs []Spec, rep *re
 		}
 	}
 	results := make([]result.Result, len(specs))
-	aborted := r.pool(ctx, t, specs, together, results, lanes)
+	halt := r.pool(ctx, t, specs, together, results, lanes)
 	for _, i := range single {
-		if aborted != "" {
-			results[i] = r.notRun(&specs[i], "not run: "+aborted, ctx.Err() != nil)
+		if halt.why() != "" {
+			results[i] = r.notRun(&specs[i], "not run: "+halt.why(), ctx.Err() != nil)
 			continue
 		}
-		results[i], aborted = r.runOne(ctx, t, &specs[i])
+		results[i], halt = r.runOne(ctx, t, &specs[i])
 	}
-	rep.Aborted = aborted
+	rep.Aborted, rep.StoppedAt = halt.aborted, halt.failedAt
 	rep.Results = append(rep.Results, results...)
 	reconcile(rep, r.diags)
 }
 
+// halt is why a run runs no further spec: aborted (it cannot go on), or
+// failedAt, the spec whose failure stopped it (Config.FailFast); both
+// empty while it goes on.
+type halt struct{ aborted, failedAt string }
+
+func (h halt) why() string {
+	if h.failedAt != "" {
+		return failFastWhy(h.failedAt)
+	}
+	return h.aborted
+}
+
 // pool runs the specs at the indices which, lanes at a time, into
-// results, and returns why the run cannot go on ("" to go on), as the
+// results, and returns why the run cannot go on (none to go on), as the
 // sequential run would decide.
-func (r *runner) pool(ctx context.Context, t Target, specs []Spec, which []int, results []result.Result, lanes int) string {
+func (r *runner) pool(ctx context.Context, t Target, specs []Spec, which []int, results []result.Result, lanes int) halt {
 	var (
 		mu      sync.Mutex
 		next    int
-		aborted string
+		stopped halt
 		wg      sync.WaitGroup
 	)
 	for lane := range min(lanes, len(which)) {
@@ -145,7 +157,7 @@ func (r *runner) pool(ctx context.Context, t Target, specs []Spec, which []int, 
 		wg.Go(func() {
 			for {
 				mu.Lock()
-				k, why := next, aborted
+				k, why := next, stopped.why()
 				next++
 				mu.Unlock()
 				if k >= len(which) {
@@ -156,31 +168,35 @@ func (r *runner) pool(ctx context.Context, t Target, specs []Spec, which []int, 
 					results[which[k]] = r.notRun(s, "not run: "+why, ctx.Err() != nil)
 					continue
 				}
-				results[which[k]], why = r.runOne(ctx, t, s)
+				var h halt
+				results[which[k]], h = r.runOne(ctx, t, s)
 				mu.Lock()
-				if aborted == "" {
-					aborted = why
+				if stopped.why() == "" {
+					stopped = h
 				}
 				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
-	return aborted
+	return stopped
 }
 
 // runOne runs s and returns its result and why the run cannot go on
-// ("" to go on), as runInto and checkOne decide for one spec at a time.
-func (r *runner) runOne(ctx context.Context, t Target, s *Spec) (result.Result, string) {
+// (none to go on), as runInto and checkOne decide for one spec at a time.
+func (r *runner) runOne(ctx context.Context, t Target, s *Spec) (result.Result, halt) {
 	res := r.runSpec(ctx, t, s)
 	if stuck := r.stuckSpec(); stuck != "" {
-		return res, stuck
+		return res, halt{aborted: stuck}
 	}
 	if why := r.judgeAround(ctx, t, s, &res); why != "" {
-		return res, why
+		return res, halt{aborted: why}
 	}
 	if ctx.Err() != nil {
-		return res, "interrupted: " + context.Cause(ctx).Error()
+		return res, halt{aborted: "interrupted: " + context.Cause(ctx).Error()}
 	}
-	return res, ""
+	if r.stopsHere(res) {
+		return res, halt{failedAt: res.ID}
+	}
+	return res, halt{}
 }

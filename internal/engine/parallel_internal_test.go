@@ -232,3 +232,33 @@ func TestSpecsSideBySideEachOnALaneOfItsOwn(t *testing.T) {
 	}
 	assert.Contains(t, fmt.Sprint(rep.Notes), "on a lane of instances of its own")
 }
+
+// With FailFast, a failure side by side stops the run: the spec beside it
+// finishes, and those after it (here the ones that run alone once the
+// others are done) are not run, saying why; the verdict is the failure.
+func TestFailFastSideBySide(t *testing.T) {
+	t.Parallel()
+	var g gauge
+	cat := gaugedSpecs(5, &g, func(i int, h *Harness) {
+		if i == 2 {
+			h.Failf("s02 fails")
+		}
+	})
+	for i := 3; i < 5; i++ {
+		cat[i].Needs = []Need{NeedShared} // alone, after the side-by-side ones
+	}
+	rep, err := cat.Check(context.Background(), Config{Parallel: 2, FailFast: true}, endpointLike())
+	require.NoError(t, err)
+	statuses := map[string]result.Status{}
+	for _, r := range rep.Results {
+		statuses[r.ID] = r.Status
+	}
+	assert.Equal(t, map[string]result.Status{"core/s00": result.Passed, "core/s01": result.Passed, "core/s02": result.Failed,
+		"core/s03": result.NotRun, "core/s04": result.NotRun}, statuses)
+	assert.Equal(t, "core/s02", rep.StoppedAt)
+	assert.Empty(t, rep.Aborted, "stopping as asked is not an abort")
+	assert.Contains(t, rep.Results[3].Message, "not run: the run stopped at its first failure, core/s02 (fail-fast)")
+	v := rep.Verdict()
+	assert.Equal(t, result.NotConformant, v.Outcome)
+	assert.Contains(t, v.Reasons, "the run stopped at its first failure, core/s02, as asked (fail-fast)")
+}

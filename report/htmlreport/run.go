@@ -174,6 +174,9 @@ func runFacts(rep *result.Report, meta report.Meta) []Fact {
 	if rep.Selection != "" {
 		facts = append(facts, Fact{Label: "only", Value: rep.Selection})
 	}
+	if rep.StoppedAt != "" {
+		facts = append(facts, Fact{Label: "stopped early", Value: "at its first failure, " + rep.StoppedAt + " (fail-fast)"})
+	}
 	if rep.Aborted != "" {
 		facts = append(facts, Fact{Label: "stopped early", Value: rep.Aborted})
 	}

@@ -53,10 +53,11 @@ func main() {
 	keep := flag.String("keep", "", "keep each grading's output and JSON report in this directory")
 	from := flag.String("from", "", "grade nothing: read the gradings a run kept (-keep) in this directory, and write and compare as if they had just run")
 	parallel := flag.Int("parallel", 4, "how many cards are graded at once")
+	failFast := flag.Bool("fail-fast", false, "stop each card's run against the sliding log, when the card's own profile is another, at its first failure (rlconform run --fail-fast): expected.txt holds only that run's outcome, so the check is whole, but the failures are not all counted, so docs/cards.md is not written (CI's check)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	code, err := run(ctx, options{root: *root, only: *only, update: *update, write: *write, out: *out, expected: *expected, keep: *keep, from: *from, parallel: *parallel})
+	code, err := run(ctx, options{root: *root, only: *only, update: *update, write: *write, out: *out, expected: *expected, keep: *keep, from: *from, parallel: *parallel, failFast: *failFast})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "cards:", err)
 	}
@@ -67,6 +68,9 @@ type options struct {
 	root, only, out, expected, keep, from string
 	update, write                         bool
 	parallel                              int // cards graded at once
+	// failFast stops the runs against the sliding log of cards graded
+	// against another profile at their first failure (grader.failFast).
+	failFast bool
 }
 
 func run(ctx context.Context, o options) (int, error) {
@@ -102,7 +106,13 @@ func run(ctx context.Context, o options) (int, error) {
 	if err := build.Run(); o.from == "" && err != nil {
 		return 2, fmt.Errorf("building the Go cards: %w", err)
 	}
-	g := &grader{ctx: ctx, shim: shim, dir: dir, tmp: tmp, keep: o.keep, from: o.from}
+	g := &grader{ctx: ctx, shim: shim, dir: dir, tmp: tmp, keep: o.keep, from: o.from, failFast: o.failFast}
+	if o.failFast && o.write {
+		// Its runs against the sliding log count a failure or two, where
+		// the page counts them all.
+		fmt.Fprintln(os.Stderr, "cards: -fail-fast: docs/cards.md is not written")
+		o.write = false
+	}
 	if o.keep != "" {
 		if err := os.MkdirAll(o.keep, 0o755); err != nil {
 			return 2, err
@@ -189,10 +199,13 @@ func runTime(o options, took time.Duration, parallel int) (time.Duration, int) {
 type grader struct {
 	ctx                  context.Context
 	shim, dir, tmp, keep string
-	from                 string        // read kept gradings instead
-	card                 string        // the card being graded
-	n                    int           // its gradings so far
-	took, total          time.Duration // the last grading's time, the card's
+	from                 string // read kept gradings instead
+	// failFast runs the sliding log of a card graded against another
+	// profile with --fail-fast: only its outcome is compared.
+	failFast    bool
+	card        string        // the card being graded
+	n           int           // its gradings so far
+	took, total time.Duration // the last grading's time, the card's
 }
 
 // graded is what the runs of one card said.
@@ -358,6 +371,9 @@ func (g *grader) grade(c card) (*graded, error) {
 			args = append(args, "--parallel", "1")
 		}
 		args = append(append(args, inspect...), c.RunFlags...)
+		if g.failFast && profile != c.Profile {
+			args = append(args, "--fail-fast")
+		}
 		if c.IDs != "" {
 			args = append(args, "--id", c.IDs)
 		}

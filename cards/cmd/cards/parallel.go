@@ -78,6 +78,13 @@ func gradeOne(g *grader, c card) (*graded, error) {
 		return nil, err
 	}
 	fmt.Fprintf(os.Stderr, "cards: %s took %v: %s\n", c.Name, r.took.Round(time.Second), findings(r))
+	if r.identify.Outcome == "identified" || r.identify.Outcome == "ambiguous" {
+		// Another profile fit where the card's own did not: the answers
+		// that ruled it out, for a difference (or a flake) to be read.
+		if why := ruledOutWhy(r.identify.text, "identified "+c.Profile); why != "" {
+			fmt.Fprintf(os.Stderr, "cards: %s: identify ruled out the card's own profile:%s\n", c.Name, why)
+		}
+	}
 	return r, nil
 }
 

@@ -249,7 +249,7 @@ func compare(want map[[2]string]string, gs []*graded) []string {
 				diff = append(diff, fmt.Sprintf("%s %s: no expected verdict; it said %q", name, gr.what, runVerdict(gr.i, *gr.run)))
 			case gr.identify != nil:
 				if !identifyMatches(w, *gr.identify) {
-					diff = append(diff, fmt.Sprintf("%s %s: %q, expected %q", name, gr.what, gr.identify.name(), w))
+					diff = append(diff, fmt.Sprintf("%s %s: %q, expected %q", name, gr.what, gr.identify.name(), w)+ruledOutWhy(gr.identify.text, w))
 				}
 			default:
 				if d := compareGrading(w, *gr.run); d != "" {
@@ -260,6 +260,39 @@ func compare(want map[[2]string]string, gs []*graded) []string {
 	}
 	return diff
 }
+
+// ruledOutWhy is what identify's text says ruled out the profiles want
+// expects (its alternatives), indented, for a difference to show the
+// answers that decided it: at most ruledOutLines lines each, "" when the
+// text rules none of them out.
+func ruledOutWhy(text, want string) string {
+	var b strings.Builder
+	lines := strings.Split(text, "\n")
+	for _, alt := range strings.Split(want, identifyOr) {
+		p, ok := strings.CutPrefix(alt, "identified ")
+		if !ok {
+			continue
+		}
+		for i, l := range lines {
+			out, ok := strings.CutPrefix(l, "  ruled out ")
+			if !ok || !slices.Contains(strings.Split(out, ", "), p) {
+				continue
+			}
+			b.WriteString("\n    " + l)
+			for _, more := range lines[i+1 : min(len(lines), i+1+ruledOutLines)] {
+				if !strings.HasPrefix(more, "    ") {
+					break
+				}
+				b.WriteString("\n    " + more)
+			}
+		}
+	}
+	return b.String()
+}
+
+// ruledOutLines bounds the lines of why a profile was ruled out that a
+// difference shows: the answer and a short timeline.
+const ruledOutLines = 14
 
 // compareGrading is how run r differs from its expected verdict w, or "".
 func compareGrading(w string, r runReport) string {

@@ -70,6 +70,13 @@ func TestCompareIdentifyAndMissing(t *testing.T) {
 	if d := compare(want, []*graded{g}); len(d) != 1 || !strings.Contains(d[0], `"identified token-bucket", expected "identified gcra:burst=limit"`) {
 		t.Errorf("compare = %q, want the identification's difference", d)
 	}
+	// The difference says what ruled the expected profile out, from
+	// identify's text.
+	g.identify.text = "IDENTIFIED\n  fits      token-bucket\n  ruled out sliding-log, gcra:burst=limit\n    by core/x step 3: denied\n      +0ms  allowed\n  ruled out fixed-window\n    by core/y\n"
+	if d := compare(want, []*graded{g}); len(d) != 1 || !strings.HasSuffix(d[0], "\n      ruled out sliding-log, gcra:burst=limit\n        by core/x step 3: denied\n          +0ms  allowed") {
+		t.Errorf("compare = %q, want why the expected profile was ruled out", d)
+	}
+	g.identify.text = ""
 	// Ambiguous among fits that include the expected one: undecided in
 	// real time, no difference; ambiguous among others, a difference.
 	want[[2]string{"x-time-rate", "identify"}] = "identified token-bucket"
