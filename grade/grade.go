@@ -86,7 +86,7 @@ type Config struct {
 	Algorithms *model.Algorithms
 	// FailFast stops the run at the first spec that fails (one not in
 	// ExpectFail): the specs not begun are not run, those running beside
-	// it finish, and Report.FailedFast says so. The verdict is then the
+	// it finish, and Report.StoppedAt names it. The verdict is then the
 	// failures found, never a pass.
 	FailFast bool
 	// Progress, when set, is called after each spec.

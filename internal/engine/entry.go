@@ -32,7 +32,7 @@ func (cat Catalogue) Check(ctx context.Context, cfg Config, target Target) (*res
 	specs := r.selected()
 	lanes := r.lanes(target, len(specs))
 	for i := range specs {
-		if lanes > 1 && r.margin != 0 {
+		if lanes > 1 && r.margin != 0 && stopped(rep) == "" {
 			// The margin is measured (by the first real-time spec, alone):
 			// the rest run side by side.
 			r.sideBySide(ctx, target, specs[i:], rep, lanes)

@@ -262,3 +262,23 @@ func TestFailFastSideBySide(t *testing.T) {
 	assert.Equal(t, result.NotConformant, v.Outcome)
 	assert.Contains(t, v.Reasons, "the run stopped at its first failure, core/s02, as asked (fail-fast)")
 }
+
+// With FailFast, a failure of the first spec, which runs alone before the
+// others go side by side, stops the run there.
+func TestFailFastAtTheFirstSpec(t *testing.T) {
+	t.Parallel()
+	var g gauge
+	cat := gaugedSpecs(4, &g, func(i int, h *Harness) {
+		if i == 0 {
+			h.Failf("s00 fails")
+		}
+	})
+	rep, err := cat.Check(context.Background(), Config{Parallel: 2, FailFast: true}, endpointLike())
+	require.NoError(t, err)
+	require.Len(t, rep.Results, 4)
+	assert.Equal(t, result.Failed, rep.Results[0].Status)
+	for _, r := range rep.Results[1:] {
+		assert.Equal(t, result.NotRun, r.Status, r.ID)
+	}
+	assert.Equal(t, "core/s00", rep.StoppedAt)
+}
