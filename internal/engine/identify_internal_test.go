@@ -7,9 +7,20 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/model"
 	"github.com/rlconform/rlconform/result"
 )
+
+// A window is raised by whole seconds unless the target declares its
+// granularity.
+func TestRaiseUnit(t *testing.T) {
+	assert.Equal(t, time.Second, raiseUnit(contract.Capabilities{}, time.Millisecond), "learned: it takes 1.5s")
+	assert.Equal(t, time.Second, raiseUnit(contract.Capabilities{}, time.Second))
+	assert.Equal(t, time.Millisecond, raiseUnit(contract.Capabilities{WindowGranularity: time.Millisecond}, time.Millisecond))
+	assert.Equal(t, 300*time.Millisecond, raiseUnit(contract.Capabilities{WindowGranularity: 300 * time.Millisecond}, 300*time.Millisecond))
+	assert.Equal(t, 2*time.Second, raisedWindow(250*time.Millisecond, raiseUnit(contract.Capabilities{}, time.Millisecond)))
+}
 
 // A real-time window raised for slow round trips is five margins, rounded
 // up to a tenth of a second, then to the target's granularity.

@@ -862,7 +862,7 @@ func (h *Harness) measureMargin() *roundTrips {
 		m.note = fmt.Sprintf("the slowest of %d round trips took %v, slow for the window %v: answers near its edges will be undecided, and specs that decide nothing inconclusive",
 			len(quick), slowest.Round(time.Millisecond), w)
 	} else if m.margin > w/5 {
-		m.window = raisedWindow(m.margin, h.run.granularity)
+		m.window = raisedWindow(m.margin, raiseUnit(h.target.Capabilities, h.run.granularity))
 		m.note = fmt.Sprintf("the real-time window was raised from %v to %v: the slowest of %d round trips took %v, too slow to aim within %v of a window edge",
 			w, m.window, len(quick), slowest.Round(time.Millisecond), w/5)
 	}
@@ -914,6 +914,19 @@ func (h *Harness) shortWindow(margin time.Duration) time.Duration {
 // and the target takes Configure and declares millisecond windows.
 func mayShorten(sized bool, caps contract.Capabilities) bool {
 	return sized && caps.Configure && caps.WindowGranularity == time.Millisecond
+}
+
+// raiseUnit is what a window raised for slow round trips is a whole
+// number of: the granularity the target declares, or, when it declares
+// none, whole seconds at least (learned is what the run learned of it):
+// a library may take a window of 1.3s and keep its keys for whole
+// seconds of it (rate-limiter-flexible's Redis store floors them), which
+// no user who configures whole seconds meets.
+func raiseUnit(caps contract.Capabilities, learned time.Duration) time.Duration {
+	if caps.WindowGranularity != 0 {
+		return learned
+	}
+	return max(learned, time.Second)
 }
 
 // raisedWindow is the real-time window for a margin: five margins,
