@@ -204,6 +204,7 @@ type grader struct {
 	// profile with --fail-fast: only its outcome is compared.
 	failFast    bool
 	card        string        // the card being graded
+	again       string        // "-again" in a second grading's kept names, so that the first's stay
 	n           int           // its gradings so far
 	took, total time.Duration // the last grading's time, the card's
 }
@@ -444,12 +445,22 @@ func (g *grader) gradeScale(c card, scale string, target, inspect []string) (sca
 	return sg, nil
 }
 
+// fileExists reports whether path names a file.
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
 // cli runs rlconform's entry point with args and --json, and decodes the
 // report into v.
 func (g *grader) cli(args []string, v any, exit *int, text *string) error {
 	g.n++
-	name := fmt.Sprintf("%s-%d-%s", g.card, g.n, args[0])
+	name := fmt.Sprintf("%s%s-%d-%s", g.card, g.again, g.n, args[0])
 	if g.from != "" {
+		// A card graded twice kept both: the second is what the run took.
+		if again := fmt.Sprintf("%s-again-%d-%s", g.card, g.n, args[0]); fileExists(filepath.Join(g.from, again+".json")) {
+			name = again
+		}
 		b, err := os.ReadFile(filepath.Join(g.from, name+".json"))
 		if err != nil {
 			return fmt.Errorf("a kept grading: %w", err)

@@ -35,7 +35,9 @@ func gradeAll(g *grader, selected []card, parallel int, again func(*graded) bool
 				results[i], errs[i] = gradeOne(g, selected[i])
 				if errs[i] == nil && again != nil && again(results[i]) {
 					fmt.Fprintf(os.Stderr, "cards: %s differs from what is expected: graded once more, now\n", selected[i].Name)
-					seconds[i], errs[i] = gradeOne(g, selected[i])
+					again := *g
+					again.again = "-again"
+					seconds[i], errs[i] = gradeOne(&again, selected[i])
 				}
 			}
 		}()
