@@ -233,19 +233,20 @@ func TestSpecsSideBySideEachOnALaneOfItsOwn(t *testing.T) {
 	assert.Contains(t, fmt.Sprint(rep.Notes), "on a lane of instances of its own")
 }
 
-// With FailFast, a failure side by side stops the run: the spec beside it
-// finishes, and those after it (here the ones that run alone once the
-// others are done) are not run, saying why; the verdict is the failure.
-func TestFailFastSideBySide(t *testing.T) {
-	t.Parallel()
+// failFastRun checks, Parallel 2 and FailFast, n specs of an endpoint
+// of which the spec at index failing fails, and those from index alone
+// on must run alone (after the side-by-side ones), and returns the
+// report and each spec's status.
+func failFastRun(t *testing.T, n, failing, alone int) (*result.Report, map[string]result.Status) {
+	t.Helper()
 	var g gauge
-	cat := gaugedSpecs(5, &g, func(i int, h *Harness) {
-		if i == 2 {
-			h.Failf("s02 fails")
+	cat := gaugedSpecs(n, &g, func(i int, h *Harness) {
+		if i == failing {
+			h.Failf("s%02d fails", i)
 		}
 	})
-	for i := 3; i < 5; i++ {
-		cat[i].Needs = []Need{NeedShared} // alone, after the side-by-side ones
+	for i := alone; i < n; i++ {
+		cat[i].Needs = []Need{NeedShared}
 	}
 	rep, err := cat.Check(context.Background(), Config{Parallel: 2, FailFast: true}, endpointLike())
 	require.NoError(t, err)
@@ -253,6 +254,15 @@ func TestFailFastSideBySide(t *testing.T) {
 	for _, r := range rep.Results {
 		statuses[r.ID] = r.Status
 	}
+	return rep, statuses
+}
+
+// With FailFast, a failure side by side stops the run: the spec beside it
+// finishes, and those after it (here the ones that run alone once the
+// others are done) are not run, saying why; the verdict is the failure.
+func TestFailFastSideBySide(t *testing.T) {
+	t.Parallel()
+	rep, statuses := failFastRun(t, 5, 2, 3)
 	assert.Equal(t, map[string]result.Status{"core/s00": result.Passed, "core/s01": result.Passed, "core/s02": result.Failed,
 		"core/s03": result.NotRun, "core/s04": result.NotRun}, statuses)
 	assert.Equal(t, "core/s02", rep.StoppedAt)
@@ -267,18 +277,8 @@ func TestFailFastSideBySide(t *testing.T) {
 // others go side by side, stops the run there.
 func TestFailFastAtTheFirstSpec(t *testing.T) {
 	t.Parallel()
-	var g gauge
-	cat := gaugedSpecs(4, &g, func(i int, h *Harness) {
-		if i == 0 {
-			h.Failf("s00 fails")
-		}
-	})
-	rep, err := cat.Check(context.Background(), Config{Parallel: 2, FailFast: true}, endpointLike())
-	require.NoError(t, err)
-	require.Len(t, rep.Results, 4)
-	assert.Equal(t, result.Failed, rep.Results[0].Status)
-	for _, r := range rep.Results[1:] {
-		assert.Equal(t, result.NotRun, r.Status, r.ID)
-	}
+	rep, statuses := failFastRun(t, 4, 0, 4)
+	assert.Equal(t, map[string]result.Status{"core/s00": result.Failed, "core/s01": result.NotRun, "core/s02": result.NotRun,
+		"core/s03": result.NotRun}, statuses)
 	assert.Equal(t, "core/s00", rep.StoppedAt)
 }
