@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -21,7 +22,8 @@ import (
 
 // identify probes a limiter and says which profiles explain its answers.
 // Exit codes: 0 some profile fits, 1 none does (the limiter is none of
-// the honest designs), 2 could not run, 130 interrupted.
+// the honest designs), 2 could not run or undecided (no fit, some
+// profiles not judged within the budget of steps), 130 interrupted.
 func identify(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) int {
 	f, fs := identifyFlagSet(stderr)
 	if err := fs.Parse(args); err != nil {
@@ -139,7 +141,7 @@ func identifyFlagSet(stderr io.Writer) (*identifyFlags, *flag.FlagSet) {
 	f.lengthFlags.register(fs)
 	fs.Uint64Var(&f.seed, "seed", 0, "seed (0: pick one)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: rlconform identify --target URL | --endpoint URL --identity ... [flags]\n\nProbes the limiter (with its clock when it has one, in real time otherwise) and says which\nprofiles and parameters explain every answer, which are ruled out and by which answer\n(profiles that decide alike as one group; a Configure that forgets every history apart).\nExit codes: 0 a profile fits, 1 none fits, 2 could not run, 130 interrupted.")
+		fmt.Fprintln(stderr, "usage: rlconform identify --target URL | --endpoint URL --identity ... [flags]\n\nProbes the limiter (with its clock when it has one, in real time otherwise) and says which\nprofiles and parameters explain every answer, which are ruled out and by which answer\n(profiles that decide alike as one group; a Configure that forgets every history apart).\nExit codes: 0 a profile fits, 1 none fits, 2 could not run or undecided (profiles not judged), 130 interrupted.")
 		fs.PrintDefaults()
 	}
 	return f, fs
@@ -211,6 +213,10 @@ func reportIdentification(id *result.Identification, text, out, stderr io.Writer
 			fmt.Fprintf(stderr, "rlconform identify: --json: %v\n", err)
 			return ExitCannotRun
 		}
+	}
+	if id.Undecided() {
+		fmt.Fprintf(stderr, "rlconform identify: undecided: no profile judged fits, and %s could not be judged within identify's budget of steps (slow round trips widen the searches: try a quieter machine, or fewer --instances)\n", strings.Join(id.Unjudged, ", "))
+		return ExitCannotRun
 	}
 	if len(id.Fits) == 0 {
 		return ExitNotConformant

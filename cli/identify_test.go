@@ -18,8 +18,10 @@ import (
 	"github.com/rlconform/rlconform/adapters"
 	"github.com/rlconform/rlconform/contract"
 	"github.com/rlconform/rlconform/fakeclock"
+	"github.com/rlconform/rlconform/internal/redact"
 	"github.com/rlconform/rlconform/internal/testtier"
 	"github.com/rlconform/rlconform/model"
+	"github.com/rlconform/rlconform/result"
 )
 
 // behind reads the wall clock late by its own amount: a limiter on it
@@ -209,6 +211,21 @@ func TestIdentifyCannotRun(t *testing.T) {
 	assert.Contains(t, errOut, "--target")
 	code, _, errOut = rlconform(t, "identify", "--target", "http://127.0.0.1:1")
 	assert.Equal(t, ExitCannotRun, code, errOut)
+}
+
+// An identification with no fit whose unjudged profiles might fit is
+// no verdict: exit 2, naming them, never 1 ("none fits").
+func TestIdentifyUndecidedExitsTwo(t *testing.T) {
+	id := &result.Identification{Target: "t", Limit: 5, Window: time.Second, Mode: result.RealTime,
+		Unjudged: []string{"fixed-window:align=first-second,count-denied=false,query=read"}}
+	var text, out, errOut strings.Builder
+	assert.Equal(t, ExitCannotRun, reportIdentification(id, &text, &out, &errOut, redact.NewSecrets(8)))
+	assert.Contains(t, errOut.String(), "undecided: no profile judged fits, and fixed-window:align=first-second,count-denied=false,query=read could not be judged")
+	assert.Contains(t, out.String(), `"outcome": "undecided"`)
+
+	id.Unjudged = nil
+	errOut.Reset()
+	assert.Equal(t, ExitNotConformant, reportIdentification(id, &text, &out, &errOut, redact.NewSecrets(8)), "none fits, every profile judged")
 }
 
 // hourOnly takes no window but one hour, as a limiter configured in

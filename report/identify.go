@@ -18,7 +18,15 @@ func Identification(w io.Writer, id *result.Identification) error {
 	fmt.Fprintf(&b, "%s (limit %d, window %v, %s; a fresh user got %d at once)\n", id.Target, id.Limit, id.Window, id.Mode, id.Burst)
 	switch len(id.Fits) {
 	case 0:
-		b.WriteString("NONE FITS: no profile explains every answer (each is ruled out below)\n")
+		if id.Undecided() {
+			profiles := "1 profile"
+			if len(id.Unjudged) > 1 {
+				profiles = fmt.Sprintf("%d profiles", len(id.Unjudged))
+			}
+			fmt.Fprintf(&b, "UNDECIDED: no profile judged explains every answer, but %s could not be judged (below), and may\n", profiles)
+		} else {
+			b.WriteString("NONE FITS: no profile explains every answer (each is ruled out below)\n")
+		}
 	case 1:
 		if id.Configure != nil || id.Fits[0].RemainingDiffers != "" {
 			b.WriteString("IDENTIFIED: " + apart(id) + "\n")
@@ -82,6 +90,9 @@ func Identification(w io.Writer, id *result.Identification) error {
 		for _, t := range r.Timeline {
 			fmt.Fprintf(&b, "      %s\n", t)
 		}
+	}
+	if len(id.Unjudged) > 0 {
+		fmt.Fprintf(&b, "  not judged %s: neither fits nor ruled out: the search of their states ran past identify's budget of steps (slow round trips widen every instant a search follows; a loaded machine makes them slow)\n", strings.Join(id.Unjudged, ", "))
 	}
 	for _, m := range id.Mistakes {
 		fmt.Fprintf(&b, "  closest: every decision is what %s would give\n", m)
@@ -150,6 +161,7 @@ func IdentificationJSON(w io.Writer, id *result.Identification, meta Meta) error
 		// Configure is what Configure does, found apart from the
 		// algorithm in steady state.
 		Configure *configure `json:"configure,omitempty"`
+		Unjudged  []string   `json:"unjudged,omitempty"`
 		Probes    []string   `json:"probes"`
 		Notes     []string   `json:"notes,omitempty"`
 		// Graded are the catalogue's probes as each was graded, for
@@ -157,10 +169,13 @@ func IdentificationJSON(w io.Writer, id *result.Identification, meta Meta) error
 		Graded []GradedJSON `json:"graded,omitempty"`
 		At     string       `json:"at,omitempty"`
 	}{Version: meta.Version, Catalogue: meta.Catalogue, Target: id.Target, Limit: id.Limit, WindowMs: id.Window.Milliseconds(), Mode: string(id.Mode), Burst: id.Burst,
-		Fits: []fit{}, RuledOut: []ruledOut{}, Mistakes: id.Mistakes, Probes: id.Probes, Notes: id.Notes}
+		Fits: []fit{}, RuledOut: []ruledOut{}, Mistakes: id.Mistakes, Unjudged: id.Unjudged, Probes: id.Probes, Notes: id.Notes}
 	switch len(id.Fits) {
 	case 0:
 		out.Outcome = "none-fits"
+		if id.Undecided() {
+			out.Outcome = "undecided"
+		}
 	case 1:
 		out.Outcome = "identified"
 	default:

@@ -34,3 +34,25 @@ func TestIdentificationReadsQueriesApart(t *testing.T) {
 	require.NoError(t, Identification(&b, id))
 	assert.Contains(t, b.String(), "IDENTIFIED: one profile explains every answer in steady state; Configure does otherwise (below)")
 }
+
+// No fit, with profiles whose search ran past identify's budget, is
+// UNDECIDED (JSON outcome "undecided"), naming them: never NONE FITS.
+func TestIdentificationWithProfilesNotJudgedIsUndecided(t *testing.T) {
+	id := &result.Identification{Target: "t", Limit: 5, Window: time.Second, Mode: "real-time", Burst: 5,
+		RuledOut: []result.RuledOut{{Profile: "sliding-log", Probe: "core/within-limit", Step: 6, Operation: `AllowRequest("u")`, Got: "allowed", Want: "denied"}}}
+	var b strings.Builder
+	require.NoError(t, Identification(&b, id))
+	assert.Contains(t, b.String(), "NONE FITS")
+
+	id.Unjudged = []string{"fixed-window:align=first-second,count-denied=false,query=read"}
+	b.Reset()
+	require.NoError(t, Identification(&b, id))
+	assert.NotContains(t, b.String(), "NONE FITS")
+	assert.Contains(t, b.String(), "UNDECIDED: no profile judged explains every answer, but 1 profile could not be judged (below), and may")
+	assert.Contains(t, b.String(), "not judged fixed-window:align=first-second,count-denied=false,query=read: neither fits nor ruled out")
+
+	b.Reset()
+	require.NoError(t, IdentificationJSON(&b, id, Meta{}))
+	assert.Contains(t, b.String(), `"outcome": "undecided"`)
+	assert.Contains(t, b.String(), `"unjudged": [`)
+}

@@ -34,6 +34,11 @@ type Identification struct {
 	// is not what the fitting profiles say: the fits explain every answer
 	// with it set apart (in steady state), and this is how Configure reads.
 	Configure *ConfigureFinding `json:",omitempty"`
+	// Unjudged are the profiles no answer fitted nor ruled out: the search
+	// of their states ran past identify's budget of steps (slow round
+	// trips widen every instant a search follows). With no fit, they make
+	// the identification undecided (Undecided), never "none fits".
+	Unjudged []string `json:",omitempty"`
 	// Probes are the specs whose histories were replayed.
 	Probes []string
 	Notes  []string
@@ -44,6 +49,12 @@ type Identification struct {
 	Graded []Graded `json:",omitempty"`
 	// At is when the probes ended.
 	At time.Time
+}
+
+// Undecided reports whether no profile fits while some were not judged:
+// one of those may be the limiter's, so nothing can be said.
+func (id *Identification) Undecided() bool {
+	return len(id.Fits) == 0 && len(id.Unjudged) > 0
 }
 
 // Graded is a spec's result with what it was graded under: the profile,

@@ -167,7 +167,9 @@ func (h *Harness) evidence(failed bool) (clues []clue, graded bool) {
 // concurrent burst, whose search would be slow for a diagnosis, or a
 // configuration changed under a history), and once b, the diagnosis's
 // budget of search steps, is spent or the spec's time is up: a search
-// that gave up admits nothing. The diagnosis runs on the spec's goroutine
+// that gave up admits nothing, and so does a profile on a clock of the
+// limiter's own that explains each user at a phase of its own, but no
+// phase every user. The diagnosis runs on the spec's goroutine
 // after its verdict; unbounded, its searches once kept a failed spec
 // from returning for over a minute under -race.
 func (h *Harness) admits(c model.Variant, remaining bool, b *model.Budget) bool {
@@ -176,8 +178,14 @@ func (h *Harness) admits(c model.Variant, remaining bool, b *model.Budget) bool 
 		return false
 	}
 	p := probe{n: h.env.MaxRequests, w: h.env.Window, realTime: true, trace: h.trace}
-	out, _, _ := replayProbe(c, p, remaining, false, b)
-	return out == nil && !b.Exhausted()
+	out, _, oracle := replayProbe(c, p, remaining, false, b)
+	if out != nil || b.Exhausted() {
+		return false
+	}
+	// One limiter has one clock: every user at one phase of it (as
+	// identify asks, see onePhase).
+	users, clocked := model.ClockPhases(oracle)
+	return !clocked || onePhase(users, clockLate)
 }
 
 // timed is the real-time trace with every instant taken at the sending

@@ -48,3 +48,22 @@ func TestDiagnosisOfAFailedSpecAdmitsAnyTimingOfEachCall(t *testing.T) {
 	assert.False(t, named(false), "one timing of every call gives these answers: the test shows nothing")
 	assert.True(t, named(true), "a failed spec's diagnosis misses the window a timing of each call gives")
 }
+
+// A failed spec's diagnosis admits a fixed window on the limiter's own
+// clock of seconds only at one phase of that clock for every user: two
+// users whose windows turned 500ms apart are not one limiter's.
+func TestDiagnosisWantsOneClockForEveryUser(t *testing.T) {
+	base := time.Unix(1_700_000_000, 0)
+	call := func(user string, lo int) TraceOp {
+		at := base.Add(time.Duration(lo) * time.Millisecond)
+		return TraceOp{At: at, until: at.Add(time.Millisecond), Kind: model.OpAllow, User: user, Got: "allowed"}
+	}
+	firstSecond := model.MustVariant("fixed-window:align=first-second,count-denied=false,query=read")
+	h := &Harness{env: Env{MaxRequests: 1, Window: time.Second}}
+	// Limit 1: each user's second request is allowed 100ms after its
+	// first, so its window turned between them.
+	h.trace = []TraceOp{call("a", 0), call("a", 100), call("b", 1050), call("b", 1150)}
+	assert.True(t, h.admits(firstSecond, false, model.NewBudget(diagnosisSteps)), "windows that turned 50-100ms past a whole second explain both")
+	h.trace = []TraceOp{call("a", 0), call("a", 100), call("b", 500), call("b", 600)}
+	assert.False(t, h.admits(firstSecond, false, model.NewBudget(diagnosisSteps)), "a's window turned 500ms apart from b's: no one clock")
+}

@@ -420,7 +420,7 @@ func identifyOnce(ctx context.Context, cat Catalogue, cfg Config, target Target,
 	b := model.NewBudget(identifySteps)
 	judgeFits(id, cands, probes, false, b)
 	if changesConfig(probes) && !slices.ContainsFunc(id.Fits, func(f result.Fit) bool { return !f.ChangeUnjudged }) {
-		configureApart(id, cands, probes, b)
+		configureApart(id, cands, probes)
 	}
 	if len(id.Fits) == 0 {
 		id.Mistakes = mistakes(id.Limit, id.Window, probes)
@@ -470,10 +470,21 @@ func changesConfig(probes []probe) bool {
 // moving window, whose keys hold the limit, was a fixed window on the
 // limiter's second whose answers after a change went unjudged, where every
 // one of its decisions is a sliding log's.)
-func configureApart(id *result.Identification, cands []model.Variant, probes []probe, b *model.Budget) {
+//
+// It searches on a budget of its own: the replays with the profiles' own
+// Configure, on a loaded machine, can spend all of theirs, and a profile
+// this replay would have fitted is then not "none fits" (a run of Python
+// limits' moving window, four cards at once, said so). What it could not
+// judge, when nothing fits, is unjudged with Configure apart too.
+func configureApart(id *result.Identification, cands []model.Variant, probes []probe) {
 	fresh := &result.Identification{Limit: id.Limit, Window: id.Window}
-	judgeFits(fresh, cands, probes, true, b)
+	judgeFits(fresh, cands, probes, true, model.NewBudget(identifySteps))
 	if len(fresh.Fits) == 0 {
+		for _, u := range fresh.Unjudged {
+			if !slices.Contains(id.Unjudged, u) {
+				id.Unjudged = append(id.Unjudged, u)
+			}
+		}
 		return
 	}
 	var evidence result.RuledOut
@@ -482,7 +493,7 @@ func configureApart(id *result.Identification, cands []model.Variant, probes []p
 			evidence = r
 		}
 	}
-	id.Fits, id.RuledOut = fresh.Fits, fresh.RuledOut
+	id.Fits, id.RuledOut, id.Unjudged = fresh.Fits, fresh.RuledOut, fresh.Unjudged
 	id.Configure = &result.ConfigureFinding{
 		Does:     "Configure forgets every user's history: each user starts afresh under the new limit and window (as a limiter whose keys include them does), where the profile keeps it and reads it with the new values",
 		Evidence: evidence,
@@ -687,10 +698,7 @@ func judgeFits(id *result.Identification, cands []model.Variant, probes []probe,
 	if len(fits) == 0 {
 		judge(slices.DeleteFunc(slices.Clone(cands), func(c model.Variant) bool { return !lastResort(c) }))
 	}
-	if len(unjudged) > 0 {
-		id.Notes = append(id.Notes, fmt.Sprintf("not judged, so neither fits nor ruled out: %s: the search of their states ran past identify's budget of %d steps (slow round trips widen every instant a search follows; a loaded machine makes them slow)",
-			strings.Join(unjudged, ", "), identifySteps))
-	}
+	id.Unjudged = append(id.Unjudged, unjudged...)
 	// Fits a modelled reading of a change explains come first, so that
 	// one names its group.
 	order := make([]int, len(fits))

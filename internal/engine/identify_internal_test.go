@@ -84,3 +84,32 @@ func TestOnePhaseExplainsEveryUser(t *testing.T) {
 	assert.True(t, onePhase([][]int64{{990}, {5}}, clockLate), "15ms apart across the wrap")
 	assert.False(t, onePhase([][]int64{{100}, {}}, clockLate), "a user no phase explains")
 }
+
+// A profile whose search ran past identify's budget is neither a fit nor
+// ruled out: with no fit, the identification is undecided, never "none
+// fits". Seven answers allowed within 60ms at a limit of 5 per second
+// rule the sliding log out (its replay takes no search), and a fixed
+// window whose boundary falls among them explains them, when judged.
+func TestUnjudgedProfilesMakeIdentifyUndecided(t *testing.T) {
+	start := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	p := probe{id: "core/within-limit", n: 5, w: time.Second, realTime: true, start: start}
+	for i := range 7 {
+		at := start.Add(time.Duration(i) * 10 * time.Millisecond)
+		p.trace = append(p.trace, TraceOp{At: at, until: at.Add(5 * time.Millisecond), Kind: model.OpAllow, User: "u", Got: AllowedWord(true)})
+	}
+	cands, err := candidates(model.Builtin(), 5, 5)
+	require.NoError(t, err)
+
+	starved := &result.Identification{Limit: 5, Window: time.Second}
+	judgeFits(starved, cands, []probe{p}, false, model.NewBudget(1))
+	assert.Empty(t, starved.Fits)
+	assert.NotEmpty(t, starved.Unjudged)
+	assert.True(t, starved.Undecided(), "profiles not judged: undecided, not none fits")
+	assert.NotContains(t, starved.Unjudged, "sliding-log", "the sliding log takes no search: ruled out")
+
+	judged := &result.Identification{Limit: 5, Window: time.Second}
+	judgeFits(judged, cands, []probe{p}, false, model.NewBudget(identifySteps))
+	assert.Empty(t, judged.Unjudged)
+	assert.NotEmpty(t, judged.Fits, "judged, a fixed window explains them")
+	assert.False(t, judged.Undecided())
+}

@@ -247,9 +247,10 @@ func compare(want map[[2]string]string, gs []*graded) []string {
 				diff = append(diff, fmt.Sprintf("%s %s: no expected verdict; it said %q", name, gr.what, gr.identify.name()))
 			case !ok:
 				diff = append(diff, fmt.Sprintf("%s %s: no expected verdict; it said %q", name, gr.what, runVerdict(gr.i, *gr.run)))
+			case gr.identify != nil && gr.identify.uncompared:
 			case gr.identify != nil:
 				if !identifyMatches(w, *gr.identify) {
-					diff = append(diff, fmt.Sprintf("%s %s: %q, expected %q", name, gr.what, gr.identify.name(), w)+ruledOutWhy(gr.identify.text, w))
+					diff = append(diff, identifyDiff(name, gr.what, w, *gr.identify))
 				}
 			default:
 				if d := compareGrading(w, *gr.run); d != "" {
@@ -259,6 +260,28 @@ func compare(want map[[2]string]string, gs []*graded) []string {
 		}
 	}
 	return diff
+}
+
+// uncompared returns how what identify named, where compare did not
+// compare it (identifyReport.uncompared), differs from what is expected,
+// one line each.
+func uncompared(want map[[2]string]string, gs []*graded) []string {
+	var out []string
+	for _, g := range gs {
+		for _, gr := range g.gradings() {
+			w, ok := want[[2]string{g.card.Name, gr.what}]
+			if gr.identify != nil && gr.identify.uncompared && (!ok || !identifyMatches(w, *gr.identify)) {
+				out = append(out, identifyDiff(g.card.Name, gr.what, w, *gr.identify))
+			}
+		}
+	}
+	return out
+}
+
+// identifyDiff says how what identify named in card's grading what
+// differs from w, the expected.
+func identifyDiff(card, what, w string, r identifyReport) string {
+	return fmt.Sprintf("%s %s: %q, expected %q", card, what, r.name(), w) + ruledOutWhy(r.text, w)
 }
 
 // ruledOutWhy is what identify's text says ruled out the profiles want
@@ -285,6 +308,11 @@ func ruledOutWhy(text, want string) string {
 				}
 				b.WriteString("\n    " + more)
 			}
+		}
+	}
+	for _, l := range lines {
+		if strings.HasPrefix(l, "  not judged ") {
+			b.WriteString("\n    " + l)
 		}
 	}
 	return b.String()

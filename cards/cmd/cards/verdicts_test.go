@@ -402,3 +402,51 @@ func TestScalesAreGradedApart(t *testing.T) {
 		t.Errorf("a card of one scale: %q", cell)
 	}
 }
+
+// A difference in what identify named shows why the expected profiles
+// were not: the answers that ruled them out, and the profiles identify
+// could not judge within its budget.
+func TestRuledOutWhy(t *testing.T) {
+	text := strings.Join([]string{
+		"UNDECIDED: no profile judged explains every answer, but 1 profile could not be judged (below), and may",
+		"  ruled out sliding-log",
+		"    by strict/raised-limit step 9 at +39ms: AllowRequest(\"u\") = allowed, the profile says denied",
+		"      +7ms  Configure(2, 1s) = ok",
+		"  ruled out gcra:burst=limit",
+		"    by core/within-limit step 1 at +0ms: AllowRequest(\"u\") = denied, the profile says allowed",
+		"  not judged fixed-window:align=first-second,count-denied=false,query=read: neither fits nor ruled out",
+	}, "\n")
+	got := ruledOutWhy(text, "identified sliding-log | or: identified token-bucket")
+	for _, want := range []string{"ruled out sliding-log\n        by strict/raised-limit step 9", "+7ms  Configure(2, 1s) = ok", "not judged fixed-window:align=first-second"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("ruledOutWhy = %q, want it to show %q", got, want)
+		}
+	}
+	if strings.Contains(got, "gcra") {
+		t.Errorf("ruledOutWhy = %q: gcra was not expected, and is not to be shown", got)
+	}
+}
+
+// With -realtime-identify print, what identify names in real time is
+// not a difference: it is printed where it differs. A name given on the
+// card's clock is compared still.
+func TestRealtimeIdentifyPrintedNotCompared(t *testing.T) {
+	c, _ := byName("x-time-rate")
+	g := &graded{card: c, identify: identifyReport{Outcome: "identified", Mode: "real-time", uncompared: true,
+		Fits: []identifiedFit{{Profile: "fixed-window:align=first-second"}}}}
+	want := map[[2]string]string{{"x-time-rate", "identify"}: "identified token-bucket"}
+	if d := compare(want, []*graded{g}); len(d) != 0 {
+		t.Errorf("compare = %q, want no difference for a name not compared", d)
+	}
+	if d := uncompared(want, []*graded{g}); len(d) != 1 || !strings.Contains(d[0], `"identified fixed-window:align=first-second", expected "identified token-bucket"`) {
+		t.Errorf("uncompared = %q, want the name printed", d)
+	}
+	g.identify.Fits[0].Profile = "token-bucket"
+	if d := uncompared(want, []*graded{g}); len(d) != 0 {
+		t.Errorf("uncompared = %q, want nothing where the name is as expected", d)
+	}
+	g.identify.uncompared, g.identify.Fits[0].Profile = false, "gcra"
+	if d := compare(want, []*graded{g}); len(d) != 1 {
+		t.Errorf("compare = %q, want the difference of a name that is compared", d)
+	}
+}
