@@ -95,12 +95,23 @@ func serve(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) int
 		return serveEndpoint(ctx, stdout, stderr, endpointServe{impl: *impl, addr: *addr, keyHeader: *keyHeader, prefix: *prefix, token: token,
 			storeFailure: policy, storeTimeout: *storeTimeout}, *limit, *window)
 	}
+	return serveV1(ctx, stdout, stderr, v1Serve{impl: *impl, addr: *addr, prefix: *prefix, token: token, clock: *withClock}, *limit, *window)
+}
+
+// v1Serve is what rlconform serve serves over protocol v1.
+type v1Serve struct {
+	impl, addr, prefix, token string
+	clock                     bool // clock control, from each request's X-Rlc-Now-Ms
+}
+
+// serveV1 serves o.impl over protocol v1 until ctx is done.
+func serveV1(ctx context.Context, stdout, stderr io.Writer, o v1Serve, limit int, window time.Duration) int {
 	clock := fakeclock.New(time.Now())
 	var limClock fakeclock.Clock = clock
-	if !*withClock {
+	if !o.clock {
 		clock, limClock = nil, nil
 	}
-	lim, store, err := build(ctx, *impl, limClock, *prefix, *limit, *window)
+	lim, store, err := build(ctx, o.impl, limClock, o.prefix, limit, window)
 	if err != nil {
 		fmt.Fprintf(stderr, "rlconform serve: %v\n", err)
 		return ExitCannotRun
@@ -109,13 +120,13 @@ func serve(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) int
 		defer store.Close()
 	}
 	// Every limiter serve has takes any window of whole milliseconds.
-	srv, err := adapters.ListenWith(*addr, lim, clock, adapters.ServerOptions{Token: token, WindowGranularity: time.Millisecond})
+	srv, err := adapters.ListenWith(o.addr, lim, clock, adapters.ServerOptions{Token: o.token, WindowGranularity: time.Millisecond})
 	if err != nil {
 		fmt.Fprintf(stderr, "rlconform serve: %v\n", err)
 		return ExitCannotRun
 	}
-	fmt.Fprintf(stdout, "rlconform: serving %s over protocol v1 at %s (clock control: %s)\n", *impl, srv.URL, map[bool]string{true: "yes", false: "no"}[*withClock])
-	if token != "" {
+	fmt.Fprintf(stdout, "rlconform: serving %s over protocol v1 at %s (clock control: %s)\n", o.impl, srv.URL, map[bool]string{true: "yes", false: "no"}[o.clock])
+	if o.token != "" {
 		fmt.Fprintln(stdout, "rlconform: every request must carry Authorization: Bearer and the token (rlconform run --target URL --target-token-file FILE)")
 	}
 	if store != nil {
@@ -124,7 +135,7 @@ func serve(args []string, stdout, stderr io.Writer, secrets *redact.Secrets) int
 			at = redisenv.Redact(store.URL) // the master, through its Sentinels
 		}
 		fmt.Fprintf(stdout, "rlconform: its keys are in %s under %q (%s): --store-url %s --store-prefix %s\n",
-			at, *prefix, store.Source, at, *prefix)
+			at, o.prefix, store.Source, at, o.prefix)
 	}
 	<-ctx.Done()
 	srv.Close()

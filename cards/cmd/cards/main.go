@@ -157,32 +157,8 @@ func run(ctx context.Context, o options) (int, error) {
 		if err := updateExpected(o.expected, lines, graded); err != nil {
 			return 2, err
 		}
-	} else {
-		want, err := readExpected(o.expected)
-		if err != nil {
-			return 2, err
-		}
-		diff := compare(want, graded)
-		if len(diff) > 0 && o.from == "" {
-			if diff, err = secondChance(want, graded, g.regrader(graded, seconds, o.parallel), os.Stderr); err != nil {
-				return 2, err
-			}
-		}
-		if shown := uncompared(want, graded); len(shown) > 0 {
-			fmt.Fprintf(os.Stderr, "cards: -realtime-identify print: what identify named in real time differs from %s, not compared (on a loaded machine fewer answers are decided; make cards compares it):\n", o.expected)
-			for _, d := range shown {
-				fmt.Fprintln(os.Stderr, "  "+d)
-			}
-		}
-		if len(diff) > 0 {
-			fmt.Fprintf(os.Stderr, "cards: verdicts differ from %s (update the card's notes and run with -update if the change is meant):\n", o.expected)
-			for _, d := range diff {
-				fmt.Fprintln(os.Stderr, "  "+d)
-			}
-			code = 1
-		} else {
-			fmt.Fprintf(os.Stderr, "cards: %d card(s) graded, every verdict as in %s\n", len(graded), o.expected)
-		}
+	} else if code, err = check(o, graded, g.regrader(graded, seconds, o.parallel)); err != nil {
+		return 2, err
 	}
 	if o.write && o.only == "" {
 		want, err := readExpected(o.expected) // after -update: the list as written
@@ -195,6 +171,38 @@ func run(ctx context.Context, o options) (int, error) {
 		fmt.Fprintf(os.Stderr, "cards: wrote %s\n", o.out)
 	}
 	return code, nil
+}
+
+// check compares the verdicts of graded with o.expected, grades a card
+// that differs once more (regrade), and prints the differences that hold
+// (exit 1) and what identify named in real time where it was not
+// compared and differs.
+func check(o options, graded []*graded, regrade func([]card) ([]*graded, error)) (int, error) {
+	want, err := readExpected(o.expected)
+	if err != nil {
+		return 2, err
+	}
+	diff := compare(want, graded)
+	if len(diff) > 0 && o.from == "" {
+		if diff, err = secondChance(want, graded, regrade, os.Stderr); err != nil {
+			return 2, err
+		}
+	}
+	if shown := uncompared(want, graded); len(shown) > 0 {
+		fmt.Fprintf(os.Stderr, "cards: -realtime-identify print: what identify named in real time differs from %s, not compared (on a loaded machine fewer answers are decided; make cards compares it):\n", o.expected)
+		for _, d := range shown {
+			fmt.Fprintln(os.Stderr, "  "+d)
+		}
+	}
+	if len(diff) > 0 {
+		fmt.Fprintf(os.Stderr, "cards: verdicts differ from %s (update the card's notes and run with -update if the change is meant):\n", o.expected)
+		for _, d := range diff {
+			fmt.Fprintln(os.Stderr, "  "+d)
+		}
+		return 1, nil
+	}
+	fmt.Fprintf(os.Stderr, "cards: %d card(s) graded, every verdict as in %s\n", len(graded), o.expected)
+	return 0, nil
 }
 
 // runTime is how long the run took and how many cards it graded at once:
