@@ -28,18 +28,20 @@ func (b *Budget) Until(done <-chan struct{}) *Budget {
 	return b
 }
 
-// take spends n steps, and reports false when fewer were left.
+// take spends n steps, and reports false when fewer were left (or the
+// time is up). A search refused counts in Spent too: what was asked.
 func (b *Budget) take(n int64) bool {
 	if b == nil {
 		return true
 	}
+	left := b.left.Add(-n)
 	select {
 	case <-b.done:
 		b.out.Store(true)
 		return false
 	default:
 	}
-	if b.left.Add(-n) < 0 {
+	if left < 0 {
 		b.out.Store(true)
 		return false
 	}
@@ -49,8 +51,9 @@ func (b *Budget) take(n int64) bool {
 // Exhausted reports whether a search needed more steps than were left.
 func (b *Budget) Exhausted() bool { return b != nil && b.out.Load() }
 
-// Spent is how many steps were taken (more than the budget once
-// exhausted).
+// Spent is how many steps were asked for (more than the budget once
+// exhausted): a search that asked for none since an earlier reading did
+// not depend on b.
 func (b *Budget) Spent() int64 { return b.steps - b.left.Load() }
 
 // Bound makes o's searches spend b (an oracle that does not search, the

@@ -420,7 +420,7 @@ func identifyOnce(ctx context.Context, cat Catalogue, cfg Config, target Target,
 	b := model.NewBudget(identifySteps)
 	judgeFits(id, cands, probes, false, b)
 	if changesConfig(probes) && !slices.ContainsFunc(id.Fits, func(f result.Fit) bool { return !f.ChangeUnjudged }) {
-		configureApart(id, cands, probes)
+		configureApart(id, cands, probes, b)
 	}
 	if len(id.Fits) == 0 {
 		id.Mistakes = mistakes(id.Limit, id.Window, probes)
@@ -471,14 +471,16 @@ func changesConfig(probes []probe) bool {
 // limiter's second whose answers after a change went unjudged, where every
 // one of its decisions is a sliding log's.)
 //
-// It searches on a budget of its own: the replays with the profiles' own
-// Configure, on a loaded machine, can spend all of theirs, and a profile
-// this replay would have fitted is then not "none fits" (a run of Python
-// limits' moving window, four cards at once, said so). What it could not
-// judge, when nothing fits, is unjudged with Configure apart too.
-func configureApart(id *result.Identification, cands []model.Variant, probes []probe) {
+// It spends what is left of b: the replays with the profiles' own
+// Configure, on a loaded machine, can spend all of it (43.8 of 50
+// million steps on Python limits' moving window, the machine loaded),
+// and the profiles whose searches then give users up are not judged here
+// either; the sliding log's replay takes no step, and is judged. What it
+// could not judge, when nothing fits, is unjudged with Configure apart
+// too.
+func configureApart(id *result.Identification, cands []model.Variant, probes []probe, b *model.Budget) {
 	fresh := &result.Identification{Limit: id.Limit, Window: id.Window}
-	judgeFits(fresh, cands, probes, true, model.NewBudget(identifySteps))
+	judgeFits(fresh, cands, probes, true, b)
 	if len(fresh.Fits) == 0 {
 		for _, u := range fresh.Unjudged {
 			if !slices.Contains(id.Unjudged, u) {
@@ -681,11 +683,16 @@ func judgeFits(id *result.Identification, cands []model.Variant, probes []probe,
 	var unjudged []string
 	judge := func(cands []model.Variant) {
 		for _, c := range cands {
+			before := b.Spent()
 			fit, spec, out := judgeCandidate(id, c, probes, fresh, b)
 			switch {
 			case out != nil:
 				id.RuledOut = append(id.RuledOut, *out)
-			case b.Exhausted(): // its searches gave users up: no answer ruled it out, none was judged
+			case b.Exhausted() && b.Spent() != before:
+				// Its searches asked for steps past the budget and gave
+				// users up: no answer ruled it out, none was judged. A
+				// profile that took none (the sliding log's replay does
+				// not search) was judged whole, spent budget or not.
 				unjudged = append(unjudged, c.String())
 			default:
 				fits, fitSpecs = append(fits, fit), append(fitSpecs, spec)

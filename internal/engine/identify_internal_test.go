@@ -107,6 +107,20 @@ func TestUnjudgedProfilesMakeIdentifyUndecided(t *testing.T) {
 	assert.True(t, starved.Undecided(), "profiles not judged: undecided, not none fits")
 	assert.NotContains(t, starved.Unjudged, "sliding-log", "the sliding log takes no search: ruled out")
 
+	// Once the budget is spent, a profile whose replay takes no step (the
+	// sliding log's) is judged still: replays after it (with Configure
+	// apart) find it.
+	within := probe{id: "core/within-limit", n: 5, w: time.Second, realTime: true, start: start, trace: p.trace[:5]}
+	b := model.NewBudget(1)
+	judgeFits(&result.Identification{Limit: 5, Window: time.Second}, cands, []probe{within}, false, b)
+	require.True(t, b.Exhausted())
+	after := &result.Identification{Limit: 5, Window: time.Second}
+	judgeFits(after, cands, []probe{within}, false, b)
+	require.NotEmpty(t, after.Fits)
+	assert.Equal(t, "sliding-log", after.Fits[0].Profile, "judged whole, the budget spent before it")
+	assert.NotContains(t, after.Unjudged, "sliding-log")
+	assert.NotEmpty(t, after.Unjudged, "the searching profiles are not judged")
+
 	judged := &result.Identification{Limit: 5, Window: time.Second}
 	judgeFits(judged, cands, []probe{p}, false, model.NewBudget(identifySteps))
 	assert.Empty(t, judged.Unjudged)
