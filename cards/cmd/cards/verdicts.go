@@ -286,8 +286,9 @@ func identifyDiff(card, what, w string, r identifyReport) string {
 
 // ruledOutWhy is what identify's text says ruled out the profiles want
 // expects (its alternatives), indented, for a difference to show the
-// answers that decided it: at most ruledOutLines lines each, "" when the
-// text rules none of them out.
+// answers that decided it: at most ruledOutLines lines each; then the
+// profiles identify could not judge (its line "not judged"); "" when the
+// text says neither.
 func ruledOutWhy(text, want string) string {
 	var b strings.Builder
 	lines := strings.Split(text, "\n")
