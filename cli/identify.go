@@ -215,7 +215,7 @@ func reportIdentification(id *result.Identification, text, out, stderr io.Writer
 		}
 	}
 	if id.Undecided() {
-		fmt.Fprintf(stderr, "rlconform identify: undecided: no profile judged fits, and %s could not be judged within identify's budget of steps (slow round trips widen the searches: try a quieter machine, or fewer --instances)\n", strings.Join(id.Unjudged, ", "))
+		fmt.Fprintf(stderr, "rlconform identify: undecided: no profile judged fits, and %s could not be judged within identify's budget of steps (slow round trips widen the searches: try again on a quieter machine)\n", strings.Join(id.Unjudged, ", "))
 		return ExitCannotRun
 	}
 	if len(id.Fits) == 0 {

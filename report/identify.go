@@ -23,7 +23,7 @@ func Identification(w io.Writer, id *result.Identification) error {
 			if len(id.Unjudged) > 1 {
 				profiles = fmt.Sprintf("%d profiles", len(id.Unjudged))
 			}
-			fmt.Fprintf(&b, "UNDECIDED: no profile judged explains every answer, but %s could not be judged (below), and may\n", profiles)
+			fmt.Fprintf(&b, "UNDECIDED: no profile judged explains every answer, but %s could not be judged (below) and may explain them all\n", profiles)
 		} else {
 			b.WriteString("NONE FITS: no profile explains every answer (each is ruled out below)\n")
 		}

@@ -48,7 +48,7 @@ func TestIdentificationWithProfilesNotJudgedIsUndecided(t *testing.T) {
 	b.Reset()
 	require.NoError(t, Identification(&b, id))
 	assert.NotContains(t, b.String(), "NONE FITS")
-	assert.Contains(t, b.String(), "UNDECIDED: no profile judged explains every answer, but 1 profile could not be judged (below), and may")
+	assert.Contains(t, b.String(), "UNDECIDED: no profile judged explains every answer, but 1 profile could not be judged (below) and may explain them all")
 	assert.Contains(t, b.String(), "not judged fixed-window:align=first-second,count-denied=false,query=read: neither fits nor ruled out")
 
 	b.Reset()

@@ -408,7 +408,7 @@ func TestScalesAreGradedApart(t *testing.T) {
 // could not judge within its budget.
 func TestRuledOutWhy(t *testing.T) {
 	text := strings.Join([]string{
-		"UNDECIDED: no profile judged explains every answer, but 1 profile could not be judged (below), and may",
+		"UNDECIDED: no profile judged explains every answer, but 1 profile could not be judged (below) and may explain them all",
 		"  ruled out sliding-log",
 		"    by strict/raised-limit step 9 at +39ms: AllowRequest(\"u\") = allowed, the profile says denied",
 		"      +7ms  Configure(2, 1s) = ok",
